@@ -1,0 +1,113 @@
+# asyncq developer tasks.  Every target is idempotent.
+#
+#   make venv        create .venv and install asyncq[dev] (editable); redone when pyproject.toml changes
+#   make redis-bin   make sure redis-server is installed (apt-get as root, else explain)
+#   make redis-up    start a local redis-server on 127.0.0.1:$(REDIS_PORT) (AOF on), state in .run/
+#   make redis-down  stop the server started by redis-up
+#   make test        run the test suite (tests start their own redis-server, or use
+#                    ASYNCQ_TEST_REDIS_URL if set)
+#   make lint        ruff + mypy
+#   make run         start redis and run the quickstart demo
+#   make bench       run the benchmarks
+#   make clean       remove build artefacts, caches and .run/ (stops redis first)
+#   make distclean   clean + remove .venv
+
+PYTHON     ?= python3
+REDIS_PORT ?= 6390
+VENV       := .venv
+STAMP      := $(VENV)/.stamp
+RUN_DIR    := $(CURDIR)/.run
+REDIS_DIR  := $(RUN_DIR)/redis-$(REDIS_PORT)
+REDIS_PID  := $(RUN_DIR)/redis-$(REDIS_PORT).pid
+REDIS_LOG  := $(RUN_DIR)/redis-$(REDIS_PORT).log
+PYTEST_ARGS ?=
+
+LINT_PATHS := $(wildcard asyncq tests examples benchmarks)
+
+# The test suite needs a redis-server binary unless it is pointed at a server.
+TEST_REDIS_DEP := $(if $(ASYNCQ_TEST_REDIS_URL),,redis-bin)
+
+.PHONY: venv redis-bin redis-up redis-down test lint run bench clean distclean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+redis-bin:
+	@if command -v redis-server >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "redis-server not found: installing it with apt-get"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server; \
+	else \
+		echo "redis-server not found: install it (Debian/Ubuntu: apt-get install redis-server) or set ASYNCQ_TEST_REDIS_URL" >&2; \
+		exit 1; \
+	fi
+
+redis-up: redis-bin
+	@if redis-cli -h 127.0.0.1 -p $(REDIS_PORT) ping 2>/dev/null | grep -q PONG; then \
+		echo "redis already answering on 127.0.0.1:$(REDIS_PORT)"; \
+		exit 0; \
+	fi; \
+	mkdir -p "$(REDIS_DIR)"; \
+	redis-server --bind 127.0.0.1 --port $(REDIS_PORT) --protected-mode yes \
+		--daemonize yes --pidfile "$(REDIS_PID)" --logfile "$(REDIS_LOG)" \
+		--dir "$(REDIS_DIR)" --appendonly yes --appendfsync everysec || exit 1; \
+	i=0; \
+	until redis-cli -h 127.0.0.1 -p $(REDIS_PORT) ping 2>/dev/null | grep -q PONG; do \
+		i=$$((i + 1)); \
+		if [ $$i -ge 100 ]; then \
+			echo "redis-server did not answer on 127.0.0.1:$(REDIS_PORT); log tail:" >&2; \
+			tail -n 20 "$(REDIS_LOG)" >&2 || true; \
+			exit 1; \
+		fi; \
+		sleep 0.1; \
+	done; \
+	echo "redis up on redis://127.0.0.1:$(REDIS_PORT)/0 (pid $$(cat "$(REDIS_PID)"), log $(REDIS_LOG))"
+
+redis-down:
+	@if [ ! -f "$(REDIS_PID)" ]; then \
+		echo "no redis started by make on port $(REDIS_PORT)"; \
+		exit 0; \
+	fi; \
+	pid=$$(cat "$(REDIS_PID)"); \
+	if kill -0 "$$pid" 2>/dev/null; then \
+		kill -TERM "$$pid"; \
+		i=0; \
+		while kill -0 "$$pid" 2>/dev/null; do \
+			i=$$((i + 1)); \
+			if [ $$i -ge 100 ]; then \
+				echo "redis (pid $$pid) did not stop after 10 s; sending SIGKILL" >&2; \
+				kill -KILL "$$pid" 2>/dev/null || true; \
+				break; \
+			fi; \
+			sleep 0.1; \
+		done; \
+		echo "redis on port $(REDIS_PORT) stopped"; \
+	else \
+		echo "stale pidfile for port $(REDIS_PORT) removed"; \
+	fi; \
+	rm -f "$(REDIS_PID)"
+
+test: venv $(TEST_REDIS_DEP)
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/mypy
+
+run: venv redis-bin redis-up
+	$(VENV)/bin/python examples/quickstart/run_demo.py --redis-url redis://127.0.0.1:$(REDIS_PORT)/0
+
+bench: venv redis-bin
+	$(VENV)/bin/python -m benchmarks
+
+clean: redis-down
+	rm -rf build dist .run .mypy_cache .ruff_cache .pytest_cache .hypothesis *.egg-info
+	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

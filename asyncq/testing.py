@@ -1,0 +1,134 @@
+"""pytest plugin for testing asyncq applications (and asyncq itself).
+
+It is registered automatically through the ``pytest11`` entry point once asyncq
+is installed; nothing needs to be added to ``conftest.py``.
+
+Fixtures
+--------
+
+``anyio_backend`` (session)
+    ``"asyncio"``.  anyio's own default is module-scoped and parametrized over
+    every installed backend; asyncq only runs on asyncio, and a session scope
+    lets session-scoped async fixtures share one event loop.  Mark async tests
+    with ``@pytest.mark.anyio`` (or set ``anyio_mode = "auto"``).  A project
+    that defines its own ``anyio_backend`` (in a conftest or a test module)
+    overrides this one.
+
+``asyncq_redis_url`` (session)
+    URL of the Redis server to test against: ``$ASYNCQ_TEST_REDIS_URL`` if set,
+    otherwise that of a throwaway ``redis-server`` started for the session (see
+    ``asyncq_redis_server``).  Tests share the server, so they should keep
+    their keys apart, e.g. with ``asyncq_queue``.
+
+``asyncq_redis_server`` (session)
+    The :class:`~asyncq._testing.redis_server.RedisServer` behind
+    ``asyncq_redis_url``, for tests that stop, kill or restart it.  Such tests
+    are skipped when ``ASYNCQ_TEST_REDIS_URL`` is set, as that server is not
+    ours to control.
+
+``asyncq_queue`` (function)
+    A queue name unique to the test, like ``"t-1a2b3c4d5e6f"``.
+
+``redis_client`` (function, async)
+    A ``redis.asyncio.Redis`` connected to ``asyncq_redis_url`` (bytes
+    replies), closed after the test.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis.asyncio
+
+from asyncq._testing.redis_server import RedisServer
+
+__all__ = [
+    "REDIS_URL_ENV",
+    "asyncq_queue",
+    "asyncq_redis_server",
+    "asyncq_redis_url",
+    "redis_client",
+]
+
+#: Environment variable naming an existing Redis server to test against.
+REDIS_URL_ENV = "ASYNCQ_TEST_REDIS_URL"
+
+
+# ---------------------------------------------------------------- anyio
+
+
+_ANYIO_BACKEND_PLUGIN = "asyncq-anyio-backend"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``anyio_backend`` fixture.
+
+    Fixtures of plugins loaded from entry points override each other in load
+    order, which is not defined.  Registering it from ``pytest_configure``,
+    after every entry-point plugin (anyio's included), makes it win over
+    anyio's default; conftest and test-module fixtures are registered later
+    still, so a project's own ``anyio_backend`` wins over this one.
+    """
+    if config.pluginmanager.has_plugin(_ANYIO_BACKEND_PLUGIN):
+        return
+
+    @pytest.fixture(scope="session")
+    def anyio_backend() -> str:
+        return "asyncio"
+
+    holder = types.ModuleType(f"{__name__}._anyio_backend")
+    holder.__dict__["anyio_backend"] = anyio_backend
+    config.pluginmanager.register(holder, _ANYIO_BACKEND_PLUGIN)
+
+
+# ---------------------------------------------------------------- redis
+
+
+@pytest.fixture(scope="session")
+def asyncq_redis_server() -> Iterator[RedisServer]:
+    """A ``redis-server`` subprocess for the whole session (see module docs)."""
+    if os.environ.get(REDIS_URL_ENV):
+        pytest.skip(f"{REDIS_URL_ENV} is set: the Redis server is external, not ours to control")
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def asyncq_redis_url(request: pytest.FixtureRequest) -> str:
+    """``$ASYNCQ_TEST_REDIS_URL``, or the URL of ``asyncq_redis_server``."""
+    url = os.environ.get(REDIS_URL_ENV)
+    if url:
+        return url
+    server: RedisServer = request.getfixturevalue("asyncq_redis_server")
+    return server.url
+
+
+@pytest.fixture
+def asyncq_queue() -> str:
+    """A queue name unique to this test."""
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def redis_client(
+    asyncq_redis_url: str, anyio_backend: object
+) -> AsyncIterator[redis.asyncio.Redis]:
+    """A ``redis.asyncio.Redis`` on ``asyncq_redis_url``, closed after the test.
+
+    Depends on ``anyio_backend`` so that anyio's plugin runs it even when it
+    is requested indirectly.
+    """
+    client = redis.asyncio.Redis.from_url(asyncq_redis_url, decode_responses=False)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+# ---------------------------------------------------------------- asyncq
+#
+# Client and worker fixtures (asyncq_client, asyncq_worker, ...) go here.
