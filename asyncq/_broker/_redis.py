@@ -1,0 +1,372 @@
+"""RedisBroker: the Broker protocol over redis.asyncio, one Lua script per task transition."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
+
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError, RedisError
+
+from .. import _keys as K
+from .._clock import SYSTEM_CLOCK, Clock
+from .._errors import BrokerError
+from ._protocol import EnqueueCode, NewTask, Outcome, RawTask
+from ._scripts import Script, load_scripts
+
+DAY_MS = 86_400_000
+STATS_TTL_MS = 90 * DAY_MS
+ARCHIVE_MAX_SIZE = 10_000
+ARCHIVE_MAX_AGE_MS = 90 * DAY_MS
+_PIPELINE_CHUNK = 1000
+
+
+def _s(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _raw_tasks(flat: Sequence[Any], start: int = 0) -> list[RawTask]:
+    return [
+        RawTask(_s(flat[i]), flat[i + 1], flat[i + 2], int(flat[i + 3]))
+        for i in range(start, len(flat), 4)
+    ]
+
+
+def _code(value: Any) -> EnqueueCode:
+    code = int(value)
+    if code == 1:
+        return 1
+    return 0 if code == 0 else -1
+
+
+class RedisBroker:
+    """The Redis implementation of the Broker protocol.
+
+    ``redis`` must be created with ``decode_responses=False``. ``owns_client`` says whether
+    ``close()`` closes it (True when asyncq created it from a URL).
+    """
+
+    def __init__(self, redis: Redis, *, owns_client: bool = False,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        self.redis = redis
+        self.clock = clock
+        self._owns_client = owns_client
+        self._scripts = load_scripts()
+        self._known_queues: set[str] = set()
+
+    # -- plumbing
+
+    async def _eval(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        script = self._scripts[name]
+        try:
+            try:
+                return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                await self.redis.script_load(script.source)
+                return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
+        except RedisError as exc:
+            raise BrokerError(f"{name} failed: {exc}") from exc
+
+    async def _eval_many(
+        self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        """Run many scripts in pipelined chunks (not a transaction: each script is atomic)."""
+        results: list[Any] = []
+        try:
+            for start in range(0, len(calls), _PIPELINE_CHUNK):
+                chunk = calls[start:start + _PIPELINE_CHUNK]
+                out = await self._pipeline(chunk)
+                if any(isinstance(r, NoScriptError) for r in out):
+                    # Redis lost its script cache (restart, SCRIPT FLUSH): NOSCRIPT means that
+                    # call did not run, so loading the scripts and re-sending it is safe.
+                    for script in {c[0] for c in chunk}:
+                        await self.redis.script_load(script.source)
+                    again = [i for i, r in enumerate(out) if isinstance(r, NoScriptError)]
+                    redo = await self._pipeline([chunk[i] for i in again])
+                    for i, r in zip(again, redo, strict=True):
+                        out[i] = r
+                results.extend(out)
+        except RedisError as exc:
+            raise BrokerError(f"pipeline failed: {exc}") from exc
+        return results
+
+    async def _pipeline(
+        self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        pipe = self.redis.pipeline(transaction=False)
+        for script, keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        return list(await pipe.execute(raise_on_error=False))
+
+    def _stats_args(self, now: int) -> tuple[str, int]:
+        return K.day_string(now), now + STATS_TTL_MS
+
+    async def ping(self) -> None:
+        try:
+            await self.redis.ping()
+        except RedisError as exc:
+            raise BrokerError(f"ping failed: {exc}") from exc
+
+    async def close(self) -> None:
+        if self._owns_client:
+            await self.redis.aclose()
+
+    async def load_scripts(self) -> None:
+        """Load every script into Redis so pipelines never meet NOSCRIPT on a fresh server."""
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            for script in self._scripts.values():
+                pipe.script_load(script.source)
+            await pipe.execute()
+        except RedisError as exc:
+            raise BrokerError(f"loading scripts failed: {exc}") from exc
+
+    # -- producing
+
+    async def register_queues(self, queues: Sequence[str]) -> None:
+        new = [q for q in queues if q not in self._known_queues]
+        if not new:
+            return
+        try:
+            await self.redis.sadd(K.QUEUES, *new)
+        except RedisError as exc:
+            raise BrokerError(f"registering queues failed: {exc}") from exc
+        self._known_queues.update(new)
+
+    def forget_queue(self, queue: str) -> None:
+        """Drop a queue from the registration cache (after it was deleted)."""
+        self._known_queues.discard(queue)
+
+    def _store_call(self, task: NewTask, now: int) -> tuple[Script, list[str], list[Any]]:
+        msg = task.msg
+        qk = K.queue_keys(msg.queue)
+        lock = task.unique_key or qk.base + "unique:"
+        encoded = msg.encode()
+        if task.process_at_ms > now:
+            return (self._scripts["schedule"],
+                    [qk.task(msg.id), qk.scheduled, lock],
+                    [msg.id, encoded, task.payload, task.process_at_ms, task.unique_ttl_ms,
+                     msg.group])
+        if msg.group:
+            return (self._scripts["add_to_group"],
+                    [qk.task(msg.id), qk.group(msg.group), qk.groups, lock],
+                    [msg.id, encoded, task.payload, now, task.unique_ttl_ms, msg.group])
+        return (self._scripts["enqueue"],
+                [qk.task(msg.id), qk.pending, lock, qk.waiters],
+                [msg.id, encoded, task.payload, now, task.unique_ttl_ms, K.WAKE_CHANNEL,
+                 msg.queue])
+
+    async def store(self, task: NewTask) -> EnqueueCode:
+        await self.register_queues((task.msg.queue,))
+        script, keys, args = self._store_call(task, self.clock.now_ms())
+        return _code(await self._eval(script.name, keys, args))
+
+    async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
+        await self.register_queues(sorted({t.msg.queue for t in tasks}))
+        now = self.clock.now_ms()
+        out = await self._eval_many([self._store_call(t, now) for t in tasks])
+        return [BrokerError(str(r)) if isinstance(r, Exception) else _code(r) for r in out]
+
+    async def publish_cancel(self, task_id: str) -> None:
+        try:
+            await self.redis.publish(K.CANCEL_CHANNEL, task_id)
+        except RedisError as exc:
+            raise BrokerError(f"publishing cancellation failed: {exc}") from exc
+
+    # -- running
+
+    async def dequeue(
+        self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int
+    ) -> tuple[list[RawTask], int]:
+        qk = K.queue_keys(queue)
+        flat = await self._eval(
+            "dequeue",
+            [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters],
+            [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms],
+        )
+        return _raw_tasks(flat, 1), int(flat[0])
+
+    def _finish_call(
+        self, o: Outcome, owner: str, now: int, lease_cutoff: int | str = ""
+    ) -> tuple[Script, list[str], list[Any]]:
+        qk = K.queue_keys(o.queue)
+        day, stats_expiry = self._stats_args(now)
+        task_key = qk.task(o.task_id)
+        if o.kind == "done":
+            return (self._scripts["done"],
+                    [task_key, qk.active, qk.lease, qk.processed, qk.processed_day(day)],
+                    [o.task_id, owner, stats_expiry])
+        if o.kind == "complete":
+            return (self._scripts["mark_complete"],
+                    [task_key, qk.active, qk.lease, qk.completed, qk.processed,
+                     qk.processed_day(day)],
+                    [o.task_id, owner, stats_expiry, now, now + o.retention_ms,
+                     "0" if o.result is None else "1", o.result or b""])
+        if o.kind == "requeue":
+            return (self._scripts["requeue"],
+                    [task_key, qk.active, qk.lease, qk.pending, qk.waiters],
+                    [o.task_id, owner, now, K.WAKE_CHANNEL, o.queue])
+        failure_keys = [qk.processed, qk.processed_day(day), qk.failed, qk.failed_day(day)]
+        if o.kind == "retry":
+            return (self._scripts["retry"],
+                    [task_key, qk.active, qk.lease, qk.retry, *failure_keys],
+                    [o.task_id, owner, o.retry_at_ms, o.error, now,
+                     "1" if o.is_failure else "0", stats_expiry, lease_cutoff])
+        return (self._scripts["archive"],
+                [task_key, qk.active, qk.lease, qk.archived, *failure_keys],
+                [o.task_id, owner, o.error, now, stats_expiry, lease_cutoff,
+                 ARCHIVE_MAX_SIZE, now - ARCHIVE_MAX_AGE_MS, qk.task_prefix])
+
+    async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:
+        """Write many outcomes in one pipelined round trip; False = the lease was lost."""
+        now = self.clock.now_ms()
+        if len(outcomes) == 1:
+            script, keys, args = self._finish_call(outcomes[0], owner, now)
+            return [bool(await self._eval(script.name, keys, args))]
+        out = await self._eval_many([self._finish_call(o, owner, now) for o in outcomes])
+        return [BrokerError(str(r)) if isinstance(r, Exception) else bool(r) for r in out]
+
+    async def extend_leases(
+        self, queue: str, task_ids: Sequence[str], owner: str, lease_ms: int
+    ) -> list[bool]:
+        if not task_ids:
+            return []
+        qk = K.queue_keys(queue)
+        flags = await self._eval(
+            "extend_lease", [qk.lease],
+            [self.clock.now_ms() + lease_ms, owner, qk.task_prefix, *task_ids],
+        )
+        return [bool(f) for f in flags]
+
+    async def write_result(self, queue: str, task_id: str, data: bytes) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self._eval("write_result", [qk.task(task_id)], [data]))
+
+    async def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:
+        """Subscribe; yield None once subscribed, then (channel, message) pairs until an error."""
+        pubsub = self.redis.pubsub()
+        try:
+            try:
+                await pubsub.subscribe(*channels)
+                confirmed = 0
+                while confirmed < len(channels):
+                    msg = await pubsub.get_message(timeout=5.0)
+                    if msg is None:
+                        raise BrokerError("timed out waiting for the subscription")
+                    if msg["type"] == "subscribe":
+                        confirmed += 1
+                yield None
+                while True:
+                    msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+                    if msg is not None and msg["type"] == "message":
+                        yield _s(msg["channel"]), _s(msg["data"])
+            except RedisError as exc:
+                raise BrokerError(f"subscription failed: {exc}") from exc
+        finally:
+            with contextlib.suppress(RedisError):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    # -- maintenance
+
+    async def forward(self, queue: str, source: Literal["scheduled", "retry"],
+                      limit: int) -> tuple[int, int]:
+        qk = K.queue_keys(queue)
+        moved, next_due = await self._eval(
+            "forward",
+            [qk.scheduled if source == "scheduled" else qk.retry, qk.pending, qk.groups,
+             qk.waiters],
+            [self.clock.now_ms(), limit, qk.task_prefix, qk.base + "g:", K.WAKE_CHANNEL, queue],
+        )
+        return int(moved), int(next_due)
+
+    async def list_lease_expired(self, queue: str, cutoff_ms: int, limit: int) -> list[RawTask]:
+        qk = K.queue_keys(queue)
+        flat = await self._eval("list_lease_expired", [qk.lease, qk.active],
+                                [cutoff_ms, qk.task_prefix, limit])
+        return _raw_tasks(flat)
+
+    async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
+        """Retry or archive a task whose lease ended by ``lease_cutoff_ms`` (any owner)."""
+        script, keys, args = self._finish_call(outcome, "", self.clock.now_ms(), lease_cutoff_ms)
+        return bool(await self._eval(script.name, keys, args))
+
+    async def reclaim_orphans(self, queue: str, limit: int) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self._eval("reclaim_orphans", [qk.active, qk.lease],
+                                    [self.clock.now_ms(), limit]))
+
+    async def delete_expired_completed(self, queue: str, limit: int) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self._eval("delete_expired_completed", [qk.completed],
+                                    [self.clock.now_ms(), qk.task_prefix, limit]))
+
+    async def write_server_state(self, server_id: str, info: bytes,
+                                 workers: dict[str, bytes], ttl_ms: int) -> None:
+        skey, wkey = K.server_key(server_id), K.workers_key(server_id)
+        pairs: list[Any] = []
+        for task_id, winfo in workers.items():
+            pairs += [task_id, winfo]
+        await self._eval("write_server_state", [skey, wkey], [ttl_ms, info, *pairs])
+        expiry = self.clock.now_ms() + ttl_ms
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.zadd(K.SERVERS, {skey: expiry})
+            pipe.zadd(K.WORKERS, {wkey: expiry})
+            await pipe.execute()
+        except RedisError as exc:
+            raise BrokerError(f"writing server state failed: {exc}") from exc
+
+    async def clear_server_state(self, server_id: str) -> None:
+        skey, wkey = K.server_key(server_id), K.workers_key(server_id)
+        await self._eval("clear_server_state", [skey, wkey], [])
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.zrem(K.SERVERS, skey)
+            pipe.zrem(K.WORKERS, wkey)
+            await pipe.execute()
+        except RedisError as exc:
+            raise BrokerError(f"clearing server state failed: {exc}") from exc
+
+    # -- groups
+
+    async def list_groups(self, queue: str) -> list[str]:
+        try:
+            members = await self.redis.smembers(K.queue_keys(queue).groups)
+        except RedisError as exc:
+            raise BrokerError(f"listing groups failed: {exc}") from exc
+        return sorted(_s(m) for m in members)
+
+    async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
+                                max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self._eval(
+            "aggregation_check",
+            [qk.group(group), f"{qk.group(group)}:{set_id}", qk.aggregation_sets, qk.groups],
+            [self.clock.now_ms(), grace_ms, max_delay_ms, max_size, set_deadline_ms, group]))
+
+    async def read_aggregation_set(self, queue: str, group: str, set_id: str) -> list[RawTask]:
+        qk = K.queue_keys(queue)
+        flat = await self._eval("read_aggregation_set", [f"{qk.group(group)}:{set_id}"],
+                                [qk.task_prefix])
+        return _raw_tasks(flat)
+
+    async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self._eval("delete_aggregation_set",
+                                    [f"{qk.group(group)}:{set_id}", qk.aggregation_sets],
+                                    [qk.task_prefix]))
+
+    async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self._eval("reclaim_stale_aggregation_sets",
+                                    [qk.aggregation_sets, qk.groups],
+                                    [self.clock.now_ms(), qk.base + "g:"]))
+
+    async def pause(self, queue: str) -> bool:
+        qk = K.queue_keys(queue)
+        return bool(await self._eval("pause", [qk.paused], [self.clock.now_ms()]))
+
+    async def unpause(self, queue: str) -> bool:
+        qk = K.queue_keys(queue)
+        return bool(await self._eval("unpause", [qk.paused], [K.WAKE_CHANNEL, queue]))

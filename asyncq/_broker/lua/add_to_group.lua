@@ -1,0 +1,27 @@
+-- add_to_group: a new task waiting to be aggregated with its group (nothing -> aggregating).
+-- KEYS[1] task hash          asyncq:{q}:t:<id>
+-- KEYS[2] group zset         asyncq:{q}:g:<group>
+-- KEYS[3] groups set         asyncq:{q}:groups
+-- KEYS[4] uniqueness lock    asyncq:{q}:unique:...  (read only when ARGV[5] > 0)
+-- ARGV[1] task id
+-- ARGV[2] encoded message (JSON)
+-- ARGV[3] payload bytes
+-- ARGV[4] now, Unix ms (the group zset score)
+-- ARGV[5] uniqueness TTL in ms, 0 when the task is not unique
+-- ARGV[6] group name
+-- Returns: 1 added; 0 a task with this id exists; -1 a unique duplicate holds the lock.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+local unique_ttl = tonumber(ARGV[5])
+if unique_ttl > 0 then
+  if not redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', unique_ttl) then
+    return -1
+  end
+  redis.call('HSET', KEYS[1], 'unique_key', KEYS[4])
+end
+redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'aggregating',
+  'group', ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[6])
+return 1

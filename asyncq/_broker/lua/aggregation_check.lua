@@ -1,0 +1,48 @@
+-- aggregation_check: stage a group's tasks for aggregation when it is ready (group -> set).
+-- KEYS[1] group zset         asyncq:{q}:g:<group>
+-- KEYS[2] new set zset       asyncq:{q}:g:<group>:<set id>
+-- KEYS[3] aggregation sets   asyncq:{q}:aggregation_sets
+-- KEYS[4] groups set         asyncq:{q}:groups
+-- ARGV[1] now, Unix ms
+-- ARGV[2] grace period, ms: ready when the newest task is at least this old
+-- ARGV[3] max delay, ms (0: none): ready when the oldest task is at least this old
+-- ARGV[4] max size (0: none): ready when the group holds this many; a set takes at most this many
+-- ARGV[5] set deadline, Unix ms (after it, an unfinished set returns to its group)
+-- ARGV[6] group name
+-- Returns: number of tasks moved into the new set (0: not ready, nothing changed).
+local size = redis.call('ZCARD', KEYS[1])
+if size == 0 then
+  redis.call('SREM', KEYS[4], ARGV[6])
+  return 0
+end
+local now = tonumber(ARGV[1])
+local max_size = tonumber(ARGV[4])
+local max_delay = tonumber(ARGV[3])
+local take = 0
+if max_size > 0 and size >= max_size then
+  take = max_size
+else
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  if max_delay > 0 and tonumber(oldest[2]) <= now - max_delay then
+    take = size
+  elseif tonumber(newest[2]) <= now - tonumber(ARGV[2]) then
+    take = size
+  end
+  if max_size > 0 and take > max_size then
+    take = max_size
+  end
+end
+if take == 0 then
+  return 0
+end
+local members = redis.call('ZRANGE', KEYS[1], 0, take - 1, 'WITHSCORES')
+for i = 1, #members, 2 do
+  redis.call('ZADD', KEYS[2], members[i + 1], members[i])
+end
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, take - 1)
+redis.call('ZADD', KEYS[3], ARGV[5], KEYS[2])
+if redis.call('ZCARD', KEYS[1]) == 0 then
+  redis.call('SREM', KEYS[4], ARGV[6])
+end
+return take

@@ -1,0 +1,12 @@
+-- delete_expired_completed: drop completed tasks whose retention ended (completed -> deleted).
+-- KEYS[1] completed zset     asyncq:{q}:completed
+-- ARGV[1] now, Unix ms
+-- ARGV[2] task key prefix    asyncq:{q}:t:
+-- ARGV[3] most tasks to delete
+-- Returns: number deleted.
+local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do
+  redis.call('DEL', ARGV[2] .. id)
+  redis.call('ZREM', KEYS[1], id)
+end
+return #ids

@@ -1,0 +1,21 @@
+-- done: a task finished and is not kept (active -> deleted). Also used for RevokeTask.
+-- KEYS[1] task hash          asyncq:{q}:t:<id>
+-- KEYS[2] active list        asyncq:{q}:active
+-- KEYS[3] lease zset         asyncq:{q}:lease
+-- KEYS[4] processed total    asyncq:{q}:processed
+-- KEYS[5] processed today    asyncq:{q}:processed:<YYYY-MM-DD>
+-- ARGV[1] task id
+-- ARGV[2] owner ('' = any owner)
+-- ARGV[3] daily counter expiry, Unix ms
+-- Returns: 1 done; 0 the task is no longer active under this owner (lease lost: no change).
+-- @include _lib.lua
+local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key')
+if not asyncq_owned(v[1], v[2], ARGV[2]) then
+  return 0
+end
+redis.call('LREM', KEYS[2], 0, ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+asyncq_release_unique(v[3], ARGV[1])
+redis.call('DEL', KEYS[1])
+asyncq_bump(KEYS[4], KEYS[5], ARGV[3])
+return 1

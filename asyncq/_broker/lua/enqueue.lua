@@ -1,0 +1,30 @@
+-- enqueue: a new task ready now (nothing -> pending).
+-- KEYS[1] task hash          asyncq:{q}:t:<id>
+-- KEYS[2] pending list       asyncq:{q}:pending
+-- KEYS[3] uniqueness lock    asyncq:{q}:unique:...  (read only when ARGV[5] > 0)
+-- KEYS[4] waiters flag       asyncq:{q}:waiters
+-- ARGV[1] task id
+-- ARGV[2] encoded message (JSON)
+-- ARGV[3] payload bytes
+-- ARGV[4] now, Unix ms (becomes pending_since)
+-- ARGV[5] uniqueness TTL in ms, 0 when the task is not unique
+-- ARGV[6] wake channel
+-- ARGV[7] queue name
+-- Returns: 1 enqueued; 0 a task with this id exists; -1 a unique duplicate holds the lock.
+-- @include _lib.lua
+-- The id check comes first so that a conflict never leaves a stray uniqueness lock.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+local unique_ttl = tonumber(ARGV[5])
+if unique_ttl > 0 then
+  if not redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', unique_ttl) then
+    return -1
+  end
+  redis.call('HSET', KEYS[1], 'unique_key', KEYS[3])
+end
+redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'pending',
+  'pending_since', ARGV[4])
+redis.call('LPUSH', KEYS[2], ARGV[1])
+asyncq_wake(KEYS[4], ARGV[6], ARGV[7])
+return 1

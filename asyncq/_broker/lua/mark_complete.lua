@@ -1,0 +1,31 @@
+-- mark_complete: a task finished and is kept for its retention (active -> completed).
+-- KEYS[1] task hash          asyncq:{q}:t:<id>
+-- KEYS[2] active list        asyncq:{q}:active
+-- KEYS[3] lease zset         asyncq:{q}:lease
+-- KEYS[4] completed zset     asyncq:{q}:completed
+-- KEYS[5] processed total    asyncq:{q}:processed
+-- KEYS[6] processed today    asyncq:{q}:processed:<YYYY-MM-DD>
+-- ARGV[1] task id
+-- ARGV[2] owner ('' = any owner)
+-- ARGV[3] daily counter expiry, Unix ms
+-- ARGV[4] now, Unix ms (completed_at)
+-- ARGV[5] expiry = completed_at + retention, Unix ms (the completed zset score)
+-- ARGV[6] '1' to store ARGV[7] as the task's result (the handler's return value), '0' not to
+-- ARGV[7] result bytes
+-- Returns: 1 completed; 0 the task is no longer active under this owner (no change).
+-- @include _lib.lua
+local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key')
+if not asyncq_owned(v[1], v[2], ARGV[2]) then
+  return 0
+end
+redis.call('LREM', KEYS[2], 0, ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
+redis.call('HSET', KEYS[1], 'state', 'completed', 'completed_at', ARGV[4])
+redis.call('HDEL', KEYS[1], 'owner')
+if ARGV[6] == '1' then
+  redis.call('HSET', KEYS[1], 'result', ARGV[7])
+end
+asyncq_release_unique(v[3], ARGV[1])
+asyncq_bump(KEYS[5], KEYS[6], ARGV[3])
+return 1

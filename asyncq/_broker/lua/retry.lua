@@ -1,0 +1,39 @@
+-- retry: a run failed and will be tried again later (active -> retry).
+-- KEYS[1] task hash          asyncq:{q}:t:<id>
+-- KEYS[2] active list        asyncq:{q}:active
+-- KEYS[3] lease zset         asyncq:{q}:lease
+-- KEYS[4] retry zset         asyncq:{q}:retry
+-- KEYS[5] processed total    KEYS[6] processed today
+-- KEYS[7] failed total       KEYS[8] failed today
+-- ARGV[1] task id
+-- ARGV[2] owner ('' = any owner)
+-- ARGV[3] retry at, Unix ms (the retry zset score)
+-- ARGV[4] error message
+-- ARGV[5] now, Unix ms (failed_at)
+-- ARGV[6] '1' if this counts as a failure (retried + 1, failure counters), '0' if not
+-- ARGV[7] daily counter expiry, Unix ms
+-- ARGV[8] lease cutoff, Unix ms, or '' — the recoverer only takes a task whose lease ended by then
+-- Returns: 1 moved to retry; 0 not active under this owner, or its lease was renewed (no change).
+-- The uniqueness lock is kept: the task is still queued.
+-- @include _lib.lua
+local v = redis.call('HMGET', KEYS[1], 'state', 'owner')
+if not asyncq_owned(v[1], v[2], ARGV[2]) then
+  return 0
+end
+if ARGV[8] ~= '' then
+  local score = redis.call('ZSCORE', KEYS[3], ARGV[1])
+  if score and tonumber(score) > tonumber(ARGV[8]) then
+    return 0
+  end
+end
+redis.call('LREM', KEYS[2], 0, ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
+redis.call('HSET', KEYS[1], 'state', 'retry', 'error', ARGV[4], 'failed_at', ARGV[5])
+redis.call('HDEL', KEYS[1], 'owner')
+if ARGV[6] == '1' then
+  redis.call('HINCRBY', KEYS[1], 'retried', 1)
+  asyncq_bump(KEYS[5], KEYS[6], ARGV[7])
+  asyncq_bump(KEYS[7], KEYS[8], ARGV[7])
+end
+return 1

@@ -1,0 +1,27 @@
+-- schedule: a new task to run later (nothing -> scheduled).
+-- KEYS[1] task hash          asyncq:{q}:t:<id>
+-- KEYS[2] scheduled zset     asyncq:{q}:scheduled
+-- KEYS[3] uniqueness lock    asyncq:{q}:unique:...  (read only when ARGV[5] > 0)
+-- ARGV[1] task id
+-- ARGV[2] encoded message (JSON)
+-- ARGV[3] payload bytes
+-- ARGV[4] process-at, Unix ms (the zset score)
+-- ARGV[5] uniqueness TTL in ms, 0 when the task is not unique
+-- ARGV[6] group name, '' for none (stored so the forwarder sends the task to its group)
+-- Returns: 1 scheduled; 0 a task with this id exists; -1 a unique duplicate holds the lock.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+local unique_ttl = tonumber(ARGV[5])
+if unique_ttl > 0 then
+  if not redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', unique_ttl) then
+    return -1
+  end
+  redis.call('HSET', KEYS[1], 'unique_key', KEYS[3])
+end
+redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'scheduled')
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[1], 'group', ARGV[6])
+end
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+return 1

@@ -1,0 +1,143 @@
+"""The async Client that applications use to enqueue tasks and cancel running ones."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, Self
+
+from . import _keys as K
+from ._broker import Broker, EnqueueCode, NewTask
+from ._clock import SYSTEM_CLOCK, Clock
+from ._connection import RedisLike, make_broker
+from ._errors import AsyncqError, DuplicateTaskError, TaskIDConflictError
+from ._message import TaskMessage
+from ._options import parse_options, resolve
+from ._task import Task, TaskInfo, TaskState, task_info
+
+
+class Client:
+    """Enqueues tasks. Use as ``async with Client("redis://...") as client:``.
+
+    ``redis`` is a URL (the client owns and closes the connection) or a ``redis.asyncio.Redis``
+    created with ``decode_responses=False`` (left open on close: it is yours).
+    """
+
+    def __init__(self, redis: RedisLike | Broker, *, clock: Clock | None = None) -> None:
+        self._clock = clock or SYSTEM_CLOCK
+        if isinstance(redis, str) or not hasattr(redis, "store"):
+            self._broker: Broker = make_broker(redis, clock=self._clock)
+        else:
+            self._broker = redis  # type: ignore[assignment]
+
+    @property
+    def broker(self) -> Broker:
+        return self._broker
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connection if the client created it."""
+        await self._broker.close()
+
+    def _prepare(self, task: Task, options: dict[str, Any], now: int) -> NewTask:
+        opts = task.options.merged(parse_options(options)) if options else task.options
+        r = resolve(opts, now)
+        msg = TaskMessage(
+            id=r.task_id or str(uuid.uuid4()), type=task.type, queue=r.queue,
+            max_retry=r.max_retry, timeout_ms=r.timeout_ms, deadline_ms=r.deadline_ms,
+            retention_ms=r.retention_ms, group=r.group, headers=r.headers, enc=task.encoding,
+            enqueued_at_ms=now,
+        )
+        unique_key = None
+        unique_ttl = 0
+        if r.unique_ms:
+            qk = K.queue_keys(r.queue)
+            unique_key = qk.unique(task.type, None if task.encoding == "n" else task.payload,
+                                   r.unique_key)
+            # The lock must outlive the wait for a scheduled task, as well as the TTL.
+            unique_ttl = r.unique_ms + max(0, r.process_at_ms - now)
+        msg.unique_key = unique_key or ""
+        return NewTask(msg, task.payload, r.process_at_ms, unique_key, unique_ttl)
+
+    @staticmethod
+    def _info(new: NewTask, now: int) -> TaskInfo:
+        if new.process_at_ms > now:
+            state, next_at = TaskState.SCHEDULED, new.process_at_ms
+        elif new.msg.group:
+            state, next_at = TaskState.AGGREGATING, 0
+        else:
+            state, next_at = TaskState.PENDING, now
+        return task_info(new.msg, new.payload, state, next_process_at_ms=next_at)
+
+    @staticmethod
+    def _error(code: EnqueueCode, new: NewTask) -> AsyncqError | None:
+        if code == 0:
+            return TaskIDConflictError(
+                f"task id {new.msg.id!r} already exists in queue {new.msg.queue!r}")
+        if code == -1:
+            return DuplicateTaskError(
+                f"a unique {new.msg.type!r} task is already queued in {new.msg.queue!r} "
+                f"(lock {new.unique_key})")
+        return None
+
+    async def enqueue(self, task: Task | str, payload: object = None,
+                      **options: Any) -> TaskInfo:
+        """Store a task; options given here override the Task's own ("last wins").
+
+        Raises ValueError/TypeError for bad options, DuplicateTaskError, TaskIDConflictError,
+        or BrokerError when Redis fails.
+        """
+        if isinstance(task, str):
+            task = Task(task, payload)
+        elif payload is not None:
+            raise TypeError("pass the payload in the Task, not to enqueue(), when given a Task")
+        if not isinstance(task, Task):
+            raise TypeError(f"expected a Task or a task type string, got {task!r}")
+        now = self._clock.now_ms()
+        new = self._prepare(task, options, now)
+        err = self._error(await self._broker.store(new), new)
+        if err is not None:
+            raise err
+        return self._info(new, now)
+
+    async def enqueue_many(self, tasks: Iterable[Task]) -> list[TaskInfo | AsyncqError]:
+        """Store many tasks in few round trips; the result holds a TaskInfo or error per item.
+
+        Every item is validated before anything is sent: a bad item raises ValueError/TypeError
+        naming its index, and nothing is enqueued.
+        """
+        now = self._clock.now_ms()
+        prepared: list[NewTask] = []
+        for i, task in enumerate(tasks):
+            if not isinstance(task, Task):
+                raise TypeError(f"item {i}: expected a Task, got {task!r}")
+            try:
+                prepared.append(self._prepare(task, {}, now))
+            except (ValueError, TypeError) as exc:
+                raise type(exc)(f"item {i}: {exc}") from exc
+        if not prepared:
+            return []
+        try:
+            codes = await self._broker.store_many(prepared)
+        except AsyncqError as exc:
+            return [exc for _ in prepared]
+        out: list[TaskInfo | AsyncqError] = []
+        for new, code in zip(prepared, codes, strict=True):
+            if isinstance(code, AsyncqError):
+                out.append(code)
+            elif isinstance(code, Exception):
+                out.append(AsyncqError(str(code)))
+            else:
+                out.append(self._error(code, new) or self._info(new, now))
+        return out
+
+    async def cancel(self, task_id: str) -> None:
+        """Ask whichever worker runs ``task_id`` to cancel it (best effort, via pub/sub)."""
+        await self._broker.publish_cancel(task_id)

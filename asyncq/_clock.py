@@ -1,0 +1,58 @@
+"""Where "now" comes from: the system clock in production, a fake clock in tests."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """Source of the current time, in Unix milliseconds."""
+
+    def now_ms(self) -> int: ...
+
+
+class SystemClock:
+    """The real wall clock."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+class FakeClock:
+    """A clock that only moves when told to, so time-based behaviour is tested without sleeping."""
+
+    def __init__(self, start: datetime | float | None = None) -> None:
+        if start is None:
+            self._ms = time.time_ns() // 1_000_000
+        elif isinstance(start, datetime):
+            if start.tzinfo is None:
+                raise ValueError("FakeClock start must be timezone-aware")
+            self._ms = int(start.timestamp() * 1000)
+        else:
+            self._ms = int(start * 1000)
+
+    def now_ms(self) -> int:
+        return self._ms
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward by ``seconds``."""
+        self._ms += int(seconds * 1000)
+
+    def set(self, when: datetime) -> None:
+        """Jump to an aware datetime."""
+        self._ms = int(when.timestamp() * 1000)
+
+
+def ms_to_datetime(ms: int) -> datetime:
+    """Convert Unix milliseconds to an aware UTC datetime."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def datetime_to_ms(when: datetime) -> int:
+    """Convert an aware datetime to Unix milliseconds."""
+    return int(when.timestamp() * 1000)
+
+
+SYSTEM_CLOCK: Clock = SystemClock()

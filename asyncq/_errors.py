@@ -1,0 +1,86 @@
+"""The asyncq exception tree.
+
+    AsyncqError                       root of every error asyncq raises
+    ├── DuplicateTaskError            a unique task with the same key is already queued
+    ├── TaskIDConflictError           a task with the same id already exists in the queue
+    ├── TaskNotFoundError             no task with that id in that queue
+    ├── QueueNotFoundError            the queue is unknown
+    ├── QueueNotEmptyError            a queue still holds tasks (delete without force)
+    ├── TaskStateError                the operation is not allowed in the task's current state
+    ├── LeaseExpiredError             the worker lost the lease of a running task
+    ├── HandlerNotFoundError          no handler is registered for the task type
+    ├── DecodeError                   a stored task message could not be decoded
+    └── BrokerError                   Redis failed (the redis error is chained as __cause__)
+
+Handler signals (raised by a handler to steer what happens next; not failures of asyncq):
+    SkipRetry   archive now, whatever retries are left
+    RevokeTask  delete the task (counted as processed, not failed)
+    Retry       retry after ``delay`` seconds (counts as a retry)
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+
+class AsyncqError(Exception):
+    """Base class of every error raised by asyncq."""
+
+
+class DuplicateTaskError(AsyncqError):
+    """A unique task with the same uniqueness key is already queued (its lock has not expired)."""
+
+
+class TaskIDConflictError(AsyncqError):
+    """A task with the same id already exists in the queue (in any state, archived included)."""
+
+
+class TaskNotFoundError(AsyncqError):
+    """No task with that id exists in that queue."""
+
+
+class QueueNotFoundError(AsyncqError):
+    """The queue is not known to asyncq."""
+
+
+class QueueNotEmptyError(AsyncqError):
+    """The queue still holds tasks; delete it with ``force=True`` to drop them."""
+
+
+class TaskStateError(AsyncqError):
+    """The operation is not allowed while the task is in its current state."""
+
+
+class LeaseExpiredError(AsyncqError):
+    """The worker could not keep the lease of a running task, so another worker may run it."""
+
+
+class HandlerNotFoundError(AsyncqError):
+    """No handler is registered for a task type; the task follows the retry path."""
+
+
+class DecodeError(AsyncqError):
+    """A stored task message could not be decoded; the task is archived with the reason."""
+
+
+class BrokerError(AsyncqError):
+    """A Redis operation failed; the underlying redis-py error is chained as ``__cause__``."""
+
+
+class SkipRetry(Exception):
+    """Raise from a handler to archive the task at once, ignoring the retries left."""
+
+
+class RevokeTask(Exception):
+    """Raise from a handler to delete the task without retrying or archiving it."""
+
+
+class Retry(Exception):
+    """Raise from a handler to retry the task after ``delay`` (seconds or timedelta)."""
+
+    def __init__(self, delay: float | timedelta = 0.0, message: str = "") -> None:
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
+        if seconds < 0:
+            raise ValueError(f"Retry delay must be >= 0, got {seconds}")
+        self.delay = seconds
+        super().__init__(message or f"retry requested in {seconds:g}s")

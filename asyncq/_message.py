@@ -1,0 +1,97 @@
+"""The stored task message: the immutable metadata of a task, kept as JSON in the ``msg`` field.
+
+Fields that change while a task lives (retried, error, failed_at, completed_at, state, result)
+are separate fields of the task hash, so Lua scripts update them without re-encoding ``msg``, and
+the payload is its own field so bytes are stored without base64 inflation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ._errors import DecodeError
+from ._payload import Encoding
+
+_ENCODINGS = ("b", "j", "n")
+
+
+@dataclass(slots=True)
+class TaskMessage:
+    """Immutable metadata of one task (times in Unix ms, durations in ms; 0 = unset)."""
+
+    id: str
+    type: str
+    queue: str
+    max_retry: int = 25
+    timeout_ms: int = 0
+    deadline_ms: int = 0
+    retention_ms: int = 0
+    unique_key: str = ""
+    group: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    enc: Encoding = "b"
+    enqueued_at_ms: int = 0
+
+    def encode(self) -> bytes:
+        doc: dict[str, Any] = {"id": self.id, "type": self.type, "queue": self.queue,
+                               "max_retry": self.max_retry, "enc": self.enc,
+                               "enqueued_at": self.enqueued_at_ms}
+        if self.timeout_ms:
+            doc["timeout"] = self.timeout_ms
+        if self.deadline_ms:
+            doc["deadline"] = self.deadline_ms
+        if self.retention_ms:
+            doc["retention"] = self.retention_ms
+        if self.unique_key:
+            doc["unique_key"] = self.unique_key
+        if self.group:
+            doc["group"] = self.group
+        if self.headers:
+            doc["headers"] = self.headers
+        return orjson.dumps(doc)
+
+
+def decode_message(raw: bytes | None) -> TaskMessage:
+    """Decode a stored ``msg`` field; raise DecodeError saying what is wrong."""
+    if raw is None:
+        raise DecodeError("task message is missing")
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"task message is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise DecodeError("task message is not a JSON object")
+    try:
+        task_id, task_type, queue = doc["id"], doc["type"], doc["queue"]
+        headers = doc.get("headers") or {}
+        enc = doc.get("enc", "b")
+        msg = TaskMessage(
+            id=task_id, type=task_type, queue=queue,
+            max_retry=int(doc.get("max_retry", 25)),
+            timeout_ms=int(doc.get("timeout", 0)),
+            deadline_ms=int(doc.get("deadline", 0)),
+            retention_ms=int(doc.get("retention", 0)),
+            unique_key=doc.get("unique_key", ""),
+            group=doc.get("group", ""),
+            headers=headers, enc=enc,
+            enqueued_at_ms=int(doc.get("enqueued_at", 0)),
+        )
+    except KeyError as exc:
+        raise DecodeError(f"task message lacks the field {exc.args[0]!r}") from exc
+    except (TypeError, ValueError) as exc:
+        raise DecodeError(f"task message has a field of the wrong type: {exc}") from exc
+    if not all(isinstance(v, str) for v in (msg.id, msg.type, msg.queue, msg.unique_key,
+                                            msg.group)):
+        raise DecodeError("task message has a non-string id, type, queue, unique_key or group")
+    if not msg.type:
+        raise DecodeError("task message has an empty type")
+    if enc not in _ENCODINGS:
+        raise DecodeError(f"task message has an unknown payload encoding {enc!r}")
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise DecodeError("task message headers are not a str -> str mapping")
+    return msg

@@ -1,0 +1,195 @@
+"""Enqueue options: validated once, merged with "last wins" semantics (task defaults, then call)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from ._keys import validate_queue_name
+
+DEFAULT_QUEUE = "default"
+DEFAULT_MAX_RETRY = 25
+DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
+MIN_UNIQUE_MS = 1000
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def to_ms(value: object, name: str, *, allow_zero: bool = True) -> int:
+    """Convert seconds (int/float) or a timedelta to whole milliseconds, validating the sign."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise TypeError(f"{name} must be seconds (int/float) or a timedelta, got {value!r}")
+    if seconds < 0 or (not allow_zero and seconds == 0):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {bound}, got {value!r}")
+    if seconds != seconds:  # NaN
+        raise ValueError(f"{name} must be a number, got NaN")
+    return round(seconds * 1000)
+
+
+def _aware(value: object, name: str) -> datetime:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{name} must be a datetime, got {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} must be timezone-aware (e.g. datetime.now(UTC)), got {value!r}")
+    return value
+
+
+def _nonblank(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {value!r}")
+    if not value.strip():
+        raise ValueError(f"{name} must not be blank")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueOptions:
+    """Options a caller set explicitly; UNSET fields fall back to earlier options or defaults."""
+
+    queue: str = UNSET
+    max_retry: int = UNSET
+    timeout_ms: int = UNSET  # 0 = no timeout
+    deadline_ms: int = UNSET  # 0 = no deadline
+    process_at_ms: int = UNSET
+    process_in_ms: int = UNSET
+    unique_ms: int = UNSET
+    unique_key: str = UNSET
+    task_id: str = UNSET
+    retention_ms: int = UNSET
+    group: str = UNSET
+    headers: Mapping[str, str] = UNSET
+
+    def merged(self, later: EnqueueOptions) -> EnqueueOptions:
+        """Options of ``self`` overridden by every option set in ``later`` (headers merge)."""
+        changes: dict[str, Any] = {}
+        for f in fields(later):
+            value = getattr(later, f.name)
+            if value is UNSET:
+                continue
+            if f.name == "headers" and self.headers is not UNSET:
+                value = {**self.headers, **value}
+            changes[f.name] = value
+        if later.process_at_ms is not UNSET:
+            changes["process_in_ms"] = UNSET
+        if later.process_in_ms is not UNSET:
+            changes["process_at_ms"] = UNSET
+        return replace(self, **changes)
+
+
+OPTION_NAMES = frozenset({
+    "queue", "max_retry", "timeout", "deadline", "process_at", "process_in", "unique",
+    "unique_key", "task_id", "retention", "group", "headers",
+})
+
+
+def parse_options(options: Mapping[str, Any]) -> EnqueueOptions:
+    """Validate keyword options; a misspelt name or a bad value raises TypeError/ValueError."""
+    unknown = set(options) - OPTION_NAMES
+    if unknown:
+        raise TypeError(
+            f"unknown enqueue option(s): {', '.join(sorted(unknown))}; "
+            f"valid options are {', '.join(sorted(OPTION_NAMES))}"
+        )
+    kw: dict[str, Any] = {}
+    if "process_at" in options and "process_in" in options:
+        raise ValueError("give either process_at or process_in, not both")
+    for name, value in options.items():
+        if value is None:
+            continue  # None means "not given", so callers can forward optional values
+        if name == "queue":
+            kw["queue"] = validate_queue_name(value)
+        elif name == "max_retry":
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"max_retry must be an int, got {value!r}")
+            kw["max_retry"] = max(0, value)
+        elif name == "timeout":
+            kw["timeout_ms"] = to_ms(value, "timeout")
+        elif name == "deadline":
+            kw["deadline_ms"] = round(_aware(value, "deadline").timestamp() * 1000)
+        elif name == "process_at":
+            kw["process_at_ms"] = round(_aware(value, "process_at").timestamp() * 1000)
+        elif name == "process_in":
+            kw["process_in_ms"] = to_ms(value, "process_in")
+        elif name == "unique":
+            ms = to_ms(value, "unique")
+            if ms < MIN_UNIQUE_MS:
+                raise ValueError(f"unique TTL must be at least 1 second, got {value!r}")
+            kw["unique_ms"] = ms
+        elif name == "unique_key":
+            kw["unique_key"] = _nonblank(value, "unique_key")
+        elif name == "task_id":
+            kw["task_id"] = _nonblank(value, "task_id")
+        elif name == "retention":
+            kw["retention_ms"] = to_ms(value, "retention")
+        elif name == "group":
+            kw["group"] = _nonblank(value, "group")
+        elif name == "headers":
+            if not isinstance(value, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+            ):
+                raise TypeError(f"headers must be a mapping of str to str, got {value!r}")
+            kw["headers"] = dict(value)
+    return EnqueueOptions(**kw)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedOptions:
+    """Options with defaults applied, as the client writes them."""
+
+    queue: str
+    max_retry: int
+    timeout_ms: int
+    deadline_ms: int
+    process_at_ms: int  # 0 = now
+    unique_ms: int  # 0 = not unique
+    unique_key: str | None
+    task_id: str | None
+    retention_ms: int
+    group: str
+    headers: dict[str, str]
+
+
+def resolve(opts: EnqueueOptions, now_ms: int) -> ResolvedOptions:
+    """Apply defaults: queue "default", 25 retries, 30 min timeout if no timeout/deadline."""
+    timeout = 0 if opts.timeout_ms is UNSET else opts.timeout_ms
+    deadline = 0 if opts.deadline_ms is UNSET else opts.deadline_ms
+    if timeout == 0 and deadline == 0:
+        timeout = DEFAULT_TIMEOUT_MS
+    if opts.process_at_ms is not UNSET:
+        process_at = opts.process_at_ms
+    elif opts.process_in_ms is not UNSET:
+        process_at = now_ms + opts.process_in_ms
+    else:
+        process_at = 0
+    unique_ms = 0 if opts.unique_ms is UNSET else opts.unique_ms
+    unique_key = None if opts.unique_key is UNSET else opts.unique_key
+    if unique_key is not None and not unique_ms:
+        raise ValueError("unique_key needs a unique TTL (unique=seconds)")
+    return ResolvedOptions(
+        queue=DEFAULT_QUEUE if opts.queue is UNSET else opts.queue,
+        max_retry=DEFAULT_MAX_RETRY if opts.max_retry is UNSET else opts.max_retry,
+        timeout_ms=timeout,
+        deadline_ms=deadline,
+        process_at_ms=process_at,
+        unique_ms=unique_ms,
+        unique_key=unique_key,
+        task_id=None if opts.task_id is UNSET else opts.task_id,
+        retention_ms=0 if opts.retention_ms is UNSET else opts.retention_ms,
+        group="" if opts.group is UNSET else opts.group,
+        headers={} if opts.headers is UNSET else dict(opts.headers),
+    )

@@ -1,0 +1,151 @@
+"""Public task model: Task (what you enqueue and what a handler gets), TaskInfo, TaskState."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ._clock import ms_to_datetime
+from ._message import TaskMessage
+from ._options import UNSET, EnqueueOptions, parse_options
+from ._payload import Encoding, decode_json, encode_payload
+
+
+class TaskState(enum.Enum):
+    """Where a task is in its life; values are the names stored in Redis."""
+
+    PENDING = "pending"
+    ACTIVE = "active"
+    SCHEDULED = "scheduled"
+    RETRY = "retry"
+    ARCHIVED = "archived"
+    COMPLETED = "completed"
+    AGGREGATING = "aggregating"
+
+
+ResultWriter = Callable[[bytes], Awaitable[int]]
+
+
+def validate_type(task_type: object) -> str:
+    if not isinstance(task_type, str):
+        raise TypeError(f"task type must be a str, got {task_type!r}")
+    if not task_type.strip():
+        raise ValueError("task type must not be blank")
+    return task_type
+
+
+class Task:
+    """A unit of work: a type (which handler runs it), a payload and default enqueue options.
+
+    ``Task("email:send", {"to": "a@b.c"}, max_retry=3)`` builds one to enqueue; handlers receive a
+    Task too, with ``id``, ``queue``, ``retried`` and friends filled in from Redis.
+    """
+
+    __slots__ = ("_enc", "_writer", "deadline", "headers", "id", "max_retry", "options",
+                 "payload", "queue", "retried", "type")
+
+    def __init__(self, type: str, payload: object = None, **options: Any) -> None:
+        self.type = validate_type(type)
+        self.payload, self._enc = encode_payload(payload)
+        self.options: EnqueueOptions = parse_options(options)
+        opts = self.options
+        self.id: str | None = None if opts.task_id is UNSET else opts.task_id
+        self.queue: str = "default" if opts.queue is UNSET else opts.queue
+        self.max_retry: int = 25 if opts.max_retry is UNSET else opts.max_retry
+        self.headers: dict[str, str] = {} if opts.headers is UNSET else dict(opts.headers)
+        self.retried = 0
+        self.deadline: datetime | None = None
+        self._writer: ResultWriter | None = None
+
+    @classmethod
+    def _from_message(
+        cls, msg: TaskMessage, payload: bytes, retried: int, deadline_ms: int,
+        writer: ResultWriter | None,
+    ) -> Task:
+        """Build the Task a handler receives (no validation: the message is already stored)."""
+        task = cls.__new__(cls)
+        task.type = msg.type
+        task.payload = payload
+        task._enc = msg.enc
+        task.options = EnqueueOptions()
+        task.id = msg.id
+        task.queue = msg.queue
+        task.max_retry = msg.max_retry
+        task.headers = msg.headers
+        task.retried = retried
+        task.deadline = ms_to_datetime(deadline_ms) if deadline_ms else None
+        task._writer = writer
+        return task
+
+    @property
+    def encoding(self) -> Encoding:
+        """How the payload is stored: "b" raw bytes, "j" JSON, "n" no payload."""
+        return self._enc
+
+    def json(self) -> Any:
+        """The payload decoded as JSON (None when the task has no payload)."""
+        return decode_json(self.payload, self._enc)
+
+    async def write_result(self, data: object) -> int:
+        """Store ``data`` (bytes as-is, else JSON) as the task's result; returns its size."""
+        if self._writer is None:
+            raise RuntimeError("write_result is only available inside a running handler")
+        raw, _ = encode_payload(data)
+        return await self._writer(raw)
+
+    def __repr__(self) -> str:
+        return f"Task(type={self.type!r}, id={self.id!r}, queue={self.queue!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    """A snapshot of a stored task, as returned by the client and the inspector."""
+
+    id: str
+    queue: str
+    type: str
+    payload: bytes
+    state: TaskState
+    max_retry: int
+    retried: int = 0
+    headers: Mapping[str, str] = field(default_factory=dict)
+    last_error: str | None = None
+    last_failed_at: datetime | None = None
+    timeout: timedelta | None = None
+    deadline: datetime | None = None
+    group: str | None = None
+    next_process_at: datetime | None = None
+    is_orphaned: bool = False
+    retention: timedelta = timedelta(0)
+    completed_at: datetime | None = None
+    result: bytes | None = None
+    encoding: Encoding = "b"
+
+    def json(self) -> Any:
+        """The payload decoded as JSON."""
+        return decode_json(self.payload, self.encoding)
+
+
+def task_info(
+    msg: TaskMessage, payload: bytes, state: TaskState, *, retried: int = 0,
+    last_error: str | None = None, last_failed_at_ms: int = 0, next_process_at_ms: int = 0,
+    is_orphaned: bool = False, completed_at_ms: int = 0, result: bytes | None = None,
+) -> TaskInfo:
+    """Build a TaskInfo from a decoded message and the task hash's mutable fields."""
+    return TaskInfo(
+        id=msg.id, queue=msg.queue, type=msg.type, payload=payload, state=state,
+        max_retry=msg.max_retry, retried=retried, headers=msg.headers,
+        last_error=last_error or None,
+        last_failed_at=ms_to_datetime(last_failed_at_ms) if last_failed_at_ms else None,
+        timeout=timedelta(milliseconds=msg.timeout_ms) if msg.timeout_ms else None,
+        deadline=ms_to_datetime(msg.deadline_ms) if msg.deadline_ms else None,
+        group=msg.group or None,
+        next_process_at=ms_to_datetime(next_process_at_ms) if next_process_at_ms else None,
+        is_orphaned=is_orphaned,
+        retention=timedelta(milliseconds=msg.retention_ms),
+        completed_at=ms_to_datetime(completed_at_ms) if completed_at_ms else None,
+        result=result, encoding=msg.enc,
+    )
