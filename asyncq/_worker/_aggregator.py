@@ -1,0 +1,91 @@
+"""Aggregator: combines the tasks of a group into one task when the group is ready.
+
+A group is ready when its newest task is older than the grace period, its oldest is older than
+the max delay, or it reached the max size. The staged set is deleted only after the combined task
+is enqueued; if the worker dies in between, the recoverer-side reclaim returns the set's tasks to
+their group after the set deadline.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from typing import Any
+
+import anyio
+
+from .._broker import Broker
+from .._client import Client
+from .._clock import Clock
+from .._errors import AsyncqError, BrokerError, DecodeError
+from .._log import get_logger
+from .._message import decode_message
+from .._task import Task
+from ._config import WorkerConfig
+
+SET_TIMEOUT_MS = 2 * 60 * 1000
+
+
+class Aggregator:
+    """``tick()`` checks every group of the worker's queues once."""
+
+    def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock) -> None:
+        assert config.group_aggregator is not None
+        self._broker = broker
+        self._config = config
+        self._clock = clock
+        self._aggregate = config.group_aggregator
+        self._client = Client(broker, clock=clock)
+        self._log: Any = get_logger("aggregator")
+        self.interval = min(7.0, config.group_grace_period)
+
+    async def tick(self) -> int:
+        """Returns the number of aggregated tasks enqueued."""
+        cfg = self._config
+        made = 0
+        for queue in cfg.queues:
+            await self._broker.reclaim_stale_aggregation_sets(queue)
+            for group in await self._broker.list_groups(queue):
+                set_id = uuid.uuid4().hex
+                staged = await self._broker.aggregation_check(
+                    queue, group, set_id, int(cfg.group_grace_period * 1000),
+                    int(cfg.group_max_delay * 1000), cfg.group_max_size,
+                    self._clock.now_ms() + SET_TIMEOUT_MS)
+                if staged and await self._combine(queue, group, set_id):
+                    made += 1
+        return made
+
+    async def _combine(self, queue: str, group: str, set_id: str) -> bool:
+        raws = await self._broker.read_aggregation_set(queue, group, set_id)
+        tasks = []
+        for raw in raws:
+            try:
+                msg = decode_message(raw.msg)
+            except DecodeError as exc:
+                self._log.error("undecodable task dropped from group", task_id=raw.id,
+                                group=group, error=str(exc))
+                continue
+            tasks.append(Task._from_message(msg, raw.payload, raw.retried, 0, None))
+        try:
+            combined = self._aggregate(group, tasks)
+            if inspect.isawaitable(combined):
+                combined = await combined
+            if not isinstance(combined, Task):
+                raise TypeError(f"group_aggregator must return a Task, got {combined!r}")
+            await self._client.enqueue(combined, queue=queue)
+        except (AsyncqError, Exception) as exc:
+            self._log.error("aggregation failed; the group's tasks return after the set deadline",
+                            queue=queue, group=group, error=str(exc))
+            return False
+        await self._broker.delete_aggregation_set(queue, group, set_id)
+        return True
+
+    async def run(self) -> None:
+        while True:
+            await anyio.sleep(self.interval)
+            try:
+                await self.tick()
+            except BrokerError as exc:
+                self._log.warning("aggregation check failed; will retry", error=str(exc))
+            except Exception:
+                self._log.exception("aggregator failed unexpectedly")

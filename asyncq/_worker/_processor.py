@@ -1,0 +1,334 @@
+"""Processor: leases tasks when slots are free and runs their handlers under the concurrency limit.
+
+No polling sleep: when a dequeue leaves slots unfilled, the dequeue script also sets the queue's
+waiters flag; the next enqueue (or forward, requeue, unpause) that sees the flag publishes on the
+wake channel, the subscriber sets ``wake``, and the fetch loop dequeues again at once.
+``idle_poll_interval`` is only a safety net for a lost message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import anyio
+
+from .._backoff import Backoff
+from .._broker import Broker, Outcome, RawTask
+from .._clock import Clock
+from .._errors import (
+    BrokerError,
+    DecodeError,
+    LeaseExpiredError,
+    Retry,
+    RevokeTask,
+    SkipRetry,
+)
+from .._log import get_logger
+from .._message import decode_message
+from .._options import to_ms
+from .._task import Task
+from ._acker import Acker
+from ._config import WorkerConfig
+from ._mux import Handler
+from ._retry import QueueOrder
+from ._running import Running, compute_deadline
+
+
+class TaskCancelledError(Exception):
+    """The task was cancelled on request (``Client.cancel`` / the inspector)."""
+
+
+def error_text(exc: BaseException) -> str:
+    """``ExcType: message`` (just the type name when the message is empty)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Processor:
+    """Fetch loop plus the bookkeeping of running handlers."""
+
+    def __init__(self, broker: Broker, config: WorkerConfig, handler: Handler, acker: Acker,
+                 clock: Clock, on_retry_scheduled: Callable[[int], None] | None = None) -> None:
+        self._broker = broker
+        self._config = config
+        self._handler = handler
+        self._direct = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None))  # noqa: B004
+        self._acker = acker
+        self._clock = clock
+        self._owner = config.server_id
+        self._on_retry_scheduled = on_retry_scheduled
+        self._order = QueueOrder(config.queues, config.strict_priority)
+        self._log: Any = get_logger("processor", server_id=config.server_id)
+        self.running: dict[str, Running] = {}
+        self.abandoned: set[asyncio.Task[Any]] = set()
+        self._hooks: set[asyncio.Future[Any]] = set()
+        self.wake = asyncio.Event()
+        self._slot_free = asyncio.Event()
+        self._all_done = asyncio.Event()
+        self._all_done.set()
+        self.fetching = True
+        self.processed = 0
+        self.failed = 0
+
+    # -- fetching
+
+    def stop_fetching(self) -> None:
+        """Lease no more tasks; running handlers carry on."""
+        self.fetching = False
+        self.wake.set()
+        self._slot_free.set()
+
+    async def run(self) -> None:
+        """Lease tasks whenever slots are free, until ``stop_fetching``."""
+        backoff = Backoff(base=0.1, cap=5.0)
+        while self.fetching:
+            free = self._config.concurrency - len(self.running)
+            if free <= 0:
+                self._slot_free.clear()
+                await self._slot_free.wait()
+                continue
+            self.wake.clear()
+            try:
+                drained = await self.tick(free)
+            except BrokerError as exc:
+                delay = backoff.next_delay()
+                if backoff.failures == 1 or backoff.failures % 20 == 0:
+                    self._log.warning("dequeue failed; retrying", error=str(exc),
+                                      retry_in=round(delay, 2), failures=backoff.failures)
+                await anyio.sleep(delay)
+                continue
+            if backoff.failures:
+                self._log.info("dequeue recovered", after_failures=backoff.failures)
+                backoff.reset()
+            if drained and self.fetching:
+                with anyio.move_on_after(self._config.idle_poll_interval):
+                    await self.wake.wait()
+
+    async def tick(self, free: int) -> bool:
+        """One fetch round over the queues in priority order; True when all were drained."""
+        got = 0
+        waiter_ttl = int(self._config.idle_poll_interval * 3000)
+        for queue in self._order():
+            want = min(free - got, self._config.dequeue_batch)
+            before = self._clock.now_ms()
+            raws, dropped = await self._broker.dequeue(queue, want, self._owner,
+                                                       self._config.lease_ms, waiter_ttl)
+            if dropped:
+                self._log.warning("dropped pending ids without a task record", queue=queue,
+                                  count=dropped)
+            lease_until = before + self._config.lease_ms
+            for raw in raws:
+                self._start(queue, raw, lease_until)
+            got += len(raws)
+            if len(raws) == want:
+                return False
+        return True
+
+    # -- running
+
+    def _start(self, queue: str, raw: RawTask, lease_until: int) -> None:
+        try:
+            msg = decode_message(raw.msg)
+            if msg.id != raw.id or msg.queue != queue:
+                raise DecodeError(f"message names task {msg.id!r} in queue {msg.queue!r} "
+                                  f"but is stored as {raw.id!r} in {queue!r}")
+        except DecodeError as exc:
+            self._log.error("undecodable task archived", task_id=raw.id, queue=queue,
+                            error=str(exc))
+            self._acker.submit(Outcome("archive", queue, raw.id, error=error_text(exc)),
+                               lease_until)
+            return
+        now = self._clock.now_ms()
+        deadline = compute_deadline(now, msg)
+        run = Running(msg, Task._from_message(msg, raw.payload, raw.retried, deadline,
+                                              self._writer(queue, msg.id)),
+                      now, deadline, lease_until)
+        self.running[run.id] = run
+        self._all_done.clear()
+        if deadline <= now:
+            run.reason = "deadline"
+            self._finish(run, None, cancelled=True)
+            return
+        loop = asyncio.get_running_loop()
+        coro: Coroutine[Any, Any, Any] = (
+            self._handler(run.task) if self._direct else self._invoke(run.task))  # type: ignore[assignment]
+        atask: asyncio.Task[Any] = loop.create_task(coro)
+        run.atask = atask
+        run.timer = loop.call_later((deadline - now) / 1000, self.cancel, run.id, "deadline")
+        atask.add_done_callback(functools.partial(self._on_done, run))
+
+    async def _invoke(self, task: Task) -> Any:
+        result = self._handler(task)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def _writer(self, queue: str, task_id: str) -> Any:
+        async def write(data: bytes) -> int:
+            run = self.running.get(task_id)
+            if run is None or run.reason is not None:
+                raise RuntimeError("cannot write the result: the task is no longer running")
+            return await self._broker.write_result(queue, task_id, data)
+        return write
+
+    def cancel(self, task_id: str, reason: str) -> bool:
+        """Cancel a running handler on purpose; False when this worker does not run it."""
+        run = self.running.get(task_id)
+        if run is None or run.reason is not None or run.atask is None:
+            return False
+        run.reason = reason
+        run.atask.cancel()
+        run.grace_timer = asyncio.get_running_loop().call_later(
+            self._config.cancel_grace, self._abandon, run)
+        return True
+
+    def lease_lost(self, task_id: str) -> None:
+        """The lease could not be kept: stop the handler; the recoverer owns the task now."""
+        if self.cancel(task_id, "lease"):
+            self._log.warning("lease lost; handler cancelled", task_id=task_id)
+
+    def _abandon(self, run: Running) -> None:
+        if self.running.get(run.id) is not run or run.atask is None:
+            return
+        self._log.error("handler ignored cancellation; abandoning it", task_id=run.id,
+                        queue=run.queue, type=run.msg.type, reason=run.reason)
+        self.abandoned.add(run.atask)
+        run.atask.add_done_callback(self.abandoned.discard)
+        self._finish(run, None, cancelled=True)
+
+    def _on_done(self, run: Running, atask: asyncio.Task[Any]) -> None:
+        if atask.cancelled():
+            exc: BaseException | None = None
+            cancelled = True
+        else:
+            exc = atask.exception()
+            cancelled = False
+        if self.running.get(run.id) is run:
+            self._finish(run, exc, cancelled=cancelled, result_task=atask)
+
+    def _finish(self, run: Running, exc: BaseException | None, *, cancelled: bool,
+                result_task: asyncio.Task[Any] | None = None) -> None:
+        del self.running[run.id]
+        if run.timer is not None:
+            run.timer.cancel()
+        if run.grace_timer is not None:
+            run.grace_timer.cancel()
+        if not self.running:
+            self._all_done.set()
+        self._slot_free.set()
+        reason = run.reason
+        if reason == "shutdown":
+            self._acker.submit(Outcome("requeue", run.queue, run.id), run.lease_until_ms)
+            return
+        if reason == "lease":
+            self._failed_hooks(run, LeaseExpiredError("task lease expired"))
+            return
+        if reason == "deadline":
+            exc = TimeoutError("task deadline exceeded")
+        elif reason == "cancel":
+            exc = TaskCancelledError("task cancelled on request")
+        elif cancelled:
+            exc = asyncio.CancelledError("handler was cancelled")
+        if exc is None:
+            self._succeed(run, None if result_task is None else result_task.result())
+        else:
+            self._fail(run, exc)
+
+    def _succeed(self, run: Running, value: Any) -> None:
+        self.processed += 1
+        retention = run.msg.retention_ms
+        if retention:
+            result = None
+            if value is not None:
+                from .._payload import encode_payload
+                try:
+                    result = encode_payload(value)[0]
+                except ValueError as exc:
+                    self._log.warning("handler result not stored", task_id=run.id,
+                                      error=str(exc))
+            outcome = Outcome("complete", run.queue, run.id, retention_ms=retention,
+                              result=result)
+        else:
+            outcome = Outcome("done", run.queue, run.id)
+        self._acker.submit(outcome, run.lease_until_ms)
+
+    def _fail(self, run: Running, exc: BaseException) -> None:
+        self.failed += 1
+        task, msg = run.task, run.msg
+        text = error_text(exc)
+        log = self._log.bind(task_id=run.id, queue=run.queue, type=msg.type)
+        if isinstance(exc, RevokeTask):
+            outcome = Outcome("done", run.queue, run.id)
+            log.info("task revoked", error=text)
+        elif isinstance(exc, SkipRetry | TaskCancelledError) or task.retried >= msg.max_retry:
+            outcome = Outcome("archive", run.queue, run.id, error=text)
+            log.warning("task archived", error=text, retried=task.retried, exc_info=exc)
+        else:
+            if isinstance(exc, Retry):
+                delay_ms, failure = int(exc.delay * 1000), True
+            else:
+                try:
+                    delay_ms = to_ms(self._config.retry_delay(task.retried, exc, task),
+                                     "retry_delay result")
+                    failure = bool(self._config.is_failure(exc))
+                except Exception as hook_exc:
+                    log.exception("retry_delay/is_failure raised; using 60 s", error=str(hook_exc))
+                    delay_ms, failure = 60_000, True
+            retry_at = self._clock.now_ms() + delay_ms
+            outcome = Outcome("retry", run.queue, run.id, retry_at_ms=retry_at, error=text,
+                              is_failure=failure)
+            log.warning("task failed; will retry", error=text, retried=task.retried,
+                        retry_in=delay_ms / 1000, exc_info=exc)
+            if self._on_retry_scheduled is not None:
+                self._on_retry_scheduled(retry_at)
+        self._acker.submit(outcome, run.lease_until_ms)
+        self._failed_hooks(run, exc)
+
+    def _failed_hooks(self, run: Running, exc: BaseException) -> None:
+        hook = self._config.error_handler
+        if hook is None:
+            return
+        try:
+            result = hook(run.task, exc)
+        except Exception:
+            self._log.exception("error_handler raised", task_id=run.id)
+            return
+        if inspect.isawaitable(result):
+            hook_task = asyncio.ensure_future(result)
+            self._hooks.add(hook_task)
+            hook_task.add_done_callback(self._hook_done)
+
+    def _hook_done(self, hook_task: asyncio.Future[Any]) -> None:
+        self._hooks.discard(hook_task)
+        if not hook_task.cancelled():
+            exc = hook_task.exception()
+            if exc is not None:
+                self._log.error("error_handler raised", error=error_text(exc))
+
+    # -- shutdown
+
+    async def drain(self, timeout: float) -> None:
+        """Stop fetching, let handlers finish for ``timeout`` s, then cancel and requeue the rest.
+
+        A handler that ignores cancellation is abandoned after a short grace (logged).
+        """
+        self.stop_fetching()
+        with anyio.move_on_after(timeout):
+            await self._all_done.wait()
+        if self.running:
+            self._log.warning("shutdown timeout reached; requeueing running tasks",
+                              count=len(self.running))
+            for task_id in list(self.running):
+                self.cancel(task_id, "shutdown")
+            with anyio.move_on_after(min(self._config.cancel_grace, 1.0)):
+                await self._all_done.wait()
+            for run in list(self.running.values()):
+                self._abandon(run)
+        if self._hooks:
+            with anyio.move_on_after(1.0):
+                await asyncio.gather(*self._hooks, return_exceptions=True)

@@ -1,0 +1,88 @@
+"""Recoverer: sends tasks whose lease expired (their worker died or hung) to retry or archive.
+
+It also gives a lease to any active task that has none (eviction, a restore, a manual edit), so
+no task can stay "active" forever.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from .._broker import Broker, Outcome
+from .._clock import Clock
+from .._errors import BrokerError, DecodeError, LeaseExpiredError
+from .._log import get_logger
+from .._message import decode_message
+from .._options import to_ms
+from .._task import Task
+from ._config import WorkerConfig
+from ._processor import error_text
+
+_BATCH = 100
+
+
+class Recoverer:
+    """``tick()`` recovers every lease that ended more than ``recover_grace`` ago."""
+
+    def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock) -> None:
+        self._broker = broker
+        self._config = config
+        self._clock = clock
+        self._log: Any = get_logger("recoverer")
+        self.recovered = 0
+
+    async def tick(self) -> int:
+        count = 0
+        for queue in self._config.queues:
+            attached = await self._broker.reclaim_orphans(queue, 1000)
+            if attached:
+                self._log.warning("active tasks without a lease found; lease attached",
+                                  queue=queue, count=attached)
+            cutoff = self._clock.now_ms() - int(self._config.recover_grace * 1000)
+            while True:
+                expired = await self._broker.list_lease_expired(queue, cutoff, _BATCH)
+                for raw in expired:
+                    outcome = self._outcome(queue, raw.id, raw.msg, raw.payload, raw.retried)
+                    if await self._broker.recover(outcome, cutoff):
+                        count += 1
+                        self._log.warning("lease expired; task recovered", task_id=raw.id,
+                                          queue=queue, outcome=outcome.kind)
+                if len(expired) < _BATCH:
+                    break
+        self.recovered += count
+        return count
+
+    def _outcome(self, queue: str, task_id: str, raw_msg: bytes, payload: bytes,
+                 retried: int) -> Outcome:
+        err = LeaseExpiredError("task lease expired")
+        try:
+            msg = decode_message(raw_msg)
+        except DecodeError as exc:
+            return Outcome("archive", queue, task_id, error=error_text(exc))
+        if retried >= msg.max_retry:
+            return Outcome("archive", queue, task_id, error=error_text(err))
+        task = Task._from_message(msg, payload, retried, 0, None)
+        try:
+            delay = to_ms(self._config.retry_delay(retried, err, task), "retry_delay result")
+            failure = bool(self._config.is_failure(err))
+        except Exception:
+            self._log.exception("retry_delay/is_failure raised; using 60 s", task_id=task_id)
+            delay, failure = 60_000, True
+        return Outcome("retry", queue, task_id, retry_at_ms=self._clock.now_ms() + delay,
+                       error=error_text(err), is_failure=failure)
+
+    async def run(self) -> None:
+        failing = False
+        while True:
+            try:
+                await self.tick()
+                failing = False
+            except BrokerError as exc:
+                if not failing:
+                    self._log.warning("recovery failed; retrying", error=str(exc))
+                failing = True
+            except Exception:
+                self._log.exception("recoverer failed unexpectedly")
+            await anyio.sleep(self._config.recover_interval)

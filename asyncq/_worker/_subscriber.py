@@ -1,0 +1,65 @@
+"""Subscriber: one pub/sub connection for cancellations and wake-ups, reconnecting with backoff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from .. import _keys as K
+from .._backoff import Backoff
+from .._broker import Broker
+from .._errors import BrokerError
+from .._log import get_logger
+from ._processor import Processor
+
+
+class Subscriber:
+    """Cancels running handlers on request and wakes the fetch loop when work arrives."""
+
+    def __init__(self, broker: Broker, processor: Processor, queues: list[str]) -> None:
+        self._broker = broker
+        self._processor = processor
+        self._queues = frozenset(queues)
+        self._log: Any = get_logger("subscriber")
+        self.connected = False
+
+    def handle(self, channel: str, data: str) -> None:
+        """React to one message (exposed for tests)."""
+        if channel == K.CANCEL_CHANNEL:
+            if self._processor.cancel(data, "cancel"):
+                self._log.info("task cancelled on request", task_id=data)
+        elif channel == K.WAKE_CHANNEL and data in self._queues:
+            self._processor.wake.set()
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Subscribe (reporting ready once subscribed), then dispatch messages until cancelled."""
+        backoff = Backoff(base=0.2, cap=5.0)
+        started = False
+        while True:
+            try:
+                async for item in self._broker.listen([K.CANCEL_CHANNEL, K.WAKE_CHANNEL]):
+                    if item is None:
+                        if backoff.failures:
+                            self._log.info("subscription restored", after_failures=backoff.failures)
+                        backoff.reset()
+                        self.connected = True
+                        # Wake-ups may have been missed while disconnected: look again.
+                        self._processor.wake.set()
+                        if not started:
+                            started = True
+                            task_status.started()
+                        continue
+                    self.handle(*item)
+            except BrokerError as exc:
+                self.connected = False
+                delay = backoff.next_delay()
+                if backoff.failures == 1 or backoff.failures % 20 == 0:
+                    self._log.warning("subscription lost; reconnecting", error=str(exc),
+                                      retry_in=round(delay, 2))
+                await anyio.sleep(delay)
+            except Exception:
+                self.connected = False
+                self._log.exception("subscriber failed unexpectedly")
+                await anyio.sleep(backoff.next_delay())

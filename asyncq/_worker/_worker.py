@@ -1,0 +1,178 @@
+"""Worker: runs handlers for tasks of its queues, with every background component beside them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+
+from .._broker import Broker
+from .._clock import SYSTEM_CLOCK, Clock
+from .._connection import RedisLike, make_broker
+from .._log import get_logger
+from ._acker import Acker
+from ._aggregator import Aggregator
+from ._config import WorkerConfig
+from ._forwarder import Forwarder
+from ._healthcheck import HealthChecker
+from ._heartbeat import Heartbeat
+from ._janitor import Janitor
+from ._mux import Handler
+from ._processor import Processor
+from ._recoverer import Recoverer
+from ._subscriber import Subscriber
+
+
+class Worker:
+    """Runs ``handler`` (usually a ServeMux) for tasks of the configured queues.
+
+    ``await worker.run()`` runs until cancelled, ``stop()`` or SIGTERM/SIGINT (SIGTSTP stops
+    fetching but keeps running). ``async with worker:`` runs it in the background of the current
+    event loop and shuts it down gracefully on exit. Options are those of ``WorkerConfig``.
+    """
+
+    def __init__(self, redis: RedisLike | Broker, handler: Handler, *,
+                 clock: Clock | None = None, **options: Any) -> None:
+        if not callable(handler):
+            raise TypeError(f"handler must be callable (a ServeMux or async function), "
+                            f"got {handler!r}")
+        self.config = WorkerConfig(**options)
+        self.clock = clock or SYSTEM_CLOCK
+        if isinstance(redis, str) or not hasattr(redis, "dequeue"):
+            self.broker: Broker = make_broker(redis, clock=self.clock)
+        else:
+            self.broker = redis  # type: ignore[assignment]
+        cfg = self.config
+        queues = list(cfg.queues)
+        self.acker = Acker(self.broker, cfg.server_id, self.clock)
+        self.forwarder = Forwarder(self.broker, queues, cfg.forward_interval, self.clock)
+        self.processor = Processor(self.broker, cfg, handler, self.acker, self.clock,
+                                   on_retry_scheduled=self.forwarder.poke)
+        self.heartbeat = Heartbeat(self.broker, cfg, self.processor, self.acker, self.clock)
+        self.recoverer = Recoverer(self.broker, cfg, self.clock)
+        self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch)
+        self.subscriber = Subscriber(self.broker, self.processor, queues)
+        self.aggregator = (Aggregator(self.broker, cfg, self.clock)
+                           if cfg.group_aggregator is not None else None)
+        self.healthchecker = (HealthChecker(self.broker, cfg.health_check,
+                                            cfg.health_check_interval)
+                              if cfg.health_check is not None else None)
+        self._log: Any = get_logger("worker", server_id=cfg.server_id)
+        self._state = "new"
+        self._ready = asyncio.Event()
+        self._shutdown = asyncio.Event()
+        self._runner: asyncio.Task[None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        """True once the worker is subscribed and fetching."""
+        return self._ready.is_set()
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    def stop(self) -> None:
+        """Request a graceful shutdown (the order is written in ``run``)."""
+        self._shutdown.set()
+        self.processor.stop_fetching()
+        self.heartbeat.status = "stopping"
+
+    def stop_fetching(self) -> None:
+        """Lease no new tasks but keep running the current ones (what SIGTSTP does)."""
+        self.processor.stop_fetching()
+        self.heartbeat.status = "stopped"
+        self._log.info("stopped fetching new tasks")
+
+    @contextlib.contextmanager
+    def _signals(self, enabled: bool) -> Iterator[None]:
+        if not enabled or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        handlers = {signal.SIGTERM: self.stop, signal.SIGINT: self.stop,
+                    signal.SIGTSTP: self.stop_fetching}
+        for sig, fn in handlers.items():
+            loop.add_signal_handler(sig, fn)
+        try:
+            yield
+        finally:
+            for sig in handlers:
+                loop.remove_signal_handler(sig)
+
+    async def run(self, *, handle_signals: bool = True) -> None:
+        """Run until stopped; every component lives in one task group."""
+        if self._state != "new":
+            raise RuntimeError("a Worker runs once; create a new Worker to run again")
+        self._state = "running"
+        cfg = self.config
+        self._log.info("worker starting", queues=dict(cfg.queues), concurrency=cfg.concurrency,
+                       strict_priority=cfg.strict_priority)
+        try:
+            with self._signals(handle_signals):
+                async with anyio.create_task_group() as tg:
+                    # The subscriber is subscribed before the first dequeue, so no cancellation
+                    # or wake-up published after a task is leased can be missed.
+                    await tg.start(self.subscriber.run)
+                    tg.start_soon(self.acker.run)
+                    tg.start_soon(self.heartbeat.run)
+                    tg.start_soon(self.forwarder.run)
+                    tg.start_soon(self.recoverer.run)
+                    tg.start_soon(self.janitor.run)
+                    if self.aggregator is not None:
+                        tg.start_soon(self.aggregator.run)
+                    if self.healthchecker is not None:
+                        tg.start_soon(self.healthchecker.run)
+                    self._ready.set()
+                    self._log.info("worker ready")
+                    try:
+                        await self.processor.run()
+                        await self._shutdown.wait()  # after SIGTSTP: keep running until told
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            await self._drain()
+                        tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                # 6. Clear the server state, after every other component has stopped.
+                await self.heartbeat.clear()
+                await self.broker.close()
+            self._state = "closed"
+            self._log.info("worker stopped", processed=self.processor.processed,
+                           failed=self.processor.failed,
+                           abandoned=len(self.processor.abandoned))
+
+    async def _drain(self) -> None:
+        # Shutdown order — senders stop before receivers:
+        # 1. stop fetching (no new leases);
+        # 2. wait up to shutdown_timeout for running handlers to finish;
+        # 3. cancel the handlers still running; their tasks are requeued, next in line;
+        # 4. write every outcome; the heartbeat keeps those leases alive meanwhile;
+        # 5. stop the heartbeat, forwarder, recoverer, janitor, aggregator and subscriber
+        #    (the caller cancels the task group);
+        # 6. clear the server state (in run's finally).
+        self.heartbeat.status = "stopping"
+        await self.processor.drain(self.config.shutdown_timeout)
+        if not await self.acker.drain(self.config.lease_duration + 1.0):
+            self._log.error("outcomes left unwritten at shutdown; the recoverer will retry "
+                            "those tasks", count=len(self.acker.pending))
+
+    async def __aenter__(self) -> Self:
+        self._runner = asyncio.create_task(self.run(handle_signals=False))
+        ready = asyncio.create_task(self._ready.wait())
+        await asyncio.wait({self._runner, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            await self._runner  # re-raises why the worker could not start
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+        if self._runner is not None:
+            await self._runner
