@@ -32,6 +32,19 @@ Fixtures
 ``redis_client`` (function, async)
     A ``redis.asyncio.Redis`` connected to ``asyncq_redis_url`` (bytes
     replies), closed after the test.
+
+``asyncq_client`` (function, async)
+    An ``asyncq.Client`` on ``asyncq_redis_url``.
+
+``asyncq_worker`` (function)
+    A factory running an in-process worker::
+
+        async with asyncq_worker(mux, queues={queue: 1}, concurrency=5) as w:
+            await client.enqueue("email:send", {...}, queue=queue)
+            await w.wait_drained()
+
+Helpers: ``wait_until(predicate, timeout=...)`` polls a sync or async predicate with a
+deadline; ``queue_counts(redis, queue)`` returns the size of each state of a queue.
 """
 
 from __future__ import annotations
@@ -44,14 +57,29 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis.asyncio
 
+from asyncq._client import Client
+from asyncq._testing.harness import (
+    RunningWorker,
+    WorkerFactory,
+    queue_counts,
+    wait_drained,
+    wait_until,
+)
 from asyncq._testing.redis_server import RedisServer
 
 __all__ = [
     "REDIS_URL_ENV",
+    "RunningWorker",
+    "WorkerFactory",
+    "asyncq_client",
     "asyncq_queue",
     "asyncq_redis_server",
     "asyncq_redis_url",
+    "asyncq_worker",
+    "queue_counts",
     "redis_client",
+    "wait_drained",
+    "wait_until",
 ]
 
 #: Environment variable naming an existing Redis server to test against.
@@ -130,5 +158,21 @@ async def redis_client(
 
 
 # ---------------------------------------------------------------- asyncq
-#
-# Client and worker fixtures (asyncq_client, asyncq_worker, ...) go here.
+
+
+@pytest.fixture
+async def asyncq_client(asyncq_redis_url: str, anyio_backend: object) -> AsyncIterator[Client]:
+    """An ``asyncq.Client`` on ``asyncq_redis_url``, closed after the test."""
+    async with Client(asyncq_redis_url) as client:
+        yield client
+
+
+@pytest.fixture
+def asyncq_worker(asyncq_redis_url: str, anyio_backend: object) -> WorkerFactory:
+    """Runs a worker in-process: ``async with asyncq_worker(mux, **config) as w:``.
+
+    ``w.worker`` is the ``Worker``; ``await w.wait_drained("q1", ...)`` waits until those queues
+    have no pending or active task and every outcome was written. The worker shuts down
+    gracefully when the block ends.
+    """
+    return WorkerFactory(asyncq_redis_url)

@@ -1,0 +1,34 @@
+"""The ``asyncq`` command line: ``asyncq worker``, and the operations commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .._errors import AsyncqError
+from . import _worker_cmd
+from ._common import CLIError
+
+COMMANDS = [_worker_cmd]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="asyncq", description="asyncq task queue")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMANDS:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``asyncq`` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except (CLIError, AsyncqError, ValueError) as exc:
+        print(f"asyncq: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code

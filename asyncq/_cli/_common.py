@@ -1,0 +1,109 @@
+"""What every CLI command shares: connection flags, logging set-up, imports, errors."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from typing import Any
+
+import structlog
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+REDIS_URL_ENV = "ASYNCQ_REDIS_URL"
+
+
+class CLIError(Exception):
+    """An error reported as one line on stderr with exit code 1."""
+
+
+def add_redis_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--redis-url", "-u", default=os.environ.get(REDIS_URL_ENV, DEFAULT_REDIS_URL),
+        help=f"Redis URL (env {REDIS_URL_ENV}; default {DEFAULT_REDIS_URL})")
+
+
+def add_log_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-level", default="info",
+                        choices=["debug", "info", "warning", "error"], help="default: info")
+    parser.add_argument("--log-format", default=None, choices=["console", "json"],
+                        help="default: console on a terminal, json otherwise")
+
+
+def configure_logging(level: str, fmt: str | None) -> None:
+    """Set up structlog for a CLI process (the library itself never does this)."""
+    if fmt is None:
+        fmt = "console" if sys.stderr.isatty() else "json"
+    renderer: Any = (structlog.dev.ConsoleRenderer() if fmt == "console"
+                     else structlog.processors.JSONRenderer())
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info if fmt == "json"
+            else structlog.processors.StackInfoRenderer(),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            getattr(logging, level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+def import_object(path: str) -> Any:
+    """Import ``module:attr`` (``module.attr`` also accepted) from the current directory too."""
+    module_name, sep, attr = path.partition(":")
+    if not sep:
+        module_name, _, attr = path.rpartition(".")
+    if not module_name or not attr:
+        raise CLIError(f"expected module:attribute, got {path!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CLIError(f"cannot import {module_name!r}: {exc}") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CLIError(f"module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def parse_queue_weights(values: list[str] | None) -> dict[str, int] | None:
+    """``["critical=6", "default"]`` -> ``{"critical": 6, "default": 1}``."""
+    if not values:
+        return None
+    queues: dict[str, int] = {}
+    for value in values:
+        name, sep, weight = value.partition("=")
+        try:
+            queues[name] = int(weight) if sep else 1
+        except ValueError:
+            raise CLIError(f"--queue expects NAME=WEIGHT with an integer weight, "
+                           f"got {value!r}") from None
+    return queues
+
+
+async def check_redis(url: str) -> None:
+    """Fail fast with a one-line error when Redis cannot be reached at start-up."""
+    from redis.exceptions import RedisError
+
+    from .._connection import make_redis
+
+    try:
+        client = make_redis(url)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    try:
+        await client.ping()
+    except RedisError as exc:
+        raise CLIError(f"cannot reach Redis at {url}: {exc}") from None
+    finally:
+        await client.aclose()

@@ -1,0 +1,72 @@
+"""``asyncq worker module:attr``: run a worker process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from .._worker import ServeMux, Worker
+from ._common import (
+    CLIError,
+    add_log_args,
+    add_redis_args,
+    check_redis,
+    configure_logging,
+    import_object,
+    parse_queue_weights,
+)
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "worker", help="run a worker process",
+        description="Run handlers for tasks. TARGET is module:attr naming a ServeMux or an "
+                    "async handler function.")
+    p.add_argument("target", metavar="TARGET", help="module:attr of a ServeMux or handler")
+    add_redis_args(p)
+    p.add_argument("--concurrency", "-c", type=int, default=10,
+                   help="most handlers at once (default 10)")
+    p.add_argument("--queue", "-q", action="append", metavar="NAME=WEIGHT",
+                   help="queue to serve, repeatable (default: default=1)")
+    p.add_argument("--strict", action="store_true", help="strict queue priority")
+    p.add_argument("--shutdown-timeout", type=float, default=8.0,
+                   help="seconds running tasks get to finish on shutdown (default 8)")
+    p.add_argument("--lease-duration", type=float, default=30.0,
+                   help="task lease in seconds (default 30)")
+    add_log_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, args.log_format)
+    handler = import_object(args.target)
+    if isinstance(handler, type) or not (isinstance(handler, ServeMux) or callable(handler)):
+        raise CLIError(f"{args.target} is neither a ServeMux nor a handler function")
+    options: dict[str, Any] = {
+        "concurrency": args.concurrency, "strict_priority": args.strict,
+        "shutdown_timeout": args.shutdown_timeout, "lease_duration": args.lease_duration,
+    }
+    queues = parse_queue_weights(args.queue)
+    if queues is not None:
+        options["queues"] = queues
+    try:
+        worker = Worker(args.redis_url, handler, **options)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc)) from None
+
+    async def main() -> None:
+        await check_redis(args.redis_url)
+        await worker.run()
+
+    _run_loop(main())
+    return 0
+
+
+def _run_loop(coro: Any) -> None:
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(coro)
+    else:
+        uvloop.run(coro)

@@ -1,0 +1,75 @@
+"""Every example runs: the quickstart end to end, and the Starlette app with a worker."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import socket
+
+import anyio
+import httpx
+import pytest
+import uvicorn
+
+import asyncq
+from asyncq.testing import WorkerFactory, wait_until
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quickstart_demo_runs_end_to_end(asyncq_redis_url: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "quickstart" / "run_demo.py"),
+         "--redis-url", asyncq_redis_url],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("completed, result=") == 4
+    assert "'sent_to': 'ada@example.com'" not in proc.stdout  # results are JSON, not reprs
+    assert '{"sent_to":"ada@example.com"}' in proc.stdout
+    assert "image:resize processed 15 bytes" in proc.stdout
+    assert "worker stopped with exit code 0" in proc.stdout
+    assert proc.stdout.count("worker: running") == 4  # the middleware saw every task
+
+
+@pytest.mark.anyio
+async def test_starlette_app_enqueues_and_worker_processes(
+    asyncq_redis_url: str, asyncq_queue: str, asyncq_worker: WorkerFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ASYNCQ_REDIS_URL", asyncq_redis_url)
+    monkeypatch.setenv("SIGNUP_QUEUE", asyncq_queue)
+    app = load(EXAMPLES / "starlette_app" / "app.py", "example_app")
+    tasks = load(EXAMPLES / "starlette_app" / "tasks.py", "example_tasks")
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app.app, log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, [sock])
+        await wait_until(lambda: server.started, timeout=10, message="uvicorn started")
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            ok = await http.post("/signup", json={"email": "ada@example.com"})
+            bad = await http.post("/signup", json={})
+        server.should_exit = True
+    sock.close()
+    assert ok.status_code == 202, ok.text
+    assert ok.json()["state"] == asyncq.TaskState.PENDING.value
+    assert bad.status_code == 400
+    async with asyncq_worker(tasks.mux, queues={asyncq_queue: 1}) as w:
+        await wait_until(lambda: tasks.sent == ["ada@example.com"], timeout=10)
+        await w.wait_drained()
+    assert os.environ["SIGNUP_QUEUE"] == asyncq_queue
