@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
+import functools
+from typing import Any, NoReturn
 
 from .._worker import ServeMux, Worker
 from ._common import (
@@ -34,8 +35,17 @@ def register(sub: Any) -> None:
                    help="seconds running tasks get to finish on shutdown (default 8)")
     p.add_argument("--lease-duration", type=float, default=30.0,
                    help="task lease in seconds (default 30)")
+    p.add_argument("--heartbeat-interval", type=float, default=None,
+                   help="seconds between lease renewals and state updates "
+                        "(default: the smaller of 5 and a third of the lease)")
     add_log_args(p)
+    p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
     p.set_defaults(func=run)
+
+
+def _one_line_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    """A bad flag: one line on stderr (not the whole usage), exit code 2."""
+    parser.exit(2, f"{parser.prog}: error: {message} (see '{parser.prog} --help')\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {
         "concurrency": args.concurrency, "strict_priority": args.strict,
         "shutdown_timeout": args.shutdown_timeout, "lease_duration": args.lease_duration,
+        "heartbeat_interval": (min(5.0, args.lease_duration / 3)
+                               if args.heartbeat_interval is None else args.heartbeat_interval),
     }
     queues = parse_queue_weights(args.queue)
     if queues is not None:

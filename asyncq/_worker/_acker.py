@@ -9,6 +9,7 @@ will then retry the task (it may run again: at-least-once).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,10 +33,12 @@ class PendingOutcome:
 class Acker:
     """Collects outcomes and flushes them with one pipelined round trip per batch."""
 
-    def __init__(self, broker: Broker, owner: str, clock: Clock) -> None:
+    def __init__(self, broker: Broker, owner: str, clock: Clock,
+                 on_retry_written: Callable[[int], None] | None = None) -> None:
         self._broker = broker
         self._owner = owner
         self._clock = clock
+        self._on_retry_written = on_retry_written  # the forwarder's poke(due_ms)
         self._log: Any = get_logger("acker")
         self.pending: dict[str, PendingOutcome] = {}
         self._wakeup = asyncio.Event()
@@ -97,6 +100,9 @@ class Acker:
                 del self.pending[task_id]
             if result:
                 self.written += 1
+                outcome = entry.outcome
+                if outcome.kind == "retry" and self._on_retry_written is not None:
+                    self._on_retry_written(outcome.retry_at_ms)
             else:
                 self.given_up += 1
                 self._log.warning("task was no longer leased to this worker; outcome dropped",

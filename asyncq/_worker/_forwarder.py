@@ -1,7 +1,8 @@
 """Forwarder: moves scheduled and retry tasks that are due to pending (or to their group).
 
-It sleeps until the earliest known due time, at most ``forward_interval``; a retry scheduled by
-this worker pokes it so a short retry delay is honoured without waiting for the next round.
+It sleeps until the earliest known due time, at most ``forward_interval``; a retry written by
+this worker (acker or recoverer) pokes it so a short retry delay is honoured without waiting for
+the next round.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Forwarder:
         self._log: Any = get_logger("forwarder")
         self._poke = asyncio.Event()
         self._next_wake_ms = 0
+        self._poked_due: int | None = None  # earliest due time poked since the last round
         self.forwarded = 0
 
     async def tick(self) -> int | None:
@@ -47,7 +49,10 @@ class Forwarder:
         return next_due
 
     def poke(self, due_ms: int) -> None:
-        """A task becomes due at ``due_ms``: wake earlier than planned if needed."""
+        """A task was just written to a retry/scheduled set, due at ``due_ms``: wake earlier than
+        planned if needed. Call it after the write, so the next round can see the task."""
+        if self._poked_due is None or due_ms < self._poked_due:
+            self._poked_due = due_ms
         if due_ms < self._next_wake_ms:
             self._poke.set()
 
@@ -56,11 +61,18 @@ class Forwarder:
         while True:
             now = self._clock.now_ms()
             wait = self._interval
+            # A poke that lands while this round runs may name a task the round did not see:
+            # it is kept in _poked_due and bounds the wait below.
+            self._poked_due = None
+            self._next_wake_ms = now
             try:
                 next_due = await self.tick()
                 if failing:
                     self._log.info("forwarder recovered")
                 failing = False
+                if self._poked_due is not None and (next_due is None
+                                                    or self._poked_due < next_due):
+                    next_due = self._poked_due
                 if next_due is not None:
                     wait = min(wait, max(0.0, (next_due - now) / 1000))
             except BrokerError as exc:

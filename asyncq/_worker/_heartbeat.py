@@ -128,6 +128,7 @@ class Heartbeat:
                               error=str(exc))
 
     async def run(self) -> None:
+        self.started_ms = self._clock.now_ms()  # when the worker started, not when it was built
         while True:
             try:
                 await self.tick()

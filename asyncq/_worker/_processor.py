@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 import anyio
@@ -52,7 +52,7 @@ class Processor:
     """Fetch loop plus the bookkeeping of running handlers."""
 
     def __init__(self, broker: Broker, config: WorkerConfig, handler: Handler, acker: Acker,
-                 clock: Clock, on_retry_scheduled: Callable[[int], None] | None = None) -> None:
+                 clock: Clock) -> None:
         self._broker = broker
         self._config = config
         self._handler = handler
@@ -61,7 +61,6 @@ class Processor:
         self._acker = acker
         self._clock = clock
         self._owner = config.server_id
-        self._on_retry_scheduled = on_retry_scheduled
         self._order = QueueOrder(config.queues, config.strict_priority)
         self._log: Any = get_logger("processor", server_id=config.server_id)
         self.running: dict[str, Running] = {}
@@ -100,6 +99,11 @@ class Processor:
                 if backoff.failures == 1 or backoff.failures % 20 == 0:
                     self._log.warning("dequeue failed; retrying", error=str(exc),
                                       retry_in=round(delay, 2), failures=backoff.failures)
+                await anyio.sleep(delay)
+                continue
+            except Exception:  # a bug must not stop the worker; leased tasks get recovered
+                delay = backoff.next_delay()
+                self._log.exception("fetching tasks failed unexpectedly", retry_in=round(delay, 2))
                 await anyio.sleep(delay)
                 continue
             if backoff.failures:
@@ -177,9 +181,13 @@ class Processor:
         return write
 
     def cancel(self, task_id: str, reason: str) -> bool:
-        """Cancel a running handler on purpose; False when this worker does not run it."""
+        """Cancel a running handler on purpose; False when this worker does not run it.
+
+        A handler that already returned (its completion not yet processed) is not cancelled:
+        its own outcome stands.
+        """
         run = self.running.get(task_id)
-        if run is None or run.reason is not None or run.atask is None:
+        if run is None or run.reason is not None or run.atask is None or run.atask.done():
             return False
         run.reason = reason
         run.atask.cancel()
@@ -284,8 +292,6 @@ class Processor:
                               is_failure=failure)
             log.warning("task failed; will retry", error=text, retried=task.retried,
                         retry_in=delay_ms / 1000, exc_info=exc)
-            if self._on_retry_scheduled is not None:
-                self._on_retry_scheduled(retry_at)
         self._acker.submit(outcome, run.lease_until_ms)
         self._failed_hooks(run, exc)
 

@@ -6,6 +6,7 @@ no task can stay "active" forever.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -26,10 +27,12 @@ _BATCH = 100
 class Recoverer:
     """``tick()`` recovers every lease that ended more than ``recover_grace`` ago."""
 
-    def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock) -> None:
+    def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock,
+                 on_retry_scheduled: Callable[[int], None] | None = None) -> None:
         self._broker = broker
         self._config = config
         self._clock = clock
+        self._on_retry_scheduled = on_retry_scheduled
         self._log: Any = get_logger("recoverer")
         self.recovered = 0
 
@@ -47,6 +50,8 @@ class Recoverer:
                     outcome = self._outcome(queue, raw.id, raw.msg, raw.payload, raw.retried)
                     if await self._broker.recover(outcome, cutoff):
                         count += 1
+                        if outcome.kind == "retry" and self._on_retry_scheduled is not None:
+                            self._on_retry_scheduled(outcome.retry_at_ms)
                         self._log.warning("lease expired; task recovered", task_id=raw.id,
                                           queue=queue, outcome=outcome.kind)
                 if len(expired) < _BATCH:

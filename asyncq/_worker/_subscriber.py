@@ -24,6 +24,8 @@ class Subscriber:
         self._queues = frozenset(queues)
         self._log: Any = get_logger("subscriber")
         self.connected = False
+        self.failures = 0
+        """Failed connection attempts since the last successful subscription."""
 
     def handle(self, channel: str, data: str) -> None:
         """React to one message (exposed for tests)."""
@@ -44,6 +46,7 @@ class Subscriber:
                         if backoff.failures:
                             self._log.info("subscription restored", after_failures=backoff.failures)
                         backoff.reset()
+                        self.failures = 0
                         self.connected = True
                         # Wake-ups may have been missed while disconnected: look again.
                         self._processor.wake.set()
@@ -54,6 +57,7 @@ class Subscriber:
                     self.handle(*item)
             except BrokerError as exc:
                 self.connected = False
+                self.failures += 1
                 delay = backoff.next_delay()
                 if backoff.failures == 1 or backoff.failures % 20 == 0:
                     self._log.warning("subscription lost; reconnecting", error=str(exc),
@@ -61,5 +65,6 @@ class Subscriber:
                 await anyio.sleep(delay)
             except Exception:
                 self.connected = False
+                self.failures += 1
                 self._log.exception("subscriber failed unexpectedly")
                 await anyio.sleep(backoff.next_delay())

@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import anyio
+import anyio.abc
 
 from .._broker import Broker
 from .._clock import SYSTEM_CLOCK, Clock
@@ -50,12 +51,13 @@ class Worker:
             self.broker = redis  # type: ignore[assignment]
         cfg = self.config
         queues = list(cfg.queues)
-        self.acker = Acker(self.broker, cfg.server_id, self.clock)
         self.forwarder = Forwarder(self.broker, queues, cfg.forward_interval, self.clock)
-        self.processor = Processor(self.broker, cfg, handler, self.acker, self.clock,
-                                   on_retry_scheduled=self.forwarder.poke)
+        self.acker = Acker(self.broker, cfg.server_id, self.clock,
+                           on_retry_written=self.forwarder.poke)
+        self.processor = Processor(self.broker, cfg, handler, self.acker, self.clock)
         self.heartbeat = Heartbeat(self.broker, cfg, self.processor, self.acker, self.clock)
-        self.recoverer = Recoverer(self.broker, cfg, self.clock)
+        self.recoverer = Recoverer(self.broker, cfg, self.clock,
+                                   on_retry_scheduled=self.forwarder.poke)
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch)
         self.subscriber = Subscriber(self.broker, self.processor, queues)
         self.aggregator = (Aggregator(self.broker, cfg, self.clock)
@@ -68,6 +70,7 @@ class Worker:
         self._ready = asyncio.Event()
         self._shutdown = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
+        self._startup: anyio.CancelScope | None = None
 
     @property
     def ready(self) -> bool:
@@ -78,10 +81,15 @@ class Worker:
         await self._ready.wait()
 
     def stop(self) -> None:
-        """Request a graceful shutdown (the order is written in ``run``)."""
+        """Request a graceful shutdown (the order is written in ``run``).
+
+        Before the worker is ready (e.g. Redis cannot be reached) this abandons the start-up.
+        """
         self._shutdown.set()
         self.processor.stop_fetching()
         self.heartbeat.status = "stopping"
+        if self._startup is not None:
+            self._startup.cancel()
 
     def stop_fetching(self) -> None:
         """Lease no new tasks but keep running the current ones (what SIGTSTP does)."""
@@ -117,8 +125,11 @@ class Worker:
             with self._signals(handle_signals):
                 async with anyio.create_task_group() as tg:
                     # The subscriber is subscribed before the first dequeue, so no cancellation
-                    # or wake-up published after a task is leased can be missed.
-                    await tg.start(self.subscriber.run)
+                    # or wake-up published after a task is leased can be missed. While Redis
+                    # cannot be reached this waits, but stop() still ends the worker.
+                    if not await self._subscribe(tg):
+                        tg.cancel_scope.cancel()
+                        return
                     tg.start_soon(self.acker.run)
                     tg.start_soon(self.heartbeat.run)
                     tg.start_soon(self.forwarder.run)
@@ -147,6 +158,16 @@ class Worker:
                            failed=self.processor.failed,
                            abandoned=len(self.processor.abandoned))
 
+    async def _subscribe(self, tg: anyio.abc.TaskGroup) -> bool:
+        """Start the subscriber; False when stop() came first."""
+        with anyio.CancelScope() as scope:
+            self._startup = scope
+            if self._shutdown.is_set():
+                scope.cancel()
+            await tg.start(self.subscriber.run)
+        self._startup = None
+        return not scope.cancelled_caught
+
     async def _drain(self) -> None:
         # Shutdown order — senders stop before receivers:
         # 1. stop fetching (no new leases);
@@ -163,12 +184,21 @@ class Worker:
                             "those tasks", count=len(self.acker.pending))
 
     async def __aenter__(self) -> Self:
-        self._runner = asyncio.create_task(self.run(handle_signals=False))
+        self._runner = runner = asyncio.create_task(self.run(handle_signals=False))
         ready = asyncio.create_task(self._ready.wait())
-        await asyncio.wait({self._runner, ready}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            await asyncio.wait({runner, ready}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            # Cancelled while starting (e.g. Redis unreachable under a timeout): leave nothing
+            # running behind.
+            ready.cancel()
+            self.stop()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait({runner})
+            raise
         if not ready.done():
             ready.cancel()
-            await self._runner  # re-raises why the worker could not start
+            await runner  # re-raises why the worker could not start
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,

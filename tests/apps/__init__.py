@@ -1,0 +1,1 @@
+"""Importable handler modules that tests run in worker subprocesses (``asyncq worker ...``)."""
