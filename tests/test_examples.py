@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-
-import socket
 
 import anyio
 import httpx

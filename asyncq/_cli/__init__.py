@@ -7,10 +7,21 @@ import sys
 from collections.abc import Sequence
 
 from .._errors import AsyncqError
-from . import _worker_cmd
+from . import (
+    _cron_cmd,
+    _dash_cmd,
+    _group_cmd,
+    _queue_cmd,
+    _scheduler_cmd,
+    _server_cmd,
+    _stats_cmd,
+    _task_cmd,
+    _worker_cmd,
+)
 from ._common import CLIError
 
-COMMANDS = [_worker_cmd]
+COMMANDS = [_worker_cmd, _scheduler_cmd, _cron_cmd,
+            _stats_cmd, _queue_cmd, _task_cmd, _group_cmd, _server_cmd, _dash_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

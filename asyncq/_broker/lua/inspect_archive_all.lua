@@ -1,0 +1,34 @@
+-- inspect_archive_all: archive one batch of the tasks in a state
+--   (pending/scheduled/retry/completed/aggregating -> archived).
+-- KEYS[1] source             the pending list, the scheduled/retry/completed zset, or a group
+--                            zset asyncq:{q}:g:<group> for aggregating tasks
+-- KEYS[2] archived zset      asyncq:{q}:archived
+-- KEYS[3] groups set         asyncq:{q}:groups
+-- ARGV[1] state of the source
+-- ARGV[2] batch size: most ids taken from the source by this call
+-- ARGV[3] task key prefix    asyncq:{q}:t:
+-- ARGV[4] group name (aggregating only, else '')
+-- ARGV[5] now, Unix ms (the archived zset score)
+-- ARGV[6] most archived tasks kept
+-- ARGV[7] oldest archive entry kept, Unix ms
+-- Returns: {ids taken from the source, tasks archived}. Call again while ids == batch size.
+-- The archive is trimmed as by a worker's archive (age and size caps), deleting the task hashes
+-- of the entries it drops. Ids without a task hash, or in another state, are dropped.
+-- @include _inspect_lib.lua
+local batch = tonumber(ARGV[2])
+local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', batch)
+local archived = 0
+for _, id in ipairs(ids) do
+  local key = ARGV[3] .. id
+  if redis.call('HGET', key, 'state') == ARGV[1] then
+    redis.call('ZADD', KEYS[2], ARGV[5], id)
+    redis.call('HSET', key, 'state', 'archived')
+    redis.call('HDEL', key, 'pending_since')
+    archived = archived + 1
+  end
+end
+if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('SREM', KEYS[3], ARGV[4])
+end
+inspect_trim_archive(KEYS[2], ARGV[3], ARGV[7], tonumber(ARGV[6]), batch)
+return {#ids, archived}

@@ -1,0 +1,36 @@
+-- inspect_archive_task: archive one task that is not running
+--   (pending/scheduled/retry/completed/aggregating -> archived).
+-- KEYS[1] task hash          asyncq:{q}:t:<id>
+-- KEYS[2] pending list       asyncq:{q}:pending
+-- KEYS[3] scheduled zset     KEYS[4] retry zset
+-- KEYS[5] archived zset      KEYS[6] completed zset
+-- KEYS[7] groups set         asyncq:{q}:groups
+-- KEYS[8] aggregation sets   asyncq:{q}:aggregation_sets
+-- ARGV[1] task id
+-- ARGV[2] group key prefix   asyncq:{q}:g:
+-- ARGV[3] now, Unix ms (the archived zset score)
+-- ARGV[4] most archived tasks kept
+-- ARGV[5] oldest archive entry kept, Unix ms
+-- ARGV[6] task key prefix    asyncq:{q}:t:
+-- Returns: 1 archived; 0 no such task; -1 the task is active; -2 it is already archived.
+-- The uniqueness lock is kept (the task still exists), as when a worker archives a task.
+-- Trimming the archive deletes the task hashes of the entries it drops.
+-- @include _inspect_lib.lua
+local v = redis.call('HMGET', KEYS[1], 'state', 'group')
+if not v[1] then
+  return 0
+end
+if v[1] == 'active' then
+  return -1
+end
+if v[1] == 'archived' then
+  return -2
+end
+local c = {pending = KEYS[2], scheduled = KEYS[3], retry = KEYS[4], archived = KEYS[5],
+           completed = KEYS[6], groups = KEYS[7], sets = KEYS[8], gprefix = ARGV[2]}
+inspect_detach(c, v[1], ARGV[1], v[2])
+redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
+redis.call('HSET', KEYS[1], 'state', 'archived')
+redis.call('HDEL', KEYS[1], 'pending_since')
+inspect_trim_archive(KEYS[5], ARGV[6], ARGV[5], tonumber(ARGV[4]), 1000)
+return 1

@@ -1,0 +1,27 @@
+-- inspect_delete_all: delete one batch of the tasks in a state (not active -> deleted).
+-- KEYS[1] source             the pending list, or the scheduled/retry/archived/completed zset,
+--                            or a group zset asyncq:{q}:g:<group> for aggregating tasks
+-- KEYS[2] groups set         asyncq:{q}:groups
+-- ARGV[1] state of the source (pending, scheduled, retry, archived, completed, aggregating)
+-- ARGV[2] batch size: most ids taken from the source by this call
+-- ARGV[3] task key prefix    asyncq:{q}:t:
+-- ARGV[4] group name (aggregating only, else '')
+-- Returns: {ids taken from the source, tasks deleted}. Call again while ids == batch size.
+-- Ids whose task hash is gone are dropped; ids whose hash is in another state (a stale entry)
+-- are dropped from the source without touching that task. Locks the tasks own are released.
+-- @include _inspect_lib.lua
+local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
+local deleted = 0
+for _, id in ipairs(ids) do
+  local key = ARGV[3] .. id
+  local v = redis.call('HMGET', key, 'state', 'unique_key')
+  if v[1] == ARGV[1] then
+    inspect_release_unique(v[2], id)
+    redis.call('DEL', key)
+    deleted = deleted + 1
+  end
+end
+if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('SREM', KEYS[2], ARGV[4])
+end
+return {#ids, deleted}

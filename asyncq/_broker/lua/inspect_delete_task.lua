@@ -1,0 +1,25 @@
+-- inspect_delete_task: delete one task that is not running (any state but active -> deleted).
+-- KEYS[1] task hash          asyncq:{q}:t:<id>
+-- KEYS[2] pending list       asyncq:{q}:pending
+-- KEYS[3] scheduled zset     KEYS[4] retry zset
+-- KEYS[5] archived zset      KEYS[6] completed zset
+-- KEYS[7] groups set         asyncq:{q}:groups
+-- KEYS[8] aggregation sets   asyncq:{q}:aggregation_sets
+-- ARGV[1] task id
+-- ARGV[2] group key prefix   asyncq:{q}:g:
+-- Returns: 1 deleted; 0 no such task; -1 the task is active (cancel it instead).
+-- The uniqueness lock is released if this task owns it.
+-- @include _inspect_lib.lua
+local v = redis.call('HMGET', KEYS[1], 'state', 'group', 'unique_key')
+if not v[1] then
+  return 0
+end
+if v[1] == 'active' then
+  return -1
+end
+local c = {pending = KEYS[2], scheduled = KEYS[3], retry = KEYS[4], archived = KEYS[5],
+           completed = KEYS[6], groups = KEYS[7], sets = KEYS[8], gprefix = ARGV[2]}
+inspect_detach(c, v[1], ARGV[1], v[2])
+inspect_release_unique(v[3], ARGV[1])
+redis.call('DEL', KEYS[1])
+return 1

@@ -1,0 +1,36 @@
+-- inspect_run_all: run one batch of the tasks in a state now
+--   (scheduled/retry/archived/completed/aggregating -> pending).
+-- KEYS[1] source             the scheduled/retry/archived/completed zset, or a group zset
+--                            asyncq:{q}:g:<group> for aggregating tasks
+-- KEYS[2] pending list       asyncq:{q}:pending
+-- KEYS[3] groups set         asyncq:{q}:groups
+-- KEYS[4] waiters flag       asyncq:{q}:waiters
+-- ARGV[1] state of the source
+-- ARGV[2] batch size: most ids taken from the source by this call
+-- ARGV[3] task key prefix    asyncq:{q}:t:
+-- ARGV[4] group name (aggregating only, else '')
+-- ARGV[5] now, Unix ms (becomes pending_since)
+-- ARGV[6] wake channel
+-- ARGV[7] queue name
+-- Returns: {ids taken from the source, tasks made pending}. Call again while ids == batch size.
+-- Tasks join the end of the line in source order (lowest score runs first). Ids without a task
+-- hash, or whose hash is in another state, are dropped from the source.
+-- @include _inspect_lib.lua
+local ids = inspect_take(KEYS[1], false, tonumber(ARGV[2]))
+local moved = 0
+for _, id in ipairs(ids) do
+  local key = ARGV[3] .. id
+  if redis.call('HGET', key, 'state') == ARGV[1] then
+    redis.call('LPUSH', KEYS[2], id)
+    redis.call('HSET', key, 'state', 'pending', 'pending_since', ARGV[5])
+    redis.call('HDEL', key, 'completed_at')
+    moved = moved + 1
+  end
+end
+if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('SREM', KEYS[3], ARGV[4])
+end
+if moved > 0 then
+  inspect_wake(KEYS[4], ARGV[6], ARGV[7])
+end
+return {#ids, moved}

@@ -1,0 +1,112 @@
+"""``asyncq task enqueue -t TYPE [-l PAYLOAD] [options]``: enqueue a task from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from .._client import Client
+from ._common import CLIError, check_redis
+from ._output import add_common_args, print_json, task_doc
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float:
+    """``90`` (seconds), ``90s``, ``1h30m``, ``250ms``, ``2d`` -> seconds."""
+    value = text.strip()
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    pos, total = 0, 0.0
+    for m in _DURATION_PART.finditer(value):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        pos = m.end()
+    if pos != len(value) or not value:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r}: use seconds or units like 90s, 5m, 1h30m, 250ms, 2d")
+    return total
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 time with a zone, e.g. ``2026-05-01T12:00:00Z``."""
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid time {text!r}: use RFC 3339, e.g. 2026-05-01T12:00:00Z") from None
+    if when.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"time {text!r} has no zone: add Z or an offset such as +02:00")
+    return when
+
+
+def register(tsub: Any) -> None:
+    p: argparse.ArgumentParser = tsub.add_parser(
+        "enqueue", help="enqueue a task",
+        description="Enqueue a task. Only the options given are set; the others take the "
+                    "usual defaults (queue default, 25 retries, 30 min timeout).")
+    p.add_argument("--type", "-t", required=True, help="task type")
+    p.add_argument("--payload", "-l", help="payload as JSON text (see --bytes)")
+    p.add_argument("--bytes", action="store_true", help="send the payload text as raw bytes")
+    p.add_argument("--queue", "-q", help="queue (default: default)")
+    p.add_argument("--retry", type=int, help="most retries")
+    p.add_argument("--timeout", type=parse_duration, help="handler time limit, e.g. 5m")
+    p.add_argument("--deadline", type=parse_time, help="RFC 3339 deadline")
+    p.add_argument("--unique", type=parse_duration, help="uniqueness TTL, e.g. 1h")
+    p.add_argument("--process-at", type=parse_time, help="RFC 3339 time to run at")
+    p.add_argument("--process-in", type=parse_duration, help="delay before running, e.g. 10m")
+    p.add_argument("--retention", type=parse_duration, help="keep after success, e.g. 24h")
+    p.add_argument("--group", "-g", help="group to aggregate with")
+    p.add_argument("--id", help="task id (default: a new UUID)")
+    add_common_args(p)
+    p.set_defaults(func=cmd_enqueue)
+
+
+def _payload(args: argparse.Namespace) -> object:
+    if args.payload is None:
+        if args.bytes:
+            raise CLIError("--bytes needs a payload (-l)")
+        return None
+    if args.bytes:
+        return args.payload.encode()
+    try:
+        return orjson.loads(args.payload)
+    except orjson.JSONDecodeError:
+        raise CLIError("the payload is not valid JSON; quote strings (e.g. -l '\"text\"') or "
+                       "pass --bytes to send it as raw bytes") from None
+
+
+def cmd_enqueue(args: argparse.Namespace) -> int:
+    payload = _payload(args)
+    options: dict[str, Any] = {
+        "queue": args.queue, "max_retry": args.retry, "timeout": args.timeout,
+        "deadline": args.deadline, "unique": args.unique, "process_at": args.process_at,
+        "process_in": args.process_in, "retention": args.retention, "group": args.group,
+        "task_id": args.id,
+    }
+    options = {k: v for k, v in options.items() if v is not None}
+
+    async def main() -> int:
+        await check_redis(args.redis_url)
+        async with Client(args.redis_url) as client:
+            info = await client.enqueue(args.type, payload, **options)
+        if args.json:
+            print_json(task_doc(info))
+        else:
+            print(f"enqueued task {info.id} to queue {info.queue} (state {info.state.value})")
+        return 0
+
+    try:
+        return asyncio.run(main())
+    except TypeError as exc:
+        raise CLIError(str(exc)) from None

@@ -1,0 +1,180 @@
+"""What the operations commands share: running against an Inspector, tables, JSON, formats."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+
+from .._inspect_models import QueueInfo, ServerInfo
+from .._inspector import Inspector
+from .._task import TaskInfo
+from ._common import add_redis_args, check_redis
+
+PAYLOAD_WIDTH = 40
+
+
+def add_common_args(parser: argparse.ArgumentParser, *, json: bool = True) -> None:
+    """``--redis-url`` and, for commands that read, ``--json``."""
+    add_redis_args(parser)
+    if json:
+        parser.add_argument("--json", action="store_true",
+                            help="print machine-readable JSON instead of a table")
+
+
+def run_inspector(args: argparse.Namespace,
+                  body: Callable[[Inspector], Awaitable[int]]) -> int:
+    """Check that Redis answers, then run ``body`` with an Inspector; returns the exit code."""
+
+    async def main() -> int:
+        await check_redis(args.redis_url)
+        async with Inspector(args.redis_url) as inspector:
+            return await body(inspector)
+
+    return asyncio.run(main())
+
+
+# -- JSON
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes):
+        return bytes_doc(value)[0]
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(orjson.dumps(
+        value, default=_default,
+        option=orjson.OPT_INDENT_2 | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC,
+    ).decode() + "\n")
+
+
+def bytes_doc(data: bytes | None, encoding: str = "b") -> tuple[Any, str]:
+    """Bytes as a JSON-friendly value and how they were rendered: json, text, base64, none."""
+    if data is None or encoding == "n":
+        return None, "none"
+    if encoding == "j":
+        try:
+            return orjson.loads(data), "json"
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return data.decode("utf-8"), "text"
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode("ascii"), "base64"
+
+
+def task_doc(t: TaskInfo) -> dict[str, Any]:
+    payload, payload_enc = bytes_doc(t.payload, t.encoding)
+    result, result_enc = bytes_doc(t.result)
+    return {
+        "id": t.id, "queue": t.queue, "type": t.type, "state": t.state.value,
+        "payload": payload, "payload_encoding": payload_enc, "headers": dict(t.headers),
+        "max_retry": t.max_retry, "retried": t.retried, "last_error": t.last_error,
+        "last_failed_at": t.last_failed_at,
+        "timeout": t.timeout.total_seconds() if t.timeout else None,
+        "deadline": t.deadline, "group": t.group, "next_process_at": t.next_process_at,
+        "is_orphaned": t.is_orphaned, "retention": t.retention.total_seconds(),
+        "completed_at": t.completed_at, "result": result, "result_encoding": result_enc,
+    }
+
+
+def queue_doc(info: QueueInfo) -> dict[str, Any]:
+    doc = {name: getattr(info, name) for name in info.__dataclass_fields__}
+    doc["latency"] = info.latency.total_seconds()
+    return doc
+
+
+def server_doc(s: ServerInfo) -> dict[str, Any]:
+    return {
+        "id": s.id, "host": s.host, "pid": s.pid, "concurrency": s.concurrency,
+        "queues": dict(s.queues), "strict_priority": s.strict_priority, "status": s.status,
+        "started": s.started, "processed": s.processed, "failed": s.failed,
+        "active_workers": [
+            {"task_id": w.task_id, "task_type": w.task_type, "queue": w.queue,
+             "started": w.started, "deadline": w.deadline, "payload_size": w.payload_size}
+            for w in s.active_workers
+        ],
+    }
+
+
+# -- human output
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """An aligned table: a header row, a rule, then the rows (cells are str()-ed)."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+
+    print(line(headers))
+    print(line(["-" * w for w in widths]))
+    for row in cells:
+        print(line(row))
+
+
+def print_fields(pairs: Sequence[tuple[str, object]]) -> None:
+    """``name: value`` lines with the values aligned."""
+    width = max((len(k) for k, _ in pairs), default=0) + 1
+    for key, value in pairs:
+        print(f"{(key + ':').ljust(width)} {value}")
+
+
+def fmt_time(when: datetime | None) -> str:
+    if when is None:
+        return "-"
+    return when.strftime("%Y-%m-%d %H:%M:%S") + "Z"
+
+
+def fmt_duration(d: timedelta | float | None) -> str:
+    """``1h2m3s``-style; sub-second values as ``0.25s``."""
+    if d is None:
+        return "-"
+    seconds = d.total_seconds() if isinstance(d, timedelta) else float(d)
+    if seconds < 60:
+        return f"{seconds:.3g}s" if seconds < 10 else f"{seconds:.0f}s"
+    total = int(seconds)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
+    return "".join(f"{v}{u}" for v, u in parts if v) or "0s"
+
+
+def fmt_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
+        value /= 1024
+    return f"{n}B"
+
+
+def fmt_payload(t: TaskInfo, width: int = PAYLOAD_WIDTH) -> str:
+    value, kind = bytes_doc(t.payload, t.encoding)
+    if kind == "none":
+        text = "-"
+    elif kind == "json":
+        text = orjson.dumps(value).decode()
+    elif kind == "base64":
+        text = f"<{len(t.payload)} bytes>"
+    else:
+        text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+

@@ -1,0 +1,144 @@
+"""``asyncq queue ls|inspect|history|pause|unpause|rm``: look at and manage queues."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .._inspector import Inspector
+from ._output import (
+    add_common_args,
+    fmt_bytes,
+    fmt_duration,
+    print_fields,
+    print_json,
+    print_table,
+    queue_doc,
+    run_inspector,
+)
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser("queue", help="look at and manage queues")
+    qsub = p.add_subparsers(dest="queue_command", metavar="SUBCOMMAND", required=True)
+
+    ls = qsub.add_parser("ls", help="list queue names")
+    add_common_args(ls)
+    ls.set_defaults(func=cmd_ls)
+
+    inspect = qsub.add_parser("inspect", help="sizes, counters, latency and memory of queues")
+    inspect.add_argument("queues", nargs="+", metavar="QUEUE")
+    add_common_args(inspect)
+    inspect.set_defaults(func=cmd_inspect)
+
+    history = qsub.add_parser("history", help="processed/failed per day")
+    history.add_argument("queues", nargs="+", metavar="QUEUE")
+    history.add_argument("--days", "-x", type=int, default=10, help="days to show (default 10)")
+    add_common_args(history)
+    history.set_defaults(func=cmd_history)
+
+    for name, func, text in (("pause", cmd_pause, "stop workers from taking tasks"),
+                             ("unpause", cmd_unpause, "let workers take tasks again")):
+        cmd = qsub.add_parser(name, help=f"{text} of queues")
+        cmd.add_argument("queues", nargs="+", metavar="QUEUE")
+        add_common_args(cmd, json=False)
+        cmd.set_defaults(func=func)
+
+    rm = qsub.add_parser("rm", aliases=["remove", "delete"], help="delete queues")
+    rm.add_argument("queues", nargs="+", metavar="QUEUE")
+    rm.add_argument("--force", "-f", action="store_true",
+                    help="also delete the tasks the queue still holds (never running ones)")
+    add_common_args(rm, json=False)
+    rm.set_defaults(func=cmd_rm)
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        names = await inspector.queues()
+        if args.json:
+            print_json(names)
+        else:
+            for name in names:
+                print(name)
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        infos = [await inspector.queue_info(q) for q in args.queues]
+        if args.json:
+            print_json([queue_doc(i) for i in infos])
+            return 0
+        for n, i in enumerate(infos):
+            if n:
+                print()
+            print(f"Queue {i.queue}")
+            print_fields([
+                ("paused", "yes" if i.paused else "no"),
+                ("size", i.size),
+                ("latency", fmt_duration(i.latency)),
+                ("memory", fmt_bytes(i.memory_usage)),
+                ("groups", i.groups),
+                ("processed today", i.processed),
+                ("failed today", i.failed),
+                ("processed total", i.processed_total),
+                ("failed total", i.failed_total),
+                ("expired leases", i.expired_leases),
+            ])
+            print()
+            print_table(["PENDING", "ACTIVE", "SCHEDULED", "RETRY", "ARCHIVED", "COMPLETED",
+                         "AGGREGATING"],
+                        [[i.pending, i.active, i.scheduled, i.retry, i.archived, i.completed,
+                          i.aggregating]])
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        rows = [s for q in args.queues for s in await inspector.history(q, args.days)]
+        if args.json:
+            print_json(rows)
+            return 0
+        print_table(["QUEUE", "DATE", "PROCESSED", "FAILED", "ERROR RATE"], [
+            [s.queue, s.date.isoformat(), s.processed, s.failed,
+             f"{100 * s.failed / s.processed:.2f}%" if s.processed else "-"]
+            for s in rows
+        ])
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        for q in args.queues:
+            changed = await inspector.pause(q)
+            print(f"paused queue {q}" if changed else f"queue {q} was already paused")
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cmd_unpause(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        for q in args.queues:
+            changed = await inspector.unpause(q)
+            print(f"unpaused queue {q}" if changed else f"queue {q} was not paused")
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        for q in args.queues:
+            await inspector.delete_queue(q, force=args.force)
+            print(f"removed queue {q}")
+        return 0
+
+    return run_inspector(args, body)
+

@@ -1,0 +1,193 @@
+"""``asyncq task ...``: list, inspect, cancel, run, archive, delete and enqueue tasks."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .._inspector import Inspector
+from .._task import TaskInfo, TaskState
+from . import _enqueue_cmd
+from ._output import (
+    add_common_args,
+    fmt_duration,
+    fmt_payload,
+    fmt_time,
+    print_fields,
+    print_json,
+    print_table,
+    run_inspector,
+    task_doc,
+)
+
+STATES = [s.value for s in TaskState]
+_BULK = {
+    "runall": ("run", ["scheduled", "retry", "archived", "completed", "aggregating"],
+               "run every task of a state now", "made pending"),
+    "archiveall": ("archive", ["pending", "scheduled", "retry", "completed", "aggregating"],
+                   "archive every task of a state", "archived"),
+    "deleteall": ("delete", [s for s in STATES if s != "active"],
+                  "delete every task of a state", "deleted"),
+}
+
+
+def _queue_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--queue", "-q", required=True, help="queue name")
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser("task", help="look at and manage tasks")
+    tsub = p.add_subparsers(dest="task_command", metavar="SUBCOMMAND", required=True)
+
+    ls = tsub.add_parser("ls", help="list the tasks of a queue in a state")
+    _queue_arg(ls)
+    ls.add_argument("--state", "-s", required=True, choices=STATES)
+    ls.add_argument("--page", type=int, default=1, help="page number, from 1 (default 1)")
+    ls.add_argument("--size", type=int, default=30, help="tasks per page (default 30)")
+    ls.add_argument("--group", "-g", help="group (required for aggregating tasks)")
+    add_common_args(ls)
+    ls.set_defaults(func=cmd_ls)
+
+    inspect = tsub.add_parser("inspect", help="show one task")
+    _queue_arg(inspect)
+    inspect.add_argument("--id", "-i", required=True, help="task id")
+    add_common_args(inspect)
+    inspect.set_defaults(func=cmd_inspect)
+
+    cancel = tsub.add_parser("cancel", help="cancel running tasks (best effort)")
+    cancel.add_argument("ids", nargs="+", metavar="ID")
+    add_common_args(cancel, json=False)
+    cancel.set_defaults(func=cmd_cancel)
+
+    for name, text in (("run", "run a task now"), ("archive", "archive a task"),
+                       ("delete", "delete a task")):
+        cmd = tsub.add_parser(name, help=text, aliases=["rm", "remove"] if name == "delete"
+                              else [])
+        _queue_arg(cmd)
+        cmd.add_argument("--id", "-i", required=True, help="task id")
+        add_common_args(cmd, json=False)
+        cmd.set_defaults(func=cmd_one, op=name)
+
+    for name, (op, states, text, _) in _BULK.items():
+        cmd = tsub.add_parser(name, help=text)
+        _queue_arg(cmd)
+        cmd.add_argument("--state", "-s", required=True, choices=states)
+        cmd.add_argument("--group", "-g", help="only this group (aggregating; default: all)")
+        add_common_args(cmd)
+        cmd.set_defaults(func=cmd_bulk, op=op, verb=name)
+
+    _enqueue_cmd.register(tsub)
+
+
+def _columns(state: TaskState) -> tuple[list[str], Any]:
+    """Extra columns for a state: headers and a function TaskInfo -> cells."""
+    if state is TaskState.ACTIVE:
+        return ["ORPHANED", "DEADLINE"], lambda t: ["yes" if t.is_orphaned else "no",
+                                                    fmt_time(t.deadline)]
+    if state is TaskState.SCHEDULED:
+        return ["PROCESS AT"], lambda t: [fmt_time(t.next_process_at)]
+    if state is TaskState.RETRY:
+        return ["NEXT RETRY", "RETRIED", "LAST ERROR"], lambda t: [
+            fmt_time(t.next_process_at), f"{t.retried}/{t.max_retry}", _short(t.last_error)]
+    if state is TaskState.ARCHIVED:
+        return ["LAST FAILED", "RETRIED", "LAST ERROR"], lambda t: [
+            fmt_time(t.last_failed_at), f"{t.retried}/{t.max_retry}", _short(t.last_error)]
+    if state is TaskState.COMPLETED:
+        return ["COMPLETED AT", "RESULT"], lambda t: [
+            fmt_time(t.completed_at), "-" if t.result is None else f"{len(t.result)} bytes"]
+    if state is TaskState.AGGREGATING:
+        return ["GROUP"], lambda t: [t.group or "-"]
+    return ["RETRIED"], lambda t: [f"{t.retried}/{t.max_retry}"]
+
+
+def _short(text: str | None, width: int = 40) -> str:
+    if not text:
+        return "-"
+    text = text.replace("\n", " ")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        state = TaskState(args.state)
+        tasks = await inspector.list_tasks(args.queue, state, args.page, args.size, args.group)
+        if args.json:
+            print_json([task_doc(t) for t in tasks])
+            return 0
+        if not tasks:
+            print(f"no {state.value} tasks in queue {args.queue} (page {args.page})")
+            return 0
+        headers, extra = _columns(state)
+        print_table(["ID", "TYPE", "PAYLOAD", *headers],
+                    [[t.id, t.type, fmt_payload(t), *extra(t)] for t in tasks])
+        return 0
+
+    return run_inspector(args, body)
+
+
+def print_task(t: TaskInfo) -> None:
+    print_fields([
+        ("id", t.id), ("queue", t.queue), ("type", t.type), ("state", t.state.value),
+        ("payload", fmt_payload(t, 200)),
+        ("headers", ", ".join(f"{k}={v}" for k, v in sorted(t.headers.items())) or "-"),
+        ("retried", f"{t.retried}/{t.max_retry}"),
+        ("last error", t.last_error or "-"), ("last failed at", fmt_time(t.last_failed_at)),
+        ("timeout", fmt_duration(t.timeout)), ("deadline", fmt_time(t.deadline)),
+        ("group", t.group or "-"), ("next process at", fmt_time(t.next_process_at)),
+        ("orphaned", "yes" if t.is_orphaned else "no"),
+        ("retention", fmt_duration(t.retention)), ("completed at", fmt_time(t.completed_at)),
+        ("result", "-" if t.result is None else f"{len(t.result)} bytes"),
+    ])
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        t = await inspector.task_info(args.queue, args.id)
+        if args.json:
+            print_json(task_doc(t))
+        else:
+            print_task(t)
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        for task_id in args.ids:
+            await inspector.cancel(task_id)
+            print(f"cancellation requested for task {task_id}")
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cmd_one(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        if args.op == "run":
+            await inspector.run_task(args.queue, args.id)
+            print(f"task {args.id} is now pending")
+        elif args.op == "archive":
+            await inspector.archive_task(args.queue, args.id)
+            print(f"archived task {args.id}")
+        else:
+            await inspector.delete_task(args.queue, args.id)
+            print(f"deleted task {args.id}")
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cmd_bulk(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        method = {"run": inspector.run_all, "archive": inspector.archive_all,
+                  "delete": inspector.delete_all}[args.op]
+        count = await method(args.queue, args.state, args.group)
+        if args.json:
+            print_json({"queue": args.queue, "state": args.state, "group": args.group,
+                        "count": count})
+        else:
+            print(f"{count} {args.state} task(s) {_BULK[args.verb][3]}")
+        return 0
+
+    return run_inspector(args, body)

@@ -1,0 +1,129 @@
+"""What the Inspector returns about queues, groups, days and servers (tasks are ``TaskInfo``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from ._clock import ms_to_datetime
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """A snapshot of one queue: task counts per state, counters, pause flag, latency, memory."""
+
+    queue: str
+    #: every task of the queue: pending + active + scheduled + retry + archived + completed
+    #: + aggregating
+    size: int
+    pending: int
+    active: int
+    scheduled: int
+    retry: int
+    archived: int
+    completed: int
+    aggregating: int
+    #: number of groups holding aggregating tasks
+    groups: int
+    #: tasks processed (succeeded or failed) and failed today (UTC)
+    processed: int
+    failed: int
+    #: all-time counters
+    processed_total: int
+    failed_total: int
+    paused: bool
+    #: how long the oldest pending task has waited (zero when nothing is pending)
+    latency: timedelta
+    #: estimated bytes used by the queue's tasks and keys (sampled)
+    memory_usage: int
+    #: active tasks whose lease has run out (their worker is gone or stuck)
+    expired_leases: int
+    #: when the snapshot was taken
+    timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DailyStats:
+    """Tasks processed and failed in one queue on one UTC day."""
+
+    queue: str
+    date: date
+    processed: int
+    failed: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    """A group of tasks waiting to be aggregated, and how many it holds."""
+
+    group: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A task a live server is running."""
+
+    task_id: str
+    task_type: str
+    queue: str
+    started: datetime
+    deadline: datetime | None
+    payload_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """A live worker process, as its last heartbeat described it."""
+
+    id: str
+    host: str
+    pid: int
+    concurrency: int
+    queues: Mapping[str, int]
+    strict_priority: bool
+    status: str
+    started: datetime
+    active_workers: tuple[WorkerInfo, ...] = ()
+    processed: int = 0
+    failed: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _ms_or_none(value: Any) -> datetime | None:
+    return ms_to_datetime(int(value)) if value else None
+
+
+def worker_info(raw: bytes) -> WorkerInfo:
+    doc = orjson.loads(raw)
+    return WorkerInfo(
+        task_id=str(doc.get("task_id", "")), task_type=str(doc.get("type", "")),
+        queue=str(doc.get("queue", "")), started=ms_to_datetime(int(doc.get("started_at", 0))),
+        deadline=_ms_or_none(doc.get("deadline")), payload_size=int(doc.get("payload_size", 0)),
+    )
+
+
+def server_info(raw: bytes, workers: Mapping[bytes, bytes]) -> ServerInfo:
+    doc = orjson.loads(raw)
+    active = []
+    for value in workers.values():
+        try:
+            active.append(worker_info(value))
+        except (orjson.JSONDecodeError, TypeError, ValueError, AttributeError):
+            continue  # a worker entry we cannot read is left out, not fatal
+    active.sort(key=lambda w: (w.started, w.task_id))
+    return ServerInfo(
+        id=str(doc["server_id"]), host=str(doc.get("host", "")), pid=int(doc.get("pid", 0)),
+        concurrency=int(doc.get("concurrency", 0)),
+        queues={str(k): int(v) for k, v in (doc.get("queues") or {}).items()},
+        strict_priority=bool(doc.get("strict_priority", False)),
+        status=str(doc.get("status", "")),
+        started=ms_to_datetime(int(doc.get("started_at", 0))),
+        active_workers=tuple(active),
+        processed=int(doc.get("processed", 0)), failed=int(doc.get("failed", 0)),
+        extra=dict(doc.get("extra") or {}),
+    )

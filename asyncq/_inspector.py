@@ -1,0 +1,371 @@
+"""The Inspector: see what is in the queues and fix it (list, delete, run, archive, pause, ...).
+
+Operations on a queue raise QueueNotFoundError when the queue is unknown (not in
+``asyncq:queues``), operations on a task TaskNotFoundError when it does not exist, and
+TaskStateError when its state does not allow the operation (e.g. deleting a running task).
+Bulk operations work in batches of 1 000 tasks per atomic step, so they never block Redis for
+long; they are not atomic as a whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
+
+from . import _keys as K
+from ._broker._inspect import BulkOp, InspectOps, TaskRecord
+from ._clock import SYSTEM_CLOCK, Clock, ms_to_datetime
+from ._connection import RedisLike, make_broker
+from ._errors import (
+    DecodeError,
+    QueueNotEmptyError,
+    QueueNotFoundError,
+    TaskNotFoundError,
+    TaskStateError,
+)
+from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
+from ._message import decode_message
+from ._payload import encode_payload
+from ._task import TaskInfo, TaskState, task_info
+
+if TYPE_CHECKING:
+    from ._scheduler._store import SchedulerEntry, SchedulerEvent
+
+DAY_MS = 86_400_000
+_COUNTER_DAYS = 91  # daily counters live 90 days; one more covers a day boundary
+
+_DELETABLE = frozenset(s for s in TaskState if s is not TaskState.ACTIVE)
+_RUNNABLE = frozenset({TaskState.SCHEDULED, TaskState.RETRY, TaskState.ARCHIVED,
+                       TaskState.COMPLETED, TaskState.AGGREGATING})
+_ARCHIVABLE = frozenset({TaskState.PENDING, TaskState.SCHEDULED, TaskState.RETRY,
+                         TaskState.COMPLETED, TaskState.AGGREGATING})
+_QUEUED_STATES = (TaskState.PENDING, TaskState.SCHEDULED, TaskState.RETRY, TaskState.ARCHIVED,
+                  TaskState.COMPLETED)
+
+
+def _state(state: TaskState | str) -> TaskState:
+    if isinstance(state, TaskState):
+        return state
+    try:
+        return TaskState(state)
+    except ValueError:
+        names = ", ".join(s.value for s in TaskState)
+        raise ValueError(f"unknown task state {state!r}; expected one of {names}") from None
+
+
+def _page(page: int, page_size: int) -> None:
+    for name, value in (("page", page), ("page_size", page_size)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+def _task_id(task_id: object) -> str:
+    if not isinstance(task_id, str):
+        raise TypeError(f"task id must be a str, got {task_id!r}")
+    if not task_id.strip():
+        raise ValueError("task id must not be blank")
+    return task_id
+
+
+class Inspector:
+    """Inspect and manage queues, tasks and servers: ``async with Inspector(url) as inspector:``.
+
+    ``redis`` is a URL (the inspector owns and closes the connection) or a
+    ``redis.asyncio.Redis`` created with ``decode_responses=False`` (left open on close).
+    """
+
+    def __init__(self, redis: RedisLike, *, clock: Clock | None = None) -> None:
+        self._clock = clock or SYSTEM_CLOCK
+        self._broker = make_broker(redis, clock=self._clock)
+        self._ops = InspectOps(self._broker)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the connection if the inspector created it."""
+        await self._broker.close()
+
+    # -- helpers
+
+    async def _require_queue(self, queue: str) -> None:
+        if not isinstance(queue, str):
+            raise TypeError(f"queue name must be a str, got {queue!r}")
+        if not await self._ops.queue_exists(queue):
+            raise QueueNotFoundError(f"queue {queue!r} not found")
+
+    def _info(self, rec: TaskRecord, now: int) -> TaskInfo:
+        msg = decode_message(rec.msg)
+        try:
+            state = TaskState(rec.state)
+        except ValueError:
+            raise DecodeError(f"task {rec.id!r} has an unknown state {rec.state!r}") from None
+        next_at = 0
+        if state in (TaskState.SCHEDULED, TaskState.RETRY):
+            next_at = rec.score or 0
+        elif state is TaskState.PENDING:
+            next_at = now
+        orphaned = state is TaskState.ACTIVE and (rec.score is None or rec.score <= now)
+        return task_info(
+            msg, rec.payload, state, retried=rec.retried, last_error=rec.error,
+            last_failed_at_ms=rec.failed_at_ms, next_process_at_ms=next_at,
+            is_orphaned=orphaned, completed_at_ms=rec.completed_at_ms, result=rec.result,
+        )
+
+    # -- queues
+
+    async def queues(self) -> list[str]:
+        """Names of every known queue, sorted."""
+        return await self._ops.queue_names()
+
+    async def queue_info(self, queue: str) -> QueueInfo:
+        """Sizes per state, today's and all-time counters, pause flag, latency, memory."""
+        await self._require_queue(queue)
+        now = self._clock.now_ms()
+        st = await self._ops.queue_stats(queue, now)
+        memory = await self._ops.memory_usage(queue)
+        latency_ms = now - st.oldest_pending_since_ms if st.oldest_pending_since_ms else 0
+        size = (st.pending + st.active + st.scheduled + st.retry + st.archived + st.completed
+                + st.aggregating)
+        return QueueInfo(
+            queue=queue, size=size, pending=st.pending, active=st.active,
+            scheduled=st.scheduled, retry=st.retry, archived=st.archived,
+            completed=st.completed, aggregating=st.aggregating, groups=st.groups,
+            processed=st.processed, failed=st.failed, processed_total=st.processed_total,
+            failed_total=st.failed_total, paused=st.paused,
+            latency=timedelta(milliseconds=max(0, latency_ms)), memory_usage=memory,
+            expired_leases=st.expired_leases, timestamp=ms_to_datetime(now),
+        )
+
+    async def history(self, queue: str, days: int = 7) -> list[DailyStats]:
+        """Processed/failed counts for today and the ``days - 1`` previous UTC days, newest
+        first (counters are kept 90 days)."""
+        if not isinstance(days, int) or isinstance(days, bool) or days < 1:
+            raise ValueError(f"days must be an int >= 1, got {days!r}")
+        await self._require_queue(queue)
+        now = self._clock.now_ms()
+        dates = [datetime.fromtimestamp((now - i * DAY_MS) / 1000, tz=UTC).date()
+                 for i in range(days)]
+        counts = await self._ops.daily_counts(queue, [d.isoformat() for d in dates])
+        return [DailyStats(queue, d, p, f) for d, (p, f) in zip(dates, counts, strict=True)]
+
+    async def groups(self, queue: str) -> list[GroupInfo]:
+        """The groups of a queue with the number of tasks waiting in each, by name."""
+        await self._require_queue(queue)
+        return [GroupInfo(g, n) for g, n in await self._ops.groups(queue)]
+
+    async def pause(self, queue: str) -> bool:
+        """Stop workers from taking tasks of ``queue``; False if it was already paused."""
+        await self._require_queue(queue)
+        return await self._broker.pause(queue)
+
+    async def unpause(self, queue: str) -> bool:
+        """Let workers take tasks of ``queue`` again; False if it was not paused."""
+        await self._require_queue(queue)
+        return await self._broker.unpause(queue)
+
+    async def delete_queue(self, queue: str, *, force: bool = False) -> None:
+        """Delete a queue and all its keys.
+
+        Without ``force`` the queue must hold no pending, active, scheduled, retry, archived or
+        aggregating task (QueueNotEmptyError); completed tasks are deleted with it. With
+        ``force`` every task is deleted, in batches, except that a queue with running (active)
+        tasks is never deleted (QueueNotEmptyError: wait for them or cancel them).
+        """
+        await self._require_queue(queue)
+        now = self._clock.now_ms()
+        days = [K.day_string(now - i * DAY_MS) for i in range(_COUNTER_DAYS)]
+        code, active, queued = await self._ops.remove_queue(queue, "check", days)
+        self._check_removable(queue, code, active, queued, force)
+        for _ in range(10):
+            if force:
+                for state in _QUEUED_STATES:
+                    await self._ops.bulk("delete", queue, state.value)
+                for group, _size in await self._ops.groups(queue):
+                    await self._ops.bulk("delete", queue, "aggregating", group)
+            else:
+                await self._ops.bulk("delete", queue, "completed")
+            code, active, queued = await self._ops.remove_queue(
+                queue, "force" if force else "remove", days)
+            if code == 1:
+                await self._ops.unregister_queue(queue)
+                return
+            self._check_removable(queue, code, active, queued, force)
+        raise QueueNotEmptyError(f"queue {queue!r}: tasks keep arriving; stop the producers "
+                                 "and try again")
+
+    @staticmethod
+    def _check_removable(queue: str, code: int, active: int, queued: int, force: bool) -> None:
+        if code in (-1, -2) and not force:
+            raise QueueNotEmptyError(
+                f"queue {queue!r} is not empty ({queued} queued, {active} active task(s)); "
+                "use force to delete the queued tasks")
+        if code == -1:
+            raise QueueNotEmptyError(
+                f"queue {queue!r} has {active} active task(s): wait for them to finish or "
+                "cancel them (running tasks are never deleted, even with force)")
+
+    # -- tasks
+
+    async def list_tasks(self, queue: str, state: TaskState | str, page: int = 1,
+                         page_size: int = 30, group: str | None = None) -> list[TaskInfo]:
+        """One page (1-based) of the tasks in ``state``.
+
+        Pending and active tasks come in processing order (oldest first); the others by
+        ascending score (scheduled/retry: run time; archived: archive time; completed: expiry;
+        aggregating: time added to the group, which ``group`` names). Active tasks whose lease
+        ran out are marked ``is_orphaned``. A page past the end is empty.
+        """
+        st = _state(state)
+        _page(page, page_size)
+        if st is TaskState.AGGREGATING and not group:
+            raise ValueError("aggregating tasks are listed per group: give the group")
+        if st is not TaskState.AGGREGATING and group is not None:
+            raise ValueError("group only applies to aggregating tasks")
+        await self._require_queue(queue)
+        records = await self._ops.list_tasks(queue, st.value, group, (page - 1) * page_size,
+                                             page_size)
+        now = self._clock.now_ms()
+        out = []
+        for rec in records:
+            try:
+                out.append(self._info(rec, now))
+            except DecodeError:
+                continue  # a record we cannot read is skipped, as asynq does
+        return out
+
+    async def task_info(self, queue: str, task_id: str) -> TaskInfo:
+        """One task, with its result and when it runs next (``next_process_at``)."""
+        task_id = _task_id(task_id)
+        await self._require_queue(queue)
+        rec = await self._ops.task(queue, task_id)
+        if rec is None:
+            raise TaskNotFoundError(f"task {task_id!r} not found in queue {queue!r}")
+        return self._info(rec, self._clock.now_ms())
+
+    def _check_code(self, code: int, queue: str, task_id: str, wrong_state: dict[int, str]) -> None:
+        if code == 0:
+            raise TaskNotFoundError(f"task {task_id!r} not found in queue {queue!r}")
+        if code in wrong_state:
+            raise TaskStateError(f"task {task_id!r}: {wrong_state[code]}")
+
+    async def delete_task(self, queue: str, task_id: str) -> None:
+        """Delete a task in any state but active (releasing the unique lock it owns)."""
+        task_id = _task_id(task_id)
+        await self._require_queue(queue)
+        code = await self._ops.delete_task(queue, task_id)
+        self._check_code(code, queue, task_id,
+                         {-1: "cannot delete an active task; cancel it instead"})
+
+    async def run_task(self, queue: str, task_id: str) -> None:
+        """Make a scheduled, retry, archived, completed or aggregating task pending now."""
+        task_id = _task_id(task_id)
+        await self._require_queue(queue)
+        code = await self._ops.run_task(queue, task_id)
+        self._check_code(code, queue, task_id, {-1: "the task is already running",
+                                                -2: "the task is already pending"})
+
+    async def archive_task(self, queue: str, task_id: str) -> None:
+        """Archive a pending, scheduled, retry, completed or aggregating task."""
+        task_id = _task_id(task_id)
+        await self._require_queue(queue)
+        code = await self._ops.archive_task(queue, task_id)
+        self._check_code(code, queue, task_id,
+                         {-1: "cannot archive an active task; cancel it instead",
+                          -2: "the task is already archived"})
+
+    async def update_task_payload(self, queue: str, task_id: str, payload: object) -> None:
+        """Replace the payload of a scheduled task (bytes as they are, else JSON)."""
+        task_id = _task_id(task_id)
+        raw, enc = encode_payload(payload)
+        await self._require_queue(queue)
+        for _ in range(10):
+            rec = await self._ops.task(queue, task_id)
+            if rec is None:
+                raise TaskNotFoundError(f"task {task_id!r} not found in queue {queue!r}")
+            msg = decode_message(rec.msg)
+            msg.enc = enc
+            code = await self._ops.update_payload(queue, task_id, rec.msg, msg.encode(), raw)
+            self._check_code(code, queue, task_id,
+                             {-1: "only a scheduled task's payload can be updated"})
+            if code == 1:
+                return
+        raise TaskStateError(f"task {task_id!r} keeps changing; try again")
+
+    async def _bulk(self, op: BulkOp, queue: str, state: TaskState | str, group: str | None,
+                    allowed: frozenset[TaskState], verb: str) -> int:
+        st = _state(state)
+        if st not in allowed:
+            ok = ", ".join(sorted(s.value for s in allowed))
+            raise TaskStateError(f"cannot {verb} {st.value} tasks; {verb} applies to: {ok}")
+        if st is not TaskState.AGGREGATING and group is not None:
+            raise ValueError("group only applies to aggregating tasks")
+        await self._require_queue(queue)
+        if st is TaskState.AGGREGATING and not group:
+            groups: Sequence[str] = [g for g, _ in await self._ops.groups(queue)]
+        else:
+            groups = [group or ""]
+        total = 0
+        for g in groups:
+            total += await self._ops.bulk(op, queue, st.value, g or None)
+        return total
+
+    async def delete_all(self, queue: str, state: TaskState | str,
+                         group: str | None = None) -> int:
+        """Delete every task in ``state`` (not active); aggregating tasks of ``group``, or of
+        every group when it is None. Returns how many were deleted."""
+        return await self._bulk("delete", queue, state, group, _DELETABLE, "delete")
+
+    async def run_all(self, queue: str, state: TaskState | str, group: str | None = None) -> int:
+        """Make every scheduled/retry/archived/completed/aggregating task of ``state`` pending,
+        after the tasks already pending. Returns how many were moved."""
+        return await self._bulk("run", queue, state, group, _RUNNABLE, "run")
+
+    async def archive_all(self, queue: str, state: TaskState | str,
+                          group: str | None = None) -> int:
+        """Archive every pending/scheduled/retry/completed/aggregating task of ``state``.
+
+        Returns how many were archived. The archive keeps at most 10 000 tasks (and none older
+        than 90 days): archiving more drops the oldest archived tasks.
+        """
+        return await self._bulk("archive", queue, state, group, _ARCHIVABLE, "archive")
+
+    async def cancel(self, task_id: str) -> None:
+        """Ask whichever worker runs ``task_id`` to cancel it (best effort, via pub/sub): the
+        task then fails as usual (retry or archive)."""
+        await self._broker.publish_cancel(_task_id(task_id))
+
+    # -- servers and schedulers
+
+    async def servers(self) -> list[ServerInfo]:
+        """Live worker processes with the tasks they run, by host and pid."""
+        out = []
+        for doc, workers in await self._ops.servers(self._clock.now_ms()):
+            try:
+                out.append(server_info(doc, workers))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue  # a state document we cannot read is skipped
+        out.sort(key=lambda s: (s.host, s.pid, s.id))
+        return out
+
+    async def scheduler_entries(self) -> list[SchedulerEntry]:
+        """Entries of the live schedulers (cron specs and the tasks they enqueue)."""
+        from ._scheduler._store import list_scheduler_entries
+
+        return await list_scheduler_entries(self._broker)
+
+    async def scheduler_history(self, entry_id: str, page: int = 1,
+                                page_size: int = 30) -> list[SchedulerEvent]:
+        """Enqueue events of one scheduler entry, newest first."""
+        _page(page, page_size)
+        from ._scheduler._store import list_scheduler_events
+
+        return await list_scheduler_events(self._broker, entry_id, page, page_size)
