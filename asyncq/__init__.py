@@ -22,6 +22,15 @@ from ._errors import (
     TaskNotFoundError,
     TaskStateError,
 )
+from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, WorkerInfo
+from ._inspector import Inspector
+from ._scheduler import (
+    PeriodicTaskConfig,
+    PeriodicTaskManager,
+    Scheduler,
+    SchedulerEntry,
+    SchedulerEvent,
+)
 from ._task import Task, TaskInfo, TaskState
 from ._worker import Handler, Middleware, ServeMux, Worker, WorkerConfig, default_retry_delay
 
@@ -32,18 +41,28 @@ __all__ = [
     "BrokerError",
     "Client",
     "Clock",
+    "DailyStats",
     "DecodeError",
     "DuplicateTaskError",
     "FakeClock",
+    "GroupInfo",
     "Handler",
     "HandlerNotFoundError",
+    "Inspector",
     "LeaseExpiredError",
     "Middleware",
+    "PeriodicTaskConfig",
+    "PeriodicTaskManager",
+    "QueueInfo",
     "QueueNotEmptyError",
     "QueueNotFoundError",
     "Retry",
     "RevokeTask",
+    "Scheduler",
+    "SchedulerEntry",
+    "SchedulerEvent",
     "ServeMux",
+    "ServerInfo",
     "SkipRetry",
     "SystemClock",
     "Task",
@@ -54,6 +73,7 @@ __all__ = [
     "TaskStateError",
     "Worker",
     "WorkerConfig",
+    "WorkerInfo",
     "__version__",
     "default_retry_delay",
 ]

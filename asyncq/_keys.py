@@ -131,3 +131,11 @@ def scheduler_entries_key(scheduler_id: str) -> str:
 
 def scheduler_history_key(entry_id: str) -> str:
     return f"{PREFIX}:scheduler_history:{{{entry_id}}}"
+
+
+def scheduler_ticks_key(queue: str) -> str:
+    """ZSET entry id -> last tick (Unix ms) enqueued into ``queue`` by any scheduler.
+
+    It lives in the queue's hash slot so one script can claim the tick and store the task.
+    """
+    return queue_keys(queue).base + "scheduler_ticks"

@@ -1,0 +1,14 @@
+-- scheduler_add_to_group: atomically claim one firing of a periodic entry and store a task
+-- joining its group (the claim prologue, then add_to_group.lua unchanged).
+-- KEYS[1..n-1]  exactly the keys of add_to_group.lua
+-- KEYS[n]       scheduler ticks zset  asyncq:{q}:scheduler_ticks  (same slot as the queue)
+-- ARGV[1..m-3]  exactly the arguments of add_to_group.lua
+-- ARGV[m-2]     entry id
+-- ARGV[m-1]     tick, Unix ms
+-- ARGV[m]       prune bound, Unix ms (claims of older ticks are dropped)
+-- Returns: 2 the tick was already claimed (by another scheduler), nothing stored; otherwise the
+-- result of add_to_group.lua: 1 stored; 0 a task with this id exists; -1 a unique duplicate
+-- holds the lock (the tick stays claimed in both cases: no replica enqueues it again).
+-- @include _lib.lua
+-- @include _scheduler_claim.lua
+-- @include add_to_group.lua

@@ -1,0 +1,103 @@
+"""Every Redis write of a scheduler: the claimed enqueue, the history, the heartbeat.
+
+Exactly once per tick, with any number of scheduler replicas:
+
+1. A firing is identified by ``(entry id, tick)``. The entry id is deterministic (a hash of the
+   registration, see ``_entry``) and the tick is computed from the schedule, not from "now", so
+   every replica names a firing the same way, whatever its clock says.
+2. One Lua script (``scheduler_<store>.lua``) claims the firing and stores the task atomically:
+   it checks the entry's last claimed tick in ``asyncq:{queue}:scheduler_ticks`` (a ZSET in the
+   queue's own hash slot), and only if this tick is newer records it and runs the ordinary
+   store script (``enqueue``/``schedule``/``add_to_group``). Claim and task are written together
+   or not at all, so a scheduler dying at any point cannot leave a claimed tick without a task,
+   nor a task without a claim; the replica that loses the race gets "already claimed".
+3. The claim is "last tick", not "this task exists": a task that a worker already finished and
+   deleted still blocks a slower replica from enqueueing that tick again.
+
+Clock skew between replicas: each replica fires a tick when its own clock reaches it, so the
+replica whose clock is furthest ahead enqueues it (up to that skew early) and the others find
+it claimed. A replica lagging by more than one period can only lose: its ticks are older than
+the last claimed one. Nothing is enqueued twice whatever the skew; what skew changes is when.
+Claims older than CLAIM_RETENTION_MS are pruned, and a scheduler never fires a tick that old.
+The guarantee is Redis's: a failover that loses acknowledged writes can lose a claim too.
+
+A user-given ``task_id`` option is still honoured: the claim is made first, then the store
+script reports an id conflict while the previous firing's task exists (TaskIDConflictError to
+``post_enqueue``); the tick stays claimed, so no replica enqueues it either.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from .. import _keys as K
+from .._broker import RedisBroker
+from .._client import Client
+from .._clock import Clock
+from .._errors import BrokerError
+from .._task import TaskInfo
+from ._entry import Entry
+from ._store import HISTORY_MAX_EVENTS, event_document
+
+DAY_MS = 86_400_000
+CLAIM_RETENTION_MS = 7 * DAY_MS  # claims of older ticks are pruned; older ticks never fire
+HISTORY_TTL_MS = 400 * DAY_MS  # history of an entry that stopped firing expires (> @yearly)
+CLAIMED_ELSEWHERE = 2
+
+
+class SchedulerBackend:
+    """The scheduler's view of Redis (a RedisBroker plus a Client to build task messages)."""
+
+    def __init__(self, broker: RedisBroker, clock: Clock) -> None:
+        self.broker = broker
+        self.clock = clock
+        self._client = Client(broker, clock=clock)
+
+    async def fire(self, entry: Entry, tick_ms: int) -> TaskInfo | None:
+        """Claim ``(entry, tick)`` and store its task; None if another scheduler claimed it.
+
+        Raises TaskIDConflictError / DuplicateTaskError (the tick is consumed) or BrokerError.
+        """
+        now = self.clock.now_ms()
+        new = self._client._prepare(entry.task, entry.options, now)
+        await self.broker.register_queues((new.msg.queue,))
+        script, keys, args = self.broker._store_call(new, now)
+        code = int(await self.broker._eval(
+            f"scheduler_{script.name}",
+            [*keys, K.scheduler_ticks_key(new.msg.queue)],
+            [*args, entry.id, tick_ms, now - CLAIM_RETENTION_MS],
+        ))
+        if code == CLAIMED_ELSEWHERE:
+            return None
+        err = Client._error(1 if code == 1 else 0 if code == 0 else -1, new)
+        if err is not None:
+            raise err
+        return Client._info(new, now)
+
+    async def record_event(self, entry: Entry, info: TaskInfo, tick_ms: int) -> None:
+        now = self.clock.now_ms()
+        await self.broker._eval(
+            "scheduler_record", [K.scheduler_history_key(entry.id)],
+            [now, event_document(entry.id, info.id, info.queue, now, tick_ms),
+             HISTORY_MAX_EVENTS, HISTORY_TTL_MS],
+        )
+
+    async def write_entries(self, scheduler_id: str, documents: list[bytes],
+                            ttl_ms: int) -> None:
+        key = K.scheduler_entries_key(scheduler_id)
+        await self.broker._eval("scheduler_heartbeat", [key], [ttl_ms, *documents])
+        await self._redis("publishing scheduler entries",
+                          "zadd", K.SCHEDULERS, {key: self.clock.now_ms() + ttl_ms})
+
+    async def clear_entries(self, scheduler_id: str) -> None:
+        key = K.scheduler_entries_key(scheduler_id)
+        await self._redis("clearing scheduler entries", "delete", key)
+        await self._redis("clearing scheduler entries", "zrem", K.SCHEDULERS, key)
+
+    async def _redis(self, what: str, command: str, *args: Any) -> Any:
+        try:
+            return await getattr(self.broker.redis, command)(*args)
+        except RedisError as exc:
+            raise BrokerError(f"{what} failed: {exc}") from exc

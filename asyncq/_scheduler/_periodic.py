@@ -1,0 +1,156 @@
+"""PeriodicTaskManager: keeps a Scheduler's entries in sync with a provider of configs."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+
+from .._broker import RedisBroker
+from .._connection import RedisLike
+from .._log import get_logger
+from ._entry import Entry
+from ._scheduler import Scheduler
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodicTaskConfig:
+    """One periodic task: ``spec`` and ``type`` as for ``Scheduler.register``, ``payload``
+    (default None) and ``options`` (``Client.enqueue`` keywords, default none).
+
+    Identity is spec + type + payload + options (option order does not matter): a config
+    whose identity is unchanged between two syncs keeps its entry and its schedule.
+    """
+
+    spec: str
+    type: str
+    payload: Any = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+ConfigProvider = Callable[[], Iterable[PeriodicTaskConfig]
+                          | Awaitable[Iterable[PeriodicTaskConfig]]]
+
+
+class PeriodicTaskManager:
+    """Runs a Scheduler whose entries come from ``provider``, re-read every ``sync_interval``.
+
+    ``provider`` is a sync or async callable returning a list of PeriodicTaskConfig. Each sync
+    registers new configs and unregisters vanished ones. If the provider fails or returns any
+    invalid config, that round changes nothing and the error is logged (``run`` raises it only
+    for the first sync). ``scheduler_options`` are those of ``Scheduler``.
+    """
+
+    def __init__(self, redis: RedisLike | RedisBroker, provider: ConfigProvider, *,
+                 sync_interval: float = 180.0, **scheduler_options: Any) -> None:
+        if not callable(provider):
+            raise TypeError(f"provider must be a callable returning PeriodicTaskConfigs, "
+                            f"got {provider!r}")
+        if (not isinstance(sync_interval, int | float) or isinstance(sync_interval, bool)
+                or not sync_interval > 0):
+            raise ValueError(f"sync_interval must be a number of seconds > 0, "
+                             f"got {sync_interval!r}")
+        self.scheduler = Scheduler(redis, **scheduler_options)
+        self.provider = provider
+        self.sync_interval = float(sync_interval)
+        self._managed: set[str] = set()
+        self._log: Any = get_logger("periodic", scheduler_id=self.scheduler.id)
+        self._runner: asyncio.Task[None] | None = None
+
+    @property
+    def broker(self) -> RedisBroker:
+        return self.scheduler.broker
+
+    @property
+    def entry_ids(self) -> set[str]:
+        """Ids of the entries this manager registered."""
+        return set(self._managed)
+
+    async def _configs(self) -> list[Entry]:
+        result = self.provider()
+        if inspect.isawaitable(result):
+            result = await result
+        entries: dict[str, Entry] = {}
+        for i, config in enumerate(result):
+            if not isinstance(config, PeriodicTaskConfig):
+                raise TypeError(f"config {i}: expected a PeriodicTaskConfig, got {config!r}")
+            try:
+                entry = self.scheduler._build(config.spec, config.type, config.payload,
+                                              config.options, None)
+            except (ValueError, TypeError) as exc:
+                raise type(exc)(f"config {i} ({config.spec!r}, {config.type!r}): {exc}") from exc
+            entries.setdefault(entry.id, entry)  # identical configs collapse into one entry
+        return list(entries.values())
+
+    async def sync(self) -> tuple[list[str], list[str]]:
+        """Fetch the configs and apply them; return (registered ids, unregistered ids).
+
+        Raises (changing nothing) if the provider fails or any config is invalid.
+        """
+        wanted = {e.id: e for e in await self._configs()}
+        removed = sorted(self._managed - wanted.keys())
+        # An identical entry registered on the scheduler directly is left to its owner.
+        added = [eid for eid in wanted
+                 if eid not in self._managed and not self.scheduler.has_entry(eid)]
+        for eid in removed:
+            self.scheduler.unregister(eid)
+            self._managed.discard(eid)
+        for eid in added:
+            self.scheduler._add(wanted[eid])
+            self._managed.add(eid)
+        if added or removed:
+            self._log.info("periodic tasks synced", registered=len(added),
+                           unregistered=len(removed), total=len(self._managed))
+        return added, removed
+
+    async def tick(self) -> bool:
+        """One sync round of the loop: errors are logged and skip the round (returns False)."""
+        try:
+            await self.sync()
+        except Exception as exc:
+            self._log.error("periodic task sync failed; keeping the current entries",
+                            error=str(exc), error_type=type(exc).__name__)
+            return False
+        return True
+
+    async def _sync_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.sync_interval)
+            await self.tick()
+
+    def stop(self) -> None:
+        self.scheduler.stop()
+
+    async def run(self, *, handle_signals: bool = True) -> None:
+        """Sync once (its error is raised), then run the scheduler and re-sync periodically."""
+        try:
+            await self.sync()
+        except BaseException:
+            await self.scheduler.close()
+            raise
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._sync_loop)
+            try:
+                await self.scheduler.run(handle_signals=handle_signals)
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def __aenter__(self) -> Self:
+        self._runner = asyncio.create_task(self.run(handle_signals=False))
+        ready = asyncio.create_task(self.scheduler._ready.wait())
+        await asyncio.wait({self._runner, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            await self._runner
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+        if self._runner is not None:
+            await self._runner

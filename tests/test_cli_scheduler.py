@@ -1,0 +1,166 @@
+"""``asyncq scheduler`` as a real process, and ``asyncq cron ls|history``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import asyncq
+from asyncq._cli import main
+from asyncq._cli._common import CLIError
+from asyncq._cli._scheduler_cmd import load_runner
+
+DEAD_REDIS = "redis://127.0.0.1:1/0"
+
+APP = '''
+import asyncq
+
+QUEUE = {queue!r}
+
+
+def make(redis_url):
+    scheduler = asyncq.Scheduler(redis_url, heartbeat_interval=1)
+    scheduler.register("@every 1h", "cli:report", {{"n": 1}}, queue=QUEUE)
+    return scheduler
+
+
+ready_made = asyncq.Scheduler({url!r})
+not_a_scheduler = 42
+
+
+def make_wrong(redis_url):
+    return "nope"
+'''
+
+
+def asyncq_cmd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "asyncq", *args], capture_output=True,
+                          text=True, timeout=30, cwd=cwd, check=False)
+
+
+def cron_ls(url: str, queue: str) -> list[dict[str, Any]]:
+    out = asyncq_cmd("cron", "ls", "--json", "--redis-url", url)
+    assert out.returncode == 0, out.stderr
+    return [e for e in json.loads(out.stdout) if e["options"].get("queue") == queue]
+
+
+def test_scheduler_command_publishes_entries_and_exits_0_on_sigterm(
+    tmp_path: Path, asyncq_redis_url: str, asyncq_queue: str,
+) -> None:
+    (tmp_path / "sched_app.py").write_text(APP.format(queue=asyncq_queue, url=DEAD_REDIS))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "asyncq", "scheduler", "sched_app:make",
+         "--redis-url", asyncq_redis_url, "--log-format", "json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 15
+        entries: list[dict[str, Any]] = []
+        while not entries:
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "no entry published within 15 s"
+            entries = cron_ls(asyncq_redis_url, asyncq_queue)
+        [entry] = entries
+        assert (entry["spec"], entry["type"], entry["payload"]) == \
+            ("@every 1h", "cli:report", {"n": 1})
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=15)
+        assert proc.returncode == 0, stderr
+        assert "scheduler stopped" in stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert cron_ls(asyncq_redis_url, asyncq_queue) == []  # cleared at shutdown
+
+
+def test_load_runner_accepts_factories_and_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, asyncq_queue: str,
+) -> None:
+    (tmp_path / "loader_app.py").write_text(APP.format(queue=asyncq_queue, url=DEAD_REDIS))
+    monkeypatch.chdir(tmp_path)
+    made, from_url = load_runner("loader_app:make", DEAD_REDIS)
+    assert isinstance(made, asyncq.Scheduler) and from_url
+    ready, from_url = load_runner("loader_app:ready_made", "redis://ignored:1/0")
+    assert isinstance(ready, asyncq.Scheduler) and not from_url
+    for target, message in (("loader_app:not_a_scheduler", "neither"),
+                            ("loader_app:make_wrong", "not a Scheduler"),
+                            ("no_such_module_xyz:make", "cannot import")):
+        with pytest.raises(CLIError, match=message):
+            load_runner(target, DEAD_REDIS)
+
+
+def test_scheduler_command_errors_are_one_line_exit_1(tmp_path: Path) -> None:
+    out = asyncq_cmd("scheduler", "no_such_module_xyz:make", "--redis-url", DEAD_REDIS,
+                     cwd=tmp_path)
+    assert out.returncode == 1
+    assert out.stderr.startswith("asyncq: error: cannot import")
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+async def _publish(url: str, queue: str) -> tuple[str, list[str]]:
+    """A scheduler on a fake clock near now fires 3 times and publishes its entry."""
+    clock = asyncq.FakeClock()
+    s = asyncq.Scheduler(url, clock=clock, timezone="Europe/Berlin")
+    eid = s.register("@every 1s", "cli:history", {"k": "v"}, queue=queue, max_retry=1)
+    ids = []
+    for _ in range(3):
+        clock.advance(1)
+        ids += [i.id for i in await s.tick()]
+    await s.heartbeat.beat()
+    await s.broker.close()
+    return eid, ids
+
+
+def test_cron_ls_and_history(
+    asyncq_redis_url: str, asyncq_queue: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    eid, task_ids = asyncio.run(_publish(asyncq_redis_url, asyncq_queue))
+    capsys.readouterr()  # the scheduler's own log lines
+
+    assert main(["cron", "ls", "--json", "--redis-url", asyncq_redis_url]) == 0
+    [doc] = [d for d in json.loads(capsys.readouterr().out) if d["id"] == eid]
+    assert doc["options"] == {"queue": asyncq_queue, "max_retry": 1}
+    assert doc["timezone"] == "Europe/Berlin" and doc["payload"] == {"k": "v"}
+    assert datetime.fromisoformat(doc["next_enqueue_at"]) > \
+        datetime.fromisoformat(doc["prev_enqueue_at"])
+
+    assert main(["cron", "ls", "--redis-url", asyncq_redis_url]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split()[:4] == ["ENTRY", "ID", "SPEC", "TIMEZONE"]
+    assert any(eid in line and "cli:history" in line for line in table.splitlines())
+
+    assert main(["cron", "history", eid, "--json", "--redis-url", asyncq_redis_url]) == 0
+    events = json.loads(capsys.readouterr().out)
+    assert [e["task_id"] for e in events] == list(reversed(task_ids))
+    assert all(datetime.fromisoformat(e["enqueued_at"]).tzinfo == UTC for e in events)
+
+    assert main(["cron", "history", eid, "--page", "2", "--size", "2",
+                 "--redis-url", asyncq_redis_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["TASK", "ID"] and len(lines) == 3
+    assert task_ids[0] in lines[2]
+
+    assert main(["cron", "history", "nope", "--redis-url", asyncq_redis_url]) == 0
+    assert "no enqueue events" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [
+    ["cron", "ls", "--redis-url", DEAD_REDIS],
+    ["cron", "history", "x", "--redis-url", DEAD_REDIS],
+    ["cron", "history", "x", "--page", "0", "--redis-url", DEAD_REDIS],
+])
+def test_cron_errors_are_one_line_exit_1(
+    argv: list[str], capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("asyncq: error: ") and len(err.strip().splitlines()) == 1
