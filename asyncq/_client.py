@@ -14,6 +14,7 @@ from ._connection import RedisLike, make_broker
 from ._errors import AsyncqError, DuplicateTaskError, TaskIDConflictError
 from ._message import TaskMessage
 from ._options import parse_options, resolve
+from ._payload import identity_bytes
 from ._task import Task, TaskInfo, TaskState, task_info
 
 
@@ -26,8 +27,10 @@ class Client:
 
     def __init__(self, redis: RedisLike | Broker, *, clock: Clock | None = None) -> None:
         self._clock = clock or SYSTEM_CLOCK
-        if isinstance(redis, str) or not hasattr(redis, "store"):
-            self._broker: Broker = make_broker(redis, clock=self._clock)
+        # Only a broker made here is closed by close(); one passed in belongs to the caller.
+        self._owns_broker = isinstance(redis, str) or not hasattr(redis, "store")
+        if self._owns_broker:
+            self._broker: Broker = make_broker(redis, clock=self._clock)  # type: ignore[arg-type]
         else:
             self._broker = redis  # type: ignore[assignment]
 
@@ -43,8 +46,9 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        """Close the connection if the client created it."""
-        await self._broker.close()
+        """Close the connection if the client created it (from a URL)."""
+        if self._owns_broker:
+            await self._broker.close()
 
     def _prepare(self, task: Task, options: dict[str, Any], now: int) -> NewTask:
         opts = task.options.merged(parse_options(options)) if options else task.options
@@ -59,8 +63,9 @@ class Client:
         unique_ttl = 0
         if r.unique_ms:
             qk = K.queue_keys(r.queue)
-            unique_key = qk.unique(task.type, None if task.encoding == "n" else task.payload,
-                                   r.unique_key)
+            identity = (None if task.encoding == "n" or r.unique_key is not None
+                        else identity_bytes(task.payload, task.encoding))
+            unique_key = qk.unique(task.type, identity, r.unique_key)
             # The lock must outlive the wait for a scheduled task, as well as the TTL.
             unique_ttl = r.unique_ms + max(0, r.process_at_ms - now)
         msg.unique_key = unique_key or ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
@@ -13,6 +14,10 @@ DEFAULT_QUEUE = "default"
 DEFAULT_MAX_RETRY = 25
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
 MIN_UNIQUE_MS = 1000
+# Longest duration accepted (10 000 years): keeps every stored time an exact integer in JSON,
+# in Lua (doubles) and in sorted-set scores.
+MAX_DURATION_MS = 10_000 * 366 * 86_400_000
+MAX_RETRY_LIMIT = 2**63 - 1
 
 
 class _Unset:
@@ -33,12 +38,15 @@ def to_ms(value: object, name: str, *, allow_zero: bool = True) -> int:
         seconds = float(value)
     else:
         raise TypeError(f"{name} must be seconds (int/float) or a timedelta, got {value!r}")
+    if not math.isfinite(seconds):
+        raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
     if seconds < 0 or (not allow_zero and seconds == 0):
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be {bound}, got {value!r}")
-    if seconds != seconds:  # NaN
-        raise ValueError(f"{name} must be a number, got NaN")
-    return round(seconds * 1000)
+    ms = round(seconds * 1000)
+    if ms > MAX_DURATION_MS:
+        raise ValueError(f"{name} must be at most 10000 years, got {value!r}")
+    return ms
 
 
 def _aware(value: object, name: str) -> datetime:
@@ -116,6 +124,8 @@ def parse_options(options: Mapping[str, Any]) -> EnqueueOptions:
         elif name == "max_retry":
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"max_retry must be an int, got {value!r}")
+            if value > MAX_RETRY_LIMIT:
+                raise ValueError(f"max_retry must be at most {MAX_RETRY_LIMIT}, got {value!r}")
             kw["max_retry"] = max(0, value)
         elif name == "timeout":
             kw["timeout_ms"] = to_ms(value, "timeout")

@@ -37,3 +37,12 @@ def decode_json(payload: bytes, encoding: Encoding) -> Any:
         return orjson.loads(payload)
     except orjson.JSONDecodeError as exc:
         raise DecodeError(f"payload is not valid JSON: {exc}") from exc
+
+
+def identity_bytes(payload: bytes, encoding: Encoding) -> bytes:
+    """The bytes that identify a payload for uniqueness: JSON is re-encoded with sorted keys,
+    so equal dicts built in a different key order are the same payload; bytes are as given.
+    """
+    if encoding != "j":
+        return payload
+    return orjson.dumps(orjson.loads(payload), option=orjson.OPT_SORT_KEYS)

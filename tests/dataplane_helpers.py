@@ -7,13 +7,18 @@ task hashes, lists and sorted sets back in a convenient (decoded) form.
 from __future__ import annotations
 
 import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import orjson
 from redis.asyncio import Redis
 
 from asyncq import _keys as K
+
+T = TypeVar("T")
 
 
 async def task_hash(redis: Redis, queue: str, task_id: str) -> dict[str, bytes]:
@@ -66,3 +71,17 @@ def dead_redis_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"redis://127.0.0.1:{port}/0"
+
+
+async def next_event(events: AsyncIterator[T], timeout: float = 5.0) -> T:
+    """The next item of a ``broker.listen()`` stream; fails (never hangs) if none arrives."""
+    with anyio.fail_after(timeout):
+        return await anext(events)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
+    """Poll an async ``check`` until it is true; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not await check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await anyio.sleep(0.01)

@@ -69,14 +69,21 @@ class RedisBroker:
             raise BrokerError(f"{name} failed: {exc}") from exc
 
     async def _eval_many(
-        self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]]
+        self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]],
+        *, preload: bool = False,
     ) -> list[Any]:
-        """Run many scripts in pipelined chunks (not a transaction: each script is atomic)."""
+        """Run many scripts in pipelined chunks (not a transaction: each script is atomic).
+
+        With ``preload``, each chunk first loads the scripts it uses, in the same pipeline, so
+        no call meets NOSCRIPT: needed when calls depend on each other's order (a batch holding
+        the same task id twice), as a re-sent call would otherwise run after later ones.
+        """
         results: list[Any] = []
         try:
             for start in range(0, len(calls), _PIPELINE_CHUNK):
                 chunk = calls[start:start + _PIPELINE_CHUNK]
-                out = await self._pipeline(chunk)
+                scripts = list({c[0].name: c[0] for c in chunk}.values()) if preload else []
+                out = await self._pipeline(chunk, scripts)
                 if any(isinstance(r, NoScriptError) for r in out):
                     # Redis lost its script cache (restart, SCRIPT FLUSH): NOSCRIPT means that
                     # call did not run, so loading the scripts and re-sending it is safe.
@@ -92,12 +99,15 @@ class RedisBroker:
         return results
 
     async def _pipeline(
-        self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]]
+        self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]],
+        preload: Sequence[Script] = (),
     ) -> list[Any]:
         pipe = self.redis.pipeline(transaction=False)
+        for script in preload:
+            pipe.script_load(script.source)
         for script, keys, args in calls:
             pipe.evalsha(script.sha, len(keys), *keys, *args)
-        return list(await pipe.execute(raise_on_error=False))
+        return list(await pipe.execute(raise_on_error=False))[len(preload):]
 
     def _stats_args(self, now: int) -> tuple[str, int]:
         return K.day_string(now), now + STATS_TTL_MS
@@ -140,6 +150,9 @@ class RedisBroker:
 
     def _store_call(self, task: NewTask, now: int) -> tuple[Script, list[str], list[Any]]:
         msg = task.msg
+        # The producer's enqueue time decides pending vs scheduled, so the state the client
+        # reports is the state stored even if time passed between the two reads of the clock.
+        now = msg.enqueued_at_ms or now
         qk = K.queue_keys(msg.queue)
         lock = task.unique_key or qk.base + "unique:"
         encoded = msg.encode()
@@ -165,7 +178,7 @@ class RedisBroker:
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
         await self.register_queues(sorted({t.msg.queue for t in tasks}))
         now = self.clock.now_ms()
-        out = await self._eval_many([self._store_call(t, now) for t in tasks])
+        out = await self._eval_many([self._store_call(t, now) for t in tasks], preload=True)
         return [BrokerError(str(r)) if isinstance(r, Exception) else _code(r) for r in out]
 
     async def publish_cancel(self, task_id: str) -> None:
