@@ -23,6 +23,7 @@ from dataplane_helpers import (
 )
 from redis.asyncio import Redis
 
+import asyncq
 from asyncq import BrokerError, Client, FakeClock, Task, TaskInfo
 from asyncq import _keys as K
 from asyncq._broker import NewTask, Outcome, RawTask, RedisBroker
@@ -1156,3 +1157,26 @@ async def test_a_task_through_its_whole_life(
     remaining = {k.decode() async for k in redis_client.scan_iter(match=qk.base + "*")}
     day = K.day_string(clock.now_ms())
     assert remaining == {qk.processed, qk.failed, qk.processed_day(day), qk.failed_day(day)}
+
+
+@pytest.mark.anyio
+async def test_store_many_batches_keep_input_order_and_per_item_codes(
+    asyncq_redis_url: str, asyncq_queue: str, redis_client: Any
+) -> None:
+    """Runs of ready tasks share one script call, yet each item gets its own code in order,
+    a repeated id keeps the first payload, and a scheduled task in the middle splits the run."""
+    async with asyncq.Client(asyncq_redis_url) as client:
+        tasks = [asyncq.Task("t", {"n": n}, queue=asyncq_queue, task_id=f"id{n}")
+                 for n in range(600)]
+        tasks.insert(300, asyncq.Task("t", {"n": "dup"}, queue=asyncq_queue, task_id="id5"))
+        tasks.insert(10, asyncq.Task("t", {"n": "later"}, queue=asyncq_queue,
+                                     task_id="sched", process_in=3600))
+        results = await client.enqueue_many(tasks)
+    assert isinstance(results[301], asyncq.TaskIDConflictError)
+    assert results[10].state is asyncq.TaskState.SCHEDULED  # type: ignore[union-attr]
+    ok = [r for r in results if isinstance(r, asyncq.TaskInfo)]
+    assert len(ok) == 601
+    pending = await redis_client.lrange(f"asyncq:{{{asyncq_queue}}}:pending", 0, -1)
+    assert [p.decode() for p in reversed(pending)] == [f"id{n}" for n in range(600)]
+    payload = await redis_client.hget(f"asyncq:{{{asyncq_queue}}}:t:id5", "payload")
+    assert payload == b'{"n":5}'

@@ -13,6 +13,7 @@ from .. import _keys as K
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import BrokerError
 from ._protocol import EnqueueCode, NewTask, Outcome, RawTask
+from ._resp import pack, raw_pipeline, supports_raw_pipeline
 from ._scripts import Script, load_scripts
 
 DAY_MS = 86_400_000
@@ -20,6 +21,8 @@ STATS_TTL_MS = 90 * DAY_MS
 ARCHIVE_MAX_SIZE = 10_000
 ARCHIVE_MAX_AGE_MS = 90 * DAY_MS
 _PIPELINE_CHUNK = 1000
+_BATCH_RUN = 250  # tasks per enqueue_batch call
+_BATCH_CHUNK = 8  # enqueue_batch calls per round trip
 
 
 def _s(value: bytes | str) -> str:
@@ -54,6 +57,7 @@ class RedisBroker:
         self._owns_client = owns_client
         self._scripts = load_scripts()
         self._known_queues: set[str] = set()
+        self._raw = supports_raw_pipeline(redis)
 
     # -- plumbing
 
@@ -70,7 +74,7 @@ class RedisBroker:
 
     async def _eval_many(
         self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]],
-        *, preload: bool = False,
+        *, preload: bool = False, chunk: int = _PIPELINE_CHUNK,
     ) -> list[Any]:
         """Run many scripts in pipelined chunks (not a transaction: each script is atomic).
 
@@ -80,17 +84,17 @@ class RedisBroker:
         """
         results: list[Any] = []
         try:
-            for start in range(0, len(calls), _PIPELINE_CHUNK):
-                chunk = calls[start:start + _PIPELINE_CHUNK]
-                scripts = list({c[0].name: c[0] for c in chunk}.values()) if preload else []
-                out = await self._pipeline(chunk, scripts)
+            for start in range(0, len(calls), chunk):
+                part = calls[start:start + chunk]
+                scripts = list({c[0].name: c[0] for c in part}.values()) if preload else []
+                out = await self._pipeline(part, scripts)
                 if any(isinstance(r, NoScriptError) for r in out):
                     # Redis lost its script cache (restart, SCRIPT FLUSH): NOSCRIPT means that
                     # call did not run, so loading the scripts and re-sending it is safe.
-                    for script in {c[0] for c in chunk}:
+                    for script in {c[0] for c in part}:
                         await self.redis.script_load(script.source)
                     again = [i for i, r in enumerate(out) if isinstance(r, NoScriptError)]
-                    redo = await self._pipeline([chunk[i] for i in again])
+                    redo = await self._pipeline([part[i] for i in again])
                     for i, r in zip(again, redo, strict=True):
                         out[i] = r
                 results.extend(out)
@@ -102,6 +106,11 @@ class RedisBroker:
         self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]],
         preload: Sequence[Script] = (),
     ) -> list[Any]:
+        if self._raw:
+            commands = [pack(("SCRIPT", "LOAD", script.source)) for script in preload]
+            commands += [pack(("EVALSHA", script.sha, len(keys), *keys, *args))
+                         for script, keys, args in calls]
+            return (await raw_pipeline(self.redis, commands))[len(preload):]
         pipe = self.redis.pipeline(transaction=False)
         for script in preload:
             pipe.script_load(script.source)
@@ -175,11 +184,57 @@ class RedisBroker:
         script, keys, args = self._store_call(task, self.clock.now_ms())
         return _code(await self._eval(script.name, keys, args))
 
+    def _batch_call(self, run: Sequence[NewTask], now: int) -> tuple[Script, list[str], list[Any]]:
+        queue = run[0].msg.queue
+        qk = K.queue_keys(queue)
+        keys: list[str] = [qk.pending, qk.waiters]
+        args: list[Any] = [now, K.WAKE_CHANNEL, queue]
+        placeholder = qk.base + "unique:"
+        for task in run:
+            msg = task.msg
+            keys += (qk.task(msg.id), task.unique_key or placeholder)
+            args += (msg.id, msg.encode(), task.payload, task.unique_ttl_ms)
+        return self._scripts["enqueue_batch"], keys, args
+
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
+        """Store tasks in input order: runs of ready-now tasks of one queue go through one
+        ``enqueue_batch`` script call each, other tasks through their own script."""
         await self.register_queues(sorted({t.msg.queue for t in tasks}))
         now = self.clock.now_ms()
-        out = await self._eval_many([self._store_call(t, now) for t in tasks], preload=True)
-        return [BrokerError(str(r)) if isinstance(r, Exception) else _code(r) for r in out]
+        calls: list[tuple[Script, list[str], list[Any]]] = []
+        sizes: list[int] = []  # tasks per call; 0 marks a single-task (non-batch) call
+        run: list[NewTask] = []
+
+        def close_run() -> None:
+            if run:
+                calls.append(self._batch_call(run, now))
+                sizes.append(len(run))
+                run.clear()
+
+        for task in tasks:
+            ready = (not task.msg.group
+                     and task.process_at_ms <= (task.msg.enqueued_at_ms or now))
+            if ready and (not run or (run[0].msg.queue == task.msg.queue
+                                      and len(run) < _BATCH_RUN)):
+                run.append(task)
+                continue
+            close_run()
+            if ready:
+                run.append(task)
+            else:
+                calls.append(self._store_call(task, now))
+                sizes.append(0)
+        close_run()
+        out = await self._eval_many(calls, preload=True, chunk=_BATCH_CHUNK)
+        results: list[EnqueueCode | Exception] = []
+        for reply, size in zip(out, sizes, strict=True):
+            if isinstance(reply, Exception):
+                results.extend([BrokerError(str(reply))] * max(size, 1))
+            elif size:
+                results.extend(_code(code) for code in reply)
+            else:
+                results.append(_code(reply))
+        return results
 
     async def publish_cancel(self, task_id: str) -> None:
         try:

@@ -1,0 +1,43 @@
+-- enqueue_batch: many new tasks of one queue ready now (nothing -> pending), in input order.
+-- KEYS[1] pending list       asyncq:{q}:pending
+-- KEYS[2] waiters flag       asyncq:{q}:waiters
+-- KEYS[2i+1] task hash       asyncq:{q}:t:<id of task i>         (i = 1..n)
+-- KEYS[2i+2] uniqueness lock asyncq:{q}:unique:... of task i  (read only when its TTL > 0)
+-- ARGV[1] now, Unix ms (pending_since)
+-- ARGV[2] wake channel
+-- ARGV[3] queue name
+-- ARGV[4i], ARGV[4i+1], ARGV[4i+2], ARGV[4i+3]: task i's id, encoded message, payload and
+--   uniqueness TTL in ms (0 when not unique)
+-- Returns: one code per task, as enqueue.lua: 1 enqueued; 0 id exists; -1 unique duplicate.
+-- Same checks and writes as enqueue.lua, task by task, so a batch behaves exactly like the
+-- same tasks enqueued one after the other (a repeated id in the batch: the first one wins).
+-- @include _lib.lua
+local out = {}
+local pushed = false
+local n = (#KEYS - 2) / 2
+for i = 1, n do
+  local key, lock = KEYS[2 * i + 1], KEYS[2 * i + 2]
+  local id, msg, payload = ARGV[4 * i], ARGV[4 * i + 1], ARGV[4 * i + 2]
+  local unique_ttl = tonumber(ARGV[4 * i + 3])
+  local code = 1
+  if redis.call('EXISTS', key) == 1 then
+    code = 0
+  elseif unique_ttl > 0 then
+    if redis.call('SET', lock, id, 'NX', 'PX', unique_ttl) then
+      redis.call('HSET', key, 'unique_key', lock)
+    else
+      code = -1
+    end
+  end
+  if code == 1 then
+    redis.call('HSET', key, 'msg', msg, 'payload', payload, 'state', 'pending',
+      'pending_since', ARGV[1])
+    redis.call('LPUSH', KEYS[1], id)
+    pushed = true
+  end
+  out[i] = code
+end
+if pushed then
+  asyncq_wake(KEYS[2], ARGV[2], ARGV[3])
+end
+return out
