@@ -1,0 +1,210 @@
+"""The results table (Markdown) and the issue-6 target ratios, from a results document."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+LIB_ORDER = ["asyncq", "arq", "saq", "streaq", "taskiq"]
+PEERS = [lib for lib in LIB_ORDER if lib != "asyncq"]
+
+Getter = Callable[[dict[str, Any]], float | str | None]
+
+
+@dataclass
+class Row:
+    key: str
+    label: str
+    scenario: str
+    get: Getter
+    fmt: str = "{:,.0f}"
+    higher_better: bool | None = True  # None: informational, no ratio
+    target: str = ""
+    check: Callable[[float | None, float | None, dict[str, float]], bool | None] | None = None
+
+
+def _ratio_at_least(k: float) -> Callable[[float | None, float | None, dict[str, float]],
+                                          bool | None]:
+    def check(ratio: float | None, value: float | None, peers: dict[str, float]) -> bool | None:
+        return None if ratio is None else ratio >= k
+    return check
+
+
+def _at_most(limit: float) -> Callable[[float | None, float | None, dict[str, float]],
+                                       bool | None]:
+    def check(ratio: float | None, value: float | None, peers: dict[str, float]) -> bool | None:
+        return None if value is None else value <= limit
+    return check
+
+
+def _sub(*keys: str) -> Getter:
+    def get(r: dict[str, Any]) -> float | str | None:
+        cur: Any = r
+        for k in keys:
+            if not isinstance(cur, dict) or cur.get(k) is None:
+                return None
+            cur = cur[k]
+        return cur  # type: ignore[no-any-return]
+    return get
+
+
+def _bulk(r: dict[str, Any]) -> float | str | None:
+    if "bulk" in r and r["bulk"] is None:
+        return "no bulk API"
+    return _sub("bulk", "ops_s")(r)
+
+
+def _flat(r: dict[str, Any]) -> float | str | None:
+    if "flat" not in r:
+        return None
+    return "yes" if r["flat"] else "NO"
+
+
+ROWS = [
+    Row("enqueue_single", "enqueue: awaited single (ops/s)", "enqueue", _sub("single", "ops_s"),
+        target=">= 1.5x best peer", check=_ratio_at_least(1.5)),
+    Row("enqueue_bulk", "enqueue: bulk API, chunks of 1000 (ops/s)", "enqueue", _bulk,
+        target=">= 2x streaq enqueue_many", check=_ratio_at_least(2.0)),
+    Row("drain", "drain: no-op tasks, 1 worker, c=100 (tasks/s)", "drain", _sub("tasks_s"),
+        target=">= 3x best peer", check=_ratio_at_least(3.0)),
+    Row("drain_worker_cpu", "  drain: worker CPU per task (us)", "drain",
+        _sub("worker_cpu_us_per_task"), higher_better=None),
+    Row("drain_redis_cpu", "  drain: redis-server CPU per task (us)", "drain",
+        _sub("redis_cpu_us_per_task"), higher_better=None),
+    Row("io", "I/O drain: sleep(10 ms) tasks, c=100 (tasks/s)", "io", _sub("tasks_s"),
+        target=">= 3x best peer", check=_ratio_at_least(3.0)),
+    Row("io_pct", "  I/O drain: % of ideal (100 / 10 ms = 10,000/s)", "io", _sub("pct_ideal"),
+        fmt="{:.1f}%", higher_better=None),
+    Row("pickup_p50", "idle pickup: enqueue -> handler start p50 (ms)", "latency",
+        _sub("p50_ms"), fmt="{:.2f}", higher_better=False, target="<= 1 ms",
+        check=_at_most(1.0)),
+    Row("pickup_p99", "idle pickup: p99 (ms)", "latency", _sub("p99_ms"), fmt="{:.2f}",
+        higher_better=False, target="<= 2.5 ms", check=_at_most(2.5)),
+    Row("rss_start", "worker RSS at first task (MB)", "memory", _sub("rss_start_mb"),
+        fmt="{:.1f}", higher_better=None),
+    Row("rss_peak", "worker RSS peak while draining (MB)", "memory", _sub("rss_peak_mb"),
+        fmt="{:.1f}", higher_better=None),
+    Row("rss_end", "worker RSS after the drain (MB)", "memory", _sub("rss_end_mb"),
+        fmt="{:.1f}", higher_better=None),
+    Row("rss_drift", "  RSS after vs at 10% of the tasks", "memory",
+        _sub("rss_end_vs_checkpoint_pct"), fmt="{:+.1f}%", higher_better=None,
+        target="within +-10%"),
+    Row("rss_flat", "  flat (+-10%)", "memory", _flat, higher_better=None),
+    Row("memory_tasks_s", "  memory run: drain rate (tasks/s)", "memory", _sub("tasks_s"),
+        higher_better=None),
+]
+
+
+def _cell(row: Row, r: dict[str, Any] | None) -> tuple[str, float | None]:
+    if r is None:
+        return "—", None
+    status = r.get("status")
+    v = row.get(r)
+    if status in ("timeout", "error") and v is None:
+        return status, None
+    if isinstance(v, str):
+        return v, None
+    if v is None:
+        return "—", None
+    text = row.fmt.format(v)
+    if r.get("partial"):
+        text += "*"
+    if status == "failed-check":
+        text += "!"
+    if status in ("timeout", "error"):
+        text += f" ({status})"
+    return text, float(v)
+
+
+def _exactly_once(results: dict[str, dict[str, Any]], lib: str) -> str:
+    bad = []
+    seen = False
+    for sc, per_lib in results.items():
+        r = per_lib.get(lib)
+        if r is None:
+            continue
+        eo = r.get("exactly_once")
+        if eo is not None:
+            seen = True
+            if not eo["ok"]:
+                bad.append(f"{sc}: {eo['executions']} runs/{eo['distinct']} distinct")
+        if sc == "enqueue" and r.get("status") in ("ok", "failed-check"):
+            seen = True
+            if not r.get("stored_ok"):
+                bad.append("enqueue: stored count")
+        if sc in ("drain", "io", "memory") and r.get("pre_enqueue") is not None \
+                and not r["pre_enqueue"].get("stored_ok"):
+            bad.append(f"{sc}: stored count")
+    if not seen:
+        return "—"
+    return "yes" if not bad else "NO (" + "; ".join(bad) + ")"
+
+
+def render(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    results: dict[str, dict[str, Any]] = doc.get("results", {})
+    libs = [lib for lib in LIB_ORDER
+            if any(lib in per_lib for per_lib in results.values())]
+    header = ["metric", *libs, "asyncq vs best peer", "target", "met"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    summary: dict[str, Any] = {}
+    for row in ROWS:
+        per_lib = results.get(row.scenario)
+        if not per_lib:
+            continue
+        cells: list[str] = []
+        values: dict[str, float] = {}
+        for lib in libs:
+            text, v = _cell(row, per_lib.get(lib))
+            cells.append(text)
+            if v is not None:
+                values[lib] = v
+        mine = values.get("asyncq")
+        peers = {lib: v for lib, v in values.items() if lib != "asyncq"}
+        ratio: float | None = None
+        ratio_text = ""
+        if row.key == "enqueue_bulk":
+            if mine and peers.get("streaq"):
+                ratio = mine / peers["streaq"]
+                ratio_text = f"{ratio:.2f}x streaq"
+        elif row.higher_better is True and mine and peers:
+            best = max(peers, key=lambda k: peers[k])
+            ratio = mine / peers[best]
+            ratio_text = f"{ratio:.2f}x {best}"
+        elif row.higher_better is False and mine and peers:
+            best = min(peers, key=lambda k: peers[k])
+            ratio = peers[best] / mine
+            ratio_text = f"{best} {peers[best]:.2f} ms ({ratio:.2f}x)"
+        met = row.check(ratio, mine, peers) if row.check else None
+        if row.key == "rss_drift" and mine is not None:
+            met = abs(mine) <= 10.0
+        met_text = "" if met is None else ("yes" if met else "NO")
+        lines.append("| " + " | ".join([row.label, *cells, ratio_text, row.target, met_text])
+                     + " |")
+        summary[row.key] = {"label": row.label, "values": values, "ratio": ratio,
+                            "target": row.target, "met": met}
+    eo = {lib: _exactly_once(results, lib) for lib in libs}
+    lines.append("| " + " | ".join(["every task ran exactly once", *(eo[lib] for lib in libs),
+                                    "", "", ""]) + " |")
+    summary["exactly_once"] = eo
+
+    out = ["\n".join(lines)]
+    ceiling = doc.get("redis_ceiling")
+    if ceiling and "error" not in ceiling:
+        c50, p16, c1 = ceiling["c50"], ceiling["c50_P16"], ceiling["c1"]
+        out.append(
+            "Redis ceiling (redis-benchmark, 50 clients): "
+            + ", ".join(f"{k} {v['rps']:,.0f}/s" for k, v in c50.items())
+            + "; pipelined -P 16: "
+            + ", ".join(f"{k} {v['rps']:,.0f}/s" for k, v in p16.items())
+            + f"; EVALSHA from 1 client (one round trip at a time): "
+              f"{c1['EVALSHA']['rps']:,.0f}/s")
+    elif ceiling:
+        out.append(f"Redis ceiling: {ceiling['error']}")
+    legend = ("* partial: stopped by the scenario's time budget (see JSON); "
+              "! a correctness check failed; — not run")
+    out.append(legend)
+    if doc.get("skipped"):
+        out.append("skipped: " + "; ".join(f"{k}: {v.splitlines()[0]}"
+                                           for k, v in doc["skipped"].items()))
+    return "\n\n".join(out), summary
