@@ -5,10 +5,13 @@
 #   make redis-up    start a local redis-server on 127.0.0.1:$(REDIS_PORT) (AOF on), state in .run/
 #   make redis-down  stop the server started by redis-up
 #   make test        run the test suite (tests start their own redis-server, or use
-#                    ASYNCQ_TEST_REDIS_URL if set)
+#                    ASYNCQ_TEST_REDIS_URL if set); includes the quick chaos cases
+#   make test-chaos  the whole fault-injection suite (tests/chaos), slow cases included
+#                    (the 1M-task soak); ASYNCQ_CHAOS_REPORT=file.jsonl collects the ledgers
 #   make lint        ruff + mypy
 #   make run         start redis and run the quickstart demo
-#   make bench       run the benchmarks
+#   make bench       run the benchmark suite against the peers (ARGS=--quick for a smoke run;
+#                    see benchmarks/README.md)
 #   make clean       remove build artefacts, caches and .run/ (stops redis first)
 #   make distclean   clean + remove .venv
 
@@ -21,13 +24,14 @@ REDIS_DIR  := $(RUN_DIR)/redis-$(REDIS_PORT)
 REDIS_PID  := $(RUN_DIR)/redis-$(REDIS_PORT).pid
 REDIS_LOG  := $(RUN_DIR)/redis-$(REDIS_PORT).log
 PYTEST_ARGS ?=
+ARGS       ?=
 
 LINT_PATHS := $(wildcard asyncq tests examples benchmarks)
 
 # The test suite needs a redis-server binary unless it is pointed at a server.
 TEST_REDIS_DEP := $(if $(ASYNCQ_TEST_REDIS_URL),,redis-bin)
 
-.PHONY: venv redis-bin redis-up redis-down test lint run bench clean distclean
+.PHONY: venv redis-bin redis-up redis-down test test-chaos lint run bench clean distclean
 
 venv: $(STAMP)
 
@@ -95,6 +99,9 @@ redis-down:
 test: venv $(TEST_REDIS_DEP)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
+test-chaos: venv redis-bin
+	$(VENV)/bin/python -m pytest -m chaos --run-slow tests/chaos $(PYTEST_ARGS)
+
 lint: venv
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/mypy
@@ -103,7 +110,7 @@ run: venv redis-bin redis-up
 	$(VENV)/bin/python examples/quickstart/run_demo.py --redis-url redis://127.0.0.1:$(REDIS_PORT)/0
 
 bench: venv redis-bin
-	$(VENV)/bin/python -m benchmarks
+	$(VENV)/bin/python -m benchmarks $(ARGS)
 
 clean: redis-down
 	rm -rf build dist .run .mypy_cache .ruff_cache .pytest_cache .hypothesis *.egg-info

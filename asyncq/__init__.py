@@ -6,6 +6,7 @@ is one atomic Lua script in Redis; keys are hash-tagged per queue so Redis Clust
 
 from ._client import Client
 from ._clock import Clock, FakeClock, SystemClock
+from ._connection import ConnectionOptions
 from ._errors import (
     AsyncqError,
     BrokerError,
@@ -41,6 +42,7 @@ __all__ = [
     "BrokerError",
     "Client",
     "Clock",
+    "ConnectionOptions",
     "DailyStats",
     "DecodeError",
     "DuplicateTaskError",

@@ -3,35 +3,61 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
+
+import anyio
 
 from . import _keys as K
+from ._backoff import Backoff
 from ._broker import Broker, EnqueueCode, NewTask
 from ._clock import SYSTEM_CLOCK, Clock
-from ._connection import RedisLike, make_broker
-from ._errors import AsyncqError, DuplicateTaskError, TaskIDConflictError
+from ._connection import ConnectionOptions, RedisLike, make_broker
+from ._errors import AsyncqError, BrokerError, DuplicateTaskError, TaskIDConflictError
 from ._message import TaskMessage
 from ._options import parse_options, resolve
 from ._payload import identity_bytes
 from ._task import Task, TaskInfo, TaskState, task_info
+
+_T = TypeVar("_T")
 
 
 class Client:
     """Enqueues tasks. Use as ``async with Client("redis://...") as client:``.
 
     ``redis`` is a URL (the client owns and closes the connection) or a ``redis.asyncio.Redis``
-    created with ``decode_responses=False`` (left open on close: it is yours).
+    created with ``decode_responses=False`` (left open on close: it is yours). ``connection``
+    (a ``ConnectionOptions``: timeouts, health checks) applies to a URL.
+
+    ``retry_attempts`` (default 0): how many times ``enqueue``/``enqueue_many`` try again, with
+    exponential backoff and jitter, when the connection to Redis fails, breaks or times out.
+    **Idempotency**: such a failure can come after Redis stored the task (only the reply was
+    lost). A retry then finds the task already there; the client recognises its own earlier
+    attempt (same id, message and payload) and reports success instead of
+    ``TaskIDConflictError`` — with or without a ``task_id`` of yours. What it cannot
+    recognise is a task that was stored, run and deleted (no retention) between the attempts:
+    the retry enqueues it again, so it runs twice. A unique task's lock is likewise gone once
+    the first copy completed. Give tasks a ``retention`` if a retried enqueue must never
+    re-create a task that already ran.
     """
 
-    def __init__(self, redis: RedisLike | Broker, *, clock: Clock | None = None) -> None:
+    def __init__(self, redis: RedisLike | Broker, *, clock: Clock | None = None,
+                 connection: ConnectionOptions | None = None,
+                 retry_attempts: int = 0) -> None:
+        if (not isinstance(retry_attempts, int) or isinstance(retry_attempts, bool)
+                or retry_attempts < 0):
+            raise ValueError(f"retry_attempts must be an int >= 0, got {retry_attempts!r}")
         self._clock = clock or SYSTEM_CLOCK
+        self._retry_attempts = retry_attempts
         # Only a broker made here is closed by close(); one passed in belongs to the caller.
         self._owns_broker = isinstance(redis, str) or not hasattr(redis, "store")
         if self._owns_broker:
-            self._broker: Broker = make_broker(redis, clock=self._clock)  # type: ignore[arg-type]
+            self._broker: Broker = make_broker(redis, clock=self._clock,  # type: ignore[arg-type]
+                                               connection=connection)
         else:
+            if connection is not None:
+                raise ValueError("connection options apply to a Redis URL, not to a broker")
             self._broker = redis  # type: ignore[assignment]
 
     @property
@@ -107,7 +133,12 @@ class Client:
             raise TypeError(f"expected a Task or a task type string, got {task!r}")
         now = self._clock.now_ms()
         new = self._prepare(task, options, now)
-        err = self._error(await self._broker.store(new), new)
+        code, retried = await self._with_retries(lambda: self._broker.store(new))
+        if code == 0 and retried:
+            mine, _ = await self._with_retries(lambda: self._stored_by_us([new]))
+            if mine[0]:
+                code = 1
+        err = self._error(code, new)
         if err is not None:
             raise err
         return self._info(new, now)
@@ -130,9 +161,20 @@ class Client:
         if not prepared:
             return []
         try:
-            codes = await self._broker.store_many(prepared)
+            codes, retried = await self._with_retries(
+                lambda: self._broker.store_many(prepared))
         except AsyncqError as exc:
             return [exc for _ in prepared]
+        if retried:
+            conflicts = [i for i, code in enumerate(codes) if code == 0]
+            try:
+                mine, _ = await self._with_retries(
+                    lambda: self._stored_by_us([prepared[i] for i in conflicts]))
+            except BrokerError:
+                mine = [False] * len(conflicts)
+            for i, own in zip(conflicts, mine, strict=True):
+                if own:
+                    codes[i] = 1
         out: list[TaskInfo | AsyncqError] = []
         for new, code in zip(prepared, codes, strict=True):
             if isinstance(code, AsyncqError):
@@ -141,6 +183,31 @@ class Client:
                 out.append(AsyncqError(str(code)))
             else:
                 out.append(self._error(code, new) or self._info(new, now))
+        return out
+
+    async def _with_retries(self, call: Callable[[], Awaitable[_T]]) -> tuple[_T, bool]:
+        """``call()``, tried again up to ``retry_attempts`` times when the connection fails;
+        also says whether it was retried."""
+        backoff = Backoff(base=0.05, cap=2.0)
+        while True:
+            try:
+                return await call(), backoff.failures > 0
+            except BrokerError as exc:
+                if backoff.failures >= self._retry_attempts or not exc.transient:
+                    raise
+                await anyio.sleep(backoff.next_delay())
+
+    async def _stored_by_us(self, news: Sequence[NewTask]) -> list[bool]:
+        """Whether each task as stored is the one sent (same message and payload): then a
+        conflict on a retry means an earlier attempt, whose reply was lost, stored it."""
+        by_queue: dict[str, list[int]] = {}
+        for i, new in enumerate(news):
+            by_queue.setdefault(new.msg.queue, []).append(i)
+        out = [False] * len(news)
+        for queue, indexes in by_queue.items():
+            stored = await self._broker.read_tasks(queue, [news[i].msg.id for i in indexes])
+            for i, found in zip(indexes, stored, strict=True):
+                out[i] = found == (news[i].msg.encode(), news[i].payload)
         return out
 
     async def cancel(self, task_id: str) -> None:

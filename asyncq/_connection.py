@@ -1,38 +1,304 @@
-"""Turns what the user passes (a URL or a ready redis.asyncio client) into a RedisBroker."""
+"""Turns what the user passes into a RedisBroker, and the connection settings asyncq applies to
+the clients it creates.
+
+Accepted everywhere a connection is (Client, Worker, Inspector, Scheduler, the CLI):
+
+* a URL, one of ``URL_FORMS``: a single node (``redis://``, ``rediss://``, ``unix://``), a Redis
+  Cluster (``redis+cluster://h1:p1,h2:p2``) or a Sentinel-managed master
+  (``redis+sentinel://h1:p1,h2:p2/service_name``); query parameters set ``ConnectionOptions``
+  fields (``?ssl_ca_certs=/ca.pem&socket_timeout=2``), an unknown one is an error;
+* a list of Redis Cluster startup nodes (``["h1:p1", ("h2", p2)]``);
+* a ready ``redis.asyncio.Redis`` (also one from ``Sentinel.master_for``) or
+  ``redis.asyncio.RedisCluster``, created with ``decode_responses=False``: it keeps its own
+  settings and stays the caller's (asyncq does not close it).
+"""
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
+import dataclasses
+import math
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from redis.asyncio import Redis, RedisCluster
+from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.connection import ConnectionPool, SSLConnection, UnixDomainSocketConnection
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel, SentinelManagedSSLConnection
+from redis.backoff import NoBackoff
 
 from ._broker import RedisBroker
 from ._clock import SYSTEM_CLOCK, Clock
+from ._redis_url import URL_FORMS, Target, parse_url, redact, startup_nodes
 
-RedisLike = str | Redis
+__all__ = ["URL_FORMS", "ConnectionOptions", "RedisLike", "connect", "make_broker", "parse_url",
+           "redact"]
 
-URL_FORMS = (
-    "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
-    "unix://[[user]:password@]/path/to/socket[?db=N]"
-)
+StartupNode = str | tuple[str, int]
+RedisLike = str | Redis | RedisCluster | list[StartupNode] | tuple[StartupNode, ...]
+RedisClient = Redis | RedisCluster
+Closer = Callable[[], Awaitable[None]]
 
-
-def make_redis(url: str) -> Redis:
-    """Create a redis.asyncio client from a URL, or raise ValueError listing the accepted forms."""
-    if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"unsupported Redis URL {url!r}; accepted forms: {URL_FORMS}")
-    try:
-        return Redis.from_url(
-            url, decode_responses=False, socket_connect_timeout=5.0, health_check_interval=15,
-        )
-    except ValueError as exc:
-        raise ValueError(f"invalid Redis URL {url!r}: {exc}; accepted forms: {URL_FORMS}") from exc
+_CERT_REQS = ("required", "optional", "none")
 
 
-def make_broker(redis: RedisLike, *, clock: Clock = SYSTEM_CLOCK) -> RedisBroker:
-    """A broker over ``redis``; a client passed in stays the caller's (it is not closed)."""
-    if isinstance(redis, str):
-        return RedisBroker(make_redis(redis), owns_client=True, clock=clock)
-    if isinstance(redis, Redis):
-        if redis.get_encoder().decode_responses:  # type: ignore[no-untyped-call]
+@dataclass(frozen=True, kw_only=True)
+class ConnectionOptions:
+    """How asyncq connects to Redis when it creates the client (from a URL or startup nodes).
+
+    Every field can also be given as a query parameter of the URL
+    (``rediss://host:6380/0?ssl_ca_certs=/etc/ca.pem&socket_timeout=2``); a value in the URL
+    wins over the same field here. A ``redis.asyncio`` client you pass in yourself keeps its
+    own settings.
+
+    asyncq never enables redis-py's automatic command retries on the clients it creates:
+    re-sending a script whose reply was lost could run it twice. Its own loops retry at a level
+    that knows what is safe to repeat (see the README, "Delivery guarantees").
+    """
+
+    socket_timeout: float | None = 5.0
+    """Seconds to wait for a reply before the call fails and the connection is dropped
+    (``None``: wait forever — a hung Redis then stalls the caller)."""
+    socket_connect_timeout: float | None = 5.0
+    """Seconds to wait for a connection to be established (``None``: the OS default)."""
+    health_check_interval: float = 15.0
+    """A pooled connection idle for longer than this is checked with a PING before reuse, and a
+    worker's pub/sub connection that heard nothing for this long is pinged; 0 disables both."""
+    socket_keepalive: bool = True
+    """Enable TCP keepalive, so a peer that vanished is noticed even on idle connections."""
+    max_connections: int | None = None
+    """Most connections in the pool (per node on a cluster); more concurrent commands than this
+    fail with "Too many connections". Default: no limit (100 per node on a cluster)."""
+    username: str | None = None
+    """ACL user name (Redis 6+), when it is not in the URL."""
+    password: str | None = None
+    """Password (of ``username``, or of the ``default`` user), when it is not in the URL."""
+    tls: bool = False
+    """Connect with TLS; implied by the ``rediss://``, ``rediss+cluster://`` and
+    ``rediss+sentinel://`` schemes."""
+    ssl_ca_certs: str | None = None
+    """CA certificate file (PEM) the server certificate must chain to (default: the system's)."""
+    ssl_certfile: str | None = None
+    """Client certificate file (PEM), for servers that require one (``tls-auth-clients yes``)."""
+    ssl_keyfile: str | None = None
+    """Private key of the client certificate (PEM)."""
+    ssl_password: str | None = None
+    """Password of ``ssl_keyfile``, if it is encrypted."""
+    ssl_cert_reqs: Literal["required", "optional", "none"] = "required"
+    """Whether the server certificate is verified; "none" turns verification off (testing
+    only)."""
+    ssl_check_hostname: bool = True
+    """Check that the server certificate names the host connected to (or
+    ``ssl_server_hostname``)."""
+    ssl_server_hostname: str | None = None
+    """The name the server certificate must carry (and the TLS SNI name), when it differs from
+    the host in the URL — e.g. connecting to an IP address. Single node and Sentinel only."""
+    sentinel_username: str | None = None
+    """ACL user name for the Sentinel processes themselves (``redis+sentinel://`` only)."""
+    sentinel_password: str | None = None
+    """Password for the Sentinel processes themselves (``redis+sentinel://`` only)."""
+
+    def __post_init__(self) -> None:
+        for name in ("socket_timeout", "socket_connect_timeout"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, int | float)
+                                      or not math.isfinite(value) or value <= 0):
+                raise ValueError(f"{name} must be a number of seconds > 0 or None, got {value!r}")
+        value = self.health_check_interval
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value < 0):
+            raise ValueError(f"health_check_interval must be a number of seconds >= 0, "
+                             f"got {value!r}")
+        for name in ("socket_keepalive", "tls", "ssl_check_hostname"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        mc = self.max_connections
+        if mc is not None and (not isinstance(mc, int) or isinstance(mc, bool) or mc < 1):
+            raise ValueError(f"max_connections must be an int >= 1 or None, got {mc!r}")
+        for name in ("username", "password", "ssl_ca_certs", "ssl_certfile", "ssl_keyfile",
+                     "ssl_password", "ssl_server_hostname", "sentinel_username",
+                     "sentinel_password"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a str or None, got {value!r}")
+        if self.ssl_cert_reqs not in _CERT_REQS:
+            raise ValueError(f"ssl_cert_reqs must be one of {', '.join(_CERT_REQS)}, "
+                             f"got {self.ssl_cert_reqs!r}")
+        if self.ssl_keyfile and not self.ssl_certfile:
+            raise ValueError("ssl_keyfile needs ssl_certfile (the client certificate)")
+
+    def tls_settings(self) -> dict[str, Any]:
+        """The TLS fields that differ from their defaults (they need TLS to be on)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name.startswith("ssl_") and getattr(self, f.name) != f.default}
+
+
+DEFAULT_CONNECTION = ConnectionOptions()
+
+
+# -- TLS with an explicit server name
+
+def _with_server_name(kwargs: Mapping[str, Any], name: str | None) -> Mapping[str, Any]:
+    if not name:
+        return kwargs
+    return {**kwargs, "server_hostname": name}
+
+
+class _TLSConnection(SSLConnection):
+    """redis-py's TLS connection, plus a server name that differs from the host dialled."""
+
+    def __init__(self, *, ssl_server_hostname: str | None = None, **kwargs: Any) -> None:
+        self.ssl_server_hostname = ssl_server_hostname
+        super().__init__(**kwargs)
+
+    def _connection_arguments(self) -> Mapping[str, Any]:
+        return _with_server_name(super()._connection_arguments(), self.ssl_server_hostname)
+
+
+class _SentinelTLSConnection(SentinelManagedSSLConnection):
+    """A Sentinel-managed TLS connection with a server name (see ``_TLSConnection``)."""
+
+    def __init__(self, *, ssl_server_hostname: str | None = None, **kwargs: Any) -> None:
+        self.ssl_server_hostname = ssl_server_hostname
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+
+    def _connection_arguments(self) -> Mapping[str, Any]:
+        return _with_server_name(super()._connection_arguments(), self.ssl_server_hostname)
+
+
+# -- building clients
+
+def _tls_kwargs(o: ConnectionOptions) -> dict[str, Any]:
+    for name in ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile"):
+        path = getattr(o, name)
+        if path is not None and not os.path.isfile(path):
+            raise ValueError(f"{name}: no such file {path!r}")
+    verify = o.ssl_cert_reqs != "none"
+    return {"ssl_ca_certs": o.ssl_ca_certs, "ssl_certfile": o.ssl_certfile,
+            "ssl_keyfile": o.ssl_keyfile, "ssl_password": o.ssl_password,
+            "ssl_cert_reqs": o.ssl_cert_reqs, "ssl_check_hostname": verify and o.ssl_check_hostname}
+
+
+def _socket_kwargs(o: ConnectionOptions, *, tcp: bool = True) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"socket_timeout": o.socket_timeout,
+                              "socket_connect_timeout": o.socket_connect_timeout}
+    if tcp:
+        kwargs["socket_keepalive"] = o.socket_keepalive
+    return kwargs
+
+
+def _auth_kwargs(o: ConnectionOptions) -> dict[str, Any]:
+    return {"username": o.username, "password": o.password, "decode_responses": False,
+            "health_check_interval": o.health_check_interval}
+
+
+def _build(target: Target) -> tuple[RedisClient, Closer | None]:
+    """A client for ``target`` and, for Sentinel, what else to close with it."""
+    o = target.options
+    if o.tls_settings() and not o.tls:
+        raise ValueError(f"TLS options ({', '.join(o.tls_settings())}) need TLS: use a rediss:// "
+                         "URL (rediss+cluster://, rediss+sentinel://) or tls=True")
+    if (o.sentinel_username or o.sentinel_password) and target.kind != "sentinel":
+        raise ValueError("sentinel_username/sentinel_password apply to redis+sentinel:// only")
+    pool_size: dict[str, Any] = ({} if o.max_connections is None
+                                 else {"max_connections": o.max_connections})
+    if target.kind == "cluster":
+        if o.ssl_server_hostname:
+            raise ValueError("ssl_server_hostname is not supported on a cluster (nodes are "
+                             "reached at the addresses the cluster announces): use "
+                             "certificates valid for those addresses")
+        tls: dict[str, Any] = {"ssl": True, **_tls_kwargs(o)} if o.tls else {}
+        return RedisCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in target.hosts],
+            retry=Retry(NoBackoff(), 0), **_auth_kwargs(o), **_socket_kwargs(o), **pool_size,
+            **tls,
+        ), None
+    if target.kind == "sentinel":
+        sentinel_kwargs: dict[str, Any] = {
+            **_socket_kwargs(o), "username": o.sentinel_username,
+            "password": o.sentinel_password}
+        if o.tls:
+            sentinel_kwargs.update(ssl=True, **_tls_kwargs(o))
+        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+            target.hosts, sentinel_kwargs=sentinel_kwargs)
+        master_kwargs: dict[str, Any] = {**_auth_kwargs(o), **_socket_kwargs(o), **pool_size,
+                                         "db": target.db}
+        if o.tls:
+            master_kwargs.update(connection_class=_SentinelTLSConnection,
+                                 ssl_server_hostname=o.ssl_server_hostname, **_tls_kwargs(o))
+        master = sentinel.master_for(target.service, redis_class=Redis, **master_kwargs)
+        return master, sentinel.aclose
+    kwargs: dict[str, Any] = {**_auth_kwargs(o), **pool_size, "db": target.db}
+    if target.kind == "unix":
+        if o.tls:
+            raise ValueError("TLS over a unix socket is not supported")
+        kwargs.update(path=target.path, connection_class=UnixDomainSocketConnection,
+                      **_socket_kwargs(o, tcp=False))
+    else:
+        (host, port), = target.hosts
+        kwargs.update(host=host, port=port, **_socket_kwargs(o))
+        if o.tls:
+            kwargs.update(connection_class=_TLSConnection,
+                          ssl_server_hostname=o.ssl_server_hostname, **_tls_kwargs(o))
+    return Redis.from_pool(ConnectionPool(**kwargs)), None
+
+
+def _open(redis: str | Sequence[StartupNode], options: ConnectionOptions | None
+          ) -> tuple[RedisClient, Closer | None]:
+    if options is not None and not isinstance(options, ConnectionOptions):
+        raise TypeError(f"connection must be a ConnectionOptions, got {options!r}")
+    opts = options or DEFAULT_CONNECTION
+    target = parse_url(redis, opts) if isinstance(redis, str) else startup_nodes(redis, opts)
+    return _build(target)
+
+
+def connect(redis: str | Sequence[StartupNode], options: ConnectionOptions | None = None
+            ) -> tuple[RedisClient, Closer]:
+    """A new client for a URL or a list of cluster startup nodes, and the coroutine function
+    that closes it (with the Sentinel connections, if any). Raises ValueError/TypeError."""
+    client, extra = _open(redis, options)
+
+    async def close() -> None:
+        try:
+            await client.aclose()
+        finally:
+            if extra is not None:
+                await extra()
+
+    return client, close
+
+
+def _client_settings(redis: RedisClient) -> Mapping[str, Any]:
+    if isinstance(redis, RedisCluster):
+        return redis.connection_kwargs
+    kwargs: Mapping[str, Any] = redis.connection_pool.connection_kwargs
+    return kwargs
+
+
+def make_broker(redis: RedisLike, *, clock: Clock = SYSTEM_CLOCK,
+                connection: ConnectionOptions | None = None) -> RedisBroker:
+    """A broker over ``redis``; a client passed in stays the caller's (it is not closed).
+
+    ``connection`` only applies to a URL or startup nodes: a client passed in keeps its own
+    settings.
+    """
+    extra: Closer | None = None
+    if isinstance(redis, str | list | tuple):
+        client, extra = _open(redis, connection)
+    elif isinstance(redis, Redis | RedisCluster):
+        if connection is not None:
+            raise ValueError("connection options apply to a Redis URL; a redis.asyncio "
+                             "client keeps the settings it was created with")
+        if redis.get_encoder().decode_responses:
             raise ValueError("asyncq needs a redis client created with decode_responses=False")
-        return RedisBroker(redis, owns_client=False, clock=clock)
-    raise TypeError(f"expected a Redis URL or a redis.asyncio.Redis client, got {redis!r}")
+        client = redis
+    else:
+        raise TypeError(f"expected a Redis URL, a list of cluster startup nodes, or a "
+                        f"redis.asyncio Redis/RedisCluster client, got {redis!r}")
+    kwargs = _client_settings(client)
+    return RedisBroker(client, owns_client=client is not redis, also_close=extra, clock=clock,
+                       ping_interval=float(kwargs.get("health_check_interval") or 0),
+                       reply_timeout=kwargs.get("socket_timeout"))

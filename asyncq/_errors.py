@@ -66,6 +66,22 @@ class DecodeError(AsyncqError):
 class BrokerError(AsyncqError):
     """A Redis operation failed; the underlying redis-py error is chained as ``__cause__``."""
 
+    @property
+    def transient(self) -> bool:
+        """True when the connection failed, broke or timed out (Redis down, restarting,
+        loading, unreachable): the call may or may not have run, and trying again later can
+        succeed. False when Redis answered with an error (a script error, out of memory...).
+        A Redis Cluster that is failing over (CLUSTERDOWN, TRYAGAIN, a slot no master serves
+        yet) is transient too: the command was refused, not run."""
+        from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        cause = self.__cause__
+        return isinstance(cause, RedisConnectionError | RedisTimeoutError | OSError
+                          | TimeoutError | ClusterDownError | TryAgainError
+                          | SlotNotCoveredError)
+
 
 class SkipRetry(Exception):
     """Raise from a handler to archive the task at once, ignoring the retries left."""

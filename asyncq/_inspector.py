@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Self
 from . import _keys as K
 from ._broker._inspect import BulkOp, InspectOps, TaskRecord
 from ._clock import SYSTEM_CLOCK, Clock, ms_to_datetime
-from ._connection import RedisLike, make_broker
+from ._connection import ConnectionOptions, RedisLike, make_broker
 from ._errors import (
     DecodeError,
     QueueNotEmptyError,
@@ -74,13 +74,17 @@ def _task_id(task_id: object) -> str:
 class Inspector:
     """Inspect and manage queues, tasks and servers: ``async with Inspector(url) as inspector:``.
 
-    ``redis`` is a URL (the inspector owns and closes the connection) or a
-    ``redis.asyncio.Redis`` created with ``decode_responses=False`` (left open on close).
+    ``redis`` is a URL — single node, ``redis+cluster://`` or ``redis+sentinel://`` — or a list
+    of cluster startup nodes (the inspector owns and closes the connection; ``connection``, a
+    ``ConnectionOptions``, sets TLS, timeouts...), or a ``redis.asyncio.Redis``/``RedisCluster``
+    created with ``decode_responses=False`` (left open on close). On a cluster every queue is
+    read on the master that holds it.
     """
 
-    def __init__(self, redis: RedisLike, *, clock: Clock | None = None) -> None:
+    def __init__(self, redis: RedisLike, *, clock: Clock | None = None,
+                 connection: ConnectionOptions | None = None) -> None:
         self._clock = clock or SYSTEM_CLOCK
-        self._broker = make_broker(redis, clock=self._clock)
+        self._broker = make_broker(redis, clock=self._clock, connection=connection)
         self._ops = InspectOps(self._broker)
 
     async def __aenter__(self) -> Self:

@@ -56,7 +56,7 @@ class TaskMessage:
 
 def decode_message(raw: bytes | None) -> TaskMessage:
     """Decode a stored ``msg`` field; raise DecodeError saying what is wrong."""
-    if raw is None:
+    if not raw:
         raise DecodeError("task message is missing")
     try:
         doc = orjson.loads(raw)

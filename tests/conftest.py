@@ -5,3 +5,50 @@ fixtures) is loaded through the ``pytest11`` entry point of the installed
 package (``make venv`` installs it editable), so it is not listed in
 ``pytest_plugins`` here: registering it twice would be an error.
 """
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from asyncq._testing.redis_server import REDIS_NOT_FOUND, RedisServer
+
+RUN_SLOW_ENV = "ASYNCQ_RUN_SLOW"
+AOF_ALWAYS = ["--appendonly", "yes", "--appendfsync", "always"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help=f"also run tests marked slow (or set {RUN_SLOW_ENV}=1); "
+                          "`make test-chaos` does")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow") or os.environ.get(RUN_SLOW_ENV) == "1":
+        return
+    skip = pytest.mark.skip(reason=f"slow: run with --run-slow or {RUN_SLOW_ENV}=1 "
+                                   "(make test-chaos)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
+
+
+def _server(args: list[str]) -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        pytest.skip(REDIS_NOT_FOUND)
+    with RedisServer(args) as server:
+        yield server
+
+
+@pytest.fixture
+def aof_server() -> Iterator[RedisServer]:
+    """A Redis server of this test only, persisting every write (AOF, fsync always): tests
+    that restart it or cut it off never touch the session's server."""
+    yield from _server(AOF_ALWAYS)
+
+
+@pytest.fixture
+def own_server() -> Iterator[RedisServer]:
+    """A Redis server of this test only, without persistence."""
+    yield from _server([])

@@ -15,6 +15,7 @@ from redis.exceptions import RedisError
 
 from .. import _keys as K
 from .._errors import BrokerError
+from ._cluster import server_infos
 from ._redis import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, RedisBroker
 
 BATCH_SIZE = 1000
@@ -262,8 +263,16 @@ class InspectOps:
                 return total
 
     async def redis_info(self) -> dict[str, Any]:
-        """The Redis server's INFO fields."""
-        info: dict[str, Any] = await self._call("INFO", self.redis.info())
+        """The Redis server's INFO fields. On a cluster: the first master's, with clients and
+        memory summed over every master and ``cluster_masters`` set to their number."""
+        infos = await self._call("INFO", server_infos(self.redis))
+        info = dict(infos[0])
+        if len(infos) > 1:
+            for field in ("connected_clients", "used_memory", "used_memory_peak"):
+                info[field] = sum(_int(i.get(field)) for i in infos)
+            for field in ("used_memory", "used_memory_peak"):
+                info[field + "_human"] = f"{info[field] / 2**20:.2f}M"
+            info["cluster_masters"] = len(infos)
         return info
 
     # -- servers

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal
 
-from redis.asyncio import Redis
-from redis.exceptions import NoScriptError, RedisError
+from redis.asyncio import Redis, RedisCluster
+from redis.exceptions import BusyLoadingError, NoScriptError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .. import _keys as K
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import BrokerError
+from . import _cluster
 from ._protocol import EnqueueCode, NewTask, Outcome, RawTask
 from ._resp import pack, raw_pipeline, supports_raw_pipeline
 from ._scripts import Script, load_scripts
@@ -29,11 +32,31 @@ def _s(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _count(value: Any) -> int:
+    """A stored counter (``retried``); a value that is not a number (a corrupt record) is 0."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _raw_tasks(flat: Sequence[Any], start: int = 0) -> list[RawTask]:
     return [
-        RawTask(_s(flat[i]), flat[i + 1], flat[i + 2], int(flat[i + 3]))
+        RawTask(_s(flat[i]), flat[i + 1], flat[i + 2], _count(flat[i + 3]))
         for i in range(start, len(flat), 4)
     ]
+
+
+def _task_key_parts(key: bytes | str) -> tuple[str, str] | None:
+    """``asyncq:{queue}:t:<id>`` -> (queue, id); None for any other key."""
+    text = _s(key)
+    head = K.PREFIX + ":{"
+    if not text.startswith(head):
+        return None
+    queue, sep, rest = text[len(head):].partition("}:")
+    if not sep or not queue or not rest.startswith("t:") or len(rest) == 2:
+        return None
+    return queue, rest[2:]
 
 
 def _code(value: Any) -> EnqueueCode:
@@ -46,15 +69,24 @@ def _code(value: Any) -> EnqueueCode:
 class RedisBroker:
     """The Redis implementation of the Broker protocol.
 
-    ``redis`` must be created with ``decode_responses=False``. ``owns_client`` says whether
-    ``close()`` closes it (True when asyncq created it from a URL).
+    ``redis`` (a single node, a Sentinel-managed master or a ``RedisCluster``) must be created
+    with ``decode_responses=False``. ``owns_client`` says whether ``close()`` closes it (True
+    when asyncq created it from a URL); ``also_close`` is awaited after it (the Sentinel
+    connections of a client asyncq created).
     """
 
-    def __init__(self, redis: Redis, *, owns_client: bool = False,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, redis: Redis | RedisCluster, *, owns_client: bool = False,
+                 clock: Clock = SYSTEM_CLOCK, ping_interval: float = 15.0,
+                 reply_timeout: float | None = 5.0,
+                 also_close: Callable[[], Awaitable[None]] | None = None) -> None:
         self.redis = redis
         self.clock = clock
+        self.ping_interval = ping_interval
+        """``listen`` pings a pub/sub connection that heard nothing for this long (0: never)."""
+        self.reply_timeout = reply_timeout or 5.0
+        """How long ``listen`` waits for the answer to such a ping before reconnecting."""
         self._owns_client = owns_client
+        self._also_close = also_close
         self._scripts = load_scripts()
         self._known_queues: set[str] = set()
         self._raw = supports_raw_pipeline(redis)
@@ -70,7 +102,19 @@ class RedisBroker:
                 await self.redis.script_load(script.source)
                 return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
         except RedisError as exc:
+            await self._after_error(exc)
             raise BrokerError(f"{name} failed: {exc}") from exc
+
+    async def _after_error(self, exc: RedisError) -> None:
+        """A connection that broke usually means they all did (Redis restarted, the network
+        dropped): drop the idle ones too, so the next calls connect afresh instead of each
+        failing once on a dead socket."""
+        if isinstance(exc, RedisConnectionError) and not isinstance(exc, BusyLoadingError):
+            _cluster.after_connection_error(self.redis)
+            pool = getattr(self.redis, "connection_pool", None)
+            if pool is not None:
+                with contextlib.suppress(Exception):
+                    await pool.disconnect(inuse_connections=False)
 
     async def _eval_many(
         self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]],
@@ -99,6 +143,7 @@ class RedisBroker:
                         out[i] = r
                 results.extend(out)
         except RedisError as exc:
+            await self._after_error(exc)
             raise BrokerError(f"pipeline failed: {exc}") from exc
         return results
 
@@ -110,13 +155,8 @@ class RedisBroker:
             commands = [pack(("SCRIPT", "LOAD", script.source)) for script in preload]
             commands += [pack(("EVALSHA", script.sha, len(keys), *keys, *args))
                          for script, keys, args in calls]
-            return (await raw_pipeline(self.redis, commands))[len(preload):]
-        pipe = self.redis.pipeline(transaction=False)
-        for script in preload:
-            pipe.script_load(script.source)
-        for script, keys, args in calls:
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
-        return list(await pipe.execute(raise_on_error=False))[len(preload):]
+            return (await raw_pipeline(self.redis, commands))[len(preload):]  # type: ignore[arg-type]
+        return await _cluster.pipeline(self.redis, calls, preload)
 
     def _stats_args(self, now: int) -> tuple[str, int]:
         return K.day_string(now), now + STATS_TTL_MS
@@ -128,16 +168,17 @@ class RedisBroker:
             raise BrokerError(f"ping failed: {exc}") from exc
 
     async def close(self) -> None:
-        if self._owns_client:
-            await self.redis.aclose()
+        try:
+            if self._owns_client:
+                await self.redis.aclose()
+        finally:
+            if self._also_close is not None:
+                await self._also_close()
 
     async def load_scripts(self) -> None:
         """Load every script into Redis so pipelines never meet NOSCRIPT on a fresh server."""
         try:
-            pipe = self.redis.pipeline(transaction=False)
-            for script in self._scripts.values():
-                pipe.script_load(script.source)
-            await pipe.execute()
+            await _cluster.load_scripts(self.redis, list(self._scripts.values()))
         except RedisError as exc:
             raise BrokerError(f"loading scripts failed: {exc}") from exc
 
@@ -245,13 +286,18 @@ class RedisBroker:
     # -- running
 
     async def dequeue(
-        self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int
+        self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int,
+        request_id: str = "",
     ) -> tuple[list[RawTask], int]:
+        """Lease up to ``count`` tasks. Re-sending a ``request_id`` whose reply was lost returns
+        the tasks that request leased (still leased to ``owner``) instead of leasing more."""
         qk = K.queue_keys(queue)
         flat = await self._eval(
             "dequeue",
-            [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters],
-            [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms],
+            [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters,
+             qk.base + "dequeued:" + owner],
+            [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
+             request_id, lease_ms],
         )
         return _raw_tasks(flat, 1), int(flat[0])
 
@@ -312,28 +358,53 @@ class RedisBroker:
         return int(await self._eval("write_result", [qk.task(task_id)], [data]))
 
     async def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:
-        """Subscribe; yield None once subscribed, then (channel, message) pairs until an error."""
-        pubsub = self.redis.pubsub()
+        """Subscribe; yield None once subscribed, then (channel, message) pairs until an error.
+
+        A connection that heard nothing for ``ping_interval`` is pinged; no answer within
+        ``reply_timeout`` raises BrokerError, so a silently dead connection (a peer that
+        vanished without closing it, a paused server) is replaced instead of waited on forever.
+        """
+        pubsub = await _cluster.pubsub(self.redis)
         try:
             try:
                 await pubsub.subscribe(*channels)
                 confirmed = 0
                 while confirmed < len(channels):
-                    msg = await pubsub.get_message(timeout=5.0)
+                    msg = await pubsub.get_message(timeout=self.reply_timeout)
                     if msg is None:
                         raise BrokerError("timed out waiting for the subscription")
                     if msg["type"] == "subscribe":
                         confirmed += 1
                 yield None
+                idle = self.ping_interval or None
                 while True:
-                    msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+                    msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=idle)
+                    if msg is None and idle is not None:
+                        await pubsub.ping()
+                        msg = await self._next_message(pubsub)
+                        if msg is None:
+                            raise BrokerError(f"no answer to a ping on the pub/sub connection "
+                                              f"within {self.reply_timeout:g}s")
                     if msg is not None and msg["type"] == "message":
                         yield _s(msg["channel"]), _s(msg["data"])
             except RedisError as exc:
+                if isinstance(exc, RedisConnectionError):
+                    _cluster.after_connection_error(self.redis)
                 raise BrokerError(f"subscription failed: {exc}") from exc
         finally:
             with contextlib.suppress(RedisError):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _next_message(self, pubsub: Any) -> dict[str, Any] | None:
+        """The next message of any kind (a pong included) within ``reply_timeout``, or None."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.reply_timeout
+        while (left := deadline - loop.time()) > 0:
+            # (None also comes back when redis-py swallowed its own health-check pong.)
+            msg: dict[str, Any] | None = await pubsub.get_message(timeout=left)
+            if msg is not None:
+                return msg
+        return None
 
     # -- maintenance
 
@@ -363,6 +434,44 @@ class RedisBroker:
         qk = K.queue_keys(queue)
         return int(await self._eval("reclaim_orphans", [qk.active, qk.lease],
                                     [self.clock.now_ms(), limit]))
+
+    async def scan_task_keys(self, cursor: int, count: int) -> tuple[int, list[tuple[str, str]]]:
+        """One ``SCAN`` step over task keys: (next cursor, [(queue, task id), ...]); the
+        cursor is 0 again once the whole keyspace was walked."""
+        try:
+            nxt, keys = await _cluster.scan(self.redis, cursor, K.PREFIX + ":{*}:t:*", count)
+        except RedisError as exc:
+            raise BrokerError(f"scanning task keys failed: {exc}") from exc
+        found = [parts for key in keys if (parts := _task_key_parts(key)) is not None]
+        return nxt, found
+
+    async def repair_tasks(self, queue: str, task_ids: Sequence[str],
+                           pending_search: int) -> list[str]:
+        """Put task records found in no list or sorted set back (see repair_tasks.lua); one
+        action per id ('' nothing done, '?' undecided)."""
+        if not task_ids:
+            return []
+        qk = K.queue_keys(queue)
+        out = await self._eval(
+            "repair_tasks",
+            [qk.pending, qk.active, qk.lease, qk.scheduled, qk.retry, qk.archived,
+             qk.completed, qk.groups, qk.aggregation_sets, qk.waiters],
+            [qk.task_prefix, qk.base + "g:", self.clock.now_ms(), pending_search,
+             K.WAKE_CHANNEL, queue, *task_ids])
+        return [_s(a) for a in out]
+
+    async def read_tasks(self, queue: str,
+                         task_ids: Sequence[str]) -> list[tuple[bytes, bytes] | None]:
+        """The stored (message, payload) of each task, None where there is no such task."""
+        qk = K.queue_keys(queue)
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            for task_id in task_ids:
+                pipe.hmget(qk.task(task_id), "msg", "payload")
+            replies = await pipe.execute()
+        except RedisError as exc:
+            raise BrokerError(f"reading tasks failed: {exc}") from exc
+        return [None if msg is None else (msg, payload or b"") for msg, payload in replies]
 
     async def delete_expired_completed(self, queue: str, limit: int) -> int:
         qk = K.queue_keys(queue)

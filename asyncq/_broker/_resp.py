@@ -45,6 +45,16 @@ async def raw_pipeline(redis: Redis, commands: Sequence[bytes]) -> list[Any]:
     pool = redis.connection_pool
     conn = await pool.get_connection()  # type: ignore[no-untyped-call]
     try:
+        return await exchange(conn, commands)
+    finally:
+        await pool.release(conn)
+
+
+async def exchange(conn: Any, commands: Sequence[bytes]) -> list[Any]:
+    """Write packed commands on ``conn`` at once and read their replies (error replies as
+    exceptions); on a connection error the connection is disconnected and the error raised.
+    Also used on the connections of a cluster node (one pipeline per master)."""
+    try:
         await conn.send_packed_command(b"".join(commands))
         replies: list[Any] = []
         for _ in commands:
@@ -56,5 +66,3 @@ async def raw_pipeline(redis: Redis, commands: Sequence[bytes]) -> list[Any]:
     except BaseException:
         await conn.disconnect()
         raise
-    finally:
-        await pool.release(conn)

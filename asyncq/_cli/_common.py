@@ -22,7 +22,10 @@ class CLIError(Exception):
 def add_redis_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--redis-url", "-u", default=os.environ.get(REDIS_URL_ENV, DEFAULT_REDIS_URL),
-        help=f"Redis URL (env {REDIS_URL_ENV}; default {DEFAULT_REDIS_URL})")
+        help=f"Redis URL (env {REDIS_URL_ENV}; default {DEFAULT_REDIS_URL}): redis://, "
+             "rediss:// (TLS), unix://, redis+cluster://h1:p1,h2:p2, "
+             "redis+sentinel://h1:p1,h2:p2/service; options as query parameters, e.g. "
+             "?ssl_ca_certs=ca.pem&socket_timeout=2")
 
 
 def add_log_args(parser: argparse.ArgumentParser) -> None:
@@ -95,15 +98,15 @@ async def check_redis(url: str) -> None:
     """Fail fast with a one-line error when Redis cannot be reached at start-up."""
     from redis.exceptions import RedisError
 
-    from .._connection import make_redis
+    from .._connection import connect, redact
 
     try:
-        client = make_redis(url)
-    except ValueError as exc:
+        client, close = connect(url)
+    except (ValueError, TypeError) as exc:
         raise CLIError(str(exc)) from None
     try:
         await client.ping()
     except RedisError as exc:
-        raise CLIError(f"cannot reach Redis at {url}: {exc}") from None
+        raise CLIError(f"cannot reach Redis at {redact(url)}: {exc}") from None
     finally:
-        await client.aclose()
+        await close()

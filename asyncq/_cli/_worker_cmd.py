@@ -75,10 +75,48 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_loop(coro: Any) -> None:
+def _new_loop() -> asyncio.AbstractEventLoop:
     try:
         import uvloop
     except ImportError:
-        asyncio.run(coro)
-    else:
-        uvloop.run(coro)
+        return asyncio.new_event_loop()
+    loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    return loop
+
+
+def _run_loop(coro: Any, *, leftover_grace: float = 1.0) -> None:
+    """Run ``coro`` to completion on a fresh event loop (uvloop when installed), then exit
+    even if some tasks refuse to end.
+
+    ``asyncio.run`` would cancel the tasks left over and wait for them forever: a handler that
+    ignores cancellation — one the worker already abandoned at shutdown — would keep the process
+    alive after the worker stopped. Here leftovers get ``leftover_grace`` seconds to end; the
+    rest are logged and dropped with the loop.
+    """
+    loop = _new_loop()
+    try:
+        loop.run_until_complete(coro)
+    finally:
+        try:
+            _cancel_leftovers(loop, leftover_grace)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop, grace: float) -> None:
+    tasks = asyncio.all_tasks(loop)
+    if not tasks:
+        return
+    for task in tasks:
+        task.cancel()
+    _, stuck = loop.run_until_complete(asyncio.wait(tasks, timeout=grace))
+    if stuck:
+        from .._log import get_logger
+
+        get_logger("worker").error("exiting with tasks that ignore cancellation",
+                                   count=len(stuck),
+                                   tasks=sorted(t.get_name() for t in stuck)[:10])
+        # Their destruction with the loop is expected: don't report each one again.
+        for task in stuck:
+            task._log_destroy_pending = False  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ import anyio
 
 from .._broker import RedisBroker
 from .._clock import SYSTEM_CLOCK, Clock, datetime_to_ms
-from .._connection import RedisLike, make_broker
+from .._connection import ConnectionOptions, RedisLike, make_broker
 from .._log import get_logger
 from .._task import Task, TaskInfo
 from ._backend import CLAIM_RETENTION_MS, SchedulerBackend
@@ -41,7 +41,9 @@ _MAX_CATCH_UP = 10_000  # ticks walked to find the newest due one before giving 
 class Scheduler:
     """Enqueues registered periodic tasks when their schedule says so.
 
-    ``redis`` is a URL, a ``redis.asyncio.Redis`` (left open: it is yours) or a RedisBroker.
+    ``redis`` is a URL (any form ``Client`` takes; ``connection``, a ``ConnectionOptions``,
+    applies to it), a ``redis.asyncio.Redis``/``RedisCluster`` (left open: it is yours) or a
+    RedisBroker.
     ``timezone`` (IANA name or tzinfo, default UTC) is how cron specs are read;
     ``heartbeat_interval`` (seconds, default 10) how often the entries are published to Redis
     (they expire after twice that). ``pre_enqueue`` / ``post_enqueue`` hooks are called around
@@ -59,7 +61,8 @@ class Scheduler:
     def __init__(self, redis: RedisLike | RedisBroker, *, timezone: str | tzinfo = "UTC",
                  heartbeat_interval: float = 10.0, pre_enqueue: PreEnqueueHook | None = None,
                  post_enqueue: PostEnqueueHook | None = None, clock: Clock | None = None,
-                 scheduler_id: str | None = None) -> None:
+                 scheduler_id: str | None = None,
+                 connection: ConnectionOptions | None = None) -> None:
         if (not isinstance(heartbeat_interval, int | float) or isinstance(heartbeat_interval, bool)
                 or not heartbeat_interval > 0):
             raise ValueError(f"heartbeat_interval must be a number of seconds > 0, "
@@ -72,7 +75,7 @@ class Scheduler:
         self.id = (validate_entry_id(scheduler_id) if scheduler_id is not None
                    else f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4()}")
         self.broker = (redis if isinstance(redis, RedisBroker)
-                       else make_broker(redis, clock=self.clock))
+                       else make_broker(redis, clock=self.clock, connection=connection))
         self._pre = pre_enqueue
         self._post = post_enqueue
         self._backend = SchedulerBackend(self.broker, self.clock)

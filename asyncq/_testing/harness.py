@@ -9,9 +9,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from redis.asyncio import Redis
+from redis.asyncio import Redis, RedisCluster
 
 from .. import _keys as K
+from .._connection import connect
 from .._worker import Handler, Worker
 
 POLL_INTERVAL = 0.005
@@ -35,7 +36,7 @@ async def wait_until(predicate: Callable[[], Any | Awaitable[Any]], *, timeout: 
         await anyio.sleep(POLL_INTERVAL)
 
 
-async def queue_counts(redis: Redis, queue: str) -> dict[str, int]:
+async def queue_counts(redis: Redis | RedisCluster, queue: str) -> dict[str, int]:
     """Sizes of a queue's pending, active, scheduled, retry, archived and completed sets."""
     qk = K.queue_keys(queue)
     pipe = redis.pipeline(transaction=False)
@@ -50,8 +51,9 @@ async def queue_counts(redis: Redis, queue: str) -> dict[str, int]:
     return dict(zip(names, (int(v) for v in values), strict=True))
 
 
-async def wait_drained(redis: Redis, queues: Iterable[str], *, worker: Worker | None = None,
-                       timeout: float = 10.0, include_scheduled: bool = False) -> None:
+async def wait_drained(redis: Redis | RedisCluster, queues: Iterable[str], *,
+                       worker: Worker | None = None, timeout: float = 10.0,
+                       include_scheduled: bool = False) -> None:
     """Wait until the queues have no pending and no active task (and, with
     ``include_scheduled``, no scheduled or retry task), and ``worker`` has written every outcome.
     """
@@ -78,7 +80,7 @@ async def wait_drained(redis: Redis, queues: Iterable[str], *, worker: Worker | 
 class RunningWorker:
     """A worker running in the test's event loop, with helpers to wait on it."""
 
-    def __init__(self, worker: Worker, redis: Redis) -> None:
+    def __init__(self, worker: Worker, redis: Redis | RedisCluster) -> None:
         self.worker = worker
         self.redis = redis
 
@@ -98,9 +100,9 @@ class WorkerFactory:
 
     @asynccontextmanager
     async def __call__(self, handler: Handler, **config: Any) -> AsyncIterator[RunningWorker]:
-        redis = Redis.from_url(self.redis_url, decode_responses=False)
+        redis, close = connect(self.redis_url)
         try:
             async with Worker(self.redis_url, handler, **config) as worker:
                 yield RunningWorker(worker, redis)
         finally:
-            await redis.aclose()
+            await close()

@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -59,17 +60,22 @@ def _free_port() -> int:
 _PROCESS_ID = re.compile(rb"\r\nprocess_id:(\d+)\r\n")
 
 
-def _answers(host: str, port: int, pid: int, timeout: float = 0.5) -> bool:
+def _answers(host: str, port: int, pid: int, timeout: float = 0.5,
+             ssl_context: ssl.SSLContext | None = None) -> bool:
     """True once the server with process id ``pid`` accepts commands on ``port``.
 
     Sends ``PING`` and ``INFO server``: the pid check makes sure that the
     server answering is ours and not another one that took the port.  A
     ``-NOAUTH`` reply counts as ready (the server is up, it just wants a
-    password); ``-LOADING`` (still replaying its AOF/RDB) does not.
+    password); ``-LOADING`` (still replaying its AOF/RDB) does not.  With
+    ``ssl_context`` the check goes through TLS (a TLS-only server).
     """
     buf = b""
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        with contextlib.ExitStack() as stack:
+            sock = stack.enter_context(socket.create_connection((host, port), timeout=timeout))
+            if ssl_context is not None:
+                sock = stack.enter_context(ssl_context.wrap_socket(sock, server_hostname=host))
             sock.sendall(b"PING\r\nINFO server\r\n")
             while len(buf) < 65536:
                 chunk = sock.recv(4096)
@@ -259,6 +265,10 @@ class RedisServer:
 
     # -------------------------------------------------------------- internal
 
+    def _ready(self, pid: int) -> bool:
+        """Does the server with process id ``pid`` answer? (A TLS server overrides this.)"""
+        return _answers(_HOST, self._port, pid)
+
     def _spawn_and_wait(self, binary: str) -> None:
         # The child keeps its own copy of the log's descriptor; ours is closed at once.
         with self.log_path.open("ab") as log:
@@ -281,7 +291,7 @@ class RedisServer:
                     f"redis-server exited with code {proc.returncode} on port {self._port}:\n"
                     + self.log_tail()
                 )
-            if _answers(_HOST, self._port, proc.pid):
+            if self._ready(proc.pid):
                 return
             if time.monotonic() > deadline:
                 self.stop()

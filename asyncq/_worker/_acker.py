@@ -1,9 +1,11 @@
 """Acker: writes task outcomes (done, retry, archive, requeue) back to Redis in pipelined batches.
 
 A finished handler frees its slot at once; its outcome waits here until written. While it waits
-the heartbeat keeps the task's lease alive, so a brief Redis outage never drops an outcome. An
-outcome that could not be written before its lease ran out is given up, loudly: the recoverer
-will then retry the task (it may run again: at-least-once).
+the heartbeat keeps the task's lease alive. An outcome is never given up because time passed:
+every outcome script checks that the task is still leased to this worker, so an outcome written
+late — after an outage longer than the lease — is either still right (nobody took the task over:
+it is written, and the task does not run again) or refused (another worker recovered the task:
+it is dropped, and the task runs again). Only shutdown bounds the wait (see ``drain``).
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from typing import Any
 
 import anyio
 
-from .._backoff import Backoff
 from .._broker import Broker, Outcome
 from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
+from .._outage import Outage
 
 _BATCH = 500
 
@@ -28,6 +30,8 @@ _BATCH = 500
 class PendingOutcome:
     outcome: Outcome
     lease_until_ms: int
+    unsure: bool = False
+    """A write of it failed without an answer: Redis may have applied it (reply lost)."""
 
 
 class Acker:
@@ -40,12 +44,19 @@ class Acker:
         self._clock = clock
         self._on_retry_written = on_retry_written  # the forwarder's poke(due_ms)
         self._log: Any = get_logger("acker")
+        self.outage = Outage(self._log, "write outcomes", base=0.05, cap=2.0)
         self.pending: dict[str, PendingOutcome] = {}
+        self._inflight: set[str] = set()
+        self._delay = 0.0  # before the next attempt, after a failed flush
         self._wakeup = asyncio.Event()
         self._empty = asyncio.Event()
         self._empty.set()
         self.written = 0
         self.given_up = 0
+        """Outcomes dropped because the task was no longer leased to this worker."""
+        self.unconfirmed = 0
+        """Outcomes dropped after a write without an answer: most likely that write went
+        through (its reply was lost), else the task was taken over."""
 
     def submit(self, outcome: Outcome, lease_until_ms: int) -> None:
         """Queue an outcome for writing (never blocks)."""
@@ -54,47 +65,68 @@ class Acker:
         self._wakeup.set()
 
     def lease_lost(self, task_id: str) -> None:
-        """The heartbeat found the lease gone: writing this outcome would be refused anyway."""
+        """The heartbeat found the task no longer leased to this worker.
+
+        Either an earlier write of this outcome went through but its reply was lost, or another
+        worker recovered the task (it will run again). An outcome being written right now is
+        left alone: that write's own reply tells which.
+        """
+        if task_id in self._inflight:
+            return
         entry = self.pending.pop(task_id, None)
         if entry is not None:
-            self.given_up += 1
-            self._log.warning("lease lost before outcome was written; task will be retried",
-                              task_id=task_id, queue=entry.outcome.queue,
-                              outcome=entry.outcome.kind)
+            self._dropped(entry)
         self._mark_if_empty()
+
+    def _dropped(self, entry: PendingOutcome) -> None:
+        outcome = entry.outcome
+        if entry.unsure:
+            self.unconfirmed += 1
+            self._log.info("outcome already applied by an earlier write whose reply was lost "
+                           "(or the task was taken over)", task_id=outcome.task_id,
+                           queue=outcome.queue, outcome=outcome.kind)
+        else:
+            self.given_up += 1
+            self._log.warning("task no longer leased to this worker; outcome dropped",
+                              task_id=outcome.task_id, queue=outcome.queue,
+                              outcome=outcome.kind)
+
+    def discard_stale(self, task_id: str) -> None:
+        """This worker leased ``task_id`` again: an outcome still waiting for it belongs to an
+        earlier run whose lease ran out (the task was recovered since) and must not be written
+        over the new run."""
+        if task_id in self.pending and task_id not in self._inflight:
+            entry = self.pending.pop(task_id)
+            self.given_up += 1
+            self._log.warning("outcome of an earlier run dropped; the task was recovered and "
+                              "leased again", task_id=task_id, queue=entry.outcome.queue,
+                              outcome=entry.outcome.kind)
+            self._mark_if_empty()
 
     def _mark_if_empty(self) -> None:
         if not self.pending:
             self._empty.set()
-
-    def _expire(self) -> None:
-        now = self._clock.now_ms()
-        for task_id, entry in list(self.pending.items()):
-            if entry.lease_until_ms <= now:
-                del self.pending[task_id]
-                self.given_up += 1
-                self._log.error("outcome not written before the lease expired; the recoverer "
-                                "will retry the task", task_id=task_id, queue=entry.outcome.queue,
-                                outcome=entry.outcome.kind)
 
     async def flush(self) -> bool:
         """Write one batch; True when everything sent was written (or refused as lost)."""
         batch = list(self.pending.values())[:_BATCH]
         if not batch:
             return True
+        self._inflight = {p.outcome.task_id for p in batch}
         try:
             results = await self._broker.finish([p.outcome for p in batch], self._owner)
         except BrokerError as exc:
-            self._log.warning("writing outcomes failed; will retry", error=str(exc),
-                              waiting=len(self.pending))
-            self._expire()
-            self._mark_if_empty()
+            for entry in batch:
+                entry.unsure = True
+            self._delay = self.outage.failed(exc, waiting=len(self.pending))
             return False
-        ok = True
+        finally:
+            self._inflight = set()
+        error: Exception | None = None
         for entry, result in zip(batch, results, strict=True):
             task_id = entry.outcome.task_id
             if isinstance(result, Exception):
-                ok = False
+                error = error or result
                 continue
             if self.pending.get(task_id) is entry:
                 del self.pending[task_id]
@@ -104,35 +136,32 @@ class Acker:
                 if outcome.kind == "retry" and self._on_retry_written is not None:
                     self._on_retry_written(outcome.retry_at_ms)
             else:
-                self.given_up += 1
-                self._log.warning("task was no longer leased to this worker; outcome dropped",
-                                  task_id=task_id, queue=entry.outcome.queue,
-                                  outcome=entry.outcome.kind)
-        if not ok:
-            self._expire()
+                self._dropped(entry)
         self._mark_if_empty()
-        return ok
+        if error is not None:
+            self._delay = self.outage.failed(error, waiting=len(self.pending))
+            return False
+        self.outage.succeeded()
+        return True
 
     async def run(self) -> None:
         """Flush whenever outcomes are waiting; back off while Redis fails."""
-        backoff = Backoff(base=0.05, cap=2.0)
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
             try:
                 ok = await self.flush()
-            except Exception:  # a bug must not stop outcomes from being written
+            except Exception as exc:  # a bug must not stop outcomes from being written
                 self._log.exception("unexpected error while writing outcomes")
+                self._delay = self.outage.failed(exc)
                 ok = False
             if self.pending:
                 self._wakeup.set()
-            if ok:
-                backoff.reset()
-            else:
-                await anyio.sleep(backoff.next_delay())
+            if not ok:
+                await anyio.sleep(self._delay)
 
     async def drain(self, timeout: float) -> bool:
-        """Wait until every outcome is written or given up; False on timeout."""
+        """Wait until every outcome is written or refused; False on timeout."""
         with anyio.move_on_after(timeout):
             await self._empty.wait()
             return True

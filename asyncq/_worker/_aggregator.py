@@ -20,6 +20,7 @@ from .._clock import Clock
 from .._errors import AsyncqError, BrokerError, DecodeError
 from .._log import get_logger
 from .._message import decode_message
+from .._outage import Outage
 from .._task import Task
 from ._config import WorkerConfig
 
@@ -37,6 +38,7 @@ class Aggregator:
         self._aggregate = config.group_aggregator
         self._client = Client(broker, clock=clock)
         self._log: Any = get_logger("aggregator")
+        self.outage = Outage(self._log, "aggregate groups")
         self.interval = min(7.0, config.group_grace_period)
 
     async def tick(self) -> int:
@@ -85,7 +87,9 @@ class Aggregator:
             await anyio.sleep(self.interval)
             try:
                 await self.tick()
+                self.outage.succeeded()
             except BrokerError as exc:
-                self._log.warning("aggregation check failed; will retry", error=str(exc))
-            except Exception:
+                self.outage.failed(exc)
+            except Exception as exc:
                 self._log.exception("aggregator failed unexpectedly")
+                self.outage.failed(exc)

@@ -68,6 +68,9 @@ class WorkerConfig:
     """How often completed tasks past their retention are deleted."""
     janitor_batch: int = 100
     """Most completed tasks deleted per script call."""
+    orphan_scan_count: int = 500
+    """Keys the janitor examines per round (one SCAN step) looking for orphaned task records,
+    i.e. task hashes in no list of their state, to repair them; 0 disables the scan."""
     idle_poll_interval: float = 2.0
     """Safety net only: an idle worker is woken by pub/sub, and re-checks at least this often."""
     dequeue_batch: int = 100
@@ -106,6 +109,10 @@ class WorkerConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if (not isinstance(self.orphan_scan_count, int) or isinstance(self.orphan_scan_count, bool)
+                or self.orphan_scan_count < 0):
+            raise ValueError(f"orphan_scan_count must be an int >= 0, "
+                             f"got {self.orphan_scan_count!r}")
         if not isinstance(self.group_max_size, int) or self.group_max_size < 0:
             raise ValueError(f"group_max_size must be an int >= 0, got {self.group_max_size!r}")
         if not isinstance(self.queues, Mapping) or not self.queues:

@@ -1,7 +1,10 @@
 """Heartbeat: renews the leases of running tasks and publishes this worker's state with a TTL.
 
-A lease that Redis reports lost (the task was recovered, deleted or taken over) or that could not
-be renewed before it ran out cancels the handler: the recoverer owns the task from then on.
+A lease that Redis reports lost (the task was recovered, deleted or taken over) cancels the
+handler: the recoverer owns the task from then on. So does a lease that could not be renewed
+before it ran out — checked by a local watchdog that never waits on Redis, so a Redis that
+hangs (paused, a dead connection waiting for its socket timeout) cannot keep a handler running
+past its lease while another worker recovers the task.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from .._broker import Broker
 from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
+from .._outage import Outage
 from ._acker import Acker, PendingOutcome
 from ._config import WorkerConfig
 from ._processor import Processor
@@ -25,7 +29,8 @@ from ._running import Running
 
 
 class Heartbeat:
-    """Lease keeper and server-state publisher; ``tick()`` is one beat."""
+    """Lease keeper and server-state publisher; ``tick()`` is one beat, ``watch()`` one check
+    of local lease expiry."""
 
     def __init__(self, broker: Broker, config: WorkerConfig, processor: Processor, acker: Acker,
                  clock: Clock) -> None:
@@ -35,33 +40,34 @@ class Heartbeat:
         self._acker = acker
         self._clock = clock
         self._log: Any = get_logger("heartbeat", server_id=config.server_id)
+        self.outage = Outage(self._log, "renew leases")
         self.started_ms = clock.now_ms()
         self.status = "active"
         self._host = socket.gethostname()
         self._pid = os.getpid()
-        self._failing = False
 
-    async def tick(self) -> None:
-        """Renew every lease this worker holds, then publish the server state."""
-        ok = await self._renew_leases()
-        self._expire_local()
+    async def tick(self) -> bool:
+        """Renew every lease this worker holds, then publish the server state; True if both
+        went through."""
+        error = await self._renew_leases()
+        self.watch()
         try:
             await self.write_state()
         except BrokerError as exc:
-            ok = False
-            if not self._failing:
-                self._log.warning("writing server state failed", error=str(exc))
-        if ok and self._failing:
-            self._log.info("heartbeat recovered")
-        self._failing = not ok
+            error = error or exc
+        if error is None:
+            self.outage.succeeded()
+            return True
+        self.outage.failed(error)
+        return False
 
-    async def _renew_leases(self) -> bool:
+    async def _renew_leases(self) -> BrokerError | None:
         by_queue: dict[str, list[str]] = defaultdict(list)
         for running in self._processor.running.values():
             by_queue[running.queue].append(running.id)
         for waiting in self._acker.pending.values():
             by_queue[waiting.outcome.queue].append(waiting.outcome.task_id)
-        ok = True
+        error: BrokerError | None = None
         lease_ms = self._config.lease_ms
         for queue, ids in by_queue.items():
             sent = self._clock.now_ms()
@@ -69,10 +75,7 @@ class Heartbeat:
                 flags = await self._broker.extend_leases(queue, ids, self._config.server_id,
                                                          lease_ms)
             except BrokerError as exc:
-                ok = False
-                if not self._failing:
-                    self._log.warning("renewing leases failed", queue=queue, error=str(exc),
-                                      tasks=len(ids))
+                error = exc
                 continue
             for task_id, kept in zip(ids, flags, strict=True):
                 run: Running | None = self._processor.running.get(task_id)
@@ -86,14 +89,21 @@ class Heartbeat:
                     self._processor.lease_lost(task_id)
                 elif pending is not None:
                     self._acker.lease_lost(task_id)
-        return ok
+        return error
 
-    def _expire_local(self) -> None:
-        """Cancel handlers whose lease ran out while Redis could not be reached."""
+    def watch(self) -> int:
+        """Cancel the handlers whose lease ran out (it could not be renewed); returns how many.
+
+        Purely local: lease ends are computed from when each renewal was *sent*, so they are
+        never later than what Redis holds.
+        """
         now = self._clock.now_ms()
+        lost = 0
         for run in list(self._processor.running.values()):
             if run.lease_until_ms <= now and run.reason is None:
                 self._processor.lease_lost(run.id)
+                lost += 1
+        return lost
 
     def server_info(self) -> dict[str, Any]:
         cfg = self._config
@@ -128,10 +138,27 @@ class Heartbeat:
                               error=str(exc))
 
     async def run(self) -> None:
+        """Beat every ``heartbeat_interval`` (no backoff: leases must be renewed on time), with
+        the local lease watchdog running beside it."""
         self.started_ms = self._clock.now_ms()  # when the worker started, not when it was built
+        interval = self._config.heartbeat_interval
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watchdog)
+            while True:
+                # A beat that hangs (Redis paused, a dead connection) is abandoned after two
+                # intervals, so the next one can try on a fresh connection.
+                with anyio.move_on_after(2 * interval) as scope:
+                    try:
+                        await self.tick()
+                    except Exception:
+                        self._log.exception("heartbeat failed unexpectedly")
+                if scope.cancelled_caught:
+                    self.outage.failed(TimeoutError(f"no answer from Redis within "
+                                                    f"{2 * interval:g}s"))
+                await anyio.sleep(interval)
+
+    async def _watchdog(self) -> None:
+        period = min(self._config.heartbeat_interval / 2, 1.0)
         while True:
-            try:
-                await self.tick()
-            except Exception:
-                self._log.exception("heartbeat failed unexpectedly")
-            await anyio.sleep(self._config.heartbeat_interval)
+            await anyio.sleep(period)
+            self.watch()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import uuid
 from collections.abc import Coroutine
 from typing import Any
 
@@ -30,6 +31,7 @@ from .._errors import (
 from .._log import get_logger
 from .._message import decode_message
 from .._options import to_ms
+from .._outage import Outage
 from .._task import Task
 from ._acker import Acker
 from ._config import WorkerConfig
@@ -63,6 +65,13 @@ class Processor:
         self._owner = config.server_id
         self._order = QueueOrder(config.queues, config.strict_priority)
         self._log: Any = get_logger("processor", server_id=config.server_id)
+        self.outages: dict[str, Outage] = {}
+        """Per queue: a queue whose dequeue fails (Redis down, a poisoned key) is retried each
+        round without holding up the other queues."""
+        self._backoff = Backoff(base=0.1, cap=5.0)
+        self._unanswered: dict[str, str] = {}
+        """Per queue, the id of a dequeue request that failed: it is re-sent with the same id,
+        so if Redis did run it (the reply was lost) the tasks it leased come back to us."""
         self.running: dict[str, Running] = {}
         self.abandoned: set[asyncio.Task[Any]] = set()
         self._hooks: set[asyncio.Future[Any]] = set()
@@ -84,7 +93,6 @@ class Processor:
 
     async def run(self) -> None:
         """Lease tasks whenever slots are free, until ``stop_fetching``."""
-        backoff = Backoff(base=0.1, cap=5.0)
         while self.fetching:
             free = self._config.concurrency - len(self.running)
             if free <= 0:
@@ -94,48 +102,70 @@ class Processor:
             self.wake.clear()
             try:
                 drained = await self.tick(free)
-            except BrokerError as exc:
-                delay = backoff.next_delay()
-                if backoff.failures == 1 or backoff.failures % 20 == 0:
-                    self._log.warning("dequeue failed; retrying", error=str(exc),
-                                      retry_in=round(delay, 2), failures=backoff.failures)
-                await anyio.sleep(delay)
-                continue
             except Exception:  # a bug must not stop the worker; leased tasks get recovered
-                delay = backoff.next_delay()
-                self._log.exception("fetching tasks failed unexpectedly", retry_in=round(delay, 2))
-                await anyio.sleep(delay)
+                self._log.exception("fetching tasks failed unexpectedly")
+                drained = None
+            if drained is None:  # every queue failed: back off (exponentially, with jitter)
+                await self._back_off(self._backoff.next_delay())
                 continue
-            if backoff.failures:
-                self._log.info("dequeue recovered", after_failures=backoff.failures)
-                backoff.reset()
+            self._backoff.reset()
             if drained and self.fetching:
                 with anyio.move_on_after(self._config.idle_poll_interval):
                     await self.wake.wait()
 
-    async def tick(self, free: int) -> bool:
-        """One fetch round over the queues in priority order; True when all were drained."""
+    async def _back_off(self, delay: float) -> None:
+        """Wait before the next dequeue after a failure; a wake-up (the subscriber reconnected,
+        work arrived) ends the wait early."""
+        with anyio.move_on_after(delay):
+            await self.wake.wait()
+
+    def _outage(self, queue: str) -> Outage:
+        outage = self.outages.get(queue)
+        if outage is None:
+            outage = self.outages[queue] = Outage(self._log.bind(queue=queue), "dequeue")
+        return outage
+
+    @property
+    def failing_queues(self) -> list[str]:
+        return [q for q, o in self.outages.items() if o.ongoing]
+
+    async def tick(self, free: int) -> bool | None:
+        """One fetch round over the queues in priority order; True when all were drained,
+        None when every queue failed."""
         got = 0
+        failed = 0
         waiter_ttl = int(self._config.idle_poll_interval * 3000)
-        for queue in self._order():
+        order = self._order()
+        for queue in order:
             want = min(free - got, self._config.dequeue_batch)
             before = self._clock.now_ms()
-            raws, dropped = await self._broker.dequeue(queue, want, self._owner,
-                                                       self._config.lease_ms, waiter_ttl)
+            request = self._unanswered.pop(queue, None) or uuid.uuid4().hex
+            try:
+                raws, dropped = await self._broker.dequeue(queue, want, self._owner,
+                                                           self._config.lease_ms, waiter_ttl,
+                                                           request)
+            except Exception as exc:  # BrokerError, or a reply the broker could not parse
+                self._unanswered[queue] = request
+                self._outage(queue).failed(exc, exc_info=not isinstance(exc, BrokerError))
+                failed += 1
+                continue
+            if queue in self.outages:
+                self.outages[queue].succeeded()
             if dropped:
-                self._log.warning("dropped pending ids without a task record", queue=queue,
-                                  count=dropped)
+                self._log.warning("dropped pending ids without a usable task record",
+                                  queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
             for raw in raws:
                 self._start(queue, raw, lease_until)
             got += len(raws)
             if len(raws) == want:
                 return False
-        return True
+        return None if failed == len(order) else True
 
     # -- running
 
     def _start(self, queue: str, raw: RawTask, lease_until: int) -> None:
+        self._acker.discard_stale(raw.id)
         try:
             msg = decode_message(raw.msg)
             if msg.id != raw.id or msg.queue != queue:

@@ -8,10 +8,10 @@ import anyio
 from anyio.abc import TaskStatus
 
 from .. import _keys as K
-from .._backoff import Backoff
 from .._broker import Broker
 from .._errors import BrokerError
 from .._log import get_logger
+from .._outage import Outage
 from ._processor import Processor
 
 
@@ -23,9 +23,13 @@ class Subscriber:
         self._processor = processor
         self._queues = frozenset(queues)
         self._log: Any = get_logger("subscriber")
+        self.outage = Outage(self._log, "subscribe", base=0.2, cap=5.0)
         self.connected = False
-        self.failures = 0
+
+    @property
+    def failures(self) -> int:
         """Failed connection attempts since the last successful subscription."""
+        return self.outage.failures
 
     def handle(self, channel: str, data: str) -> None:
         """React to one message (exposed for tests)."""
@@ -37,16 +41,12 @@ class Subscriber:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Subscribe (reporting ready once subscribed), then dispatch messages until cancelled."""
-        backoff = Backoff(base=0.2, cap=5.0)
         started = False
         while True:
             try:
                 async for item in self._broker.listen([K.CANCEL_CHANNEL, K.WAKE_CHANNEL]):
                     if item is None:
-                        if backoff.failures:
-                            self._log.info("subscription restored", after_failures=backoff.failures)
-                        backoff.reset()
-                        self.failures = 0
+                        self.outage.succeeded()
                         self.connected = True
                         # Wake-ups may have been missed while disconnected: look again.
                         self._processor.wake.set()
@@ -57,14 +57,8 @@ class Subscriber:
                     self.handle(*item)
             except BrokerError as exc:
                 self.connected = False
-                self.failures += 1
-                delay = backoff.next_delay()
-                if backoff.failures == 1 or backoff.failures % 20 == 0:
-                    self._log.warning("subscription lost; reconnecting", error=str(exc),
-                                      retry_in=round(delay, 2))
-                await anyio.sleep(delay)
-            except Exception:
+                await anyio.sleep(self.outage.failed(exc))
+            except Exception as exc:
                 self.connected = False
-                self.failures += 1
                 self._log.exception("subscriber failed unexpectedly")
-                await anyio.sleep(backoff.next_delay())
+                await anyio.sleep(self.outage.failed(exc))

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -15,7 +15,7 @@ import anyio.abc
 
 from .._broker import Broker
 from .._clock import SYSTEM_CLOCK, Clock
-from .._connection import RedisLike, make_broker
+from .._connection import ConnectionOptions, RedisLike, make_broker
 from .._log import get_logger
 from ._acker import Acker
 from ._aggregator import Aggregator
@@ -35,19 +35,25 @@ class Worker:
 
     ``await worker.run()`` runs until cancelled, ``stop()`` or SIGTERM/SIGINT (SIGTSTP stops
     fetching but keeps running). ``async with worker:`` runs it in the background of the current
-    event loop and shuts it down gracefully on exit. Options are those of ``WorkerConfig``.
+    event loop and shuts it down gracefully on exit. Options are those of ``WorkerConfig``;
+    ``connection`` (a ``ConnectionOptions``: timeouts, health checks) applies when ``redis`` is
+    a URL.
     """
 
     def __init__(self, redis: RedisLike | Broker, handler: Handler, *,
-                 clock: Clock | None = None, **options: Any) -> None:
+                 clock: Clock | None = None, connection: ConnectionOptions | None = None,
+                 **options: Any) -> None:
         if not callable(handler):
             raise TypeError(f"handler must be callable (a ServeMux or async function), "
                             f"got {handler!r}")
         self.config = WorkerConfig(**options)
         self.clock = clock or SYSTEM_CLOCK
         if isinstance(redis, str) or not hasattr(redis, "dequeue"):
-            self.broker: Broker = make_broker(redis, clock=self.clock)
+            self.broker: Broker = make_broker(redis, clock=self.clock,
+                                              connection=connection)
         else:
+            if connection is not None:
+                raise ValueError("connection options apply to a Redis URL, not to a broker")
             self.broker = redis  # type: ignore[assignment]
         cfg = self.config
         queues = list(cfg.queues)
@@ -57,8 +63,9 @@ class Worker:
         self.processor = Processor(self.broker, cfg, handler, self.acker, self.clock)
         self.heartbeat = Heartbeat(self.broker, cfg, self.processor, self.acker, self.clock)
         self.recoverer = Recoverer(self.broker, cfg, self.clock,
-                                   on_retry_scheduled=self.forwarder.poke)
-        self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch)
+                                   on_retry_scheduled=self.forwarder.poke, held=self._held)
+        self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,
+                               cfg.orphan_scan_count)
         self.subscriber = Subscriber(self.broker, self.processor, queues)
         self.aggregator = (Aggregator(self.broker, cfg, self.clock)
                            if cfg.group_aggregator is not None else None)
@@ -71,6 +78,9 @@ class Worker:
         self._shutdown = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
         self._startup: anyio.CancelScope | None = None
+
+    def _held(self) -> _Held:
+        return _Held(self.processor.running, self.acker.pending)
 
     @property
     def ready(self) -> bool:
@@ -206,3 +216,16 @@ class Worker:
         self.stop()
         if self._runner is not None:
             await self._runner
+
+
+class _Held:
+    """The ids of the tasks this worker runs or holds an outcome for (for the recoverer)."""
+
+    __slots__ = ("_pending", "_running")
+
+    def __init__(self, running: Mapping[str, object], pending: Mapping[str, object]) -> None:
+        self._running = running
+        self._pending = pending
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._running or task_id in self._pending

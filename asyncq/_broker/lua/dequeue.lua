@@ -4,29 +4,58 @@
 -- KEYS[3] lease zset         asyncq:{q}:lease
 -- KEYS[4] paused flag        asyncq:{q}:paused
 -- KEYS[5] waiters flag       asyncq:{q}:waiters
+-- KEYS[6] last request       asyncq:{q}:dequeued:<owner>  (used only when ARGV[6] is set): a
+--   hash '=' -> request id, 't:<id>' -> '' for each task it leased
 -- ARGV[1] lease expiry, Unix ms
 -- ARGV[2] most tasks to lease
 -- ARGV[3] task key prefix    asyncq:{q}:t:
 -- ARGV[4] owner (the worker's server id)
 -- ARGV[5] waiters flag TTL in ms
+-- ARGV[6] request id, or '' — a request re-sent with the same id (its reply was lost) returns
+--   the tasks the first attempt leased, if they are still leased to this owner, instead of
+--   leasing more: a lost reply then never strands tasks in active until their lease expires.
+-- ARGV[7] how long the last request is remembered, ms
 -- Returns: {dropped, id1, msg1, payload1, retried1, id2, ...}. `dropped` counts ids popped
---   without a task hash (removed). When fewer tasks than asked for are returned, the waiters
---   flag is set in the same step, so any later enqueue publishes a wake-up: no lost wake-ups.
--- Paused queues return {0} and lease nothing.
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  return {0}
-end
+--   without a usable task record (no hash, or a key of another type: removed from the lists and
+--   left alone). A hash without its message is leased and returned with an empty message, so
+--   the worker archives it with the reason. When fewer tasks than asked for are returned, the
+--   waiters flag is set in the same step, so any later enqueue publishes a wake-up: no lost
+--   wake-ups. Paused queues return {0} and lease nothing.
 local out = {0}
+if ARGV[6] ~= '' then
+  if redis.call('HGET', KEYS[6], '=') == ARGV[6] then
+    local fields = redis.call('HKEYS', KEYS[6])
+    for _, field in ipairs(fields) do
+      if string.sub(field, 1, 2) == 't:' then
+        local id = string.sub(field, 3)
+        local v = redis.pcall('HMGET', ARGV[3] .. id, 'msg', 'payload', 'retried', 'state',
+          'owner')
+        if v[4] == 'active' and v[5] == ARGV[4] then
+          redis.call('ZADD', KEYS[3], ARGV[1], id)
+          out[#out + 1] = id
+          out[#out + 1] = v[1] or ''
+          out[#out + 1] = v[2] or ''
+          out[#out + 1] = v[3] or '0'
+        end
+      end
+    end
+    return out
+  end
+end
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return out
+end
 local want = tonumber(ARGV[2])
 local got = 0
+local leased = {}
 while got < want do
   local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT')
   if not id then
     break
   end
   local key = ARGV[3] .. id
-  local v = redis.call('HMGET', key, 'msg', 'payload', 'retried')
-  if not v[1] then
+  local v = redis.pcall('HMGET', key, 'msg', 'payload', 'retried')
+  if v.err or (not v[1] and redis.call('EXISTS', key) == 0) then
     redis.call('LREM', KEYS[2], 1, id)
     out[1] = out[1] + 1
   else
@@ -34,13 +63,27 @@ while got < want do
     redis.call('HDEL', key, 'pending_since')
     redis.call('ZADD', KEYS[3], ARGV[1], id)
     out[#out + 1] = id
-    out[#out + 1] = v[1]
+    out[#out + 1] = v[1] or ''
     out[#out + 1] = v[2] or ''
     out[#out + 1] = v[3] or '0'
     got = got + 1
+    leased[got] = id
   end
 end
 if got < want then
   redis.call('SET', KEYS[5], '1', 'PX', ARGV[5])
+end
+if ARGV[6] ~= '' and got > 0 then
+  redis.call('DEL', KEYS[6])
+  local fields = {'=', ARGV[6]}
+  for i, id in ipairs(leased) do
+    fields[#fields + 1] = 't:' .. id
+    fields[#fields + 1] = ''
+    if #fields >= 500 or i == #leased then
+      redis.call('HSET', KEYS[6], unpack(fields))
+      fields = {}
+    end
+  end
+  redis.call('PEXPIRE', KEYS[6], ARGV[7])
 end
 return out

@@ -11,8 +11,8 @@
 local out = {}
 for i = 4, #ARGV do
   local id = ARGV[i]
-  local v = redis.call('HMGET', ARGV[3] .. id, 'state', 'owner')
-  if v[1] == 'active' and v[2] == ARGV[2] then
+  local v = redis.pcall('HMGET', ARGV[3] .. id, 'state', 'owner')
+  if not v.err and v[1] == 'active' and v[2] == ARGV[2] then
     redis.call('ZADD', KEYS[1], ARGV[1], id)
     out[#out + 1] = 1
   else

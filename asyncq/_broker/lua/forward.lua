@@ -10,14 +10,15 @@
 -- ARGV[5] wake channel
 -- ARGV[6] queue name
 -- Returns: {moved, next_due} where next_due is the score of the earliest task left (Unix ms),
---   or -1 when the zset is empty. Ids whose task hash is gone are dropped (counted as moved).
+--   or -1 when the zset is empty. Ids whose task hash is gone (or is a key of another type) are
+--   dropped (counted as moved).
 -- @include _lib.lua
 local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[2]))
 local pushed = false
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
-  local v = redis.call('HMGET', key, 'state', 'group')
-  if v[1] then
+  local v = redis.pcall('HMGET', key, 'state', 'group')
+  if not v.err and v[1] then
     if v[2] and v[2] ~= '' then
       redis.call('ZADD', ARGV[4] .. v[2], ARGV[1], id)
       redis.call('SADD', KEYS[3], v[2])

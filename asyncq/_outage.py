@@ -1,0 +1,59 @@
+"""Outage: how a loop that talks to Redis reports failures — once when they start, once when
+they end — and how long it waits before trying again.
+
+Every background loop of a worker (fetching, writing outcomes, lease renewal, pub/sub,
+forwarding, recovery, cleanup, aggregation) owns one ``Outage``. The first failure logs one
+warning ``redis calls failing`` (with the operation and the error); the first success after
+failures logs one info ``redis calls recovered`` (with the number of failures and the
+duration).
+Failures in between are counted, not logged, so an outage of an hour is two log lines per loop,
+not thousands.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ._backoff import Backoff
+
+
+class Outage:
+    """Failure bookkeeping of one loop: logging at the edges, plus exponential backoff with
+    jitter for loops that retry continuously."""
+
+    def __init__(self, log: Any, operation: str, *, base: float = 0.1,
+                 cap: float = 5.0) -> None:
+        self._log = log
+        self.operation = operation
+        self.backoff = Backoff(base=base, cap=cap)
+        self.failures = 0
+        """Consecutive failures (0 while healthy)."""
+        self.outages = 0
+        """How many outages this loop went through."""
+        self._since = 0.0
+
+    @property
+    def ongoing(self) -> bool:
+        return self.failures > 0
+
+    def failed(self, exc: BaseException, *, exc_info: bool = False, **context: Any) -> float:
+        """Count a failure (logging the first one, with the traceback if ``exc_info``); return
+        how long to wait before retrying."""
+        self.failures += 1
+        if self.failures == 1:
+            self.outages += 1
+            self._since = time.monotonic()
+            self._log.warning("redis calls failing", operation=self.operation,
+                              error=str(exc) or type(exc).__name__,
+                              **({"exc_info": exc} if exc_info else {}), **context)
+        return self.backoff.next_delay()
+
+    def succeeded(self) -> None:
+        """A call went through: log the end of the outage, if there was one."""
+        if self.failures:
+            self._log.info("redis calls recovered", operation=self.operation,
+                           failures=self.failures,
+                           outage_s=round(time.monotonic() - self._since, 2))
+            self.failures = 0
+            self.backoff.reset()

@@ -1,0 +1,506 @@
+"""Connection robustness, piece by piece (issue 7 item 3 and the fixes the chaos suite exposed):
+connection settings, transient errors, idempotent retries of enqueue and dequeue, local lease
+expiry while Redis hangs, outcomes kept past a lease, pub/sub liveness, one log line per
+outage edge, and the repair of orphaned task records."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+import anyio
+import pytest
+import structlog
+from dataplane_helpers import dead_redis_url, task_hash
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from asyncq import (
+    BrokerError,
+    Client,
+    ConnectionOptions,
+    FakeClock,
+    LeaseExpiredError,
+    ServeMux,
+    Task,
+    TaskIDConflictError,
+    Worker,
+)
+from asyncq import _keys as K
+from asyncq._broker import NewTask, Outcome, RawTask, RedisBroker
+from asyncq._connection import make_broker
+from asyncq._message import TaskMessage
+from asyncq._testing.redis_server import RedisServer
+from asyncq.testing import queue_counts, wait_drained, wait_until
+
+pytestmark = pytest.mark.anyio
+
+OWNER = "srv-a"
+
+
+def lost_reply() -> BrokerError:
+    """What a call whose reply never came looks like (it may have run)."""
+    try:
+        raise RedisConnectionError("Connection closed by server.")
+    except RedisConnectionError as cause:
+        err = BrokerError("call failed: Connection closed by server.")
+        err.__cause__ = cause
+        return err
+
+
+# ----------------------------------------------------------------- connection settings
+
+
+async def test_connection_options_reach_the_clients_asyncq_creates(asyncq_redis_url: str) -> None:
+    opts = ConnectionOptions(socket_timeout=1.5, socket_connect_timeout=0.5,
+                             health_check_interval=3)
+    worker = Worker(asyncq_redis_url, ServeMux(), connection=opts)
+    client = Client(asyncq_redis_url, connection=opts)
+    try:
+        for broker in (worker.broker, client.broker):
+            assert isinstance(broker, RedisBroker)
+            kwargs = broker.redis.connection_pool.connection_kwargs
+            assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"],
+                    kwargs["health_check_interval"]) == (1.5, 0.5, 3)
+            # asyncq retries at its own level; redis-py must never re-send a script by itself.
+            conn = broker.redis.connection_pool.make_connection()
+            assert conn.retry.get_retries() == 0
+            assert (broker.ping_interval, broker.reply_timeout) == (3, 1.5)
+    finally:
+        await worker.broker.close()
+        await client.close()
+
+
+@pytest.mark.parametrize(("field", "value", "error"), [
+    ("socket_timeout", 0, ValueError), ("socket_timeout", float("inf"), ValueError),
+    ("socket_connect_timeout", -1, ValueError), ("health_check_interval", -1, ValueError),
+    ("socket_timeout", True, ValueError), ("socket_keepalive", "yes", TypeError),
+])
+def test_connection_options_are_validated(field: str, value: object,
+                                          error: type[Exception]) -> None:
+    with pytest.raises(error, match=field):
+        ConnectionOptions(**{field: value})
+
+
+async def test_connection_options_need_a_url(redis_client: Redis) -> None:
+    with pytest.raises(ValueError, match="connection options apply to a Redis URL"):
+        Client(redis_client, connection=ConnectionOptions())
+    with pytest.raises(ValueError, match="connection options apply to a Redis URL"):
+        Worker(redis_client, ServeMux(), connection=ConnectionOptions())
+    with pytest.raises(ValueError, match="retry_attempts"):
+        Client(redis_client, retry_attempts=-1)
+
+
+async def test_broker_errors_say_whether_trying_again_can_help(
+    redis_client: Redis, asyncq_queue: str,
+) -> None:
+    down = make_broker(dead_redis_url())
+    with pytest.raises(BrokerError) as info:
+        await down.ping()
+    assert info.value.transient
+    await down.close()
+    broker = make_broker(redis_client)
+    await redis_client.set(K.queue_keys(asyncq_queue).pending, "not a list")
+    with pytest.raises(BrokerError) as info:
+        await broker.dequeue(asyncq_queue, 1, OWNER, 1000, 1000)
+    assert "WRONGTYPE" in str(info.value) and not info.value.transient
+
+
+# ----------------------------------------------------------------- enqueue retries
+
+
+class LosingBroker(RedisBroker):
+    """Stores tasks, then pretends the reply was lost ``lose`` times."""
+
+    lose = 0
+    calls = 0
+
+    async def store(self, task: NewTask) -> Any:
+        self.calls += 1
+        code = await super().store(task)
+        if self.lose:
+            self.lose -= 1
+            raise lost_reply()
+        return code
+
+    async def store_many(self, tasks: Any) -> Any:
+        self.calls += 1
+        codes = await super().store_many(tasks)
+        if self.lose:
+            self.lose -= 1
+            raise lost_reply()
+        return codes
+
+
+@pytest.mark.parametrize("fixed_id", [False, True], ids=["generated id", "task_id"])
+async def test_a_retried_enqueue_recognises_its_own_earlier_attempt(
+    fixed_id: bool, redis_client: Redis, asyncq_queue: str,
+) -> None:
+    broker = LosingBroker(redis_client)
+    opts: dict[str, Any] = {"task_id": "mine"} if fixed_id else {}
+    # Without retries the ambiguous failure reaches the caller...
+    broker.lose = 1
+    with pytest.raises(BrokerError):
+        await Client(broker).enqueue("t", {"n": 0}, queue=asyncq_queue, **opts)
+    # ... with them, a lost reply is retried, and the task found stored is recognised as ours.
+    await redis_client.delete(*[k async for k in redis_client.scan_iter(
+        match=K.queue_keys(asyncq_queue).base + "*")])
+    broker.lose, broker.calls = 2, 0
+    client = Client(broker, retry_attempts=3)
+    info = await client.enqueue("t", {"n": 1}, queue=asyncq_queue, unique=60, **opts)
+    assert broker.calls == 3
+    assert await redis_client.llen(K.queue_keys(asyncq_queue).pending) == 1
+    assert (await task_hash(redis_client, asyncq_queue, info.id))["state"] == b"pending"
+    # A real conflict (another task holds the id) is still one, retry or not.
+    if fixed_id:
+        broker.lose = 1
+        with pytest.raises(TaskIDConflictError):
+            await client.enqueue("t", {"n": 2}, queue=asyncq_queue, task_id="mine")
+
+
+async def test_a_retried_enqueue_many_reports_its_own_tasks_as_stored(
+    redis_client: Redis, asyncq_queue: str,
+) -> None:
+    broker = LosingBroker(redis_client)
+    await Client(broker).enqueue("t", "other", queue=asyncq_queue, task_id="taken")
+    broker.lose = 1
+    client = Client(broker, retry_attempts=2)
+    results = await client.enqueue_many(
+        [Task("t", i, task_id=f"b-{i}", queue=asyncq_queue) for i in range(5)]
+        + [Task("t", "mine", task_id="taken", queue=asyncq_queue)])
+    assert [type(r).__name__ for r in results] == ["TaskInfo"] * 5 + ["TaskIDConflictError"]
+    assert await redis_client.llen(K.queue_keys(asyncq_queue).pending) == 6
+
+
+async def test_enqueue_retries_with_backoff_until_redis_is_back(
+    own_server: RedisServer, asyncq_queue: str,
+) -> None:
+    async with Client(own_server.url, retry_attempts=8) as client:
+        await client.enqueue("t", queue=asyncq_queue)
+        own_server.stop()
+        async with anyio.create_task_group() as tg:
+            done: list[str] = []
+
+            async def produce() -> None:
+                done.append((await client.enqueue("t", queue=asyncq_queue)).id)
+
+            tg.start_soon(produce)
+            await anyio.sleep(0.5)  # the outage
+            assert not done
+            own_server.start()
+        assert len(done) == 1
+        assert await client.broker.read_tasks(asyncq_queue, done) != [None]
+
+
+# ----------------------------------------------------------------- dequeue request replay
+
+
+async def test_a_resent_dequeue_request_returns_what_it_leased(
+    redis_client: Redis, asyncq_queue: str,
+) -> None:
+    broker = make_broker(redis_client)
+    client = Client(broker)
+    ids = [(await client.enqueue("t", i, queue=asyncq_queue)).id for i in range(5)]
+    qk = K.queue_keys(asyncq_queue)
+    first, _ = await broker.dequeue(asyncq_queue, 2, OWNER, 30_000, 1000, "req-1")
+    assert [r.id for r in first] == ids[:2]
+    again, dropped = await broker.dequeue(asyncq_queue, 2, OWNER, 30_000, 1000, "req-1")
+    assert again == first and dropped == 0
+    assert await redis_client.llen(qk.pending) == 3  # nothing more was leased
+    assert 0 < await redis_client.pttl(qk.base + "dequeued:" + OWNER) <= 30_000
+    nxt, _ = await broker.dequeue(asyncq_queue, 2, OWNER, 30_000, 1000, "req-2")
+    assert [r.id for r in nxt] == ids[2:4]
+    # A replay only returns tasks still leased to that owner.
+    assert (await broker.dequeue(asyncq_queue, 2, "srv-b", 30_000, 1000, "req-2"))[0] != nxt
+    await redis_client.hset(qk.task(ids[2]), "owner", "someone-else")
+    assert [r.id for r in (await broker.dequeue(asyncq_queue, 2, OWNER, 30_000, 1000,
+                                                "req-2"))[0]] == [ids[3]]
+
+
+class LostDequeueBroker(RedisBroker):
+    """Its first dequeue that leases something loses the reply."""
+
+    lost: list[str] | None = None
+
+    async def dequeue(self, *args: Any) -> Any:
+        raws, dropped = await super().dequeue(*args)
+        if raws and self.lost is None:
+            self.lost = [r.id for r in raws]
+            raise lost_reply()
+        return raws, dropped
+
+
+async def test_tasks_leased_by_a_dequeue_whose_reply_was_lost_run_at_once(
+    redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
+) -> None:
+    broker = LostDequeueBroker(redis_client)
+    ran: list[Task] = []
+
+    async def handler(task: Task) -> None:
+        ran.append(task)
+
+    worker = Worker(broker, handler, queues={asyncq_queue: 1}, lease_duration=30,
+                    heartbeat_interval=5)
+    async with worker:
+        began = time.monotonic()
+        ids = {(await asyncq_client.enqueue("t", i, queue=asyncq_queue)).id for i in range(3)}
+        await wait_drained(redis_client, [asyncq_queue], worker=worker, timeout=5)
+    assert time.monotonic() - began < 3  # not after the 30 s lease
+    assert broker.lost and {t.id for t in ran} == ids and len(ran) == 3
+    assert {t.retried for t in ran} == {0}  # not counted as a failure
+
+
+# ----------------------------------------------------------------- leases while Redis hangs
+
+
+class HangingBroker(RedisBroker):
+    """While ``hang`` is set, every lease renewal and outcome write waits forever (a Redis
+    that accepted the connection but never answers)."""
+
+    hang = False
+
+    async def _stall(self) -> None:
+        if self.hang:
+            await asyncio.Event().wait()
+
+    async def extend_leases(self, *args: Any) -> Any:
+        await self._stall()
+        return await super().extend_leases(*args)
+
+    async def write_server_state(self, *args: Any) -> Any:
+        await self._stall()
+        return await super().write_server_state(*args)
+
+    async def finish(self, *args: Any) -> Any:
+        await self._stall()
+        return await super().finish(*args)
+
+
+async def test_a_handler_is_cancelled_when_its_lease_runs_out_even_if_redis_hangs(
+    redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
+) -> None:
+    broker = HangingBroker(redis_client)
+    started = asyncio.Event()
+    hooked: list[BaseException] = []
+
+    async def handler(task: Task) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    worker = Worker(broker, handler, queues={asyncq_queue: 1}, lease_duration=1,
+                    heartbeat_interval=0.25, error_handler=lambda t, e: hooked.append(e))
+    async with worker:
+        await asyncq_client.enqueue("t", queue=asyncq_queue)
+        await started.wait()
+        broker.hang = True
+        began = time.monotonic()
+        await wait_until(lambda: hooked, timeout=3)
+        assert time.monotonic() - began < 1 + 0.5
+        broker.hang = False
+    assert [type(e) for e in hooked] == [LeaseExpiredError]
+
+
+class DownBroker(RedisBroker):
+    """Every call fails (connection refused) while ``down`` is set."""
+
+    down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise lost_reply()
+
+    async def finish(self, *args: Any) -> Any:
+        self._check()
+        return await super().finish(*args)
+
+    async def extend_leases(self, *args: Any) -> Any:
+        self._check()
+        return await super().extend_leases(*args)
+
+    async def dequeue(self, *args: Any) -> Any:
+        self._check()
+        return await super().dequeue(*args)
+
+    async def write_server_state(self, *args: Any) -> Any:
+        self._check()
+        return await super().write_server_state(*args)
+
+    async def forward(self, *args: Any) -> Any:
+        self._check()
+        return await super().forward(*args)
+
+
+async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_logs_twice(
+    redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
+) -> None:
+    broker = DownBroker(redis_client)
+    release = asyncio.Event()
+    ran: list[str] = []
+
+    async def handler(task: Task) -> None:
+        assert task.id is not None
+        ran.append(task.id)
+        await release.wait()
+
+    with structlog.testing.capture_logs() as logs:
+        worker = Worker(broker, handler, queues={asyncq_queue: 1}, lease_duration=0.6,
+                        heartbeat_interval=0.1, recover_interval=0.1, recover_grace=0.1)
+        async with worker:
+            info = await asyncq_client.enqueue("t", queue=asyncq_queue, retention=60)
+            await wait_until(lambda: ran, timeout=3)
+            broker.down = True
+            release.set()  # it finishes while Redis is down...
+            await wait_until(lambda: worker.acker.pending, timeout=3)
+            await anyio.sleep(1.2)  # ... which lasts two leases (the fault, not a wait)
+            assert worker.acker.pending and not worker.processor.running
+            broker.down = False
+            await wait_drained(redis_client, [asyncq_queue], worker=worker)
+    # The outcome was written late, not given up, and the task did not run again.
+    assert ran == [info.id]
+    assert worker.acker.given_up == 0
+    assert (await task_hash(redis_client, asyncq_queue, info.id))["state"] == b"completed"
+    edges = Counter((e["event"], e["component"], e.get("operation")) for e in logs
+                    if e["event"].startswith("redis calls"))
+    for component, operation in (("acker", "write outcomes"), ("heartbeat", "renew leases")):
+        assert edges[("redis calls failing", component, operation)] == 1, edges
+        assert edges[("redis calls recovered", component, operation)] == 1, edges
+
+
+# ----------------------------------------------------------------- pub/sub liveness
+
+
+async def test_a_silent_pubsub_connection_is_detected(own_server: RedisServer) -> None:
+    redis = Redis.from_url(own_server.url)
+    broker = RedisBroker(redis, ping_interval=0.2, reply_timeout=0.3)
+    admin = Redis.from_url(own_server.url)
+    try:
+        stream = broker.listen([K.WAKE_CHANNEL])
+        assert await stream.__anext__() is None  # subscribed
+        await admin.execute_command("CLIENT", "PAUSE", 3000, "ALL")
+        began = time.monotonic()
+        with pytest.raises(BrokerError, match="no answer to a ping"):
+            with anyio.fail_after(2):
+                await stream.__anext__()
+        assert time.monotonic() - began < 1.5
+        await stream.aclose()
+    finally:
+        await admin.execute_command("CLIENT", "UNPAUSE")
+        await admin.aclose()
+        await redis.aclose()
+
+
+# ----------------------------------------------------------------- orphaned task records
+
+
+async def test_orphaned_records_are_put_back_or_archived(
+    redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
+) -> None:
+    broker = make_broker(redis_client)
+    q = asyncq_queue
+    qk = K.queue_keys(q)
+    kept = (await asyncq_client.enqueue("t", queue=q)).id  # in its list: left alone
+    group = (await asyncq_client.enqueue("t", queue=q, group="g")).id
+    records = {
+        "o-pending": {"state": "pending", "msg": b"{}"},
+        "o-archived": {"state": "archived", "msg": b"{}"},
+        "o-completed": {"state": "completed", "msg": b"{}"},
+        "o-weird": {"state": "dancing", "msg": b"{}"},
+        "o-no-msg": {"state": "pending"},
+    }
+    for task_id, fields in records.items():
+        await redis_client.hset(qk.task(task_id), mapping=fields)
+    await redis_client.zrem(qk.group("g"), group)
+    ids = [kept, group, *records, "o-missing"]
+    actions = await broker.repair_tasks(q, ids, 1000)
+    assert dict(zip(ids, actions, strict=True)) == {
+        kept: "", group: "aggregating", "o-pending": "pending", "o-archived": "archived",
+        "o-completed": "completed", "o-missing": "",
+        "o-weird": "archived:orphaned task record with an unknown state dancing",
+        "o-no-msg": "archived:DecodeError: task message is missing",
+    }
+    assert await broker.repair_tasks(q, ids, 1000) == [""] * len(ids)  # now all in place
+    counts = await queue_counts(redis_client, q)
+    assert (counts["pending"], counts["archived"], counts["completed"]) == (2, 3, 1)
+    # An undecided pending record (the list is longer than the search bound) is left alone.
+    await redis_client.lrem(qk.pending, 0, "o-pending")
+    await redis_client.lpush(qk.pending, *[f"filler-{i}" for i in range(5)])
+    assert await broker.repair_tasks(q, ["o-pending"], 3) == ["?"]
+
+
+async def test_the_janitor_scan_finds_orphans_of_its_queues_only(
+    own_server: RedisServer, asyncq_queue: str,
+) -> None:
+    redis = Redis.from_url(own_server.url)
+    other = asyncq_queue + "-other"
+    for q in (asyncq_queue, other):
+        await redis.hset(K.queue_keys(q).task("lost"), mapping={"state": "retry",
+                                                                 "msg": b"{}"})
+    worker = Worker(own_server.url, ServeMux(), queues={asyncq_queue: 1},
+                    orphan_scan_count=10)
+    try:
+        for _ in range(100):
+            await worker.janitor.scan_tick()
+            if worker.janitor.passes:
+                break
+        assert worker.janitor.repaired == 1
+        assert await redis.zcard(K.queue_keys(asyncq_queue).retry) == 1
+        assert await redis.zcard(K.queue_keys(other).retry) == 0
+    finally:
+        await worker.broker.close()
+        await redis.aclose()
+
+
+# ----------------------------------------------------------------- outcomes vs. recovery
+
+
+async def test_the_recoverer_leaves_alone_what_this_worker_holds_an_outcome_for(
+    asyncq_redis_url: str, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    clock = FakeClock()
+    worker = Worker(asyncq_redis_url, ServeMux(), clock=clock, queues={asyncq_queue: 1},
+                    lease_duration=2, heartbeat_interval=0.5, recover_grace=1)
+    try:
+        client = Client(worker.broker, clock=clock)
+        done_id = (await client.enqueue("t", queue=asyncq_queue, retention=60)).id
+        other_id = (await client.enqueue("t", queue=asyncq_queue)).id
+        owner = worker.config.server_id
+        raws, _ = await worker.broker.dequeue(asyncq_queue, 2, owner, 2000, 1000)
+        assert {r.id for r in raws} == {done_id, other_id}
+        # The handler of done_id finished during an outage longer than the lease; its outcome
+        # waits in the acker. other_id's handler was cancelled (nothing held).
+        worker.acker.submit(Outcome("complete", asyncq_queue, done_id, retention_ms=60_000),
+                            clock.now_ms() + 2000)
+        clock.advance(10)
+        assert await worker.recoverer.tick() == 1  # other_id only
+        assert (await task_hash(redis_client, asyncq_queue, other_id))["state"] == b"retry"
+        assert await worker.acker.flush()
+        assert (worker.acker.written, worker.acker.given_up) == (1, 0)
+        assert (await task_hash(redis_client, asyncq_queue, done_id))["state"] == b"completed"
+    finally:
+        await worker.broker.close()
+
+
+async def test_an_outcome_of_an_earlier_run_is_dropped_when_the_task_is_leased_again(
+    asyncq_redis_url: str, asyncq_queue: str,
+) -> None:
+    started = asyncio.Event()
+
+    async def handler(task: Task) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    worker = Worker(asyncq_redis_url, handler, queues={asyncq_queue: 1})
+    try:
+        msg = TaskMessage(id="again", type="t", queue=asyncq_queue)
+        # A retry outcome of run 1 never got written; the task was recovered and leased again.
+        worker.acker.submit(Outcome("retry", asyncq_queue, "again", retry_at_ms=1), 0)
+        worker.processor._start(asyncq_queue, RawTask("again", msg.encode(), b"", 1),
+                                int(time.time() * 1000) + 30_000)
+        await started.wait()
+        assert "again" not in worker.acker.pending and worker.acker.given_up == 1
+        assert worker.processor.cancel("again", "shutdown")
+        await wait_until(lambda: not worker.processor.running, timeout=2)
+    finally:
+        await worker.broker.close()
