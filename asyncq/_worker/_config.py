@@ -75,6 +75,10 @@ class WorkerConfig:
     """Safety net only: an idle worker is woken by pub/sub, and re-checks at least this often."""
     dequeue_batch: int = 100
     """Most tasks leased per script call when slots are free."""
+    prefetch: int | None = None
+    """Tasks leased ahead of free slots, so a finishing handler's slot is refilled without
+    waiting for Redis (default: concurrency // 4; 0 disables). Prefetched tasks hold a renewed
+    lease; on shutdown or SIGTSTP they are requeued at once."""
     cancel_grace: float = 5.0
     """How long a cancelled handler may take to stop before the worker stops waiting for it."""
     retry_delay: RetryDelay = default_retry_delay
@@ -105,6 +109,12 @@ class WorkerConfig:
             if value < 0:
                 raise ValueError(f"{name} must be >= 0, got {value}")
             object.__setattr__(self, name, value)
+        if self.prefetch is None:
+            object.__setattr__(self, "prefetch", self.concurrency // 4
+                               if isinstance(self.concurrency, int) else 0)
+        if not isinstance(self.prefetch, int) or isinstance(self.prefetch, bool) \
+                or self.prefetch < 0:
+            raise ValueError(f"prefetch must be an int >= 0, got {self.prefetch!r}")
         for name in ("concurrency", "dequeue_batch", "janitor_batch"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

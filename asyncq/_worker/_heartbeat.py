@@ -67,6 +67,8 @@ class Heartbeat:
             by_queue[running.queue].append(running.id)
         for waiting in self._acker.pending.values():
             by_queue[waiting.outcome.queue].append(waiting.outcome.task_id)
+        for task_id, buffered in self._processor.buffer.items():
+            by_queue[buffered.queue].append(task_id)
         error: BrokerError | None = None
         lease_ms = self._config.lease_ms
         for queue, ids in by_queue.items():
@@ -80,6 +82,13 @@ class Heartbeat:
             for task_id, kept in zip(ids, flags, strict=True):
                 run: Running | None = self._processor.running.get(task_id)
                 pending: PendingOutcome | None = self._acker.pending.get(task_id)
+                ahead = self._processor.buffer.get(task_id)
+                if ahead is not None:
+                    if kept:
+                        ahead.lease_until_ms = sent + lease_ms
+                    else:
+                        self._processor.lease_lost(task_id)
+                    continue
                 if kept:
                     if run is not None:
                         run.lease_until_ms = sent + lease_ms
@@ -102,6 +111,10 @@ class Heartbeat:
         for run in list(self._processor.running.values()):
             if run.lease_until_ms <= now and run.reason is None:
                 self._processor.lease_lost(run.id)
+                lost += 1
+        for task_id, ahead in list(self._processor.buffer.items()):
+            if ahead.lease_until_ms <= now:
+                self._processor.lease_lost(task_id)
                 lost += 1
         return lost
 

@@ -40,6 +40,17 @@ from ._retry import QueueOrder
 from ._running import Running, compute_deadline
 
 
+class Buffered:
+    """A leased task waiting for a free slot (prefetch)."""
+
+    __slots__ = ("lease_until_ms", "queue", "raw")
+
+    def __init__(self, queue: str, raw: RawTask, lease_until_ms: int) -> None:
+        self.queue = queue
+        self.raw = raw
+        self.lease_until_ms = lease_until_ms
+
+
 class TaskCancelledError(Exception):
     """The task was cancelled on request (``Client.cancel`` / the inspector)."""
 
@@ -73,6 +84,9 @@ class Processor:
         """Per queue, the id of a dequeue request that failed: it is re-sent with the same id,
         so if Redis did run it (the reply was lost) the tasks it leased come back to us."""
         self.running: dict[str, Running] = {}
+        self.buffer: dict[str, Buffered] = {}
+        """Prefetched tasks (leased, lease renewed, not started), oldest first."""
+        self._capacity = config.concurrency + (config.prefetch or 0)
         self.abandoned: set[asyncio.Task[Any]] = set()
         self._hooks: set[asyncio.Future[Any]] = set()
         self.wake = asyncio.Event()
@@ -86,15 +100,18 @@ class Processor:
     # -- fetching
 
     def stop_fetching(self) -> None:
-        """Lease no more tasks; running handlers carry on."""
+        """Lease no more tasks; running handlers carry on; prefetched tasks are requeued."""
         self.fetching = False
         self.wake.set()
         self._slot_free.set()
+        for item in self.buffer.values():
+            self._acker.submit(Outcome("requeue", item.queue, item.raw.id), item.lease_until_ms)
+        self.buffer.clear()
 
     async def run(self) -> None:
         """Lease tasks whenever slots are free, until ``stop_fetching``."""
         while self.fetching:
-            free = self._config.concurrency - len(self.running)
+            free = self._capacity - len(self.running) - len(self.buffer)
             if free <= 0:
                 self._slot_free.clear()
                 await self._slot_free.wait()
@@ -155,8 +172,12 @@ class Processor:
                 self._log.warning("dropped pending ids without a usable task record",
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
+            concurrency = self._config.concurrency
             for raw in raws:
-                self._start(queue, raw, lease_until)
+                if len(self.running) < concurrency or not self.fetching:
+                    self._start(queue, raw, lease_until)
+                else:
+                    self.buffer[raw.id] = Buffered(queue, raw, lease_until)
             got += len(raws)
             if len(raws) == want:
                 return False
@@ -216,6 +237,15 @@ class Processor:
         A handler that already returned (its completion not yet processed) is not cancelled:
         its own outcome stands.
         """
+        item = self.buffer.pop(task_id, None)
+        if item is not None:  # prefetched, not started: settle it without running it
+            if reason == "cancel":
+                error = error_text(TaskCancelledError("task cancelled on request"))
+                self._acker.submit(Outcome("archive", item.queue, task_id, error=error),
+                                   item.lease_until_ms)
+            elif reason != "lease":
+                self._acker.submit(Outcome("requeue", item.queue, task_id), item.lease_until_ms)
+            return True
         run = self.running.get(task_id)
         if run is None or run.reason is not None or run.atask is None or run.atask.done():
             return False
@@ -256,6 +286,11 @@ class Processor:
             run.timer.cancel()
         if run.grace_timer is not None:
             run.grace_timer.cancel()
+        if self.buffer and self.fetching:
+            # Refill the slot from the prefetch buffer now, without a round trip to Redis.
+            task_id = next(iter(self.buffer))
+            item = self.buffer.pop(task_id)
+            self._start(item.queue, item.raw, item.lease_until_ms)
         if not self.running:
             self._all_done.set()
         self._slot_free.set()
