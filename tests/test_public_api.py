@@ -1,0 +1,54 @@
+"""The public surface: everything users import comes from ``asyncq`` and is pinned here, so a
+name cannot appear or vanish by accident."""
+
+from __future__ import annotations
+
+import asyncq
+
+PUBLIC = {
+    "AsyncqError", "BrokerError", "Client", "Clock", "ConnectionOptions", "DailyStats",
+    "DecodeError", "DuplicateTaskError", "FakeClock", "GroupInfo", "Handler",
+    "HandlerNotFoundError", "Inspector", "LeaseExpiredError", "Middleware", "PeriodicTaskConfig",
+    "PeriodicTaskManager", "QueueInfo", "QueueNotEmptyError", "QueueNotFoundError", "Retry",
+    "RevokeTask", "Scheduler", "SchedulerEntry", "SchedulerEvent", "ServeMux", "ServerInfo",
+    "SkipRetry", "SystemClock", "Task", "TaskIDConflictError", "TaskInfo", "TaskNotFoundError",
+    "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "__version__",
+    "default_retry_delay",
+}
+
+
+def test_all_is_exactly_the_public_surface() -> None:
+    assert set(asyncq.__all__) == PUBLIC
+    assert len(asyncq.__all__) == len(PUBLIC)  # no duplicates
+    for name in asyncq.__all__:
+        assert getattr(asyncq, name) is not None
+
+
+def test_every_asyncq_error_derives_from_the_root() -> None:
+    errors = [getattr(asyncq, n) for n in asyncq.__all__
+              if isinstance(getattr(asyncq, n), type) and n.endswith("Error")]
+    assert len(errors) >= 10
+    assert all(issubclass(e, asyncq.AsyncqError) for e in errors)
+    # Handler signals are not failures of asyncq.
+    for signal in (asyncq.SkipRetry, asyncq.RevokeTask, asyncq.Retry):
+        assert not issubclass(signal, asyncq.AsyncqError)
+
+
+def test_package_is_typed_and_no_module_of_ours_uses_pickle() -> None:
+    import ast
+    from importlib import resources
+    from pathlib import Path
+
+    assert (resources.files("asyncq") / "py.typed").is_file()
+    sources = list(Path(asyncq.__file__).parent.rglob("*.py"))
+    assert len(sources) > 30
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            assert not any(n.split(".")[0] in {"pickle", "cPickle", "dill", "cloudpickle"}
+                           for n in names), f"{path} imports {names}"
