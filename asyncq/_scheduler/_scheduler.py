@@ -8,9 +8,8 @@ import inspect
 import os
 import signal
 import socket
-import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, tzinfo
 from types import TracebackType
 from typing import Any, Self
@@ -21,6 +20,7 @@ from .._broker import RedisBroker
 from .._clock import SYSTEM_CLOCK, Clock, datetime_to_ms
 from .._connection import ConnectionOptions, RedisLike, make_broker
 from .._log import get_logger
+from .._signals import signal_handlers
 from .._task import Task, TaskInfo
 from ._backend import CLAIM_RETENTION_MS, SchedulerBackend
 from ._entry import Entry, build_entry, validate_entry_id
@@ -221,20 +221,8 @@ class Scheduler:
         self._stopping = True
         self._wake.set()
 
-    @contextlib.contextmanager
-    def _signals(self, enabled: bool) -> Iterator[None]:
-        if not enabled or threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        loop = asyncio.get_running_loop()
-        sigs = (signal.SIGTERM, signal.SIGINT)
-        for sig in sigs:
-            loop.add_signal_handler(sig, self.stop)
-        try:
-            yield
-        finally:
-            for sig in sigs:
-                loop.remove_signal_handler(sig)
+    def _signals(self, enabled: bool) -> contextlib.AbstractContextManager[None]:
+        return signal_handlers(enabled, {signal.SIGTERM: self.stop, signal.SIGINT: self.stop})
 
     async def run(self, *, handle_signals: bool = True) -> None:
         """Fire entries on time and publish them until stopped (SIGTERM/SIGINT stop it too)."""

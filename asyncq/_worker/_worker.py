@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -17,6 +16,7 @@ from .._broker import Broker
 from .._clock import SYSTEM_CLOCK, Clock
 from .._connection import ConnectionOptions, RedisLike, make_broker
 from .._log import get_logger
+from .._signals import signal_handlers
 from ._acker import Acker
 from ._aggregator import Aggregator
 from ._config import WorkerConfig
@@ -107,21 +107,9 @@ class Worker:
         self.heartbeat.status = "stopped"
         self._log.info("stopped fetching new tasks")
 
-    @contextlib.contextmanager
-    def _signals(self, enabled: bool) -> Iterator[None]:
-        if not enabled or threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        loop = asyncio.get_running_loop()
-        handlers = {signal.SIGTERM: self.stop, signal.SIGINT: self.stop,
-                    signal.SIGTSTP: self.stop_fetching}
-        for sig, fn in handlers.items():
-            loop.add_signal_handler(sig, fn)
-        try:
-            yield
-        finally:
-            for sig in handlers:
-                loop.remove_signal_handler(sig)
+    def _signals(self, enabled: bool) -> contextlib.AbstractContextManager[None]:
+        return signal_handlers(enabled, {signal.SIGTERM: self.stop, signal.SIGINT: self.stop,
+                                         signal.SIGTSTP: self.stop_fetching})
 
     async def run(self, *, handle_signals: bool = True) -> None:
         """Run until stopped; every component lives in one task group."""
