@@ -243,7 +243,7 @@ class Inspector:
             try:
                 out.append(self._info(rec, now))
             except DecodeError:
-                continue  # a record we cannot read is skipped, as asynq does
+                continue  # a record we cannot read is skipped, not fatal to the listing
         return out
 
     async def task_info(self, queue: str, task_id: str) -> TaskInfo:

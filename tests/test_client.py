@@ -301,7 +301,7 @@ async def test_group_with_future_process_at_is_scheduled_and_remembers_its_group
     assert await zmembers(redis_client, qk.scheduled) == {info.id: at}
     assert await zmembers(redis_client, qk.group("g")) == {}
     fields = await task_hash(redis_client, asyncq_queue, info.id)
-    # Unlike the reference, the group is kept in the hash so the forwarder sends the task to
+    # The group is kept in the hash so the forwarder sends the task to
     # its group (not to pending) when it comes due.
     assert fields["group"] == b"g"
     assert msg_doc(fields)["group"] == "g"
