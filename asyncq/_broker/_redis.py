@@ -181,7 +181,7 @@ class RedisBroker(MaintenanceOps):
             return (self._scripts["schedule"],
                     [qk.task(msg.id), qk.scheduled, lock],
                     [msg.id, encoded, task.payload, task.process_at_ms, task.unique_ttl_ms,
-                     msg.group])
+                     msg.group, K.WAKE_CHANNEL, msg.queue])
         if msg.group:
             return (self._scripts["add_to_group"],
                     [qk.task(msg.id), qk.group(msg.group), qk.groups, lock],

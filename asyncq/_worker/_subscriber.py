@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -18,9 +19,11 @@ from ._processor import Processor
 class Subscriber:
     """Cancels running handlers on request and wakes the fetch loop when work arrives."""
 
-    def __init__(self, broker: Broker, processor: Processor, queues: list[str]) -> None:
+    def __init__(self, broker: Broker, processor: Processor, queues: list[str],
+                 on_due: Callable[[int], None] | None = None) -> None:
         self._broker = broker
         self._processor = processor
+        self._on_due = on_due
         self._queues = frozenset(queues)
         self._log: Any = get_logger("subscriber")
         self.outage = Outage(self._log, "subscribe", base=0.2, cap=5.0)
@@ -36,8 +39,14 @@ class Subscriber:
         if channel == K.CANCEL_CHANNEL:
             if self._processor.cancel(data, "cancel"):
                 self._log.info("task cancelled on request", task_id=data)
-        elif channel == K.WAKE_CHANNEL and data in self._queues:
-            self._processor.wake.set()
+        elif channel == K.WAKE_CHANNEL:
+            if data in self._queues:
+                self._processor.wake.set()
+                return
+            # "<queue>@<due ms>": a task scheduled for later became the queue's earliest.
+            queue, at, due = data.rpartition("@")
+            if at and queue in self._queues and due.isdigit() and self._on_due is not None:
+                self._on_due(int(due))
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Subscribe (reporting ready once subscribed), then dispatch messages until cancelled."""

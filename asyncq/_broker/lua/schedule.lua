@@ -8,7 +8,11 @@
 -- ARGV[4] process-at, Unix ms (the zset score)
 -- ARGV[5] uniqueness TTL in ms, 0 when the task is not unique
 -- ARGV[6] group name, '' for none (stored so the forwarder sends the task to its group)
+-- ARGV[7] wake channel
+-- ARGV[8] queue name
 -- Returns: 1 scheduled; 0 a task with this id exists; -1 a unique duplicate holds the lock.
+-- When the task becomes the earliest scheduled one, "<queue>@<process-at>" is published on the
+-- wake channel so workers' forwarders can wake at that time instead of at their next round.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
@@ -24,4 +28,7 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 'group', ARGV[6])
 end
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then
+  redis.call('PUBLISH', ARGV[7], ARGV[8] .. '@' .. ARGV[4])
+end
 return 1
