@@ -7,7 +7,6 @@ task hashes, lists and sorted sets back in a convenient (decoded) form.
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -17,6 +16,7 @@ import orjson
 from redis.asyncio import Redis
 
 from asyncq import _keys as K
+from asyncq.testing import wait_until
 
 T = TypeVar("T")
 
@@ -81,7 +81,4 @@ async def next_event(events: AsyncIterator[T], timeout: float = 5.0) -> T:
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
     """Poll an async ``check`` until it is true; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await anyio.sleep(0.01)
+    await wait_until(check, timeout=timeout, message="condition")

@@ -193,7 +193,7 @@ async def test_group_server_and_stats(cli: Cli, asyncq_client: asyncq.Client,
 
     async def handler(task: asyncq.Task) -> None:
         started.set()
-        await anyio.sleep(30)
+        await anyio.Event().wait()  # runs until the worker cancels it
 
     async with asyncq_worker(handler, queues={q: 1}, heartbeat_interval=0.1,
                              shutdown_timeout=0.5) as w:

@@ -549,7 +549,7 @@ async def test_servers_and_cancel(
 
     async def handler(task: asyncq.Task) -> None:
         started.set()
-        await anyio.sleep(60)
+        await anyio.Event().wait()  # runs until the worker cancels it
 
     # A stale entry (expired score) is pruned from the index on read.
     stale = K.server_key("stale-host:1:dead")

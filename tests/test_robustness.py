@@ -14,6 +14,7 @@ import anyio
 import pytest
 import structlog
 from dataplane_helpers import dead_redis_url, task_hash
+from faults import OutageBroker
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -302,40 +303,10 @@ async def test_a_handler_is_cancelled_when_its_lease_runs_out_even_if_redis_hang
     assert [type(e) for e in hooked] == [LeaseExpiredError]
 
 
-class DownBroker(RedisBroker):
-    """Every call fails (connection refused) while ``down`` is set."""
-
-    down = False
-
-    def _check(self) -> None:
-        if self.down:
-            raise lost_reply()
-
-    async def finish(self, *args: Any) -> Any:
-        self._check()
-        return await super().finish(*args)
-
-    async def extend_leases(self, *args: Any) -> Any:
-        self._check()
-        return await super().extend_leases(*args)
-
-    async def dequeue(self, *args: Any) -> Any:
-        self._check()
-        return await super().dequeue(*args)
-
-    async def write_server_state(self, *args: Any) -> Any:
-        self._check()
-        return await super().write_server_state(*args)
-
-    async def forward(self, *args: Any) -> Any:
-        self._check()
-        return await super().forward(*args)
-
-
 async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_logs_twice(
     redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
 ) -> None:
-    broker = DownBroker(redis_client)
+    broker = OutageBroker(redis_client, lost_reply)
     release = asyncio.Event()
     ran: list[str] = []
 

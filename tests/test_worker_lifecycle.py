@@ -11,10 +11,10 @@ import anyio
 import orjson
 import pytest
 from dataplane_helpers import dead_redis_url, task_hash
+from faults import OutageBroker
 from redis.asyncio import Redis
 
 from asyncq import (
-    BrokerError,
     Client,
     LeaseExpiredError,
     ServeMux,
@@ -274,36 +274,10 @@ async def test_lost_lease_cancels_the_handler_and_leaves_the_task_to_the_recover
     assert "error" not in fields
 
 
-class FlakyBroker(RedisBroker):
-    """A RedisBroker whose task writes fail while ``down`` is set (a simulated outage)."""
-
-    down = False
-
-    def _check(self) -> None:
-        if self.down:
-            raise BrokerError("injected outage")
-
-    async def finish(self, outcomes: Any, owner: str) -> Any:
-        self._check()
-        return await super().finish(outcomes, owner)
-
-    async def extend_leases(self, *args: Any) -> Any:
-        self._check()
-        return await super().extend_leases(*args)
-
-    async def dequeue(self, *args: Any) -> Any:
-        self._check()
-        return await super().dequeue(*args)
-
-    async def write_server_state(self, *args: Any) -> Any:
-        self._check()
-        return await super().write_server_state(*args)
-
-
 async def test_outcomes_written_after_a_redis_outage_are_not_lost(
     asyncq_client: Client, asyncq_queue: str, redis_client: Redis,
 ) -> None:
-    broker = FlakyBroker(redis_client)
+    broker = OutageBroker(redis_client)
     started: list[str] = []
     release = asyncio.Event()
     worker = Worker(broker, blocking_mux(started, release), queues={asyncq_queue: 1},
@@ -326,7 +300,7 @@ async def test_outcomes_written_after_a_redis_outage_are_not_lost(
 async def test_a_lease_that_cannot_be_renewed_cancels_the_handler_when_it_runs_out(
     asyncq_client: Client, asyncq_queue: str, redis_client: Redis,
 ) -> None:
-    broker = FlakyBroker(redis_client)
+    broker = OutageBroker(redis_client)
     started: list[str] = []
     cancelled: list[str] = []
     hooked: list[BaseException] = []

@@ -113,7 +113,7 @@ async def stubborn(task: Task) -> None:
     await _record(task.json(), started=1, finished=0)
     while True:
         try:
-            await asyncio.sleep(3600)
+            await asyncio.Event().wait()
         except asyncio.CancelledError:
             continue
 
