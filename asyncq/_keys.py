@@ -114,7 +114,13 @@ def queue_keys(queue: str) -> QueueKeys:
 
 def day_string(now_ms: int) -> str:
     """UTC date (YYYY-MM-DD) of a Unix-millisecond time, as used by the daily counters."""
-    return datetime.fromtimestamp(now_ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+    return _day_string(now_ms // 86_400_000)
+
+
+@lru_cache(maxsize=64)
+def _day_string(day: int) -> str:
+    """Formatted once per UTC day: every outcome the worker writes needs it."""
+    return datetime.fromtimestamp(day * 86_400, tz=UTC).strftime("%Y-%m-%d")
 
 
 def server_key(server_id: str) -> str:

@@ -1,18 +1,13 @@
--- Helpers shared by the inspector scripts, included by "-- @include _inspect_lib.lua".
+-- Helpers shared by the inspector scripts, included by "-- @include _inspect_lib.lua"
+-- (after "-- @include _lib.lua", whose helpers they use).
 -- Every key is built from prefixes of one queue (asyncq:{q}:...), so a script stays in one slot.
 
--- Release a task's uniqueness lock if this task still owns it.
-local function inspect_release_unique(unique_key, task_id)
-  if unique_key and unique_key ~= '' and redis.call('GET', unique_key) == task_id then
-    redis.call('DEL', unique_key)
-  end
-end
-
--- Wake idle workers of a queue: only if one of them left a waiters flag.
-local function inspect_wake(waiters_key, channel, queue)
-  if redis.call('DEL', waiters_key) == 1 then
-    redis.call('PUBLISH', channel, queue)
-  end
+-- The containers of one task's queue as the single-task scripts pass them: KEYS[2..8] are the
+-- pending list, scheduled, retry, archived and completed zsets, the groups set and the
+-- aggregation sets zset; ARGV[2] is the group key prefix (the table inspect_detach takes).
+local function inspect_task_containers()
+  return {pending = KEYS[2], scheduled = KEYS[3], retry = KEYS[4], archived = KEYS[5],
+          completed = KEYS[6], groups = KEYS[7], sets = KEYS[8], gprefix = ARGV[2]}
 end
 
 -- Remove a task id from the container of its state. `c` maps state names to container keys
@@ -36,25 +31,6 @@ local function inspect_detach(c, state, task_id, group)
     end
   elseif c[state] then
     redis.call('ZREM', c[state], task_id)
-  end
-end
-
--- Keep the archive bounded: drop entries older than `oldest` (Unix ms) and the oldest entries
--- beyond `max_size`, at most `limit` of each per call, deleting their task hashes (and releasing
--- the locks they own) so that no orphaned task record is left behind.
-local function inspect_trim_archive(archived, tprefix, oldest, max_size, limit)
-  local function drop(ids)
-    for _, id in ipairs(ids) do
-      local key = tprefix .. id
-      inspect_release_unique(redis.call('HGET', key, 'unique_key'), id)
-      redis.call('DEL', key)
-      redis.call('ZREM', archived, id)
-    end
-  end
-  drop(redis.call('ZRANGE', archived, '-inf', '(' .. oldest, 'BYSCORE', 'LIMIT', 0, limit))
-  local excess = redis.call('ZCARD', archived) - max_size
-  if excess > 0 then
-    drop(redis.call('ZRANGE', archived, 0, math.min(excess, limit) - 1))
   end
 end
 

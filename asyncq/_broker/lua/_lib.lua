@@ -31,7 +31,43 @@ local function asyncq_release_unique(unique_key, task_id)
   end
 end
 
+-- Keep the archive bounded: drop entries older than `oldest` (Unix ms) and the oldest entries
+-- beyond `max_size`, at most `limit` of each per call, deleting their task hashes (and releasing
+-- the locks they own) so that no orphaned task record is left behind.
+local function asyncq_trim_archive(archived, tprefix, oldest, max_size, limit)
+  local function drop(ids)
+    for _, id in ipairs(ids) do
+      local key = tprefix .. id
+      asyncq_release_unique(redis.call('HGET', key, 'unique_key'), id)
+      redis.call('DEL', key)
+      redis.call('ZREM', archived, id)
+    end
+  end
+  drop(redis.call('ZRANGE', archived, '-inf', '(' .. oldest, 'BYSCORE', 'LIMIT', 0, limit))
+  local excess = redis.call('ZCARD', archived) - max_size
+  if excess > 0 then
+    drop(redis.call('ZRANGE', archived, 0, math.min(excess, limit) - 1))
+  end
+end
+
 -- Is the task active under this owner ('' = any owner)? Takes HMGET state, owner values.
 local function asyncq_owned(state, owner, want_owner)
   return state == 'active' and (want_owner == '' or owner == want_owner)
+end
+
+-- May a worker (owner) or the recoverer (owner '', lease cutoff in Unix ms) settle a running
+-- task? It must be active under that owner, and for the recoverer its lease must have ended by
+-- the cutoff: a lease renewed in the meantime belongs to a live worker.
+local function asyncq_may_settle(task_key, lease_key, task_id, owner, cutoff)
+  local v = redis.call('HMGET', task_key, 'state', 'owner')
+  if not asyncq_owned(v[1], v[2], owner) then
+    return false
+  end
+  if cutoff ~= '' then
+    local score = redis.call('ZSCORE', lease_key, task_id)
+    if score and tonumber(score) > tonumber(cutoff) then
+      return false
+    end
+  end
+  return true
 end

@@ -15,36 +15,18 @@
 -- ARGV[8] oldest archive entry kept, Unix ms
 -- ARGV[9] task key prefix    asyncq:{q}:t:
 -- Returns: 1 archived; 0 not active under this owner, or its lease was renewed (no change).
--- Trimming deletes the task hashes of the entries it drops, so no orphaned records remain.
+-- Trimming deletes the task hashes of the entries it drops (and releases the locks they own),
+-- so no orphaned records remain.
 -- @include _lib.lua
-local v = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if not asyncq_owned(v[1], v[2], ARGV[2]) then
+if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[6]) then
   return 0
-end
-if ARGV[6] ~= '' then
-  local score = redis.call('ZSCORE', KEYS[3], ARGV[1])
-  if score and tonumber(score) > tonumber(ARGV[6]) then
-    return 0
-  end
 end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'archived', 'error', ARGV[3], 'failed_at', ARGV[4])
 redis.call('HDEL', KEYS[1], 'owner')
-local old = redis.call('ZRANGE', KEYS[4], '-inf', '(' .. ARGV[8], 'BYSCORE', 'LIMIT', 0, 1000)
-for _, id in ipairs(old) do
-  redis.call('DEL', ARGV[9] .. id)
-  redis.call('ZREM', KEYS[4], id)
-end
-local excess = redis.call('ZCARD', KEYS[4]) - tonumber(ARGV[7])
-if excess > 0 then
-  local drop = redis.call('ZRANGE', KEYS[4], 0, excess - 1)
-  for _, id in ipairs(drop) do
-    redis.call('DEL', ARGV[9] .. id)
-  end
-  redis.call('ZREMRANGEBYRANK', KEYS[4], 0, excess - 1)
-end
+asyncq_trim_archive(KEYS[4], ARGV[9], ARGV[8], tonumber(ARGV[7]), 1000)
 asyncq_bump(KEYS[5], KEYS[6], ARGV[5])
 asyncq_bump(KEYS[7], KEYS[8], ARGV[5])
 return 1

@@ -14,6 +14,7 @@
 -- Returns: {ids taken from the source, tasks archived}. Call again while ids == batch size.
 -- The archive is trimmed as by a worker's archive (age and size caps), deleting the task hashes
 -- of the entries it drops. Ids without a task hash, or in another state, are dropped.
+-- @include _lib.lua
 -- @include _inspect_lib.lua
 local batch = tonumber(ARGV[2])
 local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', batch)
@@ -30,5 +31,5 @@ end
 if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('SREM', KEYS[3], ARGV[4])
 end
-inspect_trim_archive(KEYS[2], ARGV[3], ARGV[7], tonumber(ARGV[6]), batch)
+asyncq_trim_archive(KEYS[2], ARGV[3], ARGV[7], tonumber(ARGV[6]), batch)
 return {#ids, archived}

@@ -15,6 +15,7 @@
 -- Returns: 1 archived; 0 no such task; -1 the task is active; -2 it is already archived.
 -- The uniqueness lock is kept (the task still exists), as when a worker archives a task.
 -- Trimming the archive deletes the task hashes of the entries it drops.
+-- @include _lib.lua
 -- @include _inspect_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'group')
 if not v[1] then
@@ -26,11 +27,10 @@ end
 if v[1] == 'archived' then
   return -2
 end
-local c = {pending = KEYS[2], scheduled = KEYS[3], retry = KEYS[4], archived = KEYS[5],
-           completed = KEYS[6], groups = KEYS[7], sets = KEYS[8], gprefix = ARGV[2]}
+local c = inspect_task_containers()
 inspect_detach(c, v[1], ARGV[1], v[2])
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'archived')
 redis.call('HDEL', KEYS[1], 'pending_since')
-inspect_trim_archive(KEYS[5], ARGV[6], ARGV[5], tonumber(ARGV[4]), 1000)
+asyncq_trim_archive(KEYS[5], ARGV[6], ARGV[5], tonumber(ARGV[4]), 1000)
 return 1

@@ -9,6 +9,7 @@
 -- Returns: {ids taken from the source, tasks deleted}. Call again while ids == batch size.
 -- Ids whose task hash is gone are dropped; ids whose hash is in another state (a stale entry)
 -- are dropped from the source without touching that task. Locks the tasks own are released.
+-- @include _lib.lua
 -- @include _inspect_lib.lua
 local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
 local deleted = 0
@@ -16,7 +17,7 @@ for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
   local v = redis.call('HMGET', key, 'state', 'unique_key')
   if v[1] == ARGV[1] then
-    inspect_release_unique(v[2], id)
+    asyncq_release_unique(v[2], id)
     redis.call('DEL', key)
     deleted = deleted + 1
   end

@@ -9,6 +9,7 @@
 -- ARGV[2] group key prefix   asyncq:{q}:g:
 -- Returns: 1 deleted; 0 no such task; -1 the task is active (cancel it instead).
 -- The uniqueness lock is released if this task owns it.
+-- @include _lib.lua
 -- @include _inspect_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'group', 'unique_key')
 if not v[1] then
@@ -17,9 +18,8 @@ end
 if v[1] == 'active' then
   return -1
 end
-local c = {pending = KEYS[2], scheduled = KEYS[3], retry = KEYS[4], archived = KEYS[5],
-           completed = KEYS[6], groups = KEYS[7], sets = KEYS[8], gprefix = ARGV[2]}
+local c = inspect_task_containers()
 inspect_detach(c, v[1], ARGV[1], v[2])
-inspect_release_unique(v[3], ARGV[1])
+asyncq_release_unique(v[3], ARGV[1])
 redis.call('DEL', KEYS[1])
 return 1

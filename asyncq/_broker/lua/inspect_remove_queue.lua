@@ -14,6 +14,7 @@
 --   (staged aggregation sets count unless forced); code 1 removed (when checking: removable
 --   as far as queued tasks go), -1 tasks are active, -2 tasks are queued, -3 completed tasks
 --   remain (delete them in batches first: this script never loops over a large set).
+-- @include _lib.lua
 -- @include _inspect_lib.lua
 local mode = ARGV[1]
 local active = redis.call('LLEN', KEYS[2])
@@ -39,7 +40,7 @@ end
 for _, set_key in ipairs(redis.call('ZRANGE', KEYS[13], 0, -1)) do
   for _, id in ipairs(redis.call('ZRANGE', set_key, 0, -1)) do
     local key = ARGV[2] .. id
-    inspect_release_unique(redis.call('HGET', key, 'unique_key'), id)
+    asyncq_release_unique(redis.call('HGET', key, 'unique_key'), id)
     redis.call('DEL', key)
   end
   redis.call('DEL', set_key)

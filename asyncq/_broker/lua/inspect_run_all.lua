@@ -15,6 +15,7 @@
 -- Returns: {ids taken from the source, tasks made pending}. Call again while ids == batch size.
 -- Tasks join the end of the line in source order (lowest score runs first). Ids without a task
 -- hash, or whose hash is in another state, are dropped from the source.
+-- @include _lib.lua
 -- @include _inspect_lib.lua
 local ids = inspect_take(KEYS[1], false, tonumber(ARGV[2]))
 local moved = 0
@@ -31,6 +32,6 @@ if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('SREM', KEYS[3], ARGV[4])
 end
 if moved > 0 then
-  inspect_wake(KEYS[4], ARGV[6], ARGV[7])
+  asyncq_wake(KEYS[4], ARGV[6], ARGV[7])
 end
 return {#ids, moved}

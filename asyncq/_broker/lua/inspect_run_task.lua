@@ -13,6 +13,7 @@
 -- ARGV[5] queue name
 -- Returns: 1 now pending; 0 no such task; -1 the task is active; -2 it is already pending.
 -- The task joins the end of the line (LPUSH: workers pop from the tail).
+-- @include _lib.lua
 -- @include _inspect_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'group')
 if not v[1] then
@@ -24,11 +25,10 @@ end
 if v[1] == 'pending' then
   return -2
 end
-local c = {pending = KEYS[2], scheduled = KEYS[3], retry = KEYS[4], archived = KEYS[5],
-           completed = KEYS[6], groups = KEYS[7], sets = KEYS[8], gprefix = ARGV[2]}
+local c = inspect_task_containers()
 inspect_detach(c, v[1], ARGV[1], v[2])
 redis.call('LPUSH', KEYS[2], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'pending', 'pending_since', ARGV[3])
 redis.call('HDEL', KEYS[1], 'completed_at')
-inspect_wake(KEYS[9], ARGV[4], ARGV[5])
+asyncq_wake(KEYS[9], ARGV[4], ARGV[5])
 return 1

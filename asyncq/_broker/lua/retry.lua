@@ -16,15 +16,8 @@
 -- Returns: 1 moved to retry; 0 not active under this owner, or its lease was renewed (no change).
 -- The uniqueness lock is kept: the task is still queued.
 -- @include _lib.lua
-local v = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if not asyncq_owned(v[1], v[2], ARGV[2]) then
+if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[8]) then
   return 0
-end
-if ARGV[8] ~= '' then
-  local score = redis.call('ZSCORE', KEYS[3], ARGV[1])
-  if score and tonumber(score) > tonumber(ARGV[8]) then
-    return 0
-  end
 end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
