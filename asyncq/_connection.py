@@ -29,12 +29,12 @@ from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel, SentinelManagedSSLConnection
 from redis.backoff import NoBackoff
 
-from ._broker import RedisBroker
+from ._broker import Broker, RedisBroker, is_broker
 from ._clock import SYSTEM_CLOCK, Clock
 from ._redis_url import URL_FORMS, Target, parse_url, redact, startup_nodes
 
-__all__ = ["URL_FORMS", "ConnectionOptions", "RedisLike", "connect", "make_broker", "parse_url",
-           "redact"]
+__all__ = ["URL_FORMS", "ConnectionOptions", "RedisLike", "connect", "make_broker", "open_broker",
+           "parse_url", "redact"]
 
 StartupNode = str | tuple[str, int]
 RedisLike = str | Redis | RedisCluster | list[StartupNode] | tuple[StartupNode, ...]
@@ -302,3 +302,28 @@ def make_broker(redis: RedisLike, *, clock: Clock = SYSTEM_CLOCK,
     return RedisBroker(client, owns_client=client is not redis, also_close=extra, clock=clock,
                        ping_interval=float(kwargs.get("health_check_interval") or 0),
                        reply_timeout=kwargs.get("socket_timeout"))
+
+
+def open_broker(redis: RedisLike | Broker | None, broker: Broker | None = None, *,
+                clock: Clock = SYSTEM_CLOCK,
+                connection: ConnectionOptions | None = None) -> tuple[Broker, bool]:
+    """The broker a Client, Worker, Inspector or Scheduler works through, and whether it owns
+    it (closes it on close).
+
+    ``broker=`` (or a Broker passed where a Redis URL/client is expected) is used as it is and
+    stays the caller's; anything else is a Redis URL, startup nodes or a redis.asyncio client
+    (see ``make_broker``).
+    """
+    if broker is not None:
+        if redis is not None:
+            raise TypeError("give either a Redis URL/client or broker=, not both")
+        redis = broker
+    if redis is None:
+        raise TypeError("give a Redis URL, a redis.asyncio client or broker=")
+    if is_broker(redis):
+        if connection is not None:
+            raise ValueError("connection options apply to a Redis URL, not to a broker")
+        return redis, False  # type: ignore[return-value]
+    if broker is not None:
+        raise TypeError(f"broker= must be an asyncq Broker, got {broker!r}")
+    return make_broker(redis, clock=clock, connection=connection), True  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from .._message import TaskMessage
 
@@ -49,6 +49,7 @@ class Outcome:
     result: bytes | None = None  # stored with a completed task (retention > 0)
 
 
+@runtime_checkable
 class Broker(Protocol):
     """Atomic task-state transitions and the few plain reads/writes around them."""
 
@@ -103,3 +104,9 @@ class Broker(Protocol):
     async def reclaim_stale_aggregation_sets(self, queue: str) -> int: ...
     async def pause(self, queue: str) -> bool: ...
     async def unpause(self, queue: str) -> bool: ...
+
+
+def is_broker(obj: object) -> bool:
+    """The one rule that tells a Broker from a Redis URL or client: it has the protocol's
+    methods (a RedisBroker, or any object standing in for one, e.g. a fault-injecting wrapper)."""
+    return isinstance(obj, Broker)
