@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import anyio
 import pytest
 from redis.asyncio import Redis
 
@@ -71,6 +72,17 @@ async def test_every_3s_enqueues_three_tasks_in_10s_with_options(
     assert [d["enqueued_at"] for d in docs] == [ms(START) + n * 3000 for n in (1, 2, 3)]
     await s.close()
     assert await redis_client.ping()  # a shared client is left open
+
+
+async def test_task_group_start_returns_once_the_scheduler_fires(
+    asyncq_redis_url: str, asyncq_queue: str,
+) -> None:
+    s = asyncq.Scheduler(asyncq_redis_url)
+    s.register("@every 1s", "report", queue=asyncq_queue)
+    async with anyio.create_task_group() as tg:
+        await tg.start(lambda task_status: s.run(handle_signals=False, task_status=task_status))
+        assert s.ready
+        s.stop()
 
 
 # -- item 41: a dead Redis is reported to post_enqueue on every firing

@@ -86,6 +86,29 @@ async def test_worker_starts_runs_immediate_and_scheduled_tasks_and_stops_cleanl
     assert await redis_client.ping()
 
 
+async def test_task_group_start_returns_once_the_worker_is_ready(
+    asyncq_redis_url: str, asyncq_client: Client, asyncq_queue: str,
+) -> None:
+    """``await tg.start(worker.run)`` returns when the worker is ready: a task enqueued right
+    after is run without the caller polling ``ready``."""
+    ran = asyncio.Event()
+    mux = ServeMux()
+
+    async def handler(task: Any) -> None:
+        ran.set()
+
+    mux.handle("quick", handler)
+    worker = Worker(asyncq_redis_url, mux, queues={asyncq_queue: 1})
+    async with anyio.create_task_group() as tg:
+        await tg.start(lambda task_status: worker.run(handle_signals=False,
+                                                      task_status=task_status))
+        assert worker.ready
+        await asyncq_client.enqueue("quick", queue=asyncq_queue)
+        with anyio.fail_after(5):
+            await ran.wait()
+        worker.stop()
+
+
 async def test_a_worker_runs_once(asyncq_redis_url: str, asyncq_queue: str) -> None:
     worker = Worker(asyncq_redis_url, ServeMux(), queues={asyncq_queue: 1})
     async with worker:

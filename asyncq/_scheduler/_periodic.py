@@ -13,6 +13,7 @@ import anyio
 
 from .._broker import RedisBroker
 from .._connection import RedisLike
+from .._lifecycle import start_background, stop_background
 from .._log import get_logger
 from ._entry import Entry
 from ._scheduler import Scheduler
@@ -141,16 +142,10 @@ class PeriodicTaskManager:
                 tg.cancel_scope.cancel()
 
     async def __aenter__(self) -> Self:
-        self._runner = asyncio.create_task(self.run(handle_signals=False))
-        ready = asyncio.create_task(self.scheduler._ready.wait())
-        await asyncio.wait({self._runner, ready}, return_when=asyncio.FIRST_COMPLETED)
-        if not ready.done():
-            ready.cancel()
-            await self._runner
+        self._runner = await start_background(self.run(handle_signals=False),
+                                              self.scheduler.ready_event, self.stop)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
-        if self._runner is not None:
-            await self._runner
+        await stop_background(self._runner, self.stop)

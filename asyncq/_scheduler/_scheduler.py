@@ -15,10 +15,12 @@ from types import TracebackType
 from typing import Any, Self
 
 import anyio
+from anyio.abc import TaskStatus
 
 from .._broker import RedisBroker
 from .._clock import SYSTEM_CLOCK, Clock, datetime_to_ms
 from .._connection import ConnectionOptions, RedisLike, make_broker
+from .._lifecycle import start_background, stop_background
 from .._log import get_logger
 from .._signals import signal_handlers
 from .._task import Task, TaskInfo
@@ -216,6 +218,11 @@ class Scheduler:
         """True once ``run`` has started firing and heart-beating."""
         return self._ready.is_set()
 
+    @property
+    def ready_event(self) -> asyncio.Event:
+        """Set once ``run`` has started firing and heart-beating (what ``ready`` reports)."""
+        return self._ready
+
     def stop(self) -> None:
         """Ask ``run`` to return after the firing in progress (if any)."""
         self._stopping = True
@@ -224,8 +231,10 @@ class Scheduler:
     def _signals(self, enabled: bool) -> contextlib.AbstractContextManager[None]:
         return signal_handlers(enabled, {signal.SIGTERM: self.stop, signal.SIGINT: self.stop})
 
-    async def run(self, *, handle_signals: bool = True) -> None:
-        """Fire entries on time and publish them until stopped (SIGTERM/SIGINT stop it too)."""
+    async def run(self, *, handle_signals: bool = True,
+                  task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Fire entries on time and publish them until stopped (SIGTERM/SIGINT stop it too);
+        ``task_status.started()`` is called once it fires and heart-beats."""
         if self._state != "new":
             raise RuntimeError("a Scheduler runs once; create a new Scheduler to run again")
         self._state = "running"
@@ -239,6 +248,7 @@ class Scheduler:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self.heartbeat.run)
                     self._ready.set()
+                    task_status.started()
                     try:
                         await self._fire_loop()
                     finally:
@@ -273,16 +283,10 @@ class Scheduler:
             await self.broker.close()
 
     async def __aenter__(self) -> Self:
-        self._runner = asyncio.create_task(self.run(handle_signals=False))
-        ready = asyncio.create_task(self._ready.wait())
-        await asyncio.wait({self._runner, ready}, return_when=asyncio.FIRST_COMPLETED)
-        if not ready.done():
-            ready.cancel()
-            await self._runner  # re-raises why the scheduler could not start
+        self._runner = await start_background(self.run(handle_signals=False), self._ready,
+                                              self.stop)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
-        if self._runner is not None:
-            await self._runner
+        await stop_background(self._runner, self.stop)

@@ -11,10 +11,12 @@ from typing import Any, Self
 
 import anyio
 import anyio.abc
+from anyio.abc import TaskStatus
 
 from .._broker import Broker
 from .._clock import SYSTEM_CLOCK, Clock
 from .._connection import ConnectionOptions, RedisLike, make_broker
+from .._lifecycle import start_background, stop_background
 from .._log import get_logger
 from .._signals import signal_handlers
 from ._acker import Acker
@@ -112,8 +114,13 @@ class Worker:
         return signal_handlers(enabled, {signal.SIGTERM: self.stop, signal.SIGINT: self.stop,
                                          signal.SIGTSTP: self.stop_fetching})
 
-    async def run(self, *, handle_signals: bool = True) -> None:
-        """Run until stopped; every component lives in one task group."""
+    async def run(self, *, handle_signals: bool = True,
+                  task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run until stopped; every component lives in one task group.
+
+        ``task_status.started()`` is called once the worker is ready (subscribed and about to
+        fetch), so ``await task_group.start(worker.run)`` returns then.
+        """
         if self._state != "new":
             raise RuntimeError("a Worker runs once; create a new Worker to run again")
         self._state = "running"
@@ -139,6 +146,7 @@ class Worker:
                     if self.healthchecker is not None:
                         tg.start_soon(self.healthchecker.run)
                     self._ready.set()
+                    task_status.started()
                     self._log.info("worker ready")
                     try:
                         await self.processor.run()
@@ -183,28 +191,13 @@ class Worker:
                             "those tasks", count=len(self.acker.pending))
 
     async def __aenter__(self) -> Self:
-        self._runner = runner = asyncio.create_task(self.run(handle_signals=False))
-        ready = asyncio.create_task(self._ready.wait())
-        try:
-            await asyncio.wait({runner, ready}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            # Cancelled while starting (e.g. Redis unreachable under a timeout): leave nothing
-            # running behind.
-            ready.cancel()
-            self.stop()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait({runner})
-            raise
-        if not ready.done():
-            ready.cancel()
-            await runner  # re-raises why the worker could not start
+        self._runner = await start_background(self.run(handle_signals=False), self._ready,
+                                              self.stop)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
-        if self._runner is not None:
-            await self._runner
+        await stop_background(self._runner, self.stop)
 
 
 class _Held:
