@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anyio
 
-from . import _keys as K
 from ._backoff import Backoff
-from ._broker import Broker, EnqueueCode, NewTask
+from ._broker import Broker, NewTask
 from ._clock import SYSTEM_CLOCK, Clock
 from ._connection import ConnectionOptions, RedisLike, make_broker
-from ._errors import AsyncqError, BrokerError, DuplicateTaskError, TaskIDConflictError
-from ._message import TaskMessage
-from ._options import parse_options, resolve
-from ._payload import identity_bytes
-from ._task import Task, TaskInfo, TaskState, task_info
+from ._enqueue import prepare, store_error, stored_info
+from ._errors import AsyncqError, BrokerError
+from ._task import Task, TaskInfo
 
 _T = TypeVar("_T")
 
@@ -76,48 +72,6 @@ class Client:
         if self._owns_broker:
             await self._broker.close()
 
-    def _prepare(self, task: Task, options: dict[str, Any], now: int) -> NewTask:
-        opts = task.options.merged(parse_options(options)) if options else task.options
-        r = resolve(opts, now)
-        msg = TaskMessage(
-            id=r.task_id or str(uuid.uuid4()), type=task.type, queue=r.queue,
-            max_retry=r.max_retry, timeout_ms=r.timeout_ms, deadline_ms=r.deadline_ms,
-            retention_ms=r.retention_ms, group=r.group, headers=r.headers, enc=task.encoding,
-            enqueued_at_ms=now,
-        )
-        unique_key = None
-        unique_ttl = 0
-        if r.unique_ms:
-            qk = K.queue_keys(r.queue)
-            identity = (None if task.encoding == "n" or r.unique_key is not None
-                        else identity_bytes(task.payload, task.encoding))
-            unique_key = qk.unique(task.type, identity, r.unique_key)
-            # The lock must outlive the wait for a scheduled task, as well as the TTL.
-            unique_ttl = r.unique_ms + max(0, r.process_at_ms - now)
-        msg.unique_key = unique_key or ""
-        return NewTask(msg, task.payload, r.process_at_ms, unique_key, unique_ttl)
-
-    @staticmethod
-    def _info(new: NewTask, now: int) -> TaskInfo:
-        if new.process_at_ms > now:
-            state, next_at = TaskState.SCHEDULED, new.process_at_ms
-        elif new.msg.group:
-            state, next_at = TaskState.AGGREGATING, 0
-        else:
-            state, next_at = TaskState.PENDING, now
-        return task_info(new.msg, new.payload, state, next_process_at_ms=next_at)
-
-    @staticmethod
-    def _error(code: EnqueueCode, new: NewTask) -> AsyncqError | None:
-        if code == 0:
-            return TaskIDConflictError(
-                f"task id {new.msg.id!r} already exists in queue {new.msg.queue!r}")
-        if code == -1:
-            return DuplicateTaskError(
-                f"a unique {new.msg.type!r} task is already queued in {new.msg.queue!r} "
-                f"(lock {new.unique_key})")
-        return None
-
     async def enqueue(self, task: Task | str, payload: object = None,
                       **options: Any) -> TaskInfo:
         """Store a task; options given here override the Task's own ("last wins").
@@ -132,16 +86,16 @@ class Client:
         if not isinstance(task, Task):
             raise TypeError(f"expected a Task or a task type string, got {task!r}")
         now = self._clock.now_ms()
-        new = self._prepare(task, options, now)
+        new = prepare(task, options, now)
         code, retried = await self._with_retries(lambda: self._broker.store(new))
         if code == 0 and retried:
             mine, _ = await self._with_retries(lambda: self._stored_by_us([new]))
             if mine[0]:
                 code = 1
-        err = self._error(code, new)
+        err = store_error(code, new)
         if err is not None:
             raise err
-        return self._info(new, now)
+        return stored_info(new, now)
 
     async def enqueue_many(self, tasks: Iterable[Task]) -> list[TaskInfo | AsyncqError]:
         """Store many tasks in few round trips; the result holds a TaskInfo or error per item.
@@ -155,7 +109,7 @@ class Client:
             if not isinstance(task, Task):
                 raise TypeError(f"item {i}: expected a Task, got {task!r}")
             try:
-                prepared.append(self._prepare(task, {}, now))
+                prepared.append(prepare(task, {}, now))
             except (ValueError, TypeError) as exc:
                 raise type(exc)(f"item {i}: {exc}") from exc
         if not prepared:
@@ -182,7 +136,7 @@ class Client:
             elif isinstance(code, Exception):
                 out.append(AsyncqError(str(code)))
             else:
-                out.append(self._error(code, new) or self._info(new, now))
+                out.append(store_error(code, new) or stored_info(new, now))
         return out
 
     async def _with_retries(self, call: Callable[[], Awaitable[_T]]) -> tuple[_T, bool]:

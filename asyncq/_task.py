@@ -60,26 +60,6 @@ class Task:
         self.deadline: datetime | None = None
         self._writer: ResultWriter | None = None
 
-    @classmethod
-    def _from_message(
-        cls, msg: TaskMessage, payload: bytes, retried: int, deadline_ms: int,
-        writer: ResultWriter | None,
-    ) -> Task:
-        """Build the Task a handler receives (no validation: the message is already stored)."""
-        task = cls.__new__(cls)
-        task.type = msg.type
-        task.payload = payload
-        task._enc = msg.enc
-        task.options = EnqueueOptions()
-        task.id = msg.id
-        task.queue = msg.queue
-        task.max_retry = msg.max_retry
-        task.headers = msg.headers
-        task.retried = retried
-        task.deadline = ms_to_datetime(deadline_ms) if deadline_ms else None
-        task._writer = writer
-        return task
-
     @property
     def encoding(self) -> Encoding:
         """How the payload is stored: "b" raw bytes, "j" JSON, "n" no payload."""
@@ -98,6 +78,25 @@ class Task:
 
     def __repr__(self) -> str:
         return f"Task(type={self.type!r}, id={self.id!r}, queue={self.queue!r})"
+
+
+def task_for_handler(msg: TaskMessage, payload: bytes, retried: int, deadline_ms: int,
+                     writer: ResultWriter | None) -> Task:
+    """The Task a handler (or a hook) receives for a stored message; no validation: the
+    message was validated when it was enqueued."""
+    task = Task.__new__(Task)
+    task.type = msg.type
+    task.payload = payload
+    task._enc = msg.enc
+    task.options = EnqueueOptions()
+    task.id = msg.id
+    task.queue = msg.queue
+    task.max_retry = msg.max_retry
+    task.headers = msg.headers
+    task.retried = retried
+    task.deadline = ms_to_datetime(deadline_ms) if deadline_ms else None
+    task._writer = writer
+    return task
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from asyncq._options import (
     to_ms,
 )
 from asyncq._payload import decode_json, encode_payload
-from asyncq._task import task_info
+from asyncq._task import task_for_handler, task_info
 
 PROPERTY = settings(max_examples=50, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -156,7 +156,7 @@ async def test_write_result_encodes_like_payloads() -> None:
         return len(data)
 
     msg = TaskMessage(id="i", type="t", queue="q")
-    task = Task._from_message(msg, b"", 0, 0, writer)
+    task = task_for_handler(msg, b"", 0, 0, writer)
     assert await task.write_result(b"raw") == 3
     assert await task.write_result({"ok": True}) == len(b'{"ok":true}')
     assert written == [b"raw", b'{"ok":true}']
@@ -164,13 +164,13 @@ async def test_write_result_encodes_like_payloads() -> None:
 
 def test_task_from_message_carries_the_stored_fields() -> None:
     msg = TaskMessage(id="i", type="t", queue="q", max_retry=4, headers={"h": "v"}, enc="j")
-    task = Task._from_message(msg, b'{"n":1}', 2, 1_700_000_000_000, None)
+    task = task_for_handler(msg, b'{"n":1}', 2, 1_700_000_000_000, None)
     assert (task.id, task.type, task.queue, task.max_retry, task.retried) == (
         "i", "t", "q", 4, 2)
     assert task.headers == {"h": "v"}
     assert task.json() == {"n": 1}
     assert task.deadline == datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
-    assert Task._from_message(msg, b"{}", 0, 0, None).deadline is None
+    assert task_for_handler(msg, b"{}", 0, 0, None).deadline is None
 
 
 # ------------------------------------------------------------------ TaskInfo
@@ -370,7 +370,7 @@ async def _roundtrip(redis: Redis, queue: str, payload: object) -> tuple[TaskInf
     raws, _ = await broker.dequeue(queue, 1, "prop-owner", 30_000, 1_000)
     assert [r.id for r in raws] == [info.id]
     msg = decode_message(raws[0].msg)
-    handler_task = Task._from_message(msg, raws[0].payload, raws[0].retried, 0, None)
+    handler_task = task_for_handler(msg, raws[0].payload, raws[0].retried, 0, None)
     assert handler_task.payload == stored
     assert await broker.finish([Outcome("done", queue, info.id)], "prop-owner") == [True]
     return info, stored

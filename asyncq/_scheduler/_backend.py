@@ -34,8 +34,8 @@ from redis.exceptions import RedisError
 
 from .. import _keys as K
 from .._broker import RedisBroker
-from .._client import Client
 from .._clock import Clock
+from .._enqueue import prepare, store_error, stored_info
 from .._errors import BrokerError
 from .._task import TaskInfo
 from ._entry import Entry
@@ -48,12 +48,11 @@ CLAIMED_ELSEWHERE = 2
 
 
 class SchedulerBackend:
-    """The scheduler's view of Redis (a RedisBroker plus a Client to build task messages)."""
+    """The scheduler's view of Redis."""
 
     def __init__(self, broker: RedisBroker, clock: Clock) -> None:
         self.broker = broker
         self.clock = clock
-        self._client = Client(broker, clock=clock)
 
     async def fire(self, entry: Entry, tick_ms: int) -> TaskInfo | None:
         """Claim ``(entry, tick)`` and store its task; None if another scheduler claimed it.
@@ -61,7 +60,7 @@ class SchedulerBackend:
         Raises TaskIDConflictError / DuplicateTaskError (the tick is consumed) or BrokerError.
         """
         now = self.clock.now_ms()
-        new = self._client._prepare(entry.task, entry.options, now)
+        new = prepare(entry.task, entry.options, now)
         await self.broker.register_queues((new.msg.queue,))
         script, keys, args = self.broker._store_call(new, now)
         code = int(await self.broker._eval(
@@ -71,10 +70,10 @@ class SchedulerBackend:
         ))
         if code == CLAIMED_ELSEWHERE:
             return None
-        err = Client._error(1 if code == 1 else 0 if code == 0 else -1, new)
+        err = store_error(1 if code == 1 else 0 if code == 0 else -1, new)
         if err is not None:
             raise err
-        return Client._info(new, now)
+        return stored_info(new, now)
 
     async def record_event(self, entry: Entry, info: TaskInfo, tick_ms: int) -> None:
         now = self.clock.now_ms()

@@ -15,13 +15,13 @@ from typing import Any
 import anyio
 
 from .._broker import Broker
-from .._client import Client
 from .._clock import Clock
+from .._enqueue import prepare, store_error
 from .._errors import AsyncqError, BrokerError, DecodeError
 from .._log import get_logger
 from .._message import decode_message
 from .._outage import Outage
-from .._task import Task
+from .._task import Task, task_for_handler
 from ._config import WorkerConfig
 
 SET_TIMEOUT_MS = 2 * 60 * 1000
@@ -36,7 +36,6 @@ class Aggregator:
         self._config = config
         self._clock = clock
         self._aggregate = config.group_aggregator
-        self._client = Client(broker, clock=clock)
         self._log: Any = get_logger("aggregator")
         self.outage = Outage(self._log, "aggregate groups")
         self.interval = min(7.0, config.group_grace_period)
@@ -67,14 +66,17 @@ class Aggregator:
                 self._log.error("undecodable task dropped from group", task_id=raw.id,
                                 group=group, error=str(exc))
                 continue
-            tasks.append(Task._from_message(msg, raw.payload, raw.retried, 0, None))
+            tasks.append(task_for_handler(msg, raw.payload, raw.retried, 0, None))
         try:
             combined = self._aggregate(group, tasks)
             if inspect.isawaitable(combined):
                 combined = await combined
             if not isinstance(combined, Task):
                 raise TypeError(f"group_aggregator must return a Task, got {combined!r}")
-            await self._client.enqueue(combined, queue=queue)
+            new = prepare(combined, {"queue": queue}, self._clock.now_ms())
+            err = store_error(await self._broker.store(new), new)
+            if err is not None:
+                raise err
         except (AsyncqError, Exception) as exc:
             self._log.error("aggregation failed; the group's tasks return after the set deadline",
                             queue=queue, group=group, error=str(exc))

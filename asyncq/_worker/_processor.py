@@ -32,7 +32,7 @@ from .._log import get_logger
 from .._message import decode_message
 from .._options import to_ms
 from .._outage import Outage
-from .._task import Task
+from .._task import Task, task_for_handler
 from ._acker import Acker
 from ._config import WorkerConfig
 from ._mux import Handler
@@ -200,7 +200,7 @@ class Processor:
             return
         now = self._clock.now_ms()
         deadline = compute_deadline(now, msg)
-        run = Running(msg, Task._from_message(msg, raw.payload, raw.retried, deadline,
+        run = Running(msg, task_for_handler(msg, raw.payload, raw.retried, deadline,
                                               self._writer(queue, msg.id)),
                       now, deadline, lease_until)
         self.running[run.id] = run

@@ -18,7 +18,7 @@ from .._log import get_logger
 from .._message import decode_message
 from .._options import to_ms
 from .._outage import Outage
-from .._task import Task
+from .._task import task_for_handler
 from ._config import WorkerConfig
 from ._processor import error_text
 
@@ -94,7 +94,7 @@ class Recoverer:
             return Outcome("archive", queue, task_id, error=error_text(exc))
         if retried >= msg.max_retry:
             return Outcome("archive", queue, task_id, error=error_text(err))
-        task = Task._from_message(msg, payload, retried, 0, None)
+        task = task_for_handler(msg, payload, retried, 0, None)
         try:
             delay = to_ms(self._config.retry_delay(retried, err, task), "retry_delay result")
             failure = bool(self._config.is_failure(err))
