@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from ._keys import validate_queue_name
+from ._validate import to_ms as to_ms  # re-exported: the worker converts retry delays with it
 
 DEFAULT_QUEUE = "default"
 DEFAULT_MAX_RETRY = 25
 DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
 MIN_UNIQUE_MS = 1000
-# Longest duration accepted (10 000 years): keeps every stored time an exact integer in JSON,
-# in Lua (doubles) and in sorted-set scores.
-MAX_DURATION_MS = 10_000 * 366 * 86_400_000
 MAX_RETRY_LIMIT = 2**63 - 1
 
 
@@ -28,25 +25,6 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
-
-
-def to_ms(value: object, name: str, *, allow_zero: bool = True) -> int:
-    """Convert seconds (int/float) or a timedelta to whole milliseconds, validating the sign."""
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        raise TypeError(f"{name} must be seconds (int/float) or a timedelta, got {value!r}")
-    if not math.isfinite(seconds):
-        raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
-    if seconds < 0 or (not allow_zero and seconds == 0):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}, got {value!r}")
-    ms = round(seconds * 1000)
-    if ms > MAX_DURATION_MS:
-        raise ValueError(f"{name} must be at most 10000 years, got {value!r}")
-    return ms
 
 
 def _aware(value: object, name: str) -> datetime:

@@ -30,10 +30,10 @@ from asyncq._options import (
     EnqueueOptions,
     parse_options,
     resolve,
-    to_ms,
 )
 from asyncq._payload import decode_json, encode_payload
 from asyncq._task import task_for_handler, task_info
+from asyncq._validate import to_ms
 
 PROPERTY = settings(max_examples=50, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -1,0 +1,164 @@
+"""Validation of user settings, one rule per kind of value: durations, counts, flags, text.
+
+Enqueue options, ``WorkerConfig`` and ``ConnectionOptions`` convert every duration with
+``to_seconds``/``to_ms``, so they accept and refuse the same values. ``check_fields`` validates
+a settings dataclass from its field annotations, so a new field needs no new check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal, overload
+
+MAX_DURATION_MS = 10_000 * 366 * 86_400_000
+"""Longest duration accepted (10 000 years): keeps every stored time an exact integer in JSON,
+in Lua (doubles) and in sorted-set scores."""
+
+NONZERO: Mapping[str, Any] = types.MappingProxyType({"nonzero": True})
+"""Field metadata for ``check_fields``: 0 is refused (a duration must be > 0, a count >= 1)."""
+
+
+class DurationTypeError(TypeError, ValueError):
+    """A duration that is neither seconds (int/float) nor a timedelta; a bool is refused too.
+
+    Also a ValueError, because ``ConnectionOptions`` has always reported every bad value, of any
+    type, as ValueError (``WorkerConfig`` and the enqueue options as TypeError).
+    """
+
+
+@overload
+def to_seconds(value: object, name: str, *, allow_zero: bool = ...,
+               allow_none: Literal[False] = ...) -> float: ...
+@overload
+def to_seconds(value: object, name: str, *, allow_zero: bool = ...,
+               allow_none: bool) -> float | None: ...
+def to_seconds(value: object, name: str, *, allow_zero: bool = True,
+               allow_none: bool = False) -> float | None:
+    """Seconds (int/float) or a timedelta as float seconds: finite, >= 0 (> 0 unless
+    ``allow_zero``), at most 10 000 years; ``None`` passes when ``allow_none``.
+
+    Raises DurationTypeError (a bool, a string...) or ValueError naming ``name``.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond the float range
+            raise ValueError(f"{name} must be at most 10000 years, got {value!r}") from None
+    else:
+        or_none = " or None" if allow_none else ""
+        raise DurationTypeError(
+            f"{name} must be seconds (int/float) or a timedelta{or_none}, got {value!r}")
+    if not math.isfinite(seconds):
+        raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
+    if seconds < 0 or (not allow_zero and seconds == 0):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {bound}, got {value!r}")
+    if round(seconds * 1000) > MAX_DURATION_MS:
+        raise ValueError(f"{name} must be at most 10000 years, got {value!r}")
+    return seconds
+
+
+def to_ms(value: object, name: str, *, allow_zero: bool = True) -> int:
+    """``to_seconds`` rounded to whole milliseconds (how durations are stored in Redis)."""
+    return round(to_seconds(value, name, allow_zero=allow_zero) * 1000)
+
+
+@overload
+def to_int(value: object, name: str, *, minimum: int = ...,
+           allow_none: Literal[False] = ...) -> int: ...
+@overload
+def to_int(value: object, name: str, *, minimum: int = ..., allow_none: bool) -> int | None: ...
+def to_int(value: object, name: str, *, minimum: int = 0,
+           allow_none: bool = False) -> int | None:
+    """An int (not a bool) >= ``minimum``; ``None`` passes when ``allow_none``.
+
+    Raises ValueError naming ``name``, whatever the value's type.
+    """
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        or_none = " or None" if allow_none else ""
+        raise ValueError(f"{name} must be an int >= {minimum}{or_none}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class FieldKind:
+    """What a settings field holds, read from its annotation: a duration in seconds (float), a
+    count (int), a flag (bool), text (str) or one of some strings (Literal); maybe ``| None``."""
+
+    base: type[float] | type[int] | type[bool] | type[str]
+    optional: bool = False
+    nonzero: bool = False
+    choices: tuple[str, ...] = ()
+
+    def check(self, name: str, value: object) -> Any:
+        """``value`` validated (a duration as float seconds); raises TypeError/ValueError."""
+        if value is None and self.optional:
+            return None
+        if self.base is float:
+            return to_seconds(value, name, allow_zero=not self.nonzero, allow_none=self.optional)
+        if self.base is int:
+            return to_int(value, name, minimum=1 if self.nonzero else 0,
+                          allow_none=self.optional)
+        if self.choices:
+            if value not in self.choices:
+                raise ValueError(f"{name} must be one of {', '.join(self.choices)}, "
+                                 f"got {value!r}")
+        elif not isinstance(value, self.base):
+            or_none = " or None" if self.optional else ""
+            raise TypeError(f"{name} must be a {self.base.__name__}{or_none}, got {value!r}")
+        return value
+
+
+def _field_kind(hint: object, nonzero: bool) -> FieldKind | None:
+    optional = False
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        kept = [arg for arg in args if arg is not type(None)]
+        if len(kept) != 1:
+            return None
+        optional, hint = len(kept) < len(args), kept[0]
+    if typing.get_origin(hint) is Literal:
+        choices = typing.get_args(hint)
+        if all(isinstance(choice, str) for choice in choices):
+            return FieldKind(str, optional, nonzero, choices)
+        return None
+    if hint is float or hint is int or hint is bool or hint is str:
+        return FieldKind(hint, optional, nonzero)
+    return None
+
+
+_FIELD_KINDS: dict[type, Mapping[str, FieldKind]] = {}
+
+
+def field_kinds(cls: type) -> Mapping[str, FieldKind]:
+    """The fields of dataclass ``cls`` that ``check_fields`` validates, in field order (the
+    others, e.g. callables and mappings, are the class's own to check). Read once per class."""
+    kinds = _FIELD_KINDS.get(cls)
+    if kinds is None:
+        hints = typing.get_type_hints(cls)
+        found = {}
+        for f in dataclasses.fields(cls):
+            kind = _field_kind(hints[f.name], bool(f.metadata.get("nonzero")))
+            if kind is not None:
+                found[f.name] = kind
+        kinds = _FIELD_KINDS[cls] = types.MappingProxyType(found)
+    return kinds
+
+
+def check_fields(settings: object) -> None:
+    """Validate, in field order, every field of the frozen dataclass instance ``settings`` that
+    ``field_kinds`` knows, storing the normalised value (durations become float seconds)."""
+    for name, kind in field_kinds(type(settings)).items():
+        object.__setattr__(settings, name, kind.check(name, getattr(settings, name)))
