@@ -10,6 +10,9 @@ import sys
 from typing import Any
 
 import structlog
+from redis.exceptions import RedisError
+
+from .._connection import connect, redact
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 REDIS_URL_ENV = "ASYNCQ_REDIS_URL"
@@ -96,10 +99,6 @@ def parse_queue_weights(values: list[str] | None) -> dict[str, int] | None:
 
 async def check_redis(url: str) -> None:
     """Fail fast with a one-line error when Redis cannot be reached at start-up."""
-    from redis.exceptions import RedisError
-
-    from .._connection import connect, redact
-
     try:
         client, close = connect(url)
     except (ValueError, TypeError) as exc:

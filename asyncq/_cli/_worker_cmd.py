@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 from typing import Any, NoReturn
 
-from .._worker import ServeMux, Worker
+from .._log import get_logger
+from .._worker import ServeMux, Worker, WorkerConfig
+from .._worker._config import DEFAULT_HEARTBEAT_INTERVAL
 from ._common import (
     CLIError,
     add_log_args,
@@ -18,6 +21,8 @@ from ._common import (
     parse_queue_weights,
 )
 
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(WorkerConfig)}
+
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
@@ -26,18 +31,19 @@ def register(sub: Any) -> None:
                     "async handler function.")
     p.add_argument("target", metavar="TARGET", help="module:attr of a ServeMux or handler")
     add_redis_args(p)
-    p.add_argument("--concurrency", "-c", type=int, default=10,
-                   help="most handlers at once (default 10)")
+    p.add_argument("--concurrency", "-c", type=int,
+                   help=f"most handlers at once (default {_DEFAULTS['concurrency']})")
     p.add_argument("--queue", "-q", action="append", metavar="NAME=WEIGHT",
                    help="queue to serve, repeatable (default: default=1)")
     p.add_argument("--strict", action="store_true", help="strict queue priority")
-    p.add_argument("--shutdown-timeout", type=float, default=8.0,
-                   help="seconds running tasks get to finish on shutdown (default 8)")
-    p.add_argument("--lease-duration", type=float, default=30.0,
-                   help="task lease in seconds (default 30)")
-    p.add_argument("--heartbeat-interval", type=float, default=None,
-                   help="seconds between lease renewals and state updates "
-                        "(default: the smaller of 5 and a third of the lease)")
+    p.add_argument("--shutdown-timeout", type=float,
+                   help=f"seconds running tasks get to finish on shutdown "
+                        f"(default {_DEFAULTS['shutdown_timeout']:g})")
+    p.add_argument("--lease-duration", type=float,
+                   help=f"task lease in seconds (default {_DEFAULTS['lease_duration']:g})")
+    p.add_argument("--heartbeat-interval", type=float,
+                   help=f"seconds between lease renewals and state updates (default: the "
+                        f"smaller of {DEFAULT_HEARTBEAT_INTERVAL:g} and a third of the lease)")
     add_log_args(p)
     p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
     p.set_defaults(func=run)
@@ -53,12 +59,14 @@ def run(args: argparse.Namespace) -> int:
     handler = import_object(args.target)
     if isinstance(handler, type) or not (isinstance(handler, ServeMux) or callable(handler)):
         raise CLIError(f"{args.target} is neither a ServeMux nor a handler function")
-    options: dict[str, Any] = {
+    flags: dict[str, Any] = {
         "concurrency": args.concurrency, "strict_priority": args.strict,
         "shutdown_timeout": args.shutdown_timeout, "lease_duration": args.lease_duration,
-        "heartbeat_interval": (min(5.0, args.lease_duration / 3)
-                               if args.heartbeat_interval is None else args.heartbeat_interval),
+        "heartbeat_interval": args.heartbeat_interval,
     }
+    # A flag not given is left out, so WorkerConfig applies (or derives) the same default as
+    # the Python API.
+    options = {name: value for name, value in flags.items() if value is not None}
     queues = parse_queue_weights(args.queue)
     if queues is not None:
         options["queues"] = queues
@@ -112,8 +120,6 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop, grace: float) -> None:
         task.cancel()
     _, stuck = loop.run_until_complete(asyncio.wait(tasks, timeout=grace))
     if stuck:
-        from .._log import get_logger
-
         get_logger("worker").error("exiting with tasks that ignore cancellation",
                                    count=len(stuck),
                                    tasks=sorted(t.get_name() for t in stuck)[:10])

@@ -12,6 +12,7 @@ from typing import Any
 
 from .._keys import validate_queue_name
 from .._task import Task
+from .._validate import NONZERO, check_fields, to_int, to_seconds
 from ._retry import default_retry_delay
 
 RetryDelay = Callable[[int, BaseException, Task], float | timedelta]
@@ -19,23 +20,12 @@ ErrorHandler = Callable[[Task, BaseException], Awaitable[None] | None]
 HealthCheck = Callable[[BaseException | None], Awaitable[None] | None]
 GroupAggregator = Callable[[str, list[Task]], Task | Awaitable[Task]]
 
-_DURATIONS = (
-    "shutdown_timeout", "lease_duration", "heartbeat_interval", "forward_interval",
-    "recover_interval", "recover_grace", "janitor_interval", "idle_poll_interval",
-    "health_check_interval", "group_grace_period", "group_max_delay", "cancel_grace",
-)
+DEFAULT_HEARTBEAT_INTERVAL = 5.0
+_DERIVED: Any = None  # a field computed from others unless given
 
 
 def _always_failure(exc: BaseException) -> bool:
     return True
-
-
-def _seconds(value: object, name: str) -> float:
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    raise TypeError(f"{name} must be seconds (int/float) or a timedelta, got {value!r}")
 
 
 def _default_server_id() -> str:
@@ -44,9 +34,13 @@ def _default_server_id() -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerConfig:
-    """How a worker runs. Durations are seconds (float) or timedelta; stored as float seconds."""
+    """How a worker runs. Durations are seconds (float) or timedelta; stored as float seconds.
 
-    concurrency: int = 10
+    Every ``float`` field is a duration and every ``int`` field a count, validated by
+    ``check_fields`` (``NONZERO`` marks those that must not be 0).
+    """
+
+    concurrency: int = field(default=10, metadata=NONZERO)
     """Most handlers running at once in this process."""
     queues: Mapping[str, int] = field(default_factory=lambda: {"default": 1})
     """Queues to serve and their priorities (weights, or order with strict_priority)."""
@@ -54,26 +48,27 @@ class WorkerConfig:
     """Always drain higher-priority queues first instead of weighting them."""
     shutdown_timeout: float = 8.0
     """On shutdown, how long running handlers may finish before they are cancelled and requeued."""
-    lease_duration: float = 30.0
+    lease_duration: float = field(default=30.0, metadata=NONZERO)
     """How long a task's lease lasts without renewal; renewed every heartbeat_interval."""
-    heartbeat_interval: float = 5.0
-    """How often leases are renewed and the worker's state is published."""
-    forward_interval: float = 1.0
+    heartbeat_interval: float = field(default=_DERIVED, metadata=NONZERO)
+    """How often leases are renewed and the worker's state is published (default: the smaller
+    of 5 s and a third of lease_duration); at most half of lease_duration."""
+    forward_interval: float = field(default=1.0, metadata=NONZERO)
     """Longest wait between checks for due scheduled/retry tasks (sooner when one is known due)."""
-    recover_interval: float = 10.0
+    recover_interval: float = field(default=10.0, metadata=NONZERO)
     """How often expired leases of dead workers are looked for."""
     recover_grace: float = 5.0
     """How long after a lease expired it is recovered (tolerance for clock skew between hosts)."""
-    janitor_interval: float = 8.0
+    janitor_interval: float = field(default=8.0, metadata=NONZERO)
     """How often completed tasks past their retention are deleted."""
-    janitor_batch: int = 100
+    janitor_batch: int = field(default=100, metadata=NONZERO)
     """Most completed tasks deleted per script call."""
     orphan_scan_count: int = 500
     """Keys the janitor examines per round (one SCAN step) looking for orphaned task records,
     i.e. task hashes in no list of their state, to repair them; 0 disables the scan."""
-    idle_poll_interval: float = 2.0
+    idle_poll_interval: float = field(default=2.0, metadata=NONZERO)
     """Safety net only: an idle worker is woken by pub/sub, and re-checks at least this often."""
-    dequeue_batch: int = 100
+    dequeue_batch: int = field(default=100, metadata=NONZERO)
     """Most tasks leased per script call when slots are free."""
     prefetch: int | None = None
     """Tasks leased ahead of free slots, so a finishing handler's slot is refilled without
@@ -89,7 +84,7 @@ class WorkerConfig:
     """Called (sync or async) with the task and the error after every failed run."""
     health_check: HealthCheck | None = None
     """Called every health_check_interval with None when Redis answers, else the error."""
-    health_check_interval: float = 15.0
+    health_check_interval: float = field(default=15.0, metadata=NONZERO)
     group_aggregator: GroupAggregator | None = None
     """Combines a group's tasks into one task; the aggregator runs only when this is set."""
     group_grace_period: float = 60.0
@@ -104,52 +99,30 @@ class WorkerConfig:
     """Free-form labels published with the server state."""
 
     def __post_init__(self) -> None:
-        for name in _DURATIONS:
-            value = _seconds(getattr(self, name), name)
-            if value < 0:
-                raise ValueError(f"{name} must be >= 0, got {value}")
-            object.__setattr__(self, name, value)
-        if self.prefetch is None:
-            object.__setattr__(self, "prefetch", self.concurrency // 4
-                               if isinstance(self.concurrency, int) else 0)
-        if not isinstance(self.prefetch, int) or isinstance(self.prefetch, bool) \
-                or self.prefetch < 0:
-            raise ValueError(f"prefetch must be an int >= 0, got {self.prefetch!r}")
-        for name in ("concurrency", "dequeue_batch", "janitor_batch"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        if (not isinstance(self.orphan_scan_count, int) or isinstance(self.orphan_scan_count, bool)
-                or self.orphan_scan_count < 0):
-            raise ValueError(f"orphan_scan_count must be an int >= 0, "
-                             f"got {self.orphan_scan_count!r}")
-        if not isinstance(self.group_max_size, int) or self.group_max_size < 0:
-            raise ValueError(f"group_max_size must be an int >= 0, got {self.group_max_size!r}")
+        if not isinstance(self.server_id, str) or not self.server_id.strip():
+            raise ValueError("server_id must be a non-blank string")
+        if self.heartbeat_interval is None:
+            lease = to_seconds(self.lease_duration, "lease_duration", allow_zero=False)
+            object.__setattr__(self, "heartbeat_interval",
+                               min(DEFAULT_HEARTBEAT_INTERVAL, lease / 3))
+        if self.prefetch is None and isinstance(self.concurrency, int):
+            object.__setattr__(self, "prefetch", self.concurrency // 4)
+        check_fields(self)
         if not isinstance(self.queues, Mapping) or not self.queues:
             raise ValueError("queues must be a non-empty mapping of queue name to priority")
         for name, priority in self.queues.items():
             validate_queue_name(name)
-            if not isinstance(priority, int) or isinstance(priority, bool) or priority < 1:
-                raise ValueError(f"priority of queue {name!r} must be an int >= 1, "
-                                 f"got {priority!r}")
+            to_int(priority, f"priority of queue {name!r}", minimum=1)
         object.__setattr__(self, "queues", dict(self.queues))
-        if self.lease_duration <= 0:
-            raise ValueError("lease_duration must be > 0")
-        if not 0 < self.heartbeat_interval <= self.lease_duration / 2:
+        if self.heartbeat_interval > self.lease_duration / 2:
             raise ValueError(
-                f"heartbeat_interval ({self.heartbeat_interval}s) must be > 0 and at most half "
-                f"of lease_duration ({self.lease_duration}s) so leases are renewed in time")
-        for name in ("forward_interval", "recover_interval", "janitor_interval",
-                     "idle_poll_interval", "health_check_interval"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0")
+                f"heartbeat_interval ({self.heartbeat_interval}s) must be at most half of "
+                f"lease_duration ({self.lease_duration}s) so leases are renewed in time")
         if self.group_aggregator is not None and self.group_grace_period < 1:
             raise ValueError("group_grace_period must be at least 1 second")
         for name in ("retry_delay", "is_failure"):
             if not callable(getattr(self, name)):
                 raise TypeError(f"{name} must be callable")
-        if not isinstance(self.server_id, str) or not self.server_id.strip():
-            raise ValueError("server_id must be a non-blank string")
 
     @property
     def lease_ms(self) -> int:
