@@ -6,7 +6,7 @@ is one atomic Lua script in Redis; keys are hash-tagged per queue so Redis Clust
 
 from ._client import Client
 from ._clock import Clock, FakeClock, SystemClock
-from ._connection import ConnectionOptions
+from ._connection_options import ConnectionOptions
 from ._errors import (
     AsyncqError,
     BrokerError,

@@ -15,12 +15,9 @@ Accepted everywhere a connection is (Client, Worker, Inspector, Scheduler, the C
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.cluster import ClusterNode
@@ -31,6 +28,7 @@ from redis.backoff import NoBackoff
 
 from ._broker import Broker, RedisBroker, is_broker
 from ._clock import SYSTEM_CLOCK, Clock
+from ._connection_options import DEFAULT_CONNECTION, ConnectionOptions
 from ._redis_url import URL_FORMS, Target, parse_url, redact, startup_nodes
 
 __all__ = ["URL_FORMS", "ConnectionOptions", "RedisLike", "connect", "make_broker", "open_broker",
@@ -40,103 +38,6 @@ StartupNode = str | tuple[str, int]
 RedisLike = str | Redis | RedisCluster | list[StartupNode] | tuple[StartupNode, ...]
 RedisClient = Redis | RedisCluster
 Closer = Callable[[], Awaitable[None]]
-
-_CERT_REQS = ("required", "optional", "none")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConnectionOptions:
-    """How asyncq connects to Redis when it creates the client (from a URL or startup nodes).
-
-    Every field can also be given as a query parameter of the URL
-    (``rediss://host:6380/0?ssl_ca_certs=/etc/ca.pem&socket_timeout=2``); a value in the URL
-    wins over the same field here. A ``redis.asyncio`` client you pass in yourself keeps its
-    own settings.
-
-    asyncq never enables redis-py's automatic command retries on the clients it creates:
-    re-sending a script whose reply was lost could run it twice. Its own loops retry at a level
-    that knows what is safe to repeat (see the README, "Delivery guarantees").
-    """
-
-    socket_timeout: float | None = 5.0
-    """Seconds to wait for a reply before the call fails and the connection is dropped
-    (``None``: wait forever — a hung Redis then stalls the caller)."""
-    socket_connect_timeout: float | None = 5.0
-    """Seconds to wait for a connection to be established (``None``: the OS default)."""
-    health_check_interval: float = 15.0
-    """A pooled connection idle for longer than this is checked with a PING before reuse, and a
-    worker's pub/sub connection that heard nothing for this long is pinged; 0 disables both."""
-    socket_keepalive: bool = True
-    """Enable TCP keepalive, so a peer that vanished is noticed even on idle connections."""
-    max_connections: int | None = None
-    """Most connections in the pool (per node on a cluster); more concurrent commands than this
-    fail with "Too many connections". Default: no limit (100 per node on a cluster)."""
-    username: str | None = None
-    """ACL user name (Redis 6+), when it is not in the URL."""
-    password: str | None = None
-    """Password (of ``username``, or of the ``default`` user), when it is not in the URL."""
-    tls: bool = False
-    """Connect with TLS; implied by the ``rediss://``, ``rediss+cluster://`` and
-    ``rediss+sentinel://`` schemes."""
-    ssl_ca_certs: str | None = None
-    """CA certificate file (PEM) the server certificate must chain to (default: the system's)."""
-    ssl_certfile: str | None = None
-    """Client certificate file (PEM), for servers that require one (``tls-auth-clients yes``)."""
-    ssl_keyfile: str | None = None
-    """Private key of the client certificate (PEM)."""
-    ssl_password: str | None = None
-    """Password of ``ssl_keyfile``, if it is encrypted."""
-    ssl_cert_reqs: Literal["required", "optional", "none"] = "required"
-    """Whether the server certificate is verified; "none" turns verification off (testing
-    only)."""
-    ssl_check_hostname: bool = True
-    """Check that the server certificate names the host connected to (or
-    ``ssl_server_hostname``)."""
-    ssl_server_hostname: str | None = None
-    """The name the server certificate must carry (and the TLS SNI name), when it differs from
-    the host in the URL — e.g. connecting to an IP address. Single node and Sentinel only."""
-    sentinel_username: str | None = None
-    """ACL user name for the Sentinel processes themselves (``redis+sentinel://`` only)."""
-    sentinel_password: str | None = None
-    """Password for the Sentinel processes themselves (``redis+sentinel://`` only)."""
-
-    def __post_init__(self) -> None:
-        for name in ("socket_timeout", "socket_connect_timeout"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool)
-                                      or not isinstance(value, int | float)
-                                      or not math.isfinite(value) or value <= 0):
-                raise ValueError(f"{name} must be a number of seconds > 0 or None, got {value!r}")
-        value = self.health_check_interval
-        if (isinstance(value, bool) or not isinstance(value, int | float)
-                or not math.isfinite(value) or value < 0):
-            raise ValueError(f"health_check_interval must be a number of seconds >= 0, "
-                             f"got {value!r}")
-        for name in ("socket_keepalive", "tls", "ssl_check_hostname"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        mc = self.max_connections
-        if mc is not None and (not isinstance(mc, int) or isinstance(mc, bool) or mc < 1):
-            raise ValueError(f"max_connections must be an int >= 1 or None, got {mc!r}")
-        for name in ("username", "password", "ssl_ca_certs", "ssl_certfile", "ssl_keyfile",
-                     "ssl_password", "ssl_server_hostname", "sentinel_username",
-                     "sentinel_password"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"{name} must be a str or None, got {value!r}")
-        if self.ssl_cert_reqs not in _CERT_REQS:
-            raise ValueError(f"ssl_cert_reqs must be one of {', '.join(_CERT_REQS)}, "
-                             f"got {self.ssl_cert_reqs!r}")
-        if self.ssl_keyfile and not self.ssl_certfile:
-            raise ValueError("ssl_keyfile needs ssl_certfile (the client certificate)")
-
-    def tls_settings(self) -> dict[str, Any]:
-        """The TLS fields that differ from their defaults (they need TLS to be on)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name.startswith("ssl_") and getattr(self, f.name) != f.default}
-
-
-DEFAULT_CONNECTION = ConnectionOptions()
 
 
 # -- TLS with an explicit server name

@@ -2,7 +2,9 @@
 passwords they hold (for error messages and logs).
 
 Query parameters set ``ConnectionOptions`` fields (an unknown one is an error, not ignored);
-a value in the URL wins over the options passed along with it.
+a value in the URL wins over the options passed along with it. Each parameter is parsed by the
+type of its field (``float | None``: a number or ``none``; ``bool``: true/false...), so a new
+field is a new parameter with no change here.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-if TYPE_CHECKING:
-    from ._connection import ConnectionOptions
+from ._connection_options import DEFAULT_CONNECTION, ConnectionOptions
+from ._validate import FieldKind, field_kinds
 
 URL_FORMS = (
     "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "
@@ -37,21 +39,26 @@ def _bool(value: str) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
-def _seconds_or_none(value: str) -> float | None:
-    return None if value.lower() == "none" else float(value)
+_FROM_TEXT: Mapping[type, Callable[[str], Any]] = {float: float, int: int, bool: _bool, str: str}
+
+
+def _or_none(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    return lambda value: None if value.lower() == "none" else parse(value)
+
+
+def _query_parser(name: str, kind: FieldKind | None) -> Callable[[str], Any]:
+    """How the text of query parameter ``name`` becomes a value of its field; checking the
+    value (range, choices) is left to ``ConnectionOptions`` itself."""
+    if kind is None:
+        raise TypeError(f"ConnectionOptions.{name} has a type no URL query parameter can carry")
+    parse = _FROM_TEXT[kind.base]
+    # "none" is None for numbers only: a password may well be "none".
+    return _or_none(parse) if kind.optional and kind.base is not str else parse
 
 
 _QUERY_PARSERS: Mapping[str, Callable[[str], Any]] = {
-    "socket_timeout": _seconds_or_none,
-    "socket_connect_timeout": _seconds_or_none,
-    "health_check_interval": float,
-    "socket_keepalive": _bool,
-    "max_connections": int,
-    "tls": _bool,
-    "ssl_check_hostname": _bool,
-    **{name: str for name in ("username", "password", "ssl_ca_certs", "ssl_certfile",
-                              "ssl_keyfile", "ssl_password", "ssl_cert_reqs",
-                              "ssl_server_hostname", "sentinel_username", "sentinel_password")},
+    f.name: _query_parser(f.name, field_kinds(ConnectionOptions).get(f.name))
+    for f in dataclasses.fields(ConnectionOptions)
 }
 
 
@@ -113,8 +120,6 @@ def parse_url(url: str, options: ConnectionOptions | None = None) -> Target:
     """Parse a Redis URL (its settings over ``options``, default ``ConnectionOptions()``);
     raise ValueError (one line, listing the accepted forms) if it is bad."""
     if options is None:
-        from ._connection import DEFAULT_CONNECTION
-
         options = DEFAULT_CONNECTION
     if not isinstance(url, str) or "://" not in url or url.split("://", 1)[0] not in SCHEMES:
         raise ValueError(f"unsupported Redis URL {redact(url)!r}; accepted forms: {URL_FORMS}")
