@@ -3,6 +3,7 @@ and the one-line errors for bad input (issue 8, item 1)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -210,3 +211,21 @@ def test_passwords_never_appear_in_errors() -> None:
         assert "***" in str(err.value)
     assert redact("redis://u:p@h:1/0?password=x&db=1") == "redis://u:***@h:1/0?password=***&db=1"
     assert redact("unix:///run/r.sock") == "unix:///run/r.sock"
+
+
+def test_every_connection_option_is_a_query_parameter_parsed_by_its_type() -> None:
+    with pytest.raises(ValueError, match="unknown option") as err:
+        parse_url("redis://h/0?bogus=1")
+    for f in dataclasses.fields(ConnectionOptions):
+        assert f.name in str(err.value)
+    o = parse_url("redis://h/0?socket_timeout=none&max_connections=none&password=none"
+                  "&health_check_interval=0&socket_keepalive=off").options
+    assert (o.socket_timeout, o.max_connections, o.password) == (None, None, "none")
+    assert (o.health_check_interval, o.socket_keepalive) == (0.0, False)
+    for query, why in (("socket_timeout=nan", "finite"), ("health_check_interval=inf", "finite"),
+                       ("socket_connect_timeout=0", "socket_connect_timeout must be > 0"),
+                       ("max_connections=1.5", "option max_connections"),
+                       ("tls=maybe", "option tls")):
+        with pytest.raises(ValueError, match="accepted forms") as err:
+            parse_url(f"redis://h/0?{query}")
+        assert why in str(err.value)

@@ -54,24 +54,24 @@ def _one_line_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     parser.exit(2, f"{parser.prog}: error: {message} (see '{parser.prog} --help')\n")
 
 
+def worker_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The WorkerConfig options the flags set. A flag not given is left out, so WorkerConfig
+    applies (or derives) the same default as the Python API."""
+    flags: dict[str, Any] = {
+        "concurrency": args.concurrency, "strict_priority": args.strict or None,
+        "shutdown_timeout": args.shutdown_timeout, "lease_duration": args.lease_duration,
+        "heartbeat_interval": args.heartbeat_interval, "queues": parse_queue_weights(args.queue),
+    }
+    return {name: value for name, value in flags.items() if value is not None}
+
+
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
     handler = import_object(args.target)
     if isinstance(handler, type) or not (isinstance(handler, ServeMux) or callable(handler)):
         raise CLIError(f"{args.target} is neither a ServeMux nor a handler function")
-    flags: dict[str, Any] = {
-        "concurrency": args.concurrency, "strict_priority": args.strict,
-        "shutdown_timeout": args.shutdown_timeout, "lease_duration": args.lease_duration,
-        "heartbeat_interval": args.heartbeat_interval,
-    }
-    # A flag not given is left out, so WorkerConfig applies (or derives) the same default as
-    # the Python API.
-    options = {name: value for name, value in flags.items() if value is not None}
-    queues = parse_queue_weights(args.queue)
-    if queues is not None:
-        options["queues"] = queues
     try:
-        worker = Worker(args.redis_url, handler, **options)
+        worker = Worker(args.redis_url, handler, **worker_options(args))
     except (ValueError, TypeError) as exc:
         raise CLIError(str(exc)) from None
 
