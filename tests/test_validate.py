@@ -123,3 +123,19 @@ def test_the_worker_command_has_the_python_api_defaults() -> None:
         4, True, {"a": 2, "b": 1})
     assert (config.shutdown_timeout, config.lease_duration, config.heartbeat_interval) == (
         1.0, 10.0, 2.0)
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-5", "1e20"])
+def test_the_enqueue_command_refuses_bad_durations_before_connecting(
+    text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["task", "enqueue", "-t", "x", "--timeout", text])
+    assert exit_.value.code == 2
+    assert f"invalid duration {text!r}: duration must be" in capsys.readouterr().err
+
+
+def test_the_enqueue_command_reads_units() -> None:
+    args = build_parser().parse_args(["task", "enqueue", "-t", "x", "--timeout", "1h30m",
+                                      "--process-in", "250ms", "--retention", "2d"])
+    assert (args.timeout, args.process_in, args.retention) == (5400.0, 0.25, 172_800.0)

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from .._client import Client
+from .._validate import to_seconds
 from ._common import CLIError, check_redis
 from ._output import add_common_args, print_json, task_doc
 
@@ -19,22 +20,26 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_duration(text: str) -> float:
-    """``90`` (seconds), ``90s``, ``1h30m``, ``250ms``, ``2d`` -> seconds."""
+    """``90`` (seconds), ``90s``, ``1h30m``, ``250ms``, ``2d`` -> seconds (checked by the rule of
+    every asyncq duration: finite, >= 0, at most 10 000 years)."""
     value = text.strip()
     try:
-        return float(value)
+        total = float(value)
     except ValueError:
-        pass
-    pos, total = 0, 0.0
-    for m in _DURATION_PART.finditer(value):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-        pos = m.end()
-    if pos != len(value) or not value:
-        raise argparse.ArgumentTypeError(
-            f"invalid duration {text!r}: use seconds or units like 90s, 5m, 1h30m, 250ms, 2d")
-    return total
+        pos, total = 0, 0.0
+        for m in _DURATION_PART.finditer(value):
+            if m.start() != pos:
+                break
+            total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+            pos = m.end()
+        if pos != len(value) or not value:
+            raise argparse.ArgumentTypeError(
+                f"invalid duration {text!r}: use seconds or units like 90s, 5m, 1h30m, 250ms, "
+                "2d") from None
+    try:
+        return to_seconds(total, "duration")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: {exc}") from None
 
 
 def parse_time(text: str) -> datetime:
