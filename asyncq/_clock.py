@@ -29,7 +29,7 @@ class FakeClock:
         elif isinstance(start, datetime):
             if start.tzinfo is None:
                 raise ValueError("FakeClock start must be timezone-aware")
-            self._ms = int(start.timestamp() * 1000)
+            self._ms = datetime_to_ms(start)
         else:
             self._ms = int(start * 1000)
 
@@ -42,7 +42,7 @@ class FakeClock:
 
     def set(self, when: datetime) -> None:
         """Jump to an aware datetime."""
-        self._ms = int(when.timestamp() * 1000)
+        self._ms = datetime_to_ms(when)
 
 
 def ms_to_datetime(ms: int) -> datetime:
@@ -51,8 +51,9 @@ def ms_to_datetime(ms: int) -> datetime:
 
 
 def datetime_to_ms(when: datetime) -> int:
-    """Convert an aware datetime to Unix milliseconds."""
-    return int(when.timestamp() * 1000)
+    """Convert an aware datetime to Unix milliseconds, rounded to the nearest: truncating the
+    float product loses a millisecond for some exact-millisecond times."""
+    return round(when.timestamp() * 1000)
 
 
 SYSTEM_CLOCK: Clock = SystemClock()

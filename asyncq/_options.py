@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
+from ._clock import datetime_to_ms
 from ._keys import validate_queue_name
 from ._validate import to_ms as to_ms  # re-exported: the worker converts retry delays with it
 
@@ -108,9 +109,9 @@ def parse_options(options: Mapping[str, Any]) -> EnqueueOptions:
         elif name == "timeout":
             kw["timeout_ms"] = to_ms(value, "timeout")
         elif name == "deadline":
-            kw["deadline_ms"] = round(_aware(value, "deadline").timestamp() * 1000)
+            kw["deadline_ms"] = datetime_to_ms(_aware(value, "deadline"))
         elif name == "process_at":
-            kw["process_at_ms"] = round(_aware(value, "process_at").timestamp() * 1000)
+            kw["process_at_ms"] = datetime_to_ms(_aware(value, "process_at"))
         elif name == "process_in":
             kw["process_in_ms"] = to_ms(value, "process_in")
         elif name == "unique":

@@ -4,13 +4,14 @@ defaults."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from asyncq import ConnectionOptions, ServeMux, Worker, WorkerConfig
+from asyncq import ConnectionOptions, FakeClock, ServeMux, Worker, WorkerConfig
 from asyncq._cli import build_parser
 from asyncq._cli._worker_cmd import worker_options
+from asyncq._clock import datetime_to_ms
 from asyncq._validate import MAX_DURATION_MS, field_kinds, to_int, to_ms, to_seconds
 
 BAD_DURATIONS = [float("nan"), float("inf"), float("-inf"), True, False, -1, -0.5,
@@ -139,3 +140,11 @@ def test_the_enqueue_command_reads_units() -> None:
     args = build_parser().parse_args(["task", "enqueue", "-t", "x", "--timeout", "1h30m",
                                       "--process-in", "250ms", "--retention", "2d"])
     assert (args.timeout, args.process_in, args.retention) == (5400.0, 0.25, 172_800.0)
+
+
+def test_datetimes_become_the_exact_milliseconds() -> None:
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    for n in range(2_000):
+        when = datetime(2031, 5, 17, 3, 4, 5, tzinfo=UTC) + timedelta(milliseconds=7 * n + 1)
+        assert datetime_to_ms(when) == (when - epoch) // timedelta(milliseconds=1)
+        assert FakeClock(when).now_ms() == datetime_to_ms(when)
