@@ -144,7 +144,9 @@ def test_the_enqueue_command_reads_units() -> None:
 
 def test_datetimes_become_the_exact_milliseconds() -> None:
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
-    for n in range(2_000):
-        when = datetime(2031, 5, 17, 3, 4, 5, tzinfo=UTC) + timedelta(milliseconds=7 * n + 1)
-        assert datetime_to_ms(when) == (when - epoch) // timedelta(milliseconds=1)
-        assert FakeClock(when).now_ms() == datetime_to_ms(when)
+    # Times where float seconds times 1000 falls just below the exact millisecond.
+    for when in (datetime(2039, 6, 12, 10, 34, 30, 265000, tzinfo=UTC),
+                 datetime(2108, 8, 4, 20, 35, 54, 407000, tzinfo=UTC)):
+        exact = (when - epoch) // timedelta(milliseconds=1)
+        assert datetime_to_ms(when) == exact
+        assert FakeClock(when).now_ms() == exact
