@@ -104,6 +104,7 @@ def test_heartbeat_interval_follows_the_lease_unless_given() -> None:
     assert WorkerConfig(lease_duration=60).heartbeat_interval == 5.0
     assert WorkerConfig(lease_duration=3, heartbeat_interval=1.5).heartbeat_interval == 1.5
     assert Worker("redis://127.0.0.1:1/0", ServeMux(), lease_duration=3).config.lease_ms == 3000
+    assert WorkerConfig(lease_duration=8.2).lease_ms == 8200  # 8.2 * 1000 is 8199.999...
     with pytest.raises(ValueError, match="at most half of lease_duration"):
         WorkerConfig(lease_duration=3, heartbeat_interval=2)
     with pytest.raises(ValueError, match="heartbeat_interval must be > 0"):

@@ -126,4 +126,5 @@ class WorkerConfig:
 
     @property
     def lease_ms(self) -> int:
-        return int(self.lease_duration * 1000)
+        """lease_duration in whole milliseconds, rounded as every stored duration is."""
+        return round(self.lease_duration * 1000)
