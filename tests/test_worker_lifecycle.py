@@ -236,10 +236,11 @@ async def test_leases_of_running_tasks_are_extended(
         later = await wait_until(
             lambda: _score_above(redis_client, asyncq_queue, slow, first + 300), timeout=3)
         assert abs(later - (time.time() * 1000 + 2000)) < 1000
-        run = w.worker.processor.running[slow]
         await w.worker.heartbeat.tick()
         score = await lease_score(redis_client, asyncq_queue, slow)
-        assert score is not None and abs(run.lease_until_ms - score) < 200
+        lease = w.worker.leases.get(slow)
+        assert lease is not None and lease.holder == "running"
+        assert score is not None and abs(lease.until_ms - score) < 200
         # Only the running task holds a lease: the finished one's was removed, not renewed.
         assert await lease_score(redis_client, asyncq_queue, quick) is None
         release.set()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -26,6 +25,7 @@ from ._forwarder import Forwarder
 from ._healthcheck import HealthChecker
 from ._heartbeat import Heartbeat
 from ._janitor import Janitor
+from ._leases import Leases
 from ._mux import Handler
 from ._processor import Processor
 from ._recoverer import Recoverer
@@ -59,13 +59,17 @@ class Worker:
             self.broker = redis  # type: ignore[assignment]
         cfg = self.config
         queues = list(cfg.queues)
+        self.leases = Leases()
+        """Every task this worker holds a lease on, shared by the components below."""
         self.forwarder = Forwarder(self.broker, queues, cfg.forward_interval, self.clock)
-        self.acker = Acker(self.broker, cfg.server_id, self.clock,
+        self.acker = Acker(self.broker, cfg.server_id, self.leases,
                            on_retry_written=self.forwarder.poke)
-        self.processor = Processor(self.broker, cfg, handler, self.acker, self.clock)
-        self.heartbeat = Heartbeat(self.broker, cfg, self.processor, self.acker, self.clock)
+        self.processor = Processor(self.broker, cfg, handler, self.acker, self.leases,
+                                   self.clock)
+        self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
+                                   self.clock)
         self.recoverer = Recoverer(self.broker, cfg, self.clock,
-                                   on_retry_scheduled=self.forwarder.poke, held=self._held)
+                                   on_retry_scheduled=self.forwarder.poke, held=self.leases)
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,
                                cfg.orphan_scan_count)
         self.subscriber = Subscriber(self.broker, self.processor, queues,
@@ -81,9 +85,6 @@ class Worker:
         self._shutdown = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
         self._startup: anyio.CancelScope | None = None
-
-    def _held(self) -> _Held:
-        return _Held(self.processor.running, self.acker.pending)
 
     @property
     def ready(self) -> bool:
@@ -199,15 +200,3 @@ class Worker:
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await stop_background(self._runner, self.stop)
 
-
-class _Held:
-    """The ids of the tasks this worker runs or holds an outcome for (for the recoverer)."""
-
-    __slots__ = ("_pending", "_running")
-
-    def __init__(self, running: Mapping[str, object], pending: Mapping[str, object]) -> None:
-        self._running = running
-        self._pending = pending
-
-    def __contains__(self, task_id: object) -> bool:
-        return task_id in self._running or task_id in self._pending
