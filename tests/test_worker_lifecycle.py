@@ -16,10 +16,12 @@ from redis.asyncio import Redis
 
 from asyncq import (
     Client,
+    ConnectionOptions,
     LeaseExpiredError,
     ServeMux,
     Task,
     Worker,
+    WorkerConfig,
 )
 from asyncq import _keys as K
 from asyncq._broker import RedisBroker
@@ -127,6 +129,43 @@ def test_worker_construction_errors() -> None:
         Worker("redis://127.0.0.1:6379/0", ServeMux(), lease_duration=2, heartbeat_interval=5)
     with pytest.raises(ValueError, match="unsupported Redis URL"):
         Worker("http://localhost", ServeMux())
+
+
+def test_worker_takes_a_config_or_option_keywords_not_both() -> None:
+    config = WorkerConfig(concurrency=3, queues={"q": 1})
+    worker = Worker("redis://127.0.0.1:6379/0", ServeMux(), config=config)
+    assert worker.config is config
+    with pytest.raises(TypeError, match="either config= or worker options"):
+        Worker("redis://127.0.0.1:6379/0", ServeMux(), config=config, concurrency=4)
+    with pytest.raises(TypeError, match="config must be a WorkerConfig"):
+        Worker("redis://127.0.0.1:6379/0", ServeMux(), config={"concurrency": 3})  # type: ignore[arg-type]
+
+
+class ClosingRecorder(RedisBroker):
+    closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+        await super().close()
+
+
+async def test_worker_runs_on_a_broker_given_as_broker_and_leaves_it_open(
+    redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
+) -> None:
+    broker = ClosingRecorder(redis_client)
+    started: list[str] = []
+    config = WorkerConfig(queues={asyncq_queue: 1})
+    async with Worker(broker=broker, handler=blocking_mux(started, asyncio.Event()),
+                      config=config) as worker:
+        assert worker.broker is broker
+        task_id = (await asyncq_client.enqueue("quick", queue=asyncq_queue)).id
+        await wait_drained(redis_client, [asyncq_queue], worker=worker)
+    assert started == [task_id]
+    assert not broker.closed  # the caller's broker stays the caller's
+    with pytest.raises(TypeError, match="not both"):
+        Worker(redis_client, ServeMux(), broker=broker)
+    with pytest.raises(ValueError, match="connection options apply to a Redis URL"):
+        Worker(broker=broker, handler=ServeMux(), connection=ConnectionOptions())
 
 
 async def test_worker_with_unreachable_redis_does_not_crash_and_stops_when_cancelled() -> None:
