@@ -328,6 +328,8 @@ async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_lo
             assert worker.acker.pending and not worker.processor.running
             broker.down = False
             await wait_drained(redis_client, [asyncq_queue], worker=worker)
+            # (the heartbeat's next beat ends its outage: stopping before it would skip that)
+            await wait_until(lambda: not worker.heartbeat.outage.ongoing, timeout=3)
     # The outcome was written late, not given up, and the task did not run again.
     assert ran == [info.id]
     assert worker.acker.given_up == 0
