@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 from asyncq import BrokerError, Client, FakeClock, ServeMux, Task, Worker
 from asyncq import _keys as K
 from asyncq._broker import Outcome
-from asyncq._worker._processor import TaskCancelledError
+from asyncq._worker._outcomes import TaskCancelledError
 from asyncq.testing import WorkerFactory, queue_counts, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -95,6 +95,21 @@ async def test_recoverer_archives_an_expired_task_without_retries_left(
     assert fields.get("retried", b"0") == b"0"
     counts = await queue_counts(redis_client, asyncq_queue)
     assert (counts["archived"], counts["retry"], counts["active"]) == (1, 0, 0)
+
+
+async def test_recoverer_falls_back_to_the_default_delay_when_retry_delay_raises(
+    make_worker: MakeWorker, fake_clock: FakeClock, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    def bug(retried: int, exc: BaseException, task: Task) -> float:
+        raise RuntimeError("policy bug")
+
+    worker = make_worker(queues={asyncq_queue: 1}, recover_grace=30, retry_delay=bug)
+    await Client(worker.broker, clock=fake_clock).enqueue("t", queue=asyncq_queue)
+    [task_id] = await lease_to_dead_worker(worker, asyncq_queue)
+    fake_clock.advance(60)
+    assert await worker.recoverer.tick() == 1
+    delay = (await zmembers(redis_client, K.queue_keys(asyncq_queue).retry))[task_id]
+    assert 15_000 <= delay - fake_clock.now_ms() <= 44_000  # a first retry, default schedule
 
 
 async def test_recoverer_takes_only_leases_older_than_the_grace(
@@ -382,6 +397,25 @@ async def test_failed_aggregation_keeps_the_group_tasks(
     fake_clock.advance(3 * 60)
     await worker.broker.reclaim_stale_aggregation_sets(asyncq_queue)
     assert set(await zmembers(redis_client, K.queue_keys(asyncq_queue).group("g"))) == set(ids)
+
+
+async def test_a_failing_queue_does_not_stop_the_aggregator_for_the_others(
+    make_worker: MakeWorker, fake_clock: FakeClock, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    broken, good = f"{asyncq_queue}-broken", f"{asyncq_queue}-good"
+    agg = Recorder()
+    worker = make_worker(queues={broken: 2, good: 1}, group_aggregator=agg,
+                         group_grace_period=1)
+    assert worker.aggregator is not None
+    await redis_client.set(K.queue_keys(broken).groups, "not a set")  # every read fails
+    client = Client(worker.broker, clock=fake_clock)
+    for n in range(2):
+        await client.enqueue("item", n, queue=good, group="g")
+    fake_clock.advance(2)
+    with pytest.raises(BrokerError):  # the broken queue's error, once every queue was tried
+        await worker.aggregator.tick()
+    assert [(g, sorted(p)) for g, p in agg.calls] == [("g", [0, 1])]
+    assert len(await pending_tasks(redis_client, good)) == 1
 
 
 async def test_running_worker_aggregates_groups(

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+import structlog.testing
 from dataplane_helpers import task_hash
 from redis.asyncio import Redis
 
@@ -21,7 +22,7 @@ import asyncq
 from asyncq import Client, Retry, RevokeTask, ServeMux, SkipRetry, Task, Worker
 from asyncq import _keys as K
 from asyncq._message import TaskMessage
-from asyncq._worker._processor import error_text
+from asyncq._worker._outcomes import error_text
 from asyncq._worker._retry import QueueOrder, normalize_priorities
 from asyncq._worker._running import compute_deadline
 from asyncq.testing import WorkerFactory, queue_counts, wait_until
@@ -366,6 +367,41 @@ async def test_non_failure_errors_do_not_use_up_retries(
     qk = K.queue_keys(asyncq_queue)
     assert await redis_client.get(qk.failed) is None
     assert await redis_client.get(qk.processed) is None
+
+
+@pytest.mark.parametrize("broken", ["retry_delay", "is_failure"])
+async def test_a_retry_policy_hook_that_raises_falls_back_to_the_default(
+    broken: str, asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    redis_client: Redis,
+) -> None:
+    """A raising retry_delay means the default schedule (15-44 s for a first retry); a raising
+    is_failure means the error counts as a failure. The other hook still applies."""
+    def bug(*args: Any) -> Any:
+        raise RuntimeError("policy bug")
+
+    hooks: dict[str, Any] = ({"retry_delay": bug, "is_failure": lambda e: False}
+                             if broken == "retry_delay" else
+                             {"retry_delay": never_soon, "is_failure": bug})
+    info = await asyncq_client.enqueue("fail", queue=asyncq_queue)
+    with structlog.testing.capture_logs() as logs:
+        async with asyncq_worker(failing_mux(lambda t: ValueError("boom")),
+                                 queues={asyncq_queue: 1}, **hooks) as w:
+            await w.wait_drained()
+    fields = await task_hash(redis_client, asyncq_queue, info.id)
+    assert (fields["state"], fields["error"]) == (b"retry", b"ValueError: boom")
+    score = await redis_client.zscore(K.queue_keys(asyncq_queue).retry, info.id)
+    assert score is not None
+    delay = score - int(fields["failed_at"])
+    failed = await redis_client.get(K.queue_keys(asyncq_queue).failed)
+    if broken == "retry_delay":
+        assert 15_000 - 1000 <= delay <= 44_000 + 1000
+        assert failed is None  # is_failure still said no
+    else:
+        assert abs(delay - NO_RETRY_SOON * 1000) < 1000  # retry_delay still applied
+        assert failed == b"1"
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == [
+        f"{broken} raised; " + ("using the default retry delay" if broken == "retry_delay"
+                                else "counting the error as a failure")]
 
 
 # ----------------------------------------------------------------- retention (item 9)

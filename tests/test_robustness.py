@@ -328,6 +328,8 @@ async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_lo
             assert worker.acker.pending and not worker.processor.running
             broker.down = False
             await wait_drained(redis_client, [asyncq_queue], worker=worker)
+            # (the heartbeat's next beat ends its outage: stopping before it would skip that)
+            await wait_until(lambda: not worker.heartbeat.outage.ongoing, timeout=3)
     # The outcome was written late, not given up, and the task did not run again.
     assert ran == [info.id]
     assert worker.acker.given_up == 0
@@ -441,13 +443,14 @@ async def test_the_recoverer_leaves_alone_what_this_worker_holds_an_outcome_for(
         assert {r.id for r in raws} == {done_id, other_id}
         # The handler of done_id finished during an outage longer than the lease; its outcome
         # waits in the acker. other_id's handler was cancelled (nothing held).
-        worker.acker.submit(Outcome("complete", asyncq_queue, done_id, retention_ms=60_000),
-                            clock.now_ms() + 2000)
+        worker.leases.add(done_id, asyncq_queue, clock.now_ms() + 2000, "outcome")
+        worker.acker.submit(Outcome("complete", asyncq_queue, done_id, retention_ms=60_000))
         clock.advance(10)
         assert await worker.recoverer.tick() == 1  # other_id only
         assert (await task_hash(redis_client, asyncq_queue, other_id))["state"] == b"retry"
         assert await worker.acker.flush()
         assert (worker.acker.written, worker.acker.given_up) == (1, 0)
+        assert done_id not in worker.leases  # written: the acker let go of the lease
         assert (await task_hash(redis_client, asyncq_queue, done_id))["state"] == b"completed"
     finally:
         await worker.broker.close()
@@ -466,11 +469,14 @@ async def test_an_outcome_of_an_earlier_run_is_dropped_when_the_task_is_leased_a
     try:
         msg = TaskMessage(id="again", type="t", queue=asyncq_queue)
         # A retry outcome of run 1 never got written; the task was recovered and leased again.
-        worker.acker.submit(Outcome("retry", asyncq_queue, "again", retry_at_ms=1), 0)
-        worker.processor._start(asyncq_queue, RawTask("again", msg.encode(), b"", 1),
-                                int(time.time() * 1000) + 30_000)
+        worker.leases.add("again", asyncq_queue, 0, "outcome")
+        worker.acker.submit(Outcome("retry", asyncq_queue, "again", retry_at_ms=1))
+        worker.processor._take(asyncq_queue, RawTask("again", msg.encode(), b"", 1),
+                               int(time.time() * 1000) + 30_000)
         await started.wait()
         assert "again" not in worker.acker.pending and worker.acker.given_up == 1
+        lease = worker.leases.get("again")  # the lease is the new run's
+        assert lease is not None and lease.holder == "running" and lease.until_ms > 0
         assert worker.processor.cancel("again", "shutdown")
         await wait_until(lambda: not worker.processor.running, timeout=2)
     finally:

@@ -16,10 +16,12 @@ from redis.asyncio import Redis
 
 from asyncq import (
     Client,
+    ConnectionOptions,
     LeaseExpiredError,
     ServeMux,
     Task,
     Worker,
+    WorkerConfig,
 )
 from asyncq import _keys as K
 from asyncq._broker import RedisBroker
@@ -129,6 +131,43 @@ def test_worker_construction_errors() -> None:
         Worker("http://localhost", ServeMux())
 
 
+def test_worker_takes_a_config_or_option_keywords_not_both() -> None:
+    config = WorkerConfig(concurrency=3, queues={"q": 1})
+    worker = Worker("redis://127.0.0.1:6379/0", ServeMux(), config=config)
+    assert worker.config is config
+    with pytest.raises(TypeError, match="either config= or worker options"):
+        Worker("redis://127.0.0.1:6379/0", ServeMux(), config=config, concurrency=4)
+    with pytest.raises(TypeError, match="config must be a WorkerConfig"):
+        Worker("redis://127.0.0.1:6379/0", ServeMux(), config={"concurrency": 3})  # type: ignore[arg-type]
+
+
+class ClosingRecorder(RedisBroker):
+    closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+        await super().close()
+
+
+async def test_worker_runs_on_a_broker_given_as_broker_and_leaves_it_open(
+    redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
+) -> None:
+    broker = ClosingRecorder(redis_client)
+    started: list[str] = []
+    config = WorkerConfig(queues={asyncq_queue: 1})
+    async with Worker(broker=broker, handler=blocking_mux(started, asyncio.Event()),
+                      config=config) as worker:
+        assert worker.broker is broker
+        task_id = (await asyncq_client.enqueue("quick", queue=asyncq_queue)).id
+        await wait_drained(redis_client, [asyncq_queue], worker=worker)
+    assert started == [task_id]
+    assert not broker.closed  # the caller's broker stays the caller's
+    with pytest.raises(TypeError, match="not both"):
+        Worker(redis_client, ServeMux(), broker=broker)
+    with pytest.raises(ValueError, match="connection options apply to a Redis URL"):
+        Worker(broker=broker, handler=ServeMux(), connection=ConnectionOptions())
+
+
 async def test_worker_with_unreachable_redis_does_not_crash_and_stops_when_cancelled() -> None:
     worker = Worker(dead_redis_url(), ServeMux(), heartbeat_interval=0.1, lease_duration=1)
     started = time.monotonic()
@@ -236,10 +275,11 @@ async def test_leases_of_running_tasks_are_extended(
         later = await wait_until(
             lambda: _score_above(redis_client, asyncq_queue, slow, first + 300), timeout=3)
         assert abs(later - (time.time() * 1000 + 2000)) < 1000
-        run = w.worker.processor.running[slow]
         await w.worker.heartbeat.tick()
         score = await lease_score(redis_client, asyncq_queue, slow)
-        assert score is not None and abs(run.lease_until_ms - score) < 200
+        lease = w.worker.leases.get(slow)
+        assert lease is not None and lease.holder == "running"
+        assert score is not None and abs(lease.until_ms - score) < 200
         # Only the running task holds a lease: the finished one's was removed, not renewed.
         assert await lease_score(redis_client, asyncq_queue, quick) is None
         release.set()

@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 
 from .._broker import Broker, Outcome
-from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
 from .._outage import Outage
+from ._leases import OUTCOME, Leases
 
 _BATCH = 500
 
@@ -29,19 +29,22 @@ _BATCH = 500
 @dataclass(slots=True)
 class PendingOutcome:
     outcome: Outcome
-    lease_until_ms: int
     unsure: bool = False
     """A write of it failed without an answer: Redis may have applied it (reply lost)."""
 
 
 class Acker:
-    """Collects outcomes and flushes them with one pipelined round trip per batch."""
+    """Collects outcomes and flushes them with one pipelined round trip per batch.
 
-    def __init__(self, broker: Broker, owner: str, clock: Clock,
+    A submitted outcome's lease is held in ``leases`` as an ``outcome`` lease (the processor
+    hands it over); the acker releases it once the outcome is written, refused or lost.
+    """
+
+    def __init__(self, broker: Broker, owner: str, leases: Leases,
                  on_retry_written: Callable[[int], None] | None = None) -> None:
         self._broker = broker
         self._owner = owner
-        self._clock = clock
+        self._leases = leases
         self._on_retry_written = on_retry_written  # the forwarder's poke(due_ms)
         self._log: Any = get_logger("acker")
         self.outage = Outage(self._log, "write outcomes", base=0.05, cap=2.0)
@@ -58,9 +61,9 @@ class Acker:
         """Outcomes dropped after a write without an answer: most likely that write went
         through (its reply was lost), else the task was taken over."""
 
-    def submit(self, outcome: Outcome, lease_until_ms: int) -> None:
+    def submit(self, outcome: Outcome) -> None:
         """Queue an outcome for writing (never blocks)."""
-        self.pending[outcome.task_id] = PendingOutcome(outcome, lease_until_ms)
+        self.pending[outcome.task_id] = PendingOutcome(outcome)
         self._empty.clear()
         self._wakeup.set()
 
@@ -75,6 +78,7 @@ class Acker:
             return
         entry = self.pending.pop(task_id, None)
         if entry is not None:
+            self._leases.release(task_id, OUTCOME)
             self._dropped(entry)
         self._mark_if_empty()
 
@@ -97,6 +101,7 @@ class Acker:
         over the new run."""
         if task_id in self.pending and task_id not in self._inflight:
             entry = self.pending.pop(task_id)
+            self._leases.release(task_id, OUTCOME)
             self.given_up += 1
             self._log.warning("outcome of an earlier run dropped; the task was recovered and "
                               "leased again", task_id=task_id, queue=entry.outcome.queue,
@@ -128,8 +133,9 @@ class Acker:
             if isinstance(result, Exception):
                 error = error or result
                 continue
-            if self.pending.get(task_id) is entry:
+            if self.pending.get(task_id) is entry:  # (not replaced by a newer run's outcome)
                 del self.pending[task_id]
+                self._leases.release(task_id, OUTCOME)
             if result:
                 self.written += 1
                 outcome = entry.outcome

@@ -12,13 +12,12 @@ import inspect
 import uuid
 from typing import Any
 
-import anyio
-
 from .._broker import Broker
 from .._clock import Clock
 from .._enqueue import prepare, store_error
-from .._errors import AsyncqError, BrokerError, DecodeError
+from .._errors import DecodeError
 from .._log import get_logger
+from .._loops import for_each, run_periodically
 from .._message import decode_message
 from .._outage import Outage
 from .._task import Task, task_for_handler
@@ -41,19 +40,22 @@ class Aggregator:
         self.interval = min(7.0, config.group_grace_period)
 
     async def tick(self) -> int:
-        """Returns the number of aggregated tasks enqueued."""
+        """Returns the number of aggregated tasks enqueued. A queue that fails does not stop
+        the others (the first error is raised once all were tried)."""
+        return sum(await for_each(self._config.queues, self._aggregate_queue))
+
+    async def _aggregate_queue(self, queue: str) -> int:
         cfg = self._config
         made = 0
-        for queue in cfg.queues:
-            await self._broker.reclaim_stale_aggregation_sets(queue)
-            for group in await self._broker.list_groups(queue):
-                set_id = uuid.uuid4().hex
-                staged = await self._broker.aggregation_check(
-                    queue, group, set_id, int(cfg.group_grace_period * 1000),
-                    int(cfg.group_max_delay * 1000), cfg.group_max_size,
-                    self._clock.now_ms() + SET_TIMEOUT_MS)
-                if staged and await self._combine(queue, group, set_id):
-                    made += 1
+        await self._broker.reclaim_stale_aggregation_sets(queue)
+        for group in await self._broker.list_groups(queue):
+            set_id = uuid.uuid4().hex
+            staged = await self._broker.aggregation_check(
+                queue, group, set_id, int(cfg.group_grace_period * 1000),
+                int(cfg.group_max_delay * 1000), cfg.group_max_size,
+                self._clock.now_ms() + SET_TIMEOUT_MS)
+            if staged and await self._combine(queue, group, set_id):
+                made += 1
         return made
 
     async def _combine(self, queue: str, group: str, set_id: str) -> bool:
@@ -77,7 +79,7 @@ class Aggregator:
             err = store_error(await self._broker.store(new), new)
             if err is not None:
                 raise err
-        except (AsyncqError, Exception) as exc:
+        except Exception as exc:  # the user's aggregator, or a refused store
             self._log.error("aggregation failed; the group's tasks return after the set deadline",
                             queue=queue, group=group, error=str(exc))
             return False
@@ -85,13 +87,5 @@ class Aggregator:
         return True
 
     async def run(self) -> None:
-        while True:
-            await anyio.sleep(self.interval)
-            try:
-                await self.tick()
-                self.outage.succeeded()
-            except BrokerError as exc:
-                self.outage.failed(exc)
-            except Exception as exc:
-                self._log.exception("aggregator failed unexpectedly")
-                self.outage.failed(exc)
+        await run_periodically(self.tick, lambda: self.interval, self.outage, self._log,
+                               wait_first=True)

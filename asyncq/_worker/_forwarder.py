@@ -10,12 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-import anyio
-
 from .._broker import Broker
 from .._clock import Clock
-from .._errors import BrokerError
 from .._log import get_logger
+from .._loops import for_each, run_periodically
 from .._outage import Outage
 
 _BATCH = 100
@@ -35,29 +33,24 @@ class Forwarder:
         self._poke = asyncio.Event()
         self._next_wake_ms = 0
         self._poked_due: int | None = None  # earliest due time poked since the last round
+        self._wait = interval  # before the next round
         self.forwarded = 0
 
     async def tick(self) -> int | None:
         """A queue that fails does not stop the others (the first error is raised once all
         were tried)."""
-        next_due: int | None = None
-        error: BrokerError | None = None
-        for queue in self._queues:
-            for source in _SOURCES:
-                try:
-                    while True:
-                        moved, due = await self._broker.forward(queue, source, _BATCH)
-                        self.forwarded += moved
-                        if moved < _BATCH:
-                            break
-                except BrokerError as exc:
-                    error = error or exc
-                    continue
-                if due >= 0 and (next_due is None or due < next_due):
-                    next_due = due
-        if error is not None:
-            raise error
-        return next_due
+        sources = [(queue, source) for queue in self._queues for source in _SOURCES]
+        dues = [due for due in await for_each(sources, self._forward) if due >= 0]
+        return min(dues, default=None)
+
+    async def _forward(self, where: tuple[str, Literal["scheduled", "retry"]]) -> int:
+        """Forward every due task of one source; the next due time there (-1: none)."""
+        queue, source = where
+        while True:
+            moved, due = await self._broker.forward(queue, source, _BATCH)
+            self.forwarded += moved
+            if moved < _BATCH:
+                return due
 
     def poke(self, due_ms: int) -> None:
         """A task was just written to a retry/scheduled set, due at ``due_ms``: wake earlier than
@@ -67,30 +60,27 @@ class Forwarder:
         if due_ms < self._next_wake_ms:
             self._poke.set()
 
+    async def _round(self) -> None:
+        """Forward, then plan the wait until the next due time (at most ``forward_interval``;
+        a failed round is retried after the interval)."""
+        now = self._clock.now_ms()
+        self._wait = self._interval
+        # A poke that lands while this round runs may name a task the round did not see:
+        # it is kept in _poked_due and bounds the wait below.
+        self._poked_due = None
+        self._next_wake_ms = now
+        next_due = await self.tick()
+        if self._poked_due is not None and (next_due is None or self._poked_due < next_due):
+            next_due = self._poked_due
+        if next_due is not None:
+            self._wait = min(self._wait, max(0.0, (next_due - now) / 1000))
+
+    def _next_wait(self) -> float:
+        self._next_wake_ms = self._clock.now_ms() + int(self._wait * 1000)
+        self._poke.clear()
+        return self._wait
+
     async def run(self) -> None:
-        """Forward, then sleep until the next due time (at most ``forward_interval``); a failed
-        round is retried after the interval."""
-        while True:
-            now = self._clock.now_ms()
-            wait = self._interval
-            # A poke that lands while this round runs may name a task the round did not see:
-            # it is kept in _poked_due and bounds the wait below.
-            self._poked_due = None
-            self._next_wake_ms = now
-            try:
-                next_due = await self.tick()
-                self.outage.succeeded()
-                if self._poked_due is not None and (next_due is None
-                                                    or self._poked_due < next_due):
-                    next_due = self._poked_due
-                if next_due is not None:
-                    wait = min(wait, max(0.0, (next_due - now) / 1000))
-            except BrokerError as exc:
-                self.outage.failed(exc)
-            except Exception as exc:
-                self._log.exception("forwarder failed unexpectedly")
-                self.outage.failed(exc)
-            self._next_wake_ms = self._clock.now_ms() + int(wait * 1000)
-            self._poke.clear()
-            with anyio.move_on_after(wait):
-                await self._poke.wait()
+        """Forward, then sleep until the next due time or a poke."""
+        await run_periodically(self._round, self._next_wait, self.outage, self._log,
+                               wake=self._poke)

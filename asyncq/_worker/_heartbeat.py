@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import socket
-from collections import defaultdict
 from typing import Any
 
 import anyio
@@ -22,20 +21,21 @@ from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
 from .._outage import Outage
-from ._acker import Acker, PendingOutcome
+from ._acker import Acker
 from ._config import WorkerConfig
+from ._leases import OUTCOME, Leases
 from ._processor import Processor
-from ._running import Running
 
 
 class Heartbeat:
     """Lease keeper and server-state publisher; ``tick()`` is one beat, ``watch()`` one check
     of local lease expiry."""
 
-    def __init__(self, broker: Broker, config: WorkerConfig, processor: Processor, acker: Acker,
-                 clock: Clock) -> None:
+    def __init__(self, broker: Broker, config: WorkerConfig, leases: Leases,
+                 processor: Processor, acker: Acker, clock: Clock) -> None:
         self._broker = broker
         self._config = config
+        self._leases = leases
         self._processor = processor
         self._acker = acker
         self._clock = clock
@@ -62,16 +62,11 @@ class Heartbeat:
         return False
 
     async def _renew_leases(self) -> BrokerError | None:
-        by_queue: dict[str, list[str]] = defaultdict(list)
-        for running in self._processor.running.values():
-            by_queue[running.queue].append(running.id)
-        for waiting in self._acker.pending.values():
-            by_queue[waiting.outcome.queue].append(waiting.outcome.task_id)
-        for task_id, buffered in self._processor.buffer.items():
-            by_queue[buffered.queue].append(task_id)
+        """One renewal per queue of every lease in the table; a lease Redis reports lost is
+        reported to its holder (the processor stops the handler, the acker drops the outcome)."""
         error: BrokerError | None = None
         lease_ms = self._config.lease_ms
-        for queue, ids in by_queue.items():
+        for queue, ids in self._leases.by_queue().items():
             sent = self._clock.now_ms()
             try:
                 flags = await self._broker.extend_leases(queue, ids, self._config.server_id,
@@ -80,43 +75,26 @@ class Heartbeat:
                 error = exc
                 continue
             for task_id, kept in zip(ids, flags, strict=True):
-                run: Running | None = self._processor.running.get(task_id)
-                pending: PendingOutcome | None = self._acker.pending.get(task_id)
-                ahead = self._processor.buffer.get(task_id)
-                if ahead is not None:
-                    if kept:
-                        ahead.lease_until_ms = sent + lease_ms
-                    else:
-                        self._processor.lease_lost(task_id)
+                lease = self._leases.get(task_id)  # (its holder may have changed meanwhile)
+                if lease is None:
                     continue
                 if kept:
-                    if run is not None:
-                        run.lease_until_ms = sent + lease_ms
-                    if pending is not None:
-                        pending.lease_until_ms = sent + lease_ms
-                elif run is not None:
-                    self._processor.lease_lost(task_id)
-                elif pending is not None:
+                    lease.until_ms = sent + lease_ms
+                elif lease.holder == OUTCOME:
                     self._acker.lease_lost(task_id)
+                else:
+                    self._processor.lease_lost(task_id)
         return error
 
     def watch(self) -> int:
-        """Cancel the handlers whose lease ran out (it could not be renewed); returns how many.
+        """Stop the handlers (and drop the prefetched tasks) whose lease ran out because it
+        could not be renewed; returns how many.
 
         Purely local: lease ends are computed from when each renewal was *sent*, so they are
         never later than what Redis holds.
         """
-        now = self._clock.now_ms()
-        lost = 0
-        for run in list(self._processor.running.values()):
-            if run.lease_until_ms <= now and run.reason is None:
-                self._processor.lease_lost(run.id)
-                lost += 1
-        for task_id, ahead in list(self._processor.buffer.items()):
-            if ahead.lease_until_ms <= now:
-                self._processor.lease_lost(task_id)
-                lost += 1
-        return lost
+        expired = self._leases.expired(self._clock.now_ms())
+        return sum(self._processor.lease_lost(task_id) for task_id in expired)
 
     def server_info(self) -> dict[str, Any]:
         cfg = self._config

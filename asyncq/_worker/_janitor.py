@@ -10,14 +10,14 @@ archives it with the reason). A full pass over N keys takes N / orphan_scan_coun
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
-
 from .._broker import Broker
-from .._errors import BrokerError
 from .._log import get_logger
+from .._loops import run_periodically, try_each
 from .._outage import Outage
 
 PENDING_SEARCH = 1000
@@ -44,27 +44,22 @@ class Janitor:
         """Completed passes of the orphan scan over the whole keyspace."""
 
     async def tick(self) -> int:
-        """A queue that fails does not stop the others (the first error is raised once all
-        were tried)."""
-        total = 0
-        error: BrokerError | None = None
-        for queue in self._queues:
-            try:
-                while True:
-                    deleted = await self._broker.delete_expired_completed(queue, self._batch)
-                    total += deleted
-                    if deleted < self._batch:
-                        break
-            except BrokerError as exc:
-                error = error or exc
+        """Returns how many completed tasks were deleted. A queue that fails does not stop the
+        others, nor the scan step (the first error is raised once all were tried)."""
+        steps: list[Callable[[], Awaitable[int]]] = [
+            functools.partial(self._delete_expired, queue) for queue in self._queues]
         if self._scan_count:
-            try:
-                await self.scan_tick()
-            except BrokerError as exc:
-                error = error or exc
-        if error is not None:
-            raise error
-        return total
+            steps.append(self.scan_tick)
+        counts = await try_each(steps)
+        return sum(counts[:len(self._queues)])
+
+    async def _delete_expired(self, queue: str) -> int:
+        total = 0
+        while True:
+            deleted = await self._broker.delete_expired_completed(queue, self._batch)
+            total += deleted
+            if deleted < self._batch:
+                return total
 
     async def scan_tick(self) -> int:
         """One step of the orphan scan; returns how many orphans it repaired."""
@@ -89,13 +84,5 @@ class Janitor:
         return repaired
 
     async def run(self) -> None:
-        while True:
-            await anyio.sleep(self._interval)
-            try:
-                await self.tick()
-                self.outage.succeeded()
-            except BrokerError as exc:
-                self.outage.failed(exc)
-            except Exception as exc:
-                self._log.exception("janitor failed unexpectedly")
-                self.outage.failed(exc)
+        await run_periodically(self.tick, self._interval, self.outage, self._log,
+                               wait_first=True)

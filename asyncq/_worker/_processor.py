@@ -20,58 +20,46 @@ import anyio
 from .._backoff import Backoff
 from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
-from .._errors import (
-    BrokerError,
-    DecodeError,
-    LeaseExpiredError,
-    Retry,
-    RevokeTask,
-    SkipRetry,
-)
+from .._errors import BrokerError, DecodeError, LeaseExpiredError
 from .._log import get_logger
 from .._message import decode_message
-from .._options import to_ms
 from .._outage import Outage
 from .._task import Task, task_for_handler
 from ._acker import Acker
 from ._config import WorkerConfig
+from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler
+from ._outcomes import TaskCancelledError, error_text, failure_outcome, success_outcome
 from ._retry import QueueOrder
 from ._running import Running, compute_deadline
 
 
 class Buffered:
-    """A leased task waiting for a free slot (prefetch)."""
+    """A leased task waiting for a free slot (prefetch); its lease is in the lease table."""
 
-    __slots__ = ("lease_until_ms", "queue", "raw")
+    __slots__ = ("queue", "raw")
 
-    def __init__(self, queue: str, raw: RawTask, lease_until_ms: int) -> None:
+    def __init__(self, queue: str, raw: RawTask) -> None:
         self.queue = queue
         self.raw = raw
-        self.lease_until_ms = lease_until_ms
-
-
-class TaskCancelledError(Exception):
-    """The task was cancelled on request (``Client.cancel`` / the inspector)."""
-
-
-def error_text(exc: BaseException) -> str:
-    """``ExcType: message`` (just the type name when the message is empty)."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class Processor:
-    """Fetch loop plus the bookkeeping of running handlers."""
+    """Fetch loop plus the bookkeeping of running handlers.
+
+    Every task it leases goes into ``leases`` (``prefetched`` or ``running``) and is handed over
+    to the acker (``outcome``) with its outcome, or released when its lease was lost.
+    """
 
     def __init__(self, broker: Broker, config: WorkerConfig, handler: Handler, acker: Acker,
-                 clock: Clock) -> None:
+                 leases: Leases, clock: Clock) -> None:
         self._broker = broker
         self._config = config
         self._handler = handler
         self._direct = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None))  # noqa: B004
         self._acker = acker
+        self._leases = leases
         self._clock = clock
         self._owner = config.server_id
         self._order = QueueOrder(config.queues, config.strict_priority)
@@ -105,7 +93,7 @@ class Processor:
         self.wake.set()
         self._slot_free.set()
         for item in self.buffer.values():
-            self._acker.submit(Outcome("requeue", item.queue, item.raw.id), item.lease_until_ms)
+            self._settle(Outcome("requeue", item.queue, item.raw.id))
         self.buffer.clear()
 
     async def run(self) -> None:
@@ -172,12 +160,8 @@ class Processor:
                 self._log.warning("dropped pending ids without a usable task record",
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
-            concurrency = self._config.concurrency
             for raw in raws:
-                if len(self.running) < concurrency or not self.fetching:
-                    self._start(queue, raw, lease_until)
-                else:
-                    self.buffer[raw.id] = Buffered(queue, raw, lease_until)
+                self._take(queue, raw, lease_until)
             got += len(raws)
             if len(raws) == want:
                 return False
@@ -185,8 +169,22 @@ class Processor:
 
     # -- running
 
-    def _start(self, queue: str, raw: RawTask, lease_until: int) -> None:
+    def _take(self, queue: str, raw: RawTask, lease_until: int) -> None:
+        """A task was just leased: start it when a slot is free, else keep it for the next."""
         self._acker.discard_stale(raw.id)
+        if len(self.running) < self._config.concurrency or not self.fetching:
+            self._leases.add(raw.id, queue, lease_until, RUNNING)
+            self._start(queue, raw)
+        else:
+            self._leases.add(raw.id, queue, lease_until, PREFETCHED)
+            self.buffer[raw.id] = Buffered(queue, raw)
+
+    def _settle(self, outcome: Outcome) -> None:
+        """Hand the task and its lease over to the acker, which writes ``outcome``."""
+        self._leases.move(outcome.task_id, OUTCOME)
+        self._acker.submit(outcome)
+
+    def _start(self, queue: str, raw: RawTask) -> None:
         try:
             msg = decode_message(raw.msg)
             if msg.id != raw.id or msg.queue != queue:
@@ -195,14 +193,13 @@ class Processor:
         except DecodeError as exc:
             self._log.error("undecodable task archived", task_id=raw.id, queue=queue,
                             error=str(exc))
-            self._acker.submit(Outcome("archive", queue, raw.id, error=error_text(exc)),
-                               lease_until)
+            self._settle(Outcome("archive", queue, raw.id, error=error_text(exc)))
             return
         now = self._clock.now_ms()
         deadline = compute_deadline(now, msg)
         run = Running(msg, task_for_handler(msg, raw.payload, raw.retried, deadline,
                                               self._writer(queue, msg.id)),
-                      now, deadline, lease_until)
+                      now, deadline)
         self.running[run.id] = run
         self._all_done.clear()
         if deadline <= now:
@@ -241,10 +238,11 @@ class Processor:
         if item is not None:  # prefetched, not started: settle it without running it
             if reason == "cancel":
                 error = error_text(TaskCancelledError("task cancelled on request"))
-                self._acker.submit(Outcome("archive", item.queue, task_id, error=error),
-                                   item.lease_until_ms)
-            elif reason != "lease":
-                self._acker.submit(Outcome("requeue", item.queue, task_id), item.lease_until_ms)
+                self._settle(Outcome("archive", item.queue, task_id, error=error))
+            elif reason == "lease":
+                self._leases.release(task_id, PREFETCHED)
+            else:
+                self._settle(Outcome("requeue", item.queue, task_id))
             return True
         run = self.running.get(task_id)
         if run is None or run.reason is not None or run.atask is None or run.atask.done():
@@ -255,10 +253,13 @@ class Processor:
             self._config.cancel_grace, self._abandon, run)
         return True
 
-    def lease_lost(self, task_id: str) -> None:
-        """The lease could not be kept: stop the handler; the recoverer owns the task now."""
+    def lease_lost(self, task_id: str) -> bool:
+        """The lease could not be kept: stop the handler (or drop the prefetched task); the
+        recoverer owns the task now. False when there was nothing left to stop."""
         if self.cancel(task_id, "lease"):
             self._log.warning("lease lost; handler cancelled", task_id=task_id)
+            return True
+        return False
 
     def _abandon(self, run: Running) -> None:
         if self.running.get(run.id) is not run or run.atask is None:
@@ -290,15 +291,17 @@ class Processor:
             # Refill the slot from the prefetch buffer now, without a round trip to Redis.
             task_id = next(iter(self.buffer))
             item = self.buffer.pop(task_id)
-            self._start(item.queue, item.raw, item.lease_until_ms)
+            self._leases.move(task_id, RUNNING)
+            self._start(item.queue, item.raw)
         if not self.running:
             self._all_done.set()
         self._slot_free.set()
         reason = run.reason
         if reason == "shutdown":
-            self._acker.submit(Outcome("requeue", run.queue, run.id), run.lease_until_ms)
+            self._settle(Outcome("requeue", run.queue, run.id))
             return
         if reason == "lease":
+            self._leases.release(run.id, RUNNING)
             self._failed_hooks(run, LeaseExpiredError("task lease expired"))
             return
         if reason == "deadline":
@@ -314,50 +317,23 @@ class Processor:
 
     def _succeed(self, run: Running, value: Any) -> None:
         self.processed += 1
-        retention = run.msg.retention_ms
-        if retention:
-            result = None
-            if value is not None:
-                from .._payload import encode_payload
-                try:
-                    result = encode_payload(value)[0]
-                except ValueError as exc:
-                    self._log.warning("handler result not stored", task_id=run.id,
-                                      error=str(exc))
-            outcome = Outcome("complete", run.queue, run.id, retention_ms=retention,
-                              result=result)
-        else:
-            outcome = Outcome("done", run.queue, run.id)
-        self._acker.submit(outcome, run.lease_until_ms)
+        self._settle(success_outcome(run.msg, value, self._log))
 
     def _fail(self, run: Running, exc: BaseException) -> None:
         self.failed += 1
-        task, msg = run.task, run.msg
+        task = run.task
         text = error_text(exc)
-        log = self._log.bind(task_id=run.id, queue=run.queue, type=msg.type)
-        if isinstance(exc, RevokeTask):
-            outcome = Outcome("done", run.queue, run.id)
+        log = self._log.bind(task_id=run.id, queue=run.queue, type=run.msg.type)
+        outcome = failure_outcome(run.queue, run.id, task, exc, self._config, self._clock, log)
+        if outcome.kind == "done":
             log.info("task revoked", error=text)
-        elif isinstance(exc, SkipRetry | TaskCancelledError) or task.retried >= msg.max_retry:
-            outcome = Outcome("archive", run.queue, run.id, error=text)
+        elif outcome.kind == "archive":
             log.warning("task archived", error=text, retried=task.retried, exc_info=exc)
         else:
-            if isinstance(exc, Retry):
-                delay_ms, failure = int(exc.delay * 1000), True
-            else:
-                try:
-                    delay_ms = to_ms(self._config.retry_delay(task.retried, exc, task),
-                                     "retry_delay result")
-                    failure = bool(self._config.is_failure(exc))
-                except Exception as hook_exc:
-                    log.exception("retry_delay/is_failure raised; using 60 s", error=str(hook_exc))
-                    delay_ms, failure = 60_000, True
-            retry_at = self._clock.now_ms() + delay_ms
-            outcome = Outcome("retry", run.queue, run.id, retry_at_ms=retry_at, error=text,
-                              is_failure=failure)
             log.warning("task failed; will retry", error=text, retried=task.retried,
-                        retry_in=delay_ms / 1000, exc_info=exc)
-        self._acker.submit(outcome, run.lease_until_ms)
+                        retry_in=(outcome.retry_at_ms - self._clock.now_ms()) / 1000,
+                        exc_info=exc)
+        self._settle(outcome)
         self._failed_hooks(run, exc)
 
     def _failed_hooks(self, run: Running, exc: BaseException) -> None:

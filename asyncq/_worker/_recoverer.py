@@ -9,18 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 from typing import Any
 
-import anyio
-
-from .._broker import Broker, Outcome
+from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
-from .._errors import BrokerError, DecodeError, LeaseExpiredError
+from .._errors import DecodeError, LeaseExpiredError
 from .._log import get_logger
+from .._loops import for_each, run_periodically
 from .._message import decode_message
-from .._options import to_ms
 from .._outage import Outage
 from .._task import task_for_handler
 from ._config import WorkerConfig
-from ._processor import error_text
+from ._outcomes import error_text, failure_outcome
 
 _BATCH = 100
 
@@ -28,14 +26,14 @@ _BATCH = 100
 class Recoverer:
     """``tick()`` recovers every lease that ended more than ``recover_grace`` ago.
 
-    ``held`` names the tasks this worker itself still runs or holds an outcome for: after an
-    outage longer than the lease their leases look expired, but the heartbeat renews them (or
-    the acker writes their outcome) as soon as Redis answers, so they are left alone.
+    ``held`` (the worker's lease table) names the tasks this worker itself still holds: after
+    an outage longer than the lease their leases look expired, but the heartbeat renews them
+    (or the acker writes their outcome) as soon as Redis answers, so they are left alone.
     """
 
     def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock,
                  on_retry_scheduled: Callable[[int], None] | None = None,
-                 held: Callable[[], Container[str]] | None = None) -> None:
+                 held: Container[str] = ()) -> None:
         self._broker = broker
         self._config = config
         self._clock = clock
@@ -48,17 +46,7 @@ class Recoverer:
     async def tick(self) -> int:
         """Recover every queue; a queue that fails does not stop the others (the first error is
         raised once all were tried)."""
-        count = 0
-        error: BrokerError | None = None
-        for queue in self._config.queues:
-            try:
-                count += await self._recover_queue(queue)
-            except BrokerError as exc:
-                error = error or exc
-        self.recovered += count
-        if error is not None:
-            raise error
-        return count
+        return sum(await for_each(self._config.queues, self._recover_queue))
 
     async def _recover_queue(self, queue: str) -> int:
         count = 0
@@ -69,14 +57,14 @@ class Recoverer:
         cutoff = self._clock.now_ms() - int(self._config.recover_grace * 1000)
         while True:
             expired = await self._broker.list_lease_expired(queue, cutoff, _BATCH)
-            held = self._held() if self._held is not None else ()
             progress = 0
             for raw in expired:
-                if raw.id in held:
+                if raw.id in self._held:
                     continue
-                outcome = self._outcome(queue, raw.id, raw.msg, raw.payload, raw.retried)
+                outcome = self._outcome(queue, raw)
                 if await self._broker.recover(outcome, cutoff):
                     progress += 1
+                    self.recovered += 1
                     if outcome.kind == "retry" and self._on_retry_scheduled is not None:
                         self._on_retry_scheduled(outcome.retry_at_ms)
                     self._log.warning("lease expired; task recovered", task_id=raw.id,
@@ -85,34 +73,16 @@ class Recoverer:
             if len(expired) < _BATCH or not progress:
                 return count  # (a full batch of tasks this worker holds would be listed again)
 
-    def _outcome(self, queue: str, task_id: str, raw_msg: bytes, payload: bytes,
-                 retried: int) -> Outcome:
-        err = LeaseExpiredError("task lease expired")
+    def _outcome(self, queue: str, raw: RawTask) -> Outcome:
         try:
-            msg = decode_message(raw_msg)
+            msg = decode_message(raw.msg)
         except DecodeError as exc:
-            return Outcome("archive", queue, task_id, error=error_text(exc))
-        if retried >= msg.max_retry:
-            return Outcome("archive", queue, task_id, error=error_text(err))
-        task = task_for_handler(msg, payload, retried, 0, None)
-        try:
-            delay = to_ms(self._config.retry_delay(retried, err, task), "retry_delay result")
-            failure = bool(self._config.is_failure(err))
-        except Exception:
-            self._log.exception("retry_delay/is_failure raised; using 60 s", task_id=task_id)
-            delay, failure = 60_000, True
-        return Outcome("retry", queue, task_id, retry_at_ms=self._clock.now_ms() + delay,
-                       error=error_text(err), is_failure=failure)
+            return Outcome("archive", queue, raw.id, error=error_text(exc))
+        task = task_for_handler(msg, raw.payload, raw.retried, 0, None)
+        return failure_outcome(queue, raw.id, task, LeaseExpiredError("task lease expired"),
+                               self._config, self._clock,
+                               self._log.bind(task_id=raw.id, queue=queue))
 
     async def run(self) -> None:
         """Recover every ``recover_interval`` (a failed round is retried at the next one)."""
-        while True:
-            try:
-                await self.tick()
-                self.outage.succeeded()
-            except BrokerError as exc:
-                self.outage.failed(exc)
-            except Exception as exc:
-                self._log.exception("recoverer failed unexpectedly")
-                self.outage.failed(exc)
-            await anyio.sleep(self._config.recover_interval)
+        await run_periodically(self.tick, self._config.recover_interval, self.outage, self._log)

@@ -10,20 +10,20 @@ from .._task import Task
 
 
 class Running:
-    """A leased task and its handler: reason is set when the worker cancels it on purpose."""
+    """A leased task and its handler: reason is set when the worker cancels it on purpose.
 
-    __slots__ = ("atask", "deadline_ms", "grace_timer", "id", "lease_until_ms", "msg", "queue",
-                 "reason", "started_ms", "task", "timer")
+    Its lease is in the worker's lease table."""
 
-    def __init__(self, msg: TaskMessage, task: Task, started_ms: int, deadline_ms: int,
-                 lease_until_ms: int) -> None:
+    __slots__ = ("atask", "deadline_ms", "grace_timer", "id", "msg", "queue", "reason",
+                 "started_ms", "task", "timer")
+
+    def __init__(self, msg: TaskMessage, task: Task, started_ms: int, deadline_ms: int) -> None:
         self.id = msg.id
         self.queue = msg.queue
         self.msg = msg
         self.task = task
         self.started_ms = started_ms
         self.deadline_ms = deadline_ms
-        self.lease_until_ms = lease_until_ms
         self.reason: str | None = None  # "deadline" | "cancel" | "lease" | "shutdown"
         self.atask: asyncio.Task[Any] | None = None
         self.timer: asyncio.TimerHandle | None = None

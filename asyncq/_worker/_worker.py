@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -15,7 +14,7 @@ from anyio.abc import TaskStatus
 
 from .._broker import Broker
 from .._clock import SYSTEM_CLOCK, Clock
-from .._connection import ConnectionOptions, RedisLike, make_broker
+from .._connection import ConnectionOptions, RedisLike, open_broker
 from .._lifecycle import start_background, stop_background
 from .._log import get_logger
 from .._signals import signal_handlers
@@ -26,6 +25,7 @@ from ._forwarder import Forwarder
 from ._healthcheck import HealthChecker
 from ._heartbeat import Heartbeat
 from ._janitor import Janitor
+from ._leases import Leases
 from ._mux import Handler
 from ._processor import Processor
 from ._recoverer import Recoverer
@@ -37,35 +37,45 @@ class Worker:
 
     ``await worker.run()`` runs until cancelled, ``stop()`` or SIGTERM/SIGINT (SIGTSTP stops
     fetching but keeps running). ``async with worker:`` runs it in the background of the current
-    event loop and shuts it down gracefully on exit. Options are those of ``WorkerConfig``;
-    ``connection`` (a ``ConnectionOptions``: timeouts, health checks) applies when ``redis`` is
-    a URL.
+    event loop and shuts it down gracefully on exit.
+
+    Redis is a URL or redis.asyncio client (see ``ConnectionOptions``, given as ``connection``,
+    for the settings of a client made from a URL), or an asyncq ``Broker`` given as
+    ``broker=`` (or in place of ``redis``), which stays the caller's: the worker closes only a
+    broker it made. Options are those of ``WorkerConfig``, given as keywords or as one
+    ``config=WorkerConfig(...)`` (not both).
     """
 
-    def __init__(self, redis: RedisLike | Broker, handler: Handler, *,
+    def __init__(self, redis: RedisLike | Broker | None = None, handler: Handler | None = None,
+                 *, broker: Broker | None = None, config: WorkerConfig | None = None,
                  clock: Clock | None = None, connection: ConnectionOptions | None = None,
                  **options: Any) -> None:
         if not callable(handler):
             raise TypeError(f"handler must be callable (a ServeMux or async function), "
                             f"got {handler!r}")
-        self.config = WorkerConfig(**options)
+        if config is None:
+            config = WorkerConfig(**options)
+        elif not isinstance(config, WorkerConfig):
+            raise TypeError(f"config must be a WorkerConfig, got {config!r}")
+        elif options:
+            raise TypeError(f"give either config= or worker options ({', '.join(options)}), "
+                            f"not both: use dataclasses.replace(config, ...) to change a config")
+        self.config = cfg = config
         self.clock = clock or SYSTEM_CLOCK
-        if isinstance(redis, str) or not hasattr(redis, "dequeue"):
-            self.broker: Broker = make_broker(redis, clock=self.clock,
-                                              connection=connection)
-        else:
-            if connection is not None:
-                raise ValueError("connection options apply to a Redis URL, not to a broker")
-            self.broker = redis  # type: ignore[assignment]
-        cfg = self.config
+        self.broker, self._owns_broker = open_broker(redis, broker, clock=self.clock,
+                                                     connection=connection)
         queues = list(cfg.queues)
+        self.leases = Leases()
+        """Every task this worker holds a lease on, shared by the components below."""
         self.forwarder = Forwarder(self.broker, queues, cfg.forward_interval, self.clock)
-        self.acker = Acker(self.broker, cfg.server_id, self.clock,
+        self.acker = Acker(self.broker, cfg.server_id, self.leases,
                            on_retry_written=self.forwarder.poke)
-        self.processor = Processor(self.broker, cfg, handler, self.acker, self.clock)
-        self.heartbeat = Heartbeat(self.broker, cfg, self.processor, self.acker, self.clock)
+        self.processor = Processor(self.broker, cfg, handler, self.acker, self.leases,
+                                   self.clock)
+        self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
+                                   self.clock)
         self.recoverer = Recoverer(self.broker, cfg, self.clock,
-                                   on_retry_scheduled=self.forwarder.poke, held=self._held)
+                                   on_retry_scheduled=self.forwarder.poke, held=self.leases)
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,
                                cfg.orphan_scan_count)
         self.subscriber = Subscriber(self.broker, self.processor, queues,
@@ -81,9 +91,6 @@ class Worker:
         self._shutdown = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
         self._startup: anyio.CancelScope | None = None
-
-    def _held(self) -> _Held:
-        return _Held(self.processor.running, self.acker.pending)
 
     @property
     def ready(self) -> bool:
@@ -159,7 +166,8 @@ class Worker:
             with anyio.CancelScope(shield=True):
                 # 6. Clear the server state, after every other component has stopped.
                 await self.heartbeat.clear()
-                await self.broker.close()
+                if self._owns_broker:
+                    await self.broker.close()
             self._state = "closed"
             self._log.info("worker stopped", processed=self.processor.processed,
                            failed=self.processor.failed,
@@ -198,16 +206,3 @@ class Worker:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await stop_background(self._runner, self.stop)
-
-
-class _Held:
-    """The ids of the tasks this worker runs or holds an outcome for (for the recoverer)."""
-
-    __slots__ = ("_pending", "_running")
-
-    def __init__(self, running: Mapping[str, object], pending: Mapping[str, object]) -> None:
-        self._running = running
-        self._pending = pending
-
-    def __contains__(self, task_id: object) -> bool:
-        return task_id in self._running or task_id in self._pending

@@ -1,0 +1,80 @@
+"""Leases: the one table of every task this worker holds a lease on, and who holds it.
+
+A task is leased by the processor's dequeue and stays in this table until the worker lets go
+of it: it is first ``prefetched`` (waiting in the processor's buffer) or ``running`` (its
+handler runs), then ``outcome`` (its outcome waits in the acker) until the outcome is written,
+refused or the lease is found lost. The heartbeat renews every lease listed here, per queue;
+the watchdog reads the lease ends; the recoverer leaves alone every task listed here.
+
+Lease ends are computed from when each renewal was *sent*, so they are never later than what
+Redis holds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Literal
+
+Holder = Literal["prefetched", "running", "outcome"]
+PREFETCHED: Holder = "prefetched"
+RUNNING: Holder = "running"
+OUTCOME: Holder = "outcome"
+
+
+@dataclass(slots=True)
+class Lease:
+    """One held lease: the task's queue, when the lease ends (Unix ms) and who holds it."""
+
+    queue: str
+    until_ms: int
+    holder: Holder
+
+
+class Leases:
+    """Task id → ``Lease``, for every task this worker holds, oldest first."""
+
+    def __init__(self) -> None:
+        self._leases: dict[str, Lease] = {}
+
+    def __contains__(self, task_id: object) -> bool:
+        """Whether this worker holds the task (the recoverer leaves it alone then)."""
+        return task_id in self._leases
+
+    def get(self, task_id: str) -> Lease | None:
+        """The held lease of ``task_id`` (the heartbeat sets ``until_ms`` when it renews it)."""
+        return self._leases.get(task_id)
+
+    def add(self, task_id: str, queue: str, until_ms: int, holder: Holder) -> None:
+        """A task was just leased (or leased again: the new lease replaces the old entry)."""
+        self._leases.pop(task_id, None)  # a new lease goes to the end, as the newest
+        self._leases[task_id] = Lease(queue, until_ms, holder)
+
+    def move(self, task_id: str, holder: Holder) -> None:
+        """Hand a held lease over to another holder, keeping its end (no-op if not held)."""
+        lease = self._leases.get(task_id)
+        if lease is not None:
+            lease.holder = holder
+
+    def release(self, task_id: str, holder: Holder) -> None:
+        """``holder`` lets go of a lease, if it still has it (an outcome written for an earlier
+        run must not release the lease of the task's new run)."""
+        lease = self._leases.get(task_id)
+        if lease is not None and lease.holder == holder:
+            del self._leases[task_id]
+
+    def by_queue(self) -> dict[str, list[str]]:
+        """The held task ids of each queue (what one renewal per queue sends)."""
+        grouped: dict[str, list[str]] = defaultdict(list)
+        for task_id, lease in self._leases.items():
+            grouped[lease.queue].append(task_id)
+        return dict(grouped)
+
+    def expired(self, now_ms: int) -> list[str]:
+        """The prefetched or running tasks whose lease ended by ``now_ms``.
+
+        A waiting outcome is never given up because time passed: its write checks that the
+        task is still leased to this worker (see the acker).
+        """
+        return [task_id for task_id, lease in self._leases.items()
+                if lease.until_ms <= now_ms and lease.holder != OUTCOME]
