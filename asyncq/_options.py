@@ -9,7 +9,7 @@ from typing import Any
 
 from ._clock import datetime_to_ms
 from ._keys import validate_queue_name
-from ._validate import to_ms as to_ms  # re-exported: the worker converts retry delays with it
+from ._validate import to_ms
 
 DEFAULT_QUEUE = "default"
 DEFAULT_MAX_RETRY = 25
