@@ -13,9 +13,9 @@ from .._broker import Outcome
 from .._clock import Clock
 from .._errors import Retry, RevokeTask, SkipRetry
 from .._message import TaskMessage
-from .._validate import to_ms
 from .._payload import encode_payload
 from .._task import Task
+from .._validate import to_ms
 from ._config import WorkerConfig
 from ._retry import default_retry_delay
 
