@@ -23,15 +23,15 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis, RedisCluster
 from redis.crc import key_slot
+from topology.acl import acl_setuser
+from topology.cluster import LocalCluster
+from topology.sentinel import LocalSentinel
+from topology.tls import TLSFiles, TLSRedisServer, make_certs
 
 from asyncq import _keys as K
 from asyncq._broker import RedisBroker
 from asyncq._connection import connect
-from asyncq._testing.acl import acl_setuser
-from asyncq._testing.cluster import LocalCluster
 from asyncq._testing.redis_server import RedisServer
-from asyncq._testing.sentinel import LocalSentinel
-from asyncq._testing.tls import TLSFiles, TLSRedisServer, make_certs
 
 ACL_USER, ACL_PASSWORD = "asyncq", "s3cret-asyncq"
 MISSING = [tool for tool in ("redis-server", "redis-cli", "openssl") if shutil.which(tool) is None]

@@ -11,13 +11,13 @@ from datetime import timedelta
 import pytest
 from redis.asyncio import Redis, RedisCluster
 from redis.crc import key_slot
+from topology.cluster import LocalCluster, redis_cli
 
 from asyncq import Client, FakeClock, Inspector, Scheduler, ServeMux, Task, TaskState, Worker
 from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker._scripts import load_scripts
 from asyncq._connection import connect, make_broker
-from asyncq._testing.cluster import LocalCluster, redis_cli
 from asyncq.testing import wait_drained, wait_until
 
 from .conftest import SlotChecker
