@@ -26,8 +26,7 @@ from redis.asyncio import Redis
 import asyncq
 from asyncq import BrokerError, Client, FakeClock, Task, TaskInfo
 from asyncq import _keys as K
-from asyncq._broker import NewTask, Outcome, RawTask, RedisBroker
-from asyncq._broker import _redis as broker_module
+from asyncq._broker import NewTask, Outcome, RawTask, RedisBroker, _calls
 from asyncq._connection import make_broker
 from asyncq._message import TaskMessage
 
@@ -594,7 +593,7 @@ async def test_archive_is_capped_and_trimmed_tasks_are_deleted(
     broker: RedisBroker, client: Client, clock: FakeClock, redis_client: Redis,
     asyncq_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(broker_module, "ARCHIVE_MAX_SIZE", 5)
+    monkeypatch.setattr(_calls, "ARCHIVE_MAX_SIZE", 5)
     ids = await lease(broker, client, asyncq_queue, 7)
     qk = K.queue_keys(asyncq_queue)
     for task_id in ids:

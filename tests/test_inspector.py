@@ -664,7 +664,7 @@ async def test_bulk_operations_loop_over_batches(
     asyncq_client: asyncq.Client, inspector: asyncq.Inspector, redis_client: Redis,
     asyncq_queue: str,
 ) -> None:
-    inspector._ops.batch_size = 7  # each script call takes at most 7 tasks
+    inspector.broker.inspect.batch_size = 7  # each script call takes at most 7 tasks
     base = datetime.now(UTC) + timedelta(hours=1)
     await asyncq_client.enqueue_many([
         asyncq.Task("t", {"n": n}, queue=asyncq_queue, process_at=base + timedelta(seconds=n))

@@ -257,7 +257,7 @@ async def test_scan_and_info_cover_every_master(cluster: LocalCluster) -> None:
         assert {(q, "scan-me") for q in by_master.values()} <= found
         assert steps >= 3  # at least one step per master
         async with Inspector(cluster.url) as inspector:
-            info = await inspector._ops.redis_info()
+            info = await inspector.redis_info()
             assert info["cluster_masters"] == 3
             assert info["redis_mode"] == "cluster"
     finally:
