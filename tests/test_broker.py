@@ -22,6 +22,7 @@ from dataplane_helpers import (
     zmembers,
 )
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 
 import asyncq
 from asyncq import BrokerError, Client, FakeClock, Task, TaskInfo
@@ -207,6 +208,24 @@ async def test_store_many_keeps_batch_order_when_some_scripts_are_not_cached(
     assert codes == [1, 0]
     assert (await task_hash(redis_client, asyncq_queue, "x"))["state"] == b"scheduled"
     assert await lmembers(redis_client, K.queue_keys(asyncq_queue).pending) == ["warm"]
+
+
+async def test_an_error_reply_in_a_pipeline_is_a_broker_error_chained_from_it(
+    broker: RedisBroker, clock: FakeClock, redis_client: Redis, asyncq_queue: str
+) -> None:
+    """One failing script of a batch fails its tasks only, with the redis error as the cause
+    (a script error: not transient, trying again will not help)."""
+    now = clock.now_ms()
+    other = asyncq_queue + "-ok"
+    await redis_client.set(K.queue_keys(asyncq_queue).pending, "not a list")
+    codes = await broker.store_many([new_task(asyncq_queue, "a", now),
+                                     new_task(other, "b", now)])
+    assert codes[1] == 1
+    error = codes[0]
+    assert isinstance(error, BrokerError)
+    assert isinstance(error.__cause__, ResponseError)
+    assert "WRONGTYPE" in str(error)
+    assert not error.transient
 
 
 async def test_broker_errors_when_redis_is_down(clock: FakeClock) -> None:
