@@ -217,9 +217,13 @@ async def test_an_error_reply_in_a_pipeline_is_a_broker_error_chained_from_it(
     (a script error: not transient, trying again will not help)."""
     now = clock.now_ms()
     other = asyncq_queue + "-ok"
-    await redis_client.set(K.queue_keys(asyncq_queue).pending, "not a list")
-    codes = await broker.store_many([new_task(asyncq_queue, "a", now),
-                                     new_task(other, "b", now)])
+    pending = K.queue_keys(asyncq_queue).pending
+    await redis_client.set(pending, "not a list")
+    try:
+        codes = await broker.store_many([new_task(asyncq_queue, "a", now),
+                                         new_task(other, "b", now)])
+    finally:  # the server is shared: leave no queue that other tests cannot read
+        await redis_client.delete(pending)
     assert codes[1] == 1
     error = codes[0]
     assert isinstance(error, BrokerError)

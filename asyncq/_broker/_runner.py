@@ -117,7 +117,7 @@ class ScriptRunner:
                          for script, keys, args in calls]
             replies = await raw_pipeline(self.redis, commands)  # type: ignore[arg-type]
             return replies[len(preload):]
-        return await _cluster.pipeline(self.redis, calls, preload)
+        return await _cluster.pipeline(self.redis, calls, preload)  # type: ignore[arg-type]
 
     async def load_scripts(self) -> None:
         """Load every script (on every master of a cluster), so pipelines never meet NOSCRIPT
