@@ -4,6 +4,7 @@ Enqueue with ``Client``, run handlers with ``Worker`` and ``ServeMux``. Every ta
 is one atomic Lua script in Redis; keys are hash-tagged per queue so Redis Cluster works.
 """
 
+from ._broker import Broker
 from ._client import Client
 from ._clock import Clock, FakeClock, SystemClock
 from ._connection_options import ConnectionOptions
@@ -39,6 +40,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncqError",
+    "Broker",
     "BrokerError",
     "Client",
     "Clock",

@@ -11,7 +11,7 @@ import anyio
 from ._backoff import Backoff
 from ._broker import Broker, NewTask
 from ._clock import SYSTEM_CLOCK, Clock
-from ._connection import ConnectionOptions, RedisLike, make_broker
+from ._connection import ConnectionOptions, RedisLike, open_broker
 from ._enqueue import prepare, store_error, stored_info
 from ._errors import AsyncqError, BrokerError
 from ._task import Task, TaskInfo
@@ -24,7 +24,8 @@ class Client:
 
     ``redis`` is a URL (the client owns and closes the connection) or a ``redis.asyncio.Redis``
     created with ``decode_responses=False`` (left open on close: it is yours). ``connection``
-    (a ``ConnectionOptions``: timeouts, health checks) applies to a URL.
+    (a ``ConnectionOptions``: timeouts, health checks) applies to a URL. ``broker=`` (or a
+    Broker in place of ``redis``) enqueues through an existing Broker, left open on close.
 
     ``retry_attempts`` (default 0): how many times ``enqueue``/``enqueue_many`` try again, with
     exponential backoff and jitter, when the connection to Redis fails, breaks or times out.
@@ -38,8 +39,8 @@ class Client:
     re-create a task that already ran.
     """
 
-    def __init__(self, redis: RedisLike | Broker, *, clock: Clock | None = None,
-                 connection: ConnectionOptions | None = None,
+    def __init__(self, redis: RedisLike | Broker | None = None, *, broker: Broker | None = None,
+                 clock: Clock | None = None, connection: ConnectionOptions | None = None,
                  retry_attempts: int = 0) -> None:
         if (not isinstance(retry_attempts, int) or isinstance(retry_attempts, bool)
                 or retry_attempts < 0):
@@ -47,17 +48,12 @@ class Client:
         self._clock = clock or SYSTEM_CLOCK
         self._retry_attempts = retry_attempts
         # Only a broker made here is closed by close(); one passed in belongs to the caller.
-        self._owns_broker = isinstance(redis, str) or not hasattr(redis, "store")
-        if self._owns_broker:
-            self._broker: Broker = make_broker(redis, clock=self._clock,  # type: ignore[arg-type]
-                                               connection=connection)
-        else:
-            if connection is not None:
-                raise ValueError("connection options apply to a Redis URL, not to a broker")
-            self._broker = redis  # type: ignore[assignment]
+        self._broker, self._owns_broker = open_broker(redis, broker, clock=self._clock,
+                                                      connection=connection)
 
     @property
     def broker(self) -> Broker:
+        """The Broker the client works through (share it: ``Inspector(client.broker)``)."""
         return self._broker
 
     async def __aenter__(self) -> Self:

@@ -22,6 +22,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
 
 class AsyncqError(Exception):
     """Base class of every error raised by asyncq."""
@@ -73,10 +77,6 @@ class BrokerError(AsyncqError):
         succeed. False when Redis answered with an error (a script error, out of memory...).
         A Redis Cluster that is failing over (CLUSTERDOWN, TRYAGAIN, a slot no master serves
         yet) is transient too: the command was refused, not run."""
-        from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
-        from redis.exceptions import ConnectionError as RedisConnectionError
-        from redis.exceptions import TimeoutError as RedisTimeoutError
-
         cause = self.__cause__
         return isinstance(cause, RedisConnectionError | RedisTimeoutError | OSError
                           | TimeoutError | ClusterDownError | TryAgainError

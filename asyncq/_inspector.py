@@ -10,14 +10,14 @@ long; they are not atomic as a whole.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import Any, Self
 
 from . import _keys as K
-from ._broker._inspect import BulkOp, InspectOps, TaskRecord
-from ._clock import SYSTEM_CLOCK, Clock, ms_to_datetime
-from ._connection import ConnectionOptions, RedisLike, make_broker
+from ._broker import Broker, BulkOp, TaskRecord
+from ._clock import SYSTEM_CLOCK, Clock
+from ._connection import ConnectionOptions, RedisLike, open_broker
 from ._errors import (
     DecodeError,
     QueueNotEmptyError,
@@ -28,12 +28,14 @@ from ._errors import (
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
 from ._message import decode_message
 from ._payload import encode_payload
+from ._scheduler._store import (
+    SchedulerEntry,
+    SchedulerEvent,
+    list_scheduler_entries,
+    list_scheduler_events,
+)
 from ._task import TaskInfo, TaskState, task_info
 
-if TYPE_CHECKING:
-    from ._scheduler._store import SchedulerEntry, SchedulerEvent
-
-DAY_MS = 86_400_000
 _COUNTER_DAYS = 91  # daily counters live 90 days; one more covers a day boundary
 
 _DELETABLE = frozenset(s for s in TaskState if s is not TaskState.ACTIVE)
@@ -77,15 +79,23 @@ class Inspector:
     ``redis`` is a URL — single node, ``redis+cluster://`` or ``redis+sentinel://`` — or a list
     of cluster startup nodes (the inspector owns and closes the connection; ``connection``, a
     ``ConnectionOptions``, sets TLS, timeouts...), or a ``redis.asyncio.Redis``/``RedisCluster``
-    created with ``decode_responses=False`` (left open on close). On a cluster every queue is
-    read on the master that holds it.
+    created with ``decode_responses=False`` (left open on close). ``broker=`` (or a Broker in
+    place of ``redis``, e.g. ``Inspector(client.broker)``) works through an existing Broker,
+    also left open. On a cluster every queue is read on the master that holds it.
     """
 
-    def __init__(self, redis: RedisLike, *, clock: Clock | None = None,
+    def __init__(self, redis: RedisLike | Broker | None = None, *, broker: Broker | None = None,
+                 clock: Clock | None = None,
                  connection: ConnectionOptions | None = None) -> None:
         self._clock = clock or SYSTEM_CLOCK
-        self._broker = make_broker(redis, clock=self._clock, connection=connection)
-        self._ops = InspectOps(self._broker)
+        self._broker, self._owns_broker = open_broker(redis, broker, clock=self._clock,
+                                                      connection=connection)
+        self._ops = self._broker.inspect
+
+    @property
+    def broker(self) -> Broker:
+        """The Broker the inspector works through."""
+        return self._broker
 
     async def __aenter__(self) -> Self:
         return self
@@ -96,7 +106,8 @@ class Inspector:
 
     async def close(self) -> None:
         """Close the connection if the inspector created it."""
-        await self._broker.close()
+        if self._owns_broker:
+            await self._broker.close()
 
     # -- helpers
 
@@ -133,21 +144,7 @@ class Inspector:
     async def queue_info(self, queue: str) -> QueueInfo:
         """Sizes per state, today's and all-time counters, pause flag, latency, memory."""
         await self._require_queue(queue)
-        now = self._clock.now_ms()
-        st = await self._ops.queue_stats(queue, now)
-        memory = await self._ops.memory_usage(queue)
-        latency_ms = now - st.oldest_pending_since_ms if st.oldest_pending_since_ms else 0
-        size = (st.pending + st.active + st.scheduled + st.retry + st.archived + st.completed
-                + st.aggregating)
-        return QueueInfo(
-            queue=queue, size=size, pending=st.pending, active=st.active,
-            scheduled=st.scheduled, retry=st.retry, archived=st.archived,
-            completed=st.completed, aggregating=st.aggregating, groups=st.groups,
-            processed=st.processed, failed=st.failed, processed_total=st.processed_total,
-            failed_total=st.failed_total, paused=st.paused,
-            latency=timedelta(milliseconds=max(0, latency_ms)), memory_usage=memory,
-            expired_leases=st.expired_leases, timestamp=ms_to_datetime(now),
-        )
+        return await self._ops.queue_info(queue, self._clock.now_ms())
 
     async def history(self, queue: str, days: int = 7) -> list[DailyStats]:
         """Processed/failed counts for today and the ``days - 1`` previous UTC days, newest
@@ -156,7 +153,7 @@ class Inspector:
             raise ValueError(f"days must be an int >= 1, got {days!r}")
         await self._require_queue(queue)
         now = self._clock.now_ms()
-        dates = [datetime.fromtimestamp((now - i * DAY_MS) / 1000, tz=UTC).date()
+        dates = [datetime.fromtimestamp((now - i * K.DAY_MS) / 1000, tz=UTC).date()
                  for i in range(days)]
         counts = await self._ops.daily_counts(queue, [d.isoformat() for d in dates])
         return [DailyStats(queue, d, p, f) for d, (p, f) in zip(dates, counts, strict=True)]
@@ -186,7 +183,7 @@ class Inspector:
         """
         await self._require_queue(queue)
         now = self._clock.now_ms()
-        days = [K.day_string(now - i * DAY_MS) for i in range(_COUNTER_DAYS)]
+        days = [K.day_string(now - i * K.DAY_MS) for i in range(_COUNTER_DAYS)]
         code, active, queued = await self._ops.remove_queue(queue, "check", days)
         self._check_removable(queue, code, active, queued, force)
         for _ in range(10):
@@ -347,7 +344,13 @@ class Inspector:
         task then fails as usual (retry or archive)."""
         await self._broker.publish_cancel(_task_id(task_id))
 
-    # -- servers and schedulers
+    # -- servers, schedulers and Redis
+
+    async def redis_info(self) -> dict[str, Any]:
+        """The Redis server's INFO fields (``redis_version``, ``used_memory_human``...). On a
+        cluster: the first master's, with clients and memory summed over every master and
+        ``cluster_masters`` set to their number."""
+        return await self._ops.redis_info()
 
     async def servers(self) -> list[ServerInfo]:
         """Live worker processes with the tasks they run, by host and pid."""
@@ -362,14 +365,10 @@ class Inspector:
 
     async def scheduler_entries(self) -> list[SchedulerEntry]:
         """Entries of the live schedulers (cron specs and the tasks they enqueue)."""
-        from ._scheduler._store import list_scheduler_entries
-
         return await list_scheduler_entries(self._broker)
 
     async def scheduler_history(self, entry_id: str, page: int = 1,
                                 page_size: int = 30) -> list[SchedulerEvent]:
         """Enqueue events of one scheduler entry, newest first."""
         _page(page, page_size)
-        from ._scheduler._store import list_scheduler_events
-
         return await list_scheduler_events(self._broker, entry_id, page, page_size)

@@ -18,6 +18,9 @@ WORKERS = f"{PREFIX}:workers"  # ZSET workers key -> expiry ms
 SCHEDULERS = f"{PREFIX}:schedulers"  # ZSET scheduler entries key -> expiry ms
 CANCEL_CHANNEL = f"{PREFIX}:cancel"  # pub/sub: message = task id to cancel
 WAKE_CHANNEL = f"{PREFIX}:wake"  # pub/sub: message = queue name that has new pending work
+TASK_KEY_PATTERN = f"{PREFIX}:{{*}}:t:*"  # SCAN match for the task hashes of every queue
+
+DAY_MS = 86_400_000  # one UTC day: the period of the daily counters
 
 _FORBIDDEN_QUEUE_CHARS = frozenset("{}")
 
@@ -43,6 +46,8 @@ class QueueKeys:
     queue: str
     base: str
     task_prefix: str
+    group_prefix: str
+    unused_lock: str  # named where a script takes a uniqueness lock the task has none of
     pending: str
     active: str
     lease: str
@@ -67,7 +72,16 @@ class QueueKeys:
         return f"{self.failed}:{day}"
 
     def group(self, group: str) -> str:
-        return f"{self.base}g:{group}"
+        """ZSET of the tasks of ``group`` waiting to be aggregated."""
+        return self.group_prefix + group
+
+    def aggregation_set(self, group: str, set_id: str) -> str:
+        """ZSET of the tasks of one aggregation set of ``group`` (staged for one handler call)."""
+        return f"{self.group_prefix}{group}:{set_id}"
+
+    def dequeued(self, owner: str) -> str:
+        """HASH remembering ``owner``'s last dequeue request and the tasks it leased."""
+        return f"{self.base}dequeued:{owner}"
 
     def unique(self, task_type: str, payload: bytes | None, key: str | None = None) -> str:
         """The uniqueness lock key: an explicit key, or one derived from type and payload."""
@@ -96,6 +110,8 @@ def queue_keys(queue: str) -> QueueKeys:
         queue=queue,
         base=base,
         task_prefix=base + "t:",
+        group_prefix=base + "g:",
+        unused_lock=base + "unique:",
         pending=base + "pending",
         active=base + "active",
         lease=base + "lease",
@@ -114,17 +130,33 @@ def queue_keys(queue: str) -> QueueKeys:
 
 def day_string(now_ms: int) -> str:
     """UTC date (YYYY-MM-DD) of a Unix-millisecond time, as used by the daily counters."""
-    return _day_string(now_ms // 86_400_000)
+    return _day_string(now_ms // DAY_MS)
 
 
 @lru_cache(maxsize=64)
 def _day_string(day: int) -> str:
     """Formatted once per UTC day: every outcome the worker writes needs it."""
-    return datetime.fromtimestamp(day * 86_400, tz=UTC).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(day * DAY_MS // 1000, tz=UTC).strftime("%Y-%m-%d")
+
+
+def parse_task_key(key: str) -> tuple[str, str] | None:
+    """``asyncq:{queue}:t:<id>`` -> (queue, id); None for any other key."""
+    head = PREFIX + ":{"
+    if not key.startswith(head):
+        return None
+    queue, sep, rest = key[len(head):].partition("}:")
+    if not sep or not queue or not rest.startswith("t:") or len(rest) == 2:
+        return None
+    return queue, rest[2:]
 
 
 def server_key(server_id: str) -> str:
     return f"{PREFIX}:servers:{{{server_id}}}"
+
+
+def server_id_of(key: str) -> str:
+    """The server id in a ``server_key``."""
+    return key.removeprefix(f"{PREFIX}:servers:")[1:-1]
 
 
 def workers_key(server_id: str) -> str:

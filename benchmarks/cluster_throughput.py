@@ -33,8 +33,8 @@ from redis.crc import key_slot
 from asyncq import Client, ServeMux, Task
 from asyncq import _keys as K
 from asyncq._connection import connect
-from asyncq._testing.cluster import LocalCluster
 from asyncq._testing.redis_server import RedisServer
+from tests.topology.cluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -22,12 +22,12 @@ from dataplane_helpers import (
     zmembers,
 )
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 
 import asyncq
 from asyncq import BrokerError, Client, FakeClock, Task, TaskInfo
 from asyncq import _keys as K
-from asyncq._broker import NewTask, Outcome, RawTask, RedisBroker
-from asyncq._broker import _redis as broker_module
+from asyncq._broker import NewTask, Outcome, RawTask, RedisBroker, _calls
 from asyncq._connection import make_broker
 from asyncq._message import TaskMessage
 
@@ -208,6 +208,28 @@ async def test_store_many_keeps_batch_order_when_some_scripts_are_not_cached(
     assert codes == [1, 0]
     assert (await task_hash(redis_client, asyncq_queue, "x"))["state"] == b"scheduled"
     assert await lmembers(redis_client, K.queue_keys(asyncq_queue).pending) == ["warm"]
+
+
+async def test_an_error_reply_in_a_pipeline_is_a_broker_error_chained_from_it(
+    broker: RedisBroker, clock: FakeClock, redis_client: Redis, asyncq_queue: str
+) -> None:
+    """One failing script of a batch fails its tasks only, with the redis error as the cause
+    (a script error: not transient, trying again will not help)."""
+    now = clock.now_ms()
+    other = asyncq_queue + "-ok"
+    pending = K.queue_keys(asyncq_queue).pending
+    await redis_client.set(pending, "not a list")
+    try:
+        codes = await broker.store_many([new_task(asyncq_queue, "a", now),
+                                         new_task(other, "b", now)])
+    finally:  # the server is shared: leave no queue that other tests cannot read
+        await redis_client.delete(pending)
+    assert codes[1] == 1
+    error = codes[0]
+    assert isinstance(error, BrokerError)
+    assert isinstance(error.__cause__, ResponseError)
+    assert "WRONGTYPE" in str(error)
+    assert not error.transient
 
 
 async def test_broker_errors_when_redis_is_down(clock: FakeClock) -> None:
@@ -594,7 +616,7 @@ async def test_archive_is_capped_and_trimmed_tasks_are_deleted(
     broker: RedisBroker, client: Client, clock: FakeClock, redis_client: Redis,
     asyncq_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(broker_module, "ARCHIVE_MAX_SIZE", 5)
+    monkeypatch.setattr(_calls, "ARCHIVE_MAX_SIZE", 5)
     ids = await lease(broker, client, asyncq_queue, 7)
     qk = K.queue_keys(asyncq_queue)
     for task_id in ids:

@@ -34,6 +34,7 @@ from asyncq import (
     AsyncqError,
     BrokerError,
     Client,
+    ConnectionOptions,
     DuplicateTaskError,
     FakeClock,
     Task,
@@ -711,6 +712,25 @@ async def test_client_on_callers_broker_leaves_it_open(
         async with Client(broker) as client:
             await client.enqueue("t", queue=asyncq_queue)
         assert await broker.redis.client_id() == conn_id
+    finally:
+        await broker.close()
+
+
+async def test_client_takes_a_broker_as_its_own_keyword(
+    asyncq_redis_url: str, asyncq_queue: str
+) -> None:
+    broker = make_broker(asyncq_redis_url)
+    try:
+        async with Client(broker=broker) as client:
+            assert client.broker is broker
+            await client.enqueue("t", queue=asyncq_queue)
+        await broker.ping()  # left open: it is the caller's
+        with pytest.raises(TypeError, match="not both"):
+            Client(asyncq_redis_url, broker=broker)
+        with pytest.raises(TypeError, match="Broker"):
+            Client(broker=asyncq_redis_url)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="connection options"):
+            Client(broker=broker, connection=ConnectionOptions())
     finally:
         await broker.close()
 

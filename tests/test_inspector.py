@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import anyio
 import orjson
@@ -13,7 +14,7 @@ from redis.asyncio import Redis
 
 import asyncq
 from asyncq import _keys as K
-from asyncq._broker import Outcome, RedisBroker
+from asyncq._broker import Outcome, RedisBroker, is_broker
 from asyncq.testing import WorkerFactory, wait_until
 from tests.dataplane_helpers import lmembers, queue_key_names, task_hash, zmembers
 
@@ -92,6 +93,35 @@ async def test_queues_lists_every_queue_with_own_and_shared_client(
         assert {asyncq_queue, other} <= set(names)
         assert names == sorted(names)
     assert await redis_client.ping()  # a shared client is left open
+
+
+class DelegatingBroker:
+    """Any object with the Broker protocol's methods and operation groups: here, one that
+    hands every call to a RedisBroker."""
+
+    def __init__(self, inner: RedisBroker) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_inspector_works_through_any_broker(
+    asyncq_client: asyncq.Client, asyncq_queue: str
+) -> None:
+    info = await asyncq_client.enqueue("t", queue=asyncq_queue)
+    async with asyncq.Inspector(asyncq_client.broker) as shared:
+        assert (await shared.queue_info(asyncq_queue)).pending == 1
+    wrapped = DelegatingBroker(broker_of(asyncq_client))
+    assert is_broker(wrapped)
+    async with asyncq.Inspector(broker=wrapped) as inspector:
+        assert inspector.broker is wrapped
+        assert asyncq_queue in await inspector.queues()
+        assert (await inspector.task_info(asyncq_queue, info.id)).state is asyncq.TaskState.PENDING
+        await inspector.delete_task(asyncq_queue, info.id)
+    await asyncq_client.broker.ping()  # a Broker passed in is left open
+    with pytest.raises(TypeError, match="not both"):
+        asyncq.Inspector("redis://127.0.0.1:1/0", broker=wrapped)  # type: ignore[arg-type]
 
 
 # -- 61: delete queue
@@ -664,7 +694,7 @@ async def test_bulk_operations_loop_over_batches(
     asyncq_client: asyncq.Client, inspector: asyncq.Inspector, redis_client: Redis,
     asyncq_queue: str,
 ) -> None:
-    inspector._ops.batch_size = 7  # each script call takes at most 7 tasks
+    inspector.broker.inspect.batch_size = 7  # each script call takes at most 7 tasks
     base = datetime.now(UTC) + timedelta(hours=1)
     await asyncq_client.enqueue_many([
         asyncq.Task("t", {"n": n}, queue=asyncq_queue, process_at=base + timedelta(seconds=n))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncq
 
 PUBLIC = {
-    "AsyncqError", "BrokerError", "Client", "Clock", "ConnectionOptions", "DailyStats",
+    "AsyncqError", "Broker", "BrokerError", "Client", "Clock", "ConnectionOptions", "DailyStats",
     "DecodeError", "DuplicateTaskError", "FakeClock", "GroupInfo", "Handler",
     "HandlerNotFoundError", "Inspector", "LeaseExpiredError", "Middleware", "PeriodicTaskConfig",
     "PeriodicTaskManager", "QueueInfo", "QueueNotEmptyError", "QueueNotFoundError", "Retry",

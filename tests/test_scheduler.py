@@ -74,6 +74,26 @@ async def test_every_3s_enqueues_three_tasks_in_10s_with_options(
     assert await redis_client.ping()  # a shared client is left open
 
 
+async def test_scheduler_runs_on_a_broker_given_as_its_own_keyword(
+    asyncq_client: asyncq.Client, redis_client: Redis, asyncq_queue: str,
+    clock: asyncq.FakeClock,
+) -> None:
+    broker = asyncq_client.broker
+    s = asyncq.Scheduler(broker=broker, clock=clock, heartbeat_interval=60)
+    assert s.broker is broker
+    s.register("@every 3s", "report", queue=asyncq_queue)
+    await run_for(clock, 3, s)
+    assert len(await pending(redis_client, asyncq_queue)) == 1
+    async with anyio.create_task_group() as tg:
+        await tg.start(lambda task_status: s.run(handle_signals=False, task_status=task_status))
+        s.stop()
+    await broker.ping()  # a broker passed in is left open, also after run()
+    m = asyncq.PeriodicTaskManager(broker=broker, provider=list)
+    assert m.broker is broker
+    await m.scheduler.close()
+    await broker.ping()
+
+
 async def test_task_group_start_returns_once_the_scheduler_fires(
     asyncq_redis_url: str, asyncq_queue: str,
 ) -> None:

@@ -1,6 +1,26 @@
-"""The broker: every Redis interaction of asyncq, one Lua script per task state change."""
+"""The broker: every Redis interaction of asyncq, one Lua script per task state change.
 
-from ._protocol import Broker, EnqueueCode, NewTask, Outcome, RawTask, is_broker
+Layering inside: ``_protocol`` (the Broker, InspectOps and ScheduleOps protocols and their data
+types) <- ``_runner`` (ScriptRunner, the one object talking to Redis, with ``_cluster``,
+``_resp`` and ``_scripts``) <- ``_calls`` (the transitions' script calls) <- the operation
+groups ``_maintenance``, ``_inspect``, ``_schedules`` <- ``_redis`` (RedisBroker composes them).
+"""
+
+from ._protocol import (
+    Broker,
+    BulkOp,
+    EnqueueCode,
+    FireCode,
+    InspectOps,
+    NewTask,
+    Outcome,
+    RawTask,
+    RemoveMode,
+    ScheduleOps,
+    TaskRecord,
+    is_broker,
+)
 from ._redis import RedisBroker
 
-__all__ = ["Broker", "EnqueueCode", "NewTask", "Outcome", "RawTask", "RedisBroker", "is_broker"]
+__all__ = ["Broker", "BulkOp", "EnqueueCode", "FireCode", "InspectOps", "NewTask", "Outcome",
+           "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]

@@ -44,24 +44,8 @@ async def _primaries(redis: RedisCluster) -> list[ClusterNode]:
     return sorted(redis.get_primaries(), key=lambda node: node.name)
 
 
-async def pipeline(redis: Redis | RedisCluster, calls: Sequence[Call],
+async def pipeline(redis: RedisCluster, calls: Sequence[Call],
                    preload: Sequence[Script] = ()) -> list[Any]:
-    """Run ``calls`` (EVALSHA) in one pipeline, after loading ``preload`` where they run.
-
-    Returns one reply per call, an error reply as the exception (as ``raise_on_error=False``).
-    """
-    if isinstance(redis, RedisCluster):
-        return await _cluster_pipeline(redis, calls, preload)
-    pipe = redis.pipeline(transaction=False)
-    for script in preload:
-        pipe.script_load(script.source)
-    for script, keys, args in calls:
-        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-    return list(await pipe.execute(raise_on_error=False))[len(preload):]
-
-
-async def _cluster_pipeline(redis: RedisCluster, calls: Sequence[Call],
-                            preload: Sequence[Script]) -> list[Any]:
     """The calls grouped by the master of their first key, packed by hand (see ``_resp``) and
     sent to every master at once, one pipeline each.
 

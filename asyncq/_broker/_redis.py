@@ -1,43 +1,37 @@
-"""RedisBroker: the Broker protocol over redis.asyncio, one Lua script per task transition."""
+"""RedisBroker: the Broker protocol over redis.asyncio, one Lua script per task transition.
+
+It composes one ScriptRunner (the only object that talks to Redis) with the operation groups
+built on it: ``MaintenanceOps`` (the worker's background work, exposed as Broker methods),
+``inspect`` (RedisInspectOps) and ``schedules`` (RedisScheduleOps).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from redis.asyncio import Redis, RedisCluster
-from redis.exceptions import BusyLoadingError, NoScriptError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 
 from .. import _keys as K
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import BrokerError
-from . import _cluster
+from ._calls import ScriptCall, batch_call, finish_call, store_call
+from ._inspect import RedisInspectOps
 from ._maintenance import MaintenanceOps
 from ._protocol import EnqueueCode, NewTask, Outcome, RawTask
-from ._replies import _raw_tasks, _s
-from ._resp import pack, raw_pipeline, supports_raw_pipeline
-from ._scripts import Script, load_scripts
+from ._replies import enqueue_code, raw_tasks, text
+from ._runner import ScriptRunner, reply_error
+from ._schedules import RedisScheduleOps
 
-DAY_MS = 86_400_000
-STATS_TTL_MS = 90 * DAY_MS
-ARCHIVE_MAX_SIZE = 10_000
-ARCHIVE_MAX_AGE_MS = 90 * DAY_MS
-_PIPELINE_CHUNK = 1000
 _BATCH_RUN = 250  # tasks per enqueue_batch call
 _BATCH_CHUNK = 8  # enqueue_batch calls per round trip
 
 
-def _code(value: Any) -> EnqueueCode:
-    code = int(value)
-    if code == 1:
-        return 1
-    return 0 if code == 0 else -1
-
-
-class RedisBroker(MaintenanceOps):
+class RedisBroker:
     """The Redis implementation of the Broker protocol.
 
     ``redis`` (a single node, a Sentinel-managed master or a ``RedisCluster``) must be created
@@ -58,85 +52,14 @@ class RedisBroker(MaintenanceOps):
         """How long ``listen`` waits for the answer to such a ping before reconnecting."""
         self._owns_client = owns_client
         self._also_close = also_close
-        self._scripts = load_scripts()
         self._known_queues: set[str] = set()
-        self._raw = supports_raw_pipeline(redis)
-
-    # -- plumbing
-
-    async def _eval(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        script = self._scripts[name]
-        try:
-            try:
-                return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
-            except NoScriptError:
-                await self.redis.script_load(script.source)
-                return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
-        except RedisError as exc:
-            await self._after_error(exc)
-            raise BrokerError(f"{name} failed: {exc}") from exc
-
-    async def _after_error(self, exc: RedisError) -> None:
-        """A connection that broke usually means they all did (Redis restarted, the network
-        dropped): drop the idle ones too, so the next calls connect afresh instead of each
-        failing once on a dead socket."""
-        if isinstance(exc, RedisConnectionError) and not isinstance(exc, BusyLoadingError):
-            _cluster.after_connection_error(self.redis)
-            pool = getattr(self.redis, "connection_pool", None)
-            if pool is not None:
-                with contextlib.suppress(Exception):
-                    await pool.disconnect(inuse_connections=False)
-
-    async def _eval_many(
-        self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]],
-        *, preload: bool = False, chunk: int = _PIPELINE_CHUNK,
-    ) -> list[Any]:
-        """Run many scripts in pipelined chunks (not a transaction: each script is atomic).
-
-        With ``preload``, each chunk first loads the scripts it uses, in the same pipeline, so
-        no call meets NOSCRIPT: needed when calls depend on each other's order (a batch holding
-        the same task id twice), as a re-sent call would otherwise run after later ones.
-        """
-        results: list[Any] = []
-        try:
-            for start in range(0, len(calls), chunk):
-                part = calls[start:start + chunk]
-                scripts = list({c[0].name: c[0] for c in part}.values()) if preload else []
-                out = await self._pipeline(part, scripts)
-                if any(isinstance(r, NoScriptError) for r in out):
-                    # Redis lost its script cache (restart, SCRIPT FLUSH): NOSCRIPT means that
-                    # call did not run, so loading the scripts and re-sending it is safe.
-                    for script in {c[0] for c in part}:
-                        await self.redis.script_load(script.source)
-                    again = [i for i, r in enumerate(out) if isinstance(r, NoScriptError)]
-                    redo = await self._pipeline([part[i] for i in again])
-                    for i, r in zip(again, redo, strict=True):
-                        out[i] = r
-                results.extend(out)
-        except RedisError as exc:
-            await self._after_error(exc)
-            raise BrokerError(f"pipeline failed: {exc}") from exc
-        return results
-
-    async def _pipeline(
-        self, calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]],
-        preload: Sequence[Script] = (),
-    ) -> list[Any]:
-        if self._raw:
-            commands = [pack(("SCRIPT", "LOAD", script.source)) for script in preload]
-            commands += [pack(("EVALSHA", script.sha, len(keys), *keys, *args))
-                         for script, keys, args in calls]
-            return (await raw_pipeline(self.redis, commands))[len(preload):]  # type: ignore[arg-type]
-        return await _cluster.pipeline(self.redis, calls, preload)
-
-    def _stats_args(self, now: int) -> tuple[str, int]:
-        return K.day_string(now), now + STATS_TTL_MS
+        self.runner = ScriptRunner(redis)
+        self.maintenance = MaintenanceOps(self.runner, clock)
+        self.inspect = RedisInspectOps(self.runner, clock, self.forget_queue)
+        self.schedules = RedisScheduleOps(self.runner, clock)
 
     async def ping(self) -> None:
-        try:
-            await self.redis.ping()
-        except RedisError as exc:
-            raise BrokerError(f"ping failed: {exc}") from exc
+        await self.runner.command("ping", "PING")
 
     async def close(self) -> None:
         try:
@@ -148,10 +71,7 @@ class RedisBroker(MaintenanceOps):
 
     async def load_scripts(self) -> None:
         """Load every script into Redis so pipelines never meet NOSCRIPT on a fresh server."""
-        try:
-            await _cluster.load_scripts(self.redis, list(self._scripts.values()))
-        except RedisError as exc:
-            raise BrokerError(f"loading scripts failed: {exc}") from exc
+        await self.runner.load_scripts()
 
     # -- producing
 
@@ -159,67 +79,29 @@ class RedisBroker(MaintenanceOps):
         new = [q for q in queues if q not in self._known_queues]
         if not new:
             return
-        try:
-            await self.redis.sadd(K.QUEUES, *new)
-        except RedisError as exc:
-            raise BrokerError(f"registering queues failed: {exc}") from exc
+        await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
         self._known_queues.update(new)
 
     def forget_queue(self, queue: str) -> None:
         """Drop a queue from the registration cache (after it was deleted)."""
         self._known_queues.discard(queue)
 
-    def _store_call(self, task: NewTask, now: int) -> tuple[Script, list[str], list[Any]]:
-        msg = task.msg
-        # The producer's enqueue time decides pending vs scheduled, so the state the client
-        # reports is the state stored even if time passed between the two reads of the clock.
-        now = msg.enqueued_at_ms or now
-        qk = K.queue_keys(msg.queue)
-        lock = task.unique_key or qk.base + "unique:"
-        encoded = msg.encode()
-        if task.process_at_ms > now:
-            return (self._scripts["schedule"],
-                    [qk.task(msg.id), qk.scheduled, lock],
-                    [msg.id, encoded, task.payload, task.process_at_ms, task.unique_ttl_ms,
-                     msg.group, K.WAKE_CHANNEL, msg.queue])
-        if msg.group:
-            return (self._scripts["add_to_group"],
-                    [qk.task(msg.id), qk.group(msg.group), qk.groups, lock],
-                    [msg.id, encoded, task.payload, now, task.unique_ttl_ms, msg.group])
-        return (self._scripts["enqueue"],
-                [qk.task(msg.id), qk.pending, lock, qk.waiters],
-                [msg.id, encoded, task.payload, now, task.unique_ttl_ms, K.WAKE_CHANNEL,
-                 msg.queue])
-
     async def store(self, task: NewTask) -> EnqueueCode:
         await self.register_queues((task.msg.queue,))
-        script, keys, args = self._store_call(task, self.clock.now_ms())
-        return _code(await self._eval(script.name, keys, args))
-
-    def _batch_call(self, run: Sequence[NewTask], now: int) -> tuple[Script, list[str], list[Any]]:
-        queue = run[0].msg.queue
-        qk = K.queue_keys(queue)
-        keys: list[str] = [qk.pending, qk.waiters]
-        args: list[Any] = [now, K.WAKE_CHANNEL, queue]
-        placeholder = qk.base + "unique:"
-        for task in run:
-            msg = task.msg
-            keys += (qk.task(msg.id), task.unique_key or placeholder)
-            args += (msg.id, msg.encode(), task.payload, task.unique_ttl_ms)
-        return self._scripts["enqueue_batch"], keys, args
+        return enqueue_code(await self.runner.run_call(store_call(task, self.clock.now_ms())))
 
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
         """Store tasks in input order: runs of ready-now tasks of one queue go through one
         ``enqueue_batch`` script call each, other tasks through their own script."""
         await self.register_queues(sorted({t.msg.queue for t in tasks}))
         now = self.clock.now_ms()
-        calls: list[tuple[Script, list[str], list[Any]]] = []
+        calls: list[ScriptCall] = []
         sizes: list[int] = []  # tasks per call; 0 marks a single-task (non-batch) call
         run: list[NewTask] = []
 
         def close_run() -> None:
             if run:
-                calls.append(self._batch_call(run, now))
+                calls.append(batch_call(run, now))
                 sizes.append(len(run))
                 run.clear()
 
@@ -234,25 +116,23 @@ class RedisBroker(MaintenanceOps):
             if ready:
                 run.append(task)
             else:
-                calls.append(self._store_call(task, now))
+                calls.append(store_call(task, now))
                 sizes.append(0)
         close_run()
-        out = await self._eval_many(calls, preload=True, chunk=_BATCH_CHUNK)
+        out = await self.runner.run_many(calls, preload=True, chunk=_BATCH_CHUNK)
         results: list[EnqueueCode | Exception] = []
-        for reply, size in zip(out, sizes, strict=True):
+        for call, reply, size in zip(calls, out, sizes, strict=True):
             if isinstance(reply, Exception):
-                results.extend([BrokerError(str(reply))] * max(size, 1))
+                results.extend([reply_error(call.name, reply)] * max(size, 1))
             elif size:
-                results.extend(_code(code) for code in reply)
+                results.extend(enqueue_code(code) for code in reply)
             else:
-                results.append(_code(reply))
+                results.append(enqueue_code(reply))
         return results
 
     async def publish_cancel(self, task_id: str) -> None:
-        try:
-            await self.redis.publish(K.CANCEL_CHANNEL, task_id)
-        except RedisError as exc:
-            raise BrokerError(f"publishing cancellation failed: {exc}") from exc
+        await self.runner.command("publishing cancellation", "PUBLISH", K.CANCEL_CHANNEL,
+                                  task_id)
 
     # -- running
 
@@ -260,57 +140,24 @@ class RedisBroker(MaintenanceOps):
         self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int,
         request_id: str = "",
     ) -> tuple[list[RawTask], int]:
-        """Lease up to ``count`` tasks. Re-sending a ``request_id`` whose reply was lost returns
-        the tasks that request leased (still leased to ``owner``) instead of leasing more."""
         qk = K.queue_keys(queue)
-        flat = await self._eval(
+        flat = await self.runner.run(
             "dequeue",
-            [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters,
-             qk.base + "dequeued:" + owner],
+            [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters, qk.dequeued(owner)],
             [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
              request_id, lease_ms],
         )
-        return _raw_tasks(flat, 1), int(flat[0])
-
-    def _finish_call(
-        self, o: Outcome, owner: str, now: int, lease_cutoff: int | str = ""
-    ) -> tuple[Script, list[str], list[Any]]:
-        qk = K.queue_keys(o.queue)
-        day, stats_expiry = self._stats_args(now)
-        task_key = qk.task(o.task_id)
-        if o.kind == "done":
-            return (self._scripts["done"],
-                    [task_key, qk.active, qk.lease, qk.processed, qk.processed_day(day)],
-                    [o.task_id, owner, stats_expiry])
-        if o.kind == "complete":
-            return (self._scripts["mark_complete"],
-                    [task_key, qk.active, qk.lease, qk.completed, qk.processed,
-                     qk.processed_day(day)],
-                    [o.task_id, owner, stats_expiry, now, now + o.retention_ms,
-                     "0" if o.result is None else "1", o.result or b""])
-        if o.kind == "requeue":
-            return (self._scripts["requeue"],
-                    [task_key, qk.active, qk.lease, qk.pending, qk.waiters],
-                    [o.task_id, owner, now, K.WAKE_CHANNEL, o.queue])
-        failure_keys = [qk.processed, qk.processed_day(day), qk.failed, qk.failed_day(day)]
-        if o.kind == "retry":
-            return (self._scripts["retry"],
-                    [task_key, qk.active, qk.lease, qk.retry, *failure_keys],
-                    [o.task_id, owner, o.retry_at_ms, o.error, now,
-                     "1" if o.is_failure else "0", stats_expiry, lease_cutoff])
-        return (self._scripts["archive"],
-                [task_key, qk.active, qk.lease, qk.archived, *failure_keys],
-                [o.task_id, owner, o.error, now, stats_expiry, lease_cutoff,
-                 ARCHIVE_MAX_SIZE, now - ARCHIVE_MAX_AGE_MS, qk.task_prefix])
+        return raw_tasks(flat, 1), int(flat[0])
 
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:
         """Write many outcomes in one pipelined round trip; False = the lease was lost."""
         now = self.clock.now_ms()
         if len(outcomes) == 1:
-            script, keys, args = self._finish_call(outcomes[0], owner, now)
-            return [bool(await self._eval(script.name, keys, args))]
-        out = await self._eval_many([self._finish_call(o, owner, now) for o in outcomes])
-        return [BrokerError(str(r)) if isinstance(r, Exception) else bool(r) for r in out]
+            return [bool(await self.runner.run_call(finish_call(outcomes[0], owner, now)))]
+        calls = [finish_call(o, owner, now) for o in outcomes]
+        out = await self.runner.run_many(calls)
+        return [reply_error(call.name, r) if isinstance(r, Exception) else bool(r)
+                for call, r in zip(calls, out, strict=True)]
 
     async def extend_leases(
         self, queue: str, task_ids: Sequence[str], owner: str, lease_ms: int
@@ -318,7 +165,7 @@ class RedisBroker(MaintenanceOps):
         if not task_ids:
             return []
         qk = K.queue_keys(queue)
-        flags = await self._eval(
+        flags = await self.runner.run(
             "extend_lease", [qk.lease],
             [self.clock.now_ms() + lease_ms, owner, qk.task_prefix, *task_ids],
         )
@@ -326,7 +173,7 @@ class RedisBroker(MaintenanceOps):
 
     async def write_result(self, queue: str, task_id: str, data: bytes) -> int:
         qk = K.queue_keys(queue)
-        return int(await self._eval("write_result", [qk.task(task_id)], [data]))
+        return int(await self.runner.run("write_result", [qk.task(task_id)], [data]))
 
     async def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:
         """Subscribe; yield None once subscribed, then (channel, message) pairs until an error.
@@ -335,7 +182,7 @@ class RedisBroker(MaintenanceOps):
         ``reply_timeout`` raises BrokerError, so a silently dead connection (a peer that
         vanished without closing it, a paused server) is replaced instead of waited on forever.
         """
-        pubsub = await _cluster.pubsub(self.redis)
+        pubsub = await self.runner.pubsub()
         try:
             try:
                 await pubsub.subscribe(*channels)
@@ -357,10 +204,10 @@ class RedisBroker(MaintenanceOps):
                             raise BrokerError(f"no answer to a ping on the pub/sub connection "
                                               f"within {self.reply_timeout:g}s")
                     if msg is not None and msg["type"] == "message":
-                        yield _s(msg["channel"]), _s(msg["data"])
+                        yield text(msg["channel"]), text(msg["data"])
             except RedisError as exc:
                 if isinstance(exc, RedisConnectionError):
-                    _cluster.after_connection_error(self.redis)
+                    self.runner.connection_broke()
                 raise BrokerError(f"subscription failed: {exc}") from exc
         finally:
             with contextlib.suppress(RedisError):
@@ -376,3 +223,62 @@ class RedisBroker(MaintenanceOps):
             if msg is not None:
                 return msg
         return None
+
+    # -- maintenance (see MaintenanceOps)
+
+    async def forward(self, queue: str, source: Literal["scheduled", "retry"],
+                      limit: int) -> tuple[int, int]:
+        return await self.maintenance.forward(queue, source, limit)
+
+    async def list_lease_expired(self, queue: str, cutoff_ms: int, limit: int) -> list[RawTask]:
+        return await self.maintenance.list_lease_expired(queue, cutoff_ms, limit)
+
+    async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
+        return await self.maintenance.recover(outcome, lease_cutoff_ms)
+
+    async def reclaim_orphans(self, queue: str, limit: int) -> int:
+        return await self.maintenance.reclaim_orphans(queue, limit)
+
+    async def scan_task_keys(self, cursor: int, count: int) -> tuple[int, list[tuple[str, str]]]:
+        return await self.maintenance.scan_task_keys(cursor, count)
+
+    async def repair_tasks(self, queue: str, task_ids: Sequence[str],
+                           pending_search: int) -> list[str]:
+        return await self.maintenance.repair_tasks(queue, task_ids, pending_search)
+
+    async def read_tasks(self, queue: str,
+                         task_ids: Sequence[str]) -> list[tuple[bytes, bytes] | None]:
+        return await self.maintenance.read_tasks(queue, task_ids)
+
+    async def delete_expired_completed(self, queue: str, limit: int) -> int:
+        return await self.maintenance.delete_expired_completed(queue, limit)
+
+    async def write_server_state(self, server_id: str, info: bytes,
+                                 workers: dict[str, bytes], ttl_ms: int) -> None:
+        await self.maintenance.write_server_state(server_id, info, workers, ttl_ms)
+
+    async def clear_server_state(self, server_id: str) -> None:
+        await self.maintenance.clear_server_state(server_id)
+
+    async def list_groups(self, queue: str) -> list[str]:
+        return await self.maintenance.list_groups(queue)
+
+    async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
+                                max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
+        return await self.maintenance.aggregation_check(queue, group, set_id, grace_ms,
+                                                        max_delay_ms, max_size, set_deadline_ms)
+
+    async def read_aggregation_set(self, queue: str, group: str, set_id: str) -> list[RawTask]:
+        return await self.maintenance.read_aggregation_set(queue, group, set_id)
+
+    async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
+        return await self.maintenance.delete_aggregation_set(queue, group, set_id)
+
+    async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
+        return await self.maintenance.reclaim_stale_aggregation_sets(queue)
+
+    async def pause(self, queue: str) -> bool:
+        return await self.maintenance.pause(queue)
+
+    async def unpause(self, queue: str) -> bool:
+        return await self.maintenance.unpause(queue)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import _keys as K
-from ._protocol import RawTask
+from ._protocol import EnqueueCode, RawTask
 
 
-def _s(value: bytes | str) -> str:
+def text(value: bytes | str) -> str:
+    """A reply as str (replies are bytes: clients are created with ``decode_responses=False``)."""
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _count(value: Any) -> int:
+def count(value: Any) -> int:
     """A stored counter (``retried``); a value that is not a number (a corrupt record) is 0."""
     try:
         return int(value)
@@ -21,20 +21,24 @@ def _count(value: Any) -> int:
         return 0
 
 
-def _raw_tasks(flat: Sequence[Any], start: int = 0) -> list[RawTask]:
+def number(value: Any) -> int:
+    """An integer reply or stored number; nil and the empty string are 0, ``"1.0"`` is 1."""
+    if value is None or value == b"" or value == "":
+        return 0
+    return int(float(value))
+
+
+def enqueue_code(value: Any) -> EnqueueCode:
+    """A store script's reply: 1 stored, 0 id conflict, -1 unique duplicate."""
+    code = int(value)
+    if code == 1:
+        return 1
+    return 0 if code == 0 else -1
+
+
+def raw_tasks(flat: Sequence[Any], start: int = 0) -> list[RawTask]:
+    """``[id, msg, payload, retried, id, ...]`` from ``start`` as RawTasks."""
     return [
-        RawTask(_s(flat[i]), flat[i + 1], flat[i + 2], _count(flat[i + 3]))
+        RawTask(text(flat[i]), flat[i + 1], flat[i + 2], count(flat[i + 3]))
         for i in range(start, len(flat), 4)
     ]
-
-
-def _task_key_parts(key: bytes | str) -> tuple[str, str] | None:
-    """``asyncq:{queue}:t:<id>`` -> (queue, id); None for any other key."""
-    text = _s(key)
-    head = K.PREFIX + ":{"
-    if not text.startswith(head):
-        return None
-    queue, sep, rest = text[len(head):].partition("}:")
-    if not sep or not queue or not rest.startswith("t:") or len(rest) == 2:
-        return None
-    return queue, rest[2:]

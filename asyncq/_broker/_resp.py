@@ -12,28 +12,47 @@ from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import ResponseError
+from redis.exceptions import DataError, ResponseError
+
+
+def _encode(arg: Any) -> bytes | bytearray | memoryview:
+    """One argument as redis-py's encoder sends it (UTF-8 strings, ``repr`` of numbers), with
+    its error for the types it refuses (None, bool, containers...)."""
+    if isinstance(arg, bytes | bytearray | memoryview):
+        return arg
+    if isinstance(arg, str):
+        return arg.encode()
+    if type(arg) is int:
+        return b"%d" % arg
+    if isinstance(arg, int | float) and not isinstance(arg, bool):
+        return repr(arg).encode()
+    raise DataError(f"Invalid input of type: '{type(arg).__name__}'. "
+                    f"Convert to a bytes, string, int or float first.")
 
 
 def pack(args: Sequence[Any]) -> bytes:
-    """One command as a RESP array of bulk strings (str, bytes, int and float arguments)."""
+    """One command as a RESP array of bulk strings: the bytes redis-py's
+    ``Connection.pack_commands`` makes of it (pinned by tests/test_resp.py). The command name
+    must be given as separate words (``"SCRIPT", "LOAD"``)."""
     parts = [b"*%d\r\n" % len(args)]
     for arg in args:
-        if isinstance(arg, bytes):
+        kind = type(arg)  # the common exact types first: this runs for every argument
+        if kind is bytes:
             data = arg
-        elif isinstance(arg, str):
+        elif kind is str:
             data = arg.encode()
-        elif isinstance(arg, int):
+        elif kind is int:
             data = b"%d" % arg
         else:
-            data = repr(arg).encode() if isinstance(arg, float) else str(arg).encode()
+            data = _encode(arg)
         parts.append(b"$%d\r\n%b\r\n" % (len(data), data))
     return b"".join(parts)
 
 
 def supports_raw_pipeline(redis: object) -> bool:
-    """Only a plain single-node client: cluster clients must route per slot."""
-    return type(redis) is Redis
+    """Any single-node client (a Sentinel-managed master too); cluster clients route per slot
+    through ``_cluster.pipeline`` instead."""
+    return isinstance(redis, Redis)
 
 
 async def raw_pipeline(redis: Redis, commands: Sequence[bytes]) -> list[Any]:

@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
 
 
 async def _redis_info(inspector: Inspector) -> dict[str, Any]:
-    info = await inspector._ops.redis_info()
+    info = await inspector.redis_info()
     return {k: info[k] for k in _REDIS_FIELDS if k in info}
 
 

@@ -28,29 +28,22 @@ script reports an id conflict while the previous firing's task exists (TaskIDCon
 
 from __future__ import annotations
 
-from typing import Any
-
-from redis.exceptions import RedisError
-
 from .. import _keys as K
-from .._broker import RedisBroker
+from .._broker import Broker
 from .._clock import Clock
 from .._enqueue import prepare, store_error, stored_info
-from .._errors import BrokerError
 from .._task import TaskInfo
 from ._entry import Entry
 from ._store import HISTORY_MAX_EVENTS, event_document
 
-DAY_MS = 86_400_000
-CLAIM_RETENTION_MS = 7 * DAY_MS  # claims of older ticks are pruned; older ticks never fire
-HISTORY_TTL_MS = 400 * DAY_MS  # history of an entry that stopped firing expires (> @yearly)
-CLAIMED_ELSEWHERE = 2
+CLAIM_RETENTION_MS = 7 * K.DAY_MS  # claims of older ticks are pruned; older ticks never fire
+HISTORY_TTL_MS = 400 * K.DAY_MS  # history of an entry that stopped firing expires (> @yearly)
 
 
 class SchedulerBackend:
-    """The scheduler's view of Redis."""
+    """What a scheduler writes, through its broker's ``schedules`` operations."""
 
-    def __init__(self, broker: RedisBroker, clock: Clock) -> None:
+    def __init__(self, broker: Broker, clock: Clock) -> None:
         self.broker = broker
         self.clock = clock
 
@@ -62,41 +55,24 @@ class SchedulerBackend:
         now = self.clock.now_ms()
         new = prepare(entry.task, entry.options, now)
         await self.broker.register_queues((new.msg.queue,))
-        script, keys, args = self.broker._store_call(new, now)
-        code = int(await self.broker._eval(
-            f"scheduler_{script.name}",
-            [*keys, K.scheduler_ticks_key(new.msg.queue)],
-            [*args, entry.id, tick_ms, now - CLAIM_RETENTION_MS],
-        ))
-        if code == CLAIMED_ELSEWHERE:
+        code = await self.broker.schedules.fire(new, entry.id, tick_ms, now - CLAIM_RETENTION_MS)
+        if code == 2:  # the tick was claimed by another scheduler
             return None
-        err = store_error(1 if code == 1 else 0 if code == 0 else -1, new)
+        err = store_error(code, new)
         if err is not None:
             raise err
         return stored_info(new, now)
 
     async def record_event(self, entry: Entry, info: TaskInfo, tick_ms: int) -> None:
         now = self.clock.now_ms()
-        await self.broker._eval(
-            "scheduler_record", [K.scheduler_history_key(entry.id)],
-            [now, event_document(entry.id, info.id, info.queue, now, tick_ms),
-             HISTORY_MAX_EVENTS, HISTORY_TTL_MS],
-        )
+        await self.broker.schedules.record_event(
+            entry.id, event_document(entry.id, info.id, info.queue, now, tick_ms), now,
+            HISTORY_MAX_EVENTS, HISTORY_TTL_MS)
 
     async def write_entries(self, scheduler_id: str, documents: list[bytes],
                             ttl_ms: int) -> None:
-        key = K.scheduler_entries_key(scheduler_id)
-        await self.broker._eval("scheduler_heartbeat", [key], [ttl_ms, *documents])
-        await self._redis("publishing scheduler entries",
-                          "zadd", K.SCHEDULERS, {key: self.clock.now_ms() + ttl_ms})
+        await self.broker.schedules.publish_entries(scheduler_id, documents, ttl_ms,
+                                                    self.clock.now_ms())
 
     async def clear_entries(self, scheduler_id: str) -> None:
-        key = K.scheduler_entries_key(scheduler_id)
-        await self._redis("clearing scheduler entries", "delete", key)
-        await self._redis("clearing scheduler entries", "zrem", K.SCHEDULERS, key)
-
-    async def _redis(self, what: str, command: str, *args: Any) -> Any:
-        try:
-            return await getattr(self.broker.redis, command)(*args)
-        except RedisError as exc:
-            raise BrokerError(f"{what} failed: {exc}") from exc
+        await self.broker.schedules.clear_entries(scheduler_id)

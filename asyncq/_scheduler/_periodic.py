@@ -11,7 +11,7 @@ from typing import Any, Self
 
 import anyio
 
-from .._broker import RedisBroker
+from .._broker import Broker
 from .._connection import RedisLike
 from .._lifecycle import start_background, stop_background
 from .._log import get_logger
@@ -44,19 +44,22 @@ class PeriodicTaskManager:
     ``provider`` is a sync or async callable returning a list of PeriodicTaskConfig. Each sync
     registers new configs and unregisters vanished ones. If the provider fails or returns any
     invalid config, that round changes nothing and the error is logged (``run`` raises it only
-    for the first sync). ``scheduler_options`` are those of ``Scheduler``.
+    for the first sync). ``redis``/``broker`` and ``scheduler_options`` are those of
+    ``Scheduler``: ``PeriodicTaskManager(url, provider)`` or
+    ``PeriodicTaskManager(broker=broker, provider=provider)``.
     """
 
-    def __init__(self, redis: RedisLike | RedisBroker, provider: ConfigProvider, *,
+    def __init__(self, redis: RedisLike | Broker | None = None,
+                 provider: ConfigProvider | None = None, *, broker: Broker | None = None,
                  sync_interval: float = 180.0, **scheduler_options: Any) -> None:
-        if not callable(provider):
+        if provider is None or not callable(provider):
             raise TypeError(f"provider must be a callable returning PeriodicTaskConfigs, "
                             f"got {provider!r}")
         if (not isinstance(sync_interval, int | float) or isinstance(sync_interval, bool)
                 or not sync_interval > 0):
             raise ValueError(f"sync_interval must be a number of seconds > 0, "
                              f"got {sync_interval!r}")
-        self.scheduler = Scheduler(redis, **scheduler_options)
+        self.scheduler = Scheduler(redis, broker=broker, **scheduler_options)
         self.provider = provider
         self.sync_interval = float(sync_interval)
         self._managed: set[str] = set()
@@ -64,7 +67,7 @@ class PeriodicTaskManager:
         self._runner: asyncio.Task[None] | None = None
 
     @property
-    def broker(self) -> RedisBroker:
+    def broker(self) -> Broker:
         return self.scheduler.broker
 
     @property
@@ -81,8 +84,8 @@ class PeriodicTaskManager:
             if not isinstance(config, PeriodicTaskConfig):
                 raise TypeError(f"config {i}: expected a PeriodicTaskConfig, got {config!r}")
             try:
-                entry = self.scheduler._build(config.spec, config.type, config.payload,
-                                              config.options, None)
+                entry = self.scheduler.make_entry(config.spec, config.type, config.payload,
+                                                  config.options, None)
             except (ValueError, TypeError) as exc:
                 raise type(exc)(f"config {i} ({config.spec!r}, {config.type!r}): {exc}") from exc
             entries.setdefault(entry.id, entry)  # identical configs collapse into one entry
@@ -102,7 +105,7 @@ class PeriodicTaskManager:
             self.scheduler.unregister(eid)
             self._managed.discard(eid)
         for eid in added:
-            self.scheduler._add(wanted[eid])
+            self.scheduler.add_entry(wanted[eid])
             self._managed.add(eid)
         if added or removed:
             self._log.info("periodic tasks synced", registered=len(added),

@@ -17,9 +17,9 @@ from typing import Any, Self
 import anyio
 from anyio.abc import TaskStatus
 
-from .._broker import RedisBroker
+from .._broker import Broker
 from .._clock import SYSTEM_CLOCK, Clock, datetime_to_ms
-from .._connection import ConnectionOptions, RedisLike, make_broker
+from .._connection import ConnectionOptions, RedisLike, open_broker
 from .._lifecycle import start_background, stop_background
 from .._log import get_logger
 from .._signals import signal_handlers
@@ -44,8 +44,9 @@ class Scheduler:
     """Enqueues registered periodic tasks when their schedule says so.
 
     ``redis`` is a URL (any form ``Client`` takes; ``connection``, a ``ConnectionOptions``,
-    applies to it), a ``redis.asyncio.Redis``/``RedisCluster`` (left open: it is yours) or a
-    RedisBroker.
+    applies to it) or a ``redis.asyncio.Redis``/``RedisCluster`` (left open: it is yours);
+    ``broker=`` (or a Broker in place of ``redis``) runs it on an existing Broker, e.g. a
+    Client's, which stays open too.
     ``timezone`` (IANA name or tzinfo, default UTC) is how cron specs are read;
     ``heartbeat_interval`` (seconds, default 10) how often the entries are published to Redis
     (they expire after twice that). ``pre_enqueue`` / ``post_enqueue`` hooks are called around
@@ -60,8 +61,9 @@ class Scheduler:
     it missed; after a stall it fires only the newest due tick of each entry.
     """
 
-    def __init__(self, redis: RedisLike | RedisBroker, *, timezone: str | tzinfo = "UTC",
-                 heartbeat_interval: float = 10.0, pre_enqueue: PreEnqueueHook | None = None,
+    def __init__(self, redis: RedisLike | Broker | None = None, *, broker: Broker | None = None,
+                 timezone: str | tzinfo = "UTC", heartbeat_interval: float = 10.0,
+                 pre_enqueue: PreEnqueueHook | None = None,
                  post_enqueue: PostEnqueueHook | None = None, clock: Clock | None = None,
                  scheduler_id: str | None = None,
                  connection: ConnectionOptions | None = None) -> None:
@@ -76,8 +78,8 @@ class Scheduler:
         self.timezone = parse_timezone(timezone)
         self.id = (validate_entry_id(scheduler_id) if scheduler_id is not None
                    else f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4()}")
-        self.broker = (redis if isinstance(redis, RedisBroker)
-                       else make_broker(redis, clock=self.clock, connection=connection))
+        self.broker, self._owns_broker = open_broker(redis, broker, clock=self.clock,
+                                                     connection=connection)
         self._pre = pre_enqueue
         self._post = post_enqueue
         self._backend = SchedulerBackend(self.broker, self.clock)
@@ -105,7 +107,7 @@ class Scheduler:
         The id is deterministic (same registration, same id in every process); registering an
         identical entry twice is a ValueError unless a distinct ``entry_id`` is given.
         """
-        return self._add(self._build(spec, type_or_task, payload, options, entry_id))
+        return self.add_entry(self.make_entry(spec, type_or_task, payload, options, entry_id))
 
     def unregister(self, entry_id: str) -> None:
         """Remove an entry; raises ValueError if no entry has that id."""
@@ -122,12 +124,16 @@ class Scheduler:
         snaps = [entry_snapshot(e, self.id) for e in self._entries.values()]
         return sorted(snaps, key=lambda s: (s.next_enqueue_at, s.id))
 
-    def _build(self, spec: object, type_or_task: Task | str, payload: object,
-               options: Mapping[str, Any], entry_id: str | None) -> Entry:
+    def make_entry(self, spec: object, type_or_task: Task | str, payload: object,
+                   options: Mapping[str, Any], entry_id: str | None) -> Entry:
+        """Internal (``register`` and PeriodicTaskManager): a validated entry in this
+        scheduler's time zone, not registered yet. Raises ValueError/TypeError."""
         return build_entry(spec, type_or_task, payload, options, self.timezone, entry_id,
                            self.clock.now_ms())
 
-    def _add(self, entry: Entry) -> str:
+    def add_entry(self, entry: Entry) -> str:
+        """Internal (``register`` and PeriodicTaskManager): register a built entry, due at its
+        next tick from now; returns its id."""
         if self._state == "closed":
             raise RuntimeError("this Scheduler has stopped; create a new one")
         if entry.id in self._entries:
@@ -260,7 +266,8 @@ class Scheduler:
             # History is kept: other replicas may still be firing the same entries.
             with anyio.CancelScope(shield=True):
                 await self.heartbeat.clear()
-                await self.broker.close()
+                if self._owns_broker:
+                    await self.broker.close()
             self._state = "closed"
             self._log.info("scheduler stopped")
 
@@ -277,10 +284,12 @@ class Scheduler:
             self._wake.clear()
 
     async def close(self) -> None:
-        """Close the connection of a scheduler that never ran (``run`` closes it otherwise)."""
+        """Close the connection of a scheduler that never ran (``run`` closes it otherwise);
+        a broker passed in stays open."""
         if self._state == "new":
             self._state = "closed"
-            await self.broker.close()
+            if self._owns_broker:
+                await self.broker.close()
 
     async def __aenter__(self) -> Self:
         self._runner = await start_background(self.run(handle_signals=False), self._ready,

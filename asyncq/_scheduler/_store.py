@@ -24,12 +24,9 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from redis.exceptions import RedisError
 
-from .. import _keys as K
-from .._broker import RedisBroker
+from .._broker import Broker
 from .._clock import ms_to_datetime
-from .._errors import BrokerError
 from .._payload import Encoding, decode_json
 from ._entry import Entry, options_from_json
 from ._spec import timezone_name
@@ -138,38 +135,19 @@ def _decode_event(raw: Any, entry_id: str) -> SchedulerEvent | None:
         return None
 
 
-def _str(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-async def list_scheduler_entries(broker: RedisBroker) -> list[SchedulerEntry]:
+async def list_scheduler_entries(broker: Broker) -> list[SchedulerEntry]:
     """Entries of every live scheduler (expired schedulers are pruned from the index).
 
     Sorted by next enqueue time, then entry id; replicas publishing the same entry each show it
     (with their own ``scheduler_id``). Raises BrokerError when Redis fails.
     """
-    redis = broker.redis
-    now = broker.clock.now_ms()
-    try:
-        await redis.zremrangebyscore(K.SCHEDULERS, "-inf", f"({now}")
-        keys = [_str(k) for k in await redis.zrange(K.SCHEDULERS, 0, -1)]
-        if not keys:
-            return []
-        pipe = redis.pipeline(transaction=False)
-        for key in keys:
-            pipe.lrange(key, 0, -1)
-        lists = await pipe.execute()
-        gone = [key for key, items in zip(keys, lists, strict=True) if not items]
-        if gone:
-            await redis.zrem(K.SCHEDULERS, *gone)
-    except RedisError as exc:
-        raise BrokerError(f"listing scheduler entries failed: {exc}") from exc
-    entries = [e for items in lists for e in map(_decode_entry, items) if e is not None]
+    documents = await broker.schedules.entry_documents()
+    entries = [e for e in map(_decode_entry, documents) if e is not None]
     entries.sort(key=lambda e: (e.next_enqueue_at, e.id, e.scheduler_id))
     return entries
 
 
-async def list_scheduler_events(broker: RedisBroker, entry_id: str, page: int,
+async def list_scheduler_events(broker: Broker, entry_id: str, page: int,
                                 page_size: int) -> list[SchedulerEvent]:
     """Enqueue events of ``entry_id``, newest first; ``page`` counts from 1.
 
@@ -180,9 +158,5 @@ async def list_scheduler_events(broker: RedisBroker, entry_id: str, page: int,
         raise ValueError(f"page and page_size must be >= 1, got page={page}, "
                          f"page_size={page_size}")
     start = (page - 1) * page_size
-    try:
-        raw = await broker.redis.zrevrange(K.scheduler_history_key(entry_id), start,
-                                           start + page_size - 1)
-    except RedisError as exc:
-        raise BrokerError(f"listing scheduler events failed: {exc}") from exc
+    raw = await broker.schedules.event_documents(entry_id, start, start + page_size - 1)
     return [e for e in (_decode_event(r, entry_id) for r in raw) if e is not None]

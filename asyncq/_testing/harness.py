@@ -82,12 +82,12 @@ class RunningWorker:
 
     def __init__(self, worker: Worker, redis: Redis | RedisCluster) -> None:
         self.worker = worker
-        self.redis = redis
+        self._redis = redis
 
     async def wait_drained(self, *queues: str, timeout: float = 10.0,
                            include_scheduled: bool = False) -> None:
         """Wait until ``queues`` (default: all of the worker's) are drained."""
-        await wait_drained(self.redis, queues or list(self.worker.config.queues),
+        await wait_drained(self._redis, queues or list(self.worker.config.queues),
                            worker=self.worker, timeout=timeout,
                            include_scheduled=include_scheduled)
 

@@ -33,14 +33,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-__all__ = ["REDIS_NOT_FOUND", "RedisServer"]
+__all__ = ["HOST", "REDIS_NOT_FOUND", "RedisServer", "answers"]
 
 REDIS_NOT_FOUND = (
     "redis-server not found; install it (apt-get install -y redis-server) "
     "or set ASYNCQ_TEST_REDIS_URL"
 )
 
-_HOST = "127.0.0.1"
+HOST = "127.0.0.1"
 _DEFAULT_REDIS_PORT = 6379
 _PORT_ATTEMPTS = 5
 _STOP_TIMEOUT = 10.0
@@ -51,7 +51,7 @@ def _free_port() -> int:
     """Return a loopback TCP port that is free right now (never 6379)."""
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((_HOST, 0))
+            sock.bind((HOST, 0))
             port: int = sock.getsockname()[1]
         if port != _DEFAULT_REDIS_PORT:
             return port
@@ -60,7 +60,7 @@ def _free_port() -> int:
 _PROCESS_ID = re.compile(rb"\r\nprocess_id:(\d+)\r\n")
 
 
-def _answers(host: str, port: int, pid: int, timeout: float = 0.5,
+def answers(host: str, port: int, pid: int, timeout: float = 0.5,
              ssl_context: ssl.SSLContext | None = None) -> bool:
     """True once the server with process id ``pid`` accepts commands on ``port``.
 
@@ -140,7 +140,7 @@ class RedisServer:
 
     @property
     def host(self) -> str:
-        return _HOST
+        return HOST
 
     @property
     def port(self) -> int:
@@ -148,7 +148,7 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        return f"redis://{_HOST}:{self._port}/0"
+        return f"redis://{HOST}:{self._port}/0"
 
     @property
     def dir(self) -> Path:
@@ -173,7 +173,7 @@ class RedisServer:
     def args(self) -> list[str]:
         """The full ``redis-server`` command line (without the binary)."""
         return [
-            "--bind", _HOST,
+            "--bind", HOST,
             "--port", str(self._port),
             "--save", "",
             "--appendonly", "no",
@@ -267,7 +267,7 @@ class RedisServer:
 
     def _ready(self, pid: int) -> bool:
         """Does the server with process id ``pid`` answer? (A TLS server overrides this.)"""
-        return _answers(_HOST, self._port, pid)
+        return answers(HOST, self._port, pid)
 
     def _spawn_and_wait(self, binary: str) -> None:
         # The child keeps its own copy of the log's descriptor; ours is closed at once.
@@ -296,7 +296,7 @@ class RedisServer:
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(
-                    f"redis-server did not answer PING on {_HOST}:{self._port} "
+                    f"redis-server did not answer PING on {HOST}:{self._port} "
                     f"within {self._startup_timeout:g} s:\n" + self.log_tail()
                 )
             time.sleep(_POLL_INTERVAL)

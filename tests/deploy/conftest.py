@@ -7,7 +7,7 @@
 * ``acl_server``: a plain server with a user limited by ``ACL_RULES``.
 
 ``deployment`` is parametrized over all four and gives the URL asyncq components use plus an
-admin client for assertions. On every test here, ``RedisBroker``'s script runners are wrapped
+admin client for assertions. On every test here, the ``ScriptRunner`` (every script call) is wrapped
 by a checker that fails the test if a script call names keys (or key prefixes in its arguments)
 of more than one cluster hash slot.
 """
@@ -23,15 +23,15 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis, RedisCluster
 from redis.crc import key_slot
+from topology.acl import acl_setuser
+from topology.cluster import LocalCluster
+from topology.sentinel import LocalSentinel
+from topology.tls import TLSFiles, TLSRedisServer, make_certs
 
 from asyncq import _keys as K
-from asyncq._broker import RedisBroker
+from asyncq._broker._runner import ScriptRunner
 from asyncq._connection import connect
-from asyncq._testing.acl import acl_setuser
-from asyncq._testing.cluster import LocalCluster
 from asyncq._testing.redis_server import RedisServer
-from asyncq._testing.sentinel import LocalSentinel
-from asyncq._testing.tls import TLSFiles, TLSRedisServer, make_certs
 
 ACL_USER, ACL_PASSWORD = "asyncq", "s3cret-asyncq"
 MISSING = [tool for tool in ("redis-server", "redis-cli", "openssl") if shutil.which(tool) is None]
@@ -152,22 +152,22 @@ CHECKER = SlotChecker()
 
 @pytest.fixture(autouse=True)
 def slot_checker(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlotChecker]:
-    real_eval = RedisBroker._eval
-    real_pipeline = RedisBroker._pipeline
+    real_run = ScriptRunner.run
+    real_pipeline = ScriptRunner._pipeline
 
-    async def _eval(self: RedisBroker, name: str, keys: Sequence[str],
-                    args: Sequence[Any]) -> Any:
+    async def run(self: ScriptRunner, name: str, keys: Sequence[str],
+                  args: Sequence[Any]) -> Any:
         CHECKER.check(name, keys, args)
-        return await real_eval(self, name, keys, args)
+        return await real_run(self, name, keys, args)
 
-    async def _pipeline(self: RedisBroker, calls: Sequence[Any],
+    async def _pipeline(self: ScriptRunner, calls: Sequence[Any],
                         preload: Sequence[Any] = ()) -> list[Any]:
         for script, keys, args in calls:
             CHECKER.check(script.name, keys, args)
         return await real_pipeline(self, calls, preload)
 
-    monkeypatch.setattr(RedisBroker, "_eval", _eval)
-    monkeypatch.setattr(RedisBroker, "_pipeline", _pipeline)
+    monkeypatch.setattr(ScriptRunner, "run", run)
+    monkeypatch.setattr(ScriptRunner, "_pipeline", _pipeline)
     before = len(CHECKER.violations)
     yield CHECKER
     assert CHECKER.violations[before:] == []

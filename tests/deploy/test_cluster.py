@@ -11,13 +11,13 @@ from datetime import timedelta
 import pytest
 from redis.asyncio import Redis, RedisCluster
 from redis.crc import key_slot
+from topology.cluster import LocalCluster, redis_cli
 
 from asyncq import Client, FakeClock, Inspector, Scheduler, ServeMux, Task, TaskState, Worker
 from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker._scripts import load_scripts
 from asyncq._connection import connect, make_broker
-from asyncq._testing.cluster import LocalCluster, redis_cli
 from asyncq.testing import wait_drained, wait_until
 
 from .conftest import SlotChecker
@@ -257,7 +257,7 @@ async def test_scan_and_info_cover_every_master(cluster: LocalCluster) -> None:
         assert {(q, "scan-me") for q in by_master.values()} <= found
         assert steps >= 3  # at least one step per master
         async with Inspector(cluster.url) as inspector:
-            info = await inspector._ops.redis_info()
+            info = await inspector.redis_info()
             assert info["cluster_masters"] == 3
             assert info["redis_mode"] == "cluster"
     finally:
@@ -278,3 +278,26 @@ async def test_a_cluster_client_of_yours_works(rc: RedisCluster) -> None:
         await wait_until(lambda: done == [q], timeout=10, message="ran")
         assert (await inspector.queue_info(q)).processed == 1
     assert await rc.ping()  # still open: it is the caller's
+
+
+async def test_a_pipeline_whose_slot_moved_follows_the_redirection(cluster: LocalCluster,
+                                                                   rc: RedisCluster) -> None:
+    """The client read the slots, then the queue's slot moved to another master: the
+    hand-packed pipeline meets MOVED, re-sends those calls through a redirect-following
+    pipeline, and every task is stored once, on the new master."""
+    q = f"c-{uuid.uuid4().hex[:8]}"
+    slot = key_slot(q.encode())
+    source = cluster.node_for_slot(slot)
+    target = next(p for p in cluster.master_ports() if p != source)
+    target_id = redis_cli("-p", str(target), "CLUSTER", "MYID").strip()
+    async with Client(rc) as client:
+        await client.enqueue("warm-up", queue=f"other-{q}")  # slots are read, stale from now
+        for port in cluster.master_ports():
+            redis_cli("-p", str(port), "CLUSTER", "SETSLOT", str(slot), "NODE", target_id)
+        results = await client.enqueue_many(Task("t", {"n": n}, queue=q) for n in range(5))
+    assert all(not isinstance(r, Exception) for r in results), results
+    on_target = Redis(port=target)
+    try:
+        assert await on_target.llen(K.queue_keys(q).pending) == 5
+    finally:
+        await on_target.aclose()

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 import anyio
 import pytest
 from redis.crc import key_slot
+from topology.cluster import LocalCluster, redis_cli
 
 from asyncq import Client, Inspector, ServeMux, Task, TaskInfo, TaskState, Worker
 from asyncq import _keys as K
-from asyncq._testing.cluster import LocalCluster, redis_cli
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio

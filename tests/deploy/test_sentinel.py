@@ -21,10 +21,10 @@ from collections.abc import Iterator
 
 import anyio
 import pytest
+from topology.cluster import redis_cli
+from topology.sentinel import LocalSentinel
 
 from asyncq import BrokerError, Client, Inspector, Scheduler, ServeMux, Task, Worker
-from asyncq._testing.cluster import redis_cli
-from asyncq._testing.sentinel import LocalSentinel
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio

@@ -14,12 +14,12 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError
+from topology.acl import ACL_RULES, acl_setuser
+from topology.tls import TLSFiles, TLSRedisServer, make_certs
 
 from asyncq import BrokerError, Client, ConnectionOptions, Inspector
 from asyncq._connection import connect
-from asyncq._testing.acl import ACL_RULES, acl_setuser
 from asyncq._testing.redis_server import RedisServer
-from asyncq._testing.tls import TLSFiles, TLSRedisServer, make_certs
 
 from .conftest import ACL_PASSWORD, ACL_USER, Deployment
 

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
+from asyncq._testing.redis_server import HOST, RedisServer
+
 from .cluster import redis_cli
-from .redis_server import _HOST, RedisServer
 
 __all__ = ["LocalSentinel", "SentinelServer"]
 
@@ -33,7 +34,7 @@ class SentinelServer(RedisServer):
         conf = self.dir / "sentinel.conf"
         if not conf.exists():  # a restart keeps what the Sentinel rewrote
             conf.write_text(f"dir {self.dir}\n{self._config}")
-        return [str(conf), "--sentinel", "--bind", _HOST, "--port", str(self.port),
+        return [str(conf), "--sentinel", "--bind", HOST, "--port", str(self.port),
                 "--daemonize", "no", "--protected-mode", "yes"]
 
 
@@ -70,7 +71,7 @@ class LocalSentinel:
     @property
     def url(self) -> str:
         """``redis+sentinel://`` URL naming every Sentinel and the service."""
-        hosts = ",".join(f"{_HOST}:{s.port}" for s in self.sentinels)
+        hosts = ",".join(f"{HOST}:{s.port}" for s in self.sentinels)
         return f"redis+sentinel://{hosts}/{self.service}"
 
     @property
@@ -107,9 +108,9 @@ class LocalSentinel:
             self.data_nodes.append(master)
             for _ in range(self._replicas):
                 self.data_nodes.append(RedisServer(
-                    [*self._extra_args, "--replicaof", _HOST, str(master.port)]).start())
+                    [*self._extra_args, "--replicaof", HOST, str(master.port)]).start())
             config = (
-                f"sentinel monitor {self.service} {_HOST} {master.port} {self.quorum}\n"
+                f"sentinel monitor {self.service} {HOST} {master.port} {self.quorum}\n"
                 f"sentinel down-after-milliseconds {self.service} {self._down_after_ms}\n"
                 f"sentinel failover-timeout {self.service} {self._failover_timeout_ms}\n"
                 f"sentinel parallel-syncs {self.service} 1\n"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from .redis_server import _HOST, RedisServer, _answers
+from asyncq._testing.redis_server import HOST, RedisServer, answers
 
 __all__ = ["TLSFiles", "TLSRedisServer", "make_certs"]
 
@@ -111,7 +111,7 @@ class TLSRedisServer(RedisServer):
 
     @property
     def url(self) -> str:
-        return f"rediss://{_HOST}:{self.port}/0?{urlencode(self.files.client_params())}"
+        return f"rediss://{HOST}:{self.port}/0?{urlencode(self.files.client_params())}"
 
     def _ready(self, pid: int) -> bool:
-        return _answers(_HOST, self.port, pid, ssl_context=self.files.client_context())
+        return answers(HOST, self.port, pid, ssl_context=self.files.client_context())

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
-from .redis_server import RedisServer
+from asyncq._testing.redis_server import RedisServer
 
 __all__ = ["LocalCluster", "free_ports", "redis_cli"]
 

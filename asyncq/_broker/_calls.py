@@ -1,0 +1,89 @@
+"""The script calls of the task transitions: which script, which keys, which arguments.
+
+Built here once and run by the broker, its maintenance ops and the scheduler's ops (a firing
+wraps the same store call in a claim), one ``ScriptCall`` each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from .. import _keys as K
+from ._protocol import NewTask, Outcome
+
+STATS_TTL_MS = 90 * K.DAY_MS  # daily counters expire 90 days after their first increment
+ARCHIVE_MAX_SIZE = 10_000
+ARCHIVE_MAX_AGE_MS = 90 * K.DAY_MS
+
+
+class ScriptCall(NamedTuple):
+    """One call of a Lua script of ``lua/``, by name."""
+
+    name: str
+    keys: Sequence[str]
+    args: Sequence[Any]
+
+
+def store_call(task: NewTask, now: int) -> ScriptCall:
+    """``schedule``, ``add_to_group`` or ``enqueue``, as the task's time and group say."""
+    msg = task.msg
+    # The producer's enqueue time decides pending vs scheduled, so the state the client
+    # reports is the state stored even if time passed between the two reads of the clock.
+    now = msg.enqueued_at_ms or now
+    qk = K.queue_keys(msg.queue)
+    lock = task.unique_key or qk.unused_lock
+    encoded = msg.encode()
+    if task.process_at_ms > now:
+        return ScriptCall("schedule", [qk.task(msg.id), qk.scheduled, lock],
+                          [msg.id, encoded, task.payload, task.process_at_ms,
+                           task.unique_ttl_ms, msg.group, K.WAKE_CHANNEL, msg.queue])
+    if msg.group:
+        return ScriptCall("add_to_group", [qk.task(msg.id), qk.group(msg.group), qk.groups, lock],
+                          [msg.id, encoded, task.payload, now, task.unique_ttl_ms, msg.group])
+    return ScriptCall("enqueue", [qk.task(msg.id), qk.pending, lock, qk.waiters],
+                      [msg.id, encoded, task.payload, now, task.unique_ttl_ms, K.WAKE_CHANNEL,
+                       msg.queue])
+
+
+def batch_call(run: Sequence[NewTask], now: int) -> ScriptCall:
+    """One ``enqueue_batch`` call storing a run of ready-now tasks of one queue."""
+    queue = run[0].msg.queue
+    qk = K.queue_keys(queue)
+    keys: list[str] = [qk.pending, qk.waiters]
+    args: list[Any] = [now, K.WAKE_CHANNEL, queue]
+    for task in run:
+        msg = task.msg
+        keys += (qk.task(msg.id), task.unique_key or qk.unused_lock)
+        args += (msg.id, msg.encode(), task.payload, task.unique_ttl_ms)
+    return ScriptCall("enqueue_batch", keys, args)
+
+
+def finish_call(o: Outcome, owner: str, now: int, lease_cutoff: int | str = "") -> ScriptCall:
+    """The script writing outcome ``o`` of a task leased to ``owner`` (any owner, when
+    ``lease_cutoff`` is set: recovery of a lease that ended by then)."""
+    qk = K.queue_keys(o.queue)
+    day = K.day_string(now)
+    stats_expiry = now + STATS_TTL_MS
+    task_key = qk.task(o.task_id)
+    if o.kind == "done":
+        return ScriptCall("done",
+                          [task_key, qk.active, qk.lease, qk.processed, qk.processed_day(day)],
+                          [o.task_id, owner, stats_expiry])
+    if o.kind == "complete":
+        return ScriptCall("mark_complete",
+                          [task_key, qk.active, qk.lease, qk.completed, qk.processed,
+                           qk.processed_day(day)],
+                          [o.task_id, owner, stats_expiry, now, now + o.retention_ms,
+                           "0" if o.result is None else "1", o.result or b""])
+    if o.kind == "requeue":
+        return ScriptCall("requeue", [task_key, qk.active, qk.lease, qk.pending, qk.waiters],
+                          [o.task_id, owner, now, K.WAKE_CHANNEL, o.queue])
+    failure_keys = [qk.processed, qk.processed_day(day), qk.failed, qk.failed_day(day)]
+    if o.kind == "retry":
+        return ScriptCall("retry", [task_key, qk.active, qk.lease, qk.retry, *failure_keys],
+                          [o.task_id, owner, o.retry_at_ms, o.error, now,
+                           "1" if o.is_failure else "0", stats_expiry, lease_cutoff])
+    return ScriptCall("archive", [task_key, qk.active, qk.lease, qk.archived, *failure_keys],
+                      [o.task_id, owner, o.error, now, stats_expiry, lease_cutoff,
+                       ARCHIVE_MAX_SIZE, now - ARCHIVE_MAX_AGE_MS, qk.task_prefix])

@@ -1,0 +1,174 @@
+"""ScriptRunner: the one door through which asyncq reaches Redis.
+
+It runs one Lua script or many pipelined (a single server and a Redis Cluster alike; NOSCRIPT
+handled by loading the script and sending the call again), and the few plain commands asyncq
+needs besides: global keys read or written one key per command, INFO and SCAN per master,
+pub/sub. Every redis-py error leaves it as a BrokerError chained from it (so ``.transient``
+can tell), after the bookkeeping a broken connection needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio import Redis, RedisCluster
+from redis.asyncio.client import PubSub
+from redis.exceptions import BusyLoadingError, NoScriptError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from .._errors import BrokerError
+from . import _cluster
+from ._calls import ScriptCall
+from ._resp import pack, raw_pipeline, supports_raw_pipeline
+from ._scripts import Script, load_scripts
+
+PIPELINE_CHUNK = 1000  # script calls per round trip of run_many
+
+
+def reply_error(what: str, reply: Exception) -> BrokerError:
+    """The BrokerError reporting an error reply of a pipelined call, chained from it."""
+    error = BrokerError(f"{what} failed: {reply}")
+    error.__cause__ = reply
+    return error
+
+
+class ScriptRunner:
+    """Runs scripts and commands on ``redis`` (a ``Redis`` or ``RedisCluster`` created with
+    ``decode_responses=False``)."""
+
+    def __init__(self, redis: Redis | RedisCluster) -> None:
+        self.redis = redis
+        self.scripts = load_scripts()
+        self._raw = supports_raw_pipeline(redis)
+
+    async def after_error(self, exc: RedisError) -> None:
+        """A connection that broke usually means they all did (Redis restarted, the network
+        dropped): drop the idle ones too, so the next calls connect afresh instead of each
+        failing once on a dead socket; on a cluster, read the slots again (a failover may have
+        moved them)."""
+        if isinstance(exc, RedisConnectionError) and not isinstance(exc, BusyLoadingError):
+            _cluster.after_connection_error(self.redis)
+            pool = getattr(self.redis, "connection_pool", None)
+            if pool is not None:
+                with contextlib.suppress(Exception):
+                    await pool.disconnect(inuse_connections=False)
+
+    async def _failed(self, what: str, exc: RedisError) -> BrokerError:
+        await self.after_error(exc)
+        return BrokerError(f"{what} failed: {exc}")
+
+    # -- scripts
+
+    async def run(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """Run the script ``name`` once; returns its reply."""
+        script = self.scripts[name]
+        try:
+            try:
+                return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
+            except NoScriptError:
+                await self.redis.script_load(script.source)
+                return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
+        except RedisError as exc:
+            raise await self._failed(name, exc) from exc
+
+    async def run_call(self, call: ScriptCall) -> Any:
+        """``run`` for a prepared call."""
+        return await self.run(call.name, call.keys, call.args)
+
+    async def run_many(self, calls: Sequence[ScriptCall], *, preload: bool = False,
+                       chunk: int = PIPELINE_CHUNK) -> list[Any]:
+        """Run many scripts in pipelined chunks (not a transaction: each script is atomic).
+
+        Returns one reply per call, in order; an error reply comes back as the redis-py
+        exception in its place (see ``reply_error``). A connection failure raises BrokerError.
+
+        With ``preload``, each chunk first loads the scripts it uses, in the same pipeline, so
+        no call meets NOSCRIPT: needed when calls depend on each other's order (a batch holding
+        the same task id twice), as a re-sent call would otherwise run after later ones.
+        """
+        resolved = [(self.scripts[c.name], c.keys, c.args) for c in calls]
+        results: list[Any] = []
+        try:
+            for start in range(0, len(resolved), chunk):
+                part = resolved[start:start + chunk]
+                scripts = list({c[0].name: c[0] for c in part}.values()) if preload else []
+                out = await self._pipeline(part, scripts)
+                if any(isinstance(r, NoScriptError) for r in out):
+                    # Redis lost its script cache (restart, SCRIPT FLUSH): NOSCRIPT means that
+                    # call did not run, so loading the scripts and re-sending it is safe.
+                    for script in {c[0] for c in part}:
+                        await self.redis.script_load(script.source)
+                    again = [i for i, r in enumerate(out) if isinstance(r, NoScriptError)]
+                    redo = await self._pipeline([part[i] for i in again])
+                    for i, r in zip(again, redo, strict=True):
+                        out[i] = r
+                results.extend(out)
+        except RedisError as exc:
+            raise await self._failed("pipeline", exc) from exc
+        return results
+
+    async def _pipeline(self, calls: Sequence[_cluster.Call],
+                        preload: Sequence[Script] = ()) -> list[Any]:
+        if self._raw:
+            commands = [pack(("SCRIPT", "LOAD", script.source)) for script in preload]
+            commands += [pack(("EVALSHA", script.sha, len(keys), *keys, *args))
+                         for script, keys, args in calls]
+            replies = await raw_pipeline(self.redis, commands)  # type: ignore[arg-type]
+            return replies[len(preload):]
+        return await _cluster.pipeline(self.redis, calls, preload)  # type: ignore[arg-type]
+
+    async def load_scripts(self) -> None:
+        """Load every script (on every master of a cluster), so pipelines never meet NOSCRIPT
+        on a fresh server."""
+        try:
+            await _cluster.load_scripts(self.redis, list(self.scripts.values()))
+        except RedisError as exc:
+            raise await self._failed("loading scripts", exc) from exc
+
+    # -- plain commands
+
+    async def command(self, what: str, *command: Any) -> Any:
+        """One plain command (``"SADD", key, member``) naming at most one key; returns its
+        reply as redis-py parses it (SMEMBERS: a set, HGETALL: a dict...)."""
+        try:
+            return await self.redis.execute_command(*command)
+        except RedisError as exc:
+            raise await self._failed(what, exc) from exc
+
+    async def commands(self, what: str, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """Plain commands pipelined (not a transaction), each naming at most one key (keys of
+        different slots are fine: a cluster pipeline sends each to its master); one reply per
+        command, in order; an error reply raises BrokerError."""
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            for command in commands:
+                pipe.execute_command(*command)
+            return list(await pipe.execute())
+        except RedisError as exc:
+            raise await self._failed(what, exc) from exc
+
+    async def infos(self) -> list[dict[str, Any]]:
+        """INFO of the server, or of every master of a cluster (in name order)."""
+        try:
+            return await _cluster.server_infos(self.redis)
+        except RedisError as exc:
+            raise await self._failed("INFO", exc) from exc
+
+    async def scan(self, cursor: int, match: str, count: int) -> tuple[int, list[bytes | str]]:
+        """One SCAN step (over every master of a cluster, one after the other); the cursor
+        comes back 0 once the whole keyspace was walked."""
+        try:
+            return await _cluster.scan(self.redis, cursor, match, count)
+        except RedisError as exc:
+            raise await self._failed("scanning keys", exc) from exc
+
+    async def pubsub(self) -> PubSub:
+        """A new pub/sub connection (on a cluster, to the master of the first channel)."""
+        return await _cluster.pubsub(self.redis)
+
+    def connection_broke(self) -> None:
+        """A pub/sub connection broke: on a cluster, read the slots again before the next
+        subscription (the master it was on may be gone)."""
+        _cluster.after_connection_error(self.redis)

@@ -1,0 +1,68 @@
+"""The schedulers' Redis side (``ScheduleOps``): claimed firings, history, published entries.
+
+A firing is one ``scheduler_<store>.lua`` script: the claim of ``(entry, tick)`` in
+``asyncq:{queue}:scheduler_ticks`` (the queue's slot) followed by the ordinary store script, so
+claim and task are written together or not at all (see ``asyncq._scheduler._backend``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import _keys as K
+from .._clock import Clock
+from ._calls import store_call
+from ._protocol import FireCode, NewTask
+from ._replies import enqueue_code, text
+from ._runner import ScriptRunner
+
+
+class RedisScheduleOps:
+    """``ScheduleOps`` run with a ScriptRunner."""
+
+    def __init__(self, runner: ScriptRunner, clock: Clock) -> None:
+        self.runner = runner
+        self.clock = clock
+
+    async def fire(self, task: NewTask, entry_id: str, tick_ms: int,
+                   prune_before_ms: int) -> FireCode:
+        call = store_call(task, task.msg.enqueued_at_ms or self.clock.now_ms())
+        code = await self.runner.run(
+            f"scheduler_{call.name}",
+            [*call.keys, K.scheduler_ticks_key(task.msg.queue)],
+            [*call.args, entry_id, tick_ms, prune_before_ms])
+        return 2 if int(code) == 2 else enqueue_code(code)
+
+    async def record_event(self, entry_id: str, event: bytes, at_ms: int, max_events: int,
+                           ttl_ms: int) -> None:
+        await self.runner.run("scheduler_record", [K.scheduler_history_key(entry_id)],
+                              [at_ms, event, max_events, ttl_ms])
+
+    async def publish_entries(self, scheduler_id: str, documents: Sequence[bytes],
+                              ttl_ms: int, now_ms: int) -> None:
+        key = K.scheduler_entries_key(scheduler_id)
+        await self.runner.run("scheduler_heartbeat", [key], [ttl_ms, *documents])
+        await self.runner.command("publishing scheduler entries",
+                                  "ZADD", K.SCHEDULERS, now_ms + ttl_ms, key)
+
+    async def clear_entries(self, scheduler_id: str) -> None:
+        key = K.scheduler_entries_key(scheduler_id)
+        await self.runner.command("clearing scheduler entries", "DEL", key)
+        await self.runner.command("clearing scheduler entries", "ZREM", K.SCHEDULERS, key)
+
+    async def entry_documents(self) -> list[bytes]:
+        what = "listing scheduler entries"
+        now = self.clock.now_ms()
+        await self.runner.command(what, "ZREMRANGEBYSCORE", K.SCHEDULERS, "-inf", f"({now}")
+        keys = [text(k) for k in await self.runner.command(what, "ZRANGE", K.SCHEDULERS, 0, -1)]
+        if not keys:
+            return []
+        lists = await self.runner.commands(what, [("LRANGE", key, 0, -1) for key in keys])
+        gone = [key for key, items in zip(keys, lists, strict=True) if not items]
+        if gone:
+            await self.runner.command(what, "ZREM", K.SCHEDULERS, *gone)
+        return [doc for items in lists for doc in items]
+
+    async def event_documents(self, entry_id: str, start: int, stop: int) -> list[bytes]:
+        return list(await self.runner.command("listing scheduler events", "ZREVRANGE",
+                                              K.scheduler_history_key(entry_id), start, stop))
