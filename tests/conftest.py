@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from asyncq import FakeClock
 from asyncq._testing.redis_server import REDIS_NOT_FOUND, RedisServer
 
 RUN_SLOW_ENV = "ASYNCQ_RUN_SLOW"
@@ -52,3 +53,10 @@ def aof_server() -> Iterator[RedisServer]:
 def own_server() -> Iterator[RedisServer]:
     """A Redis server of this test only, without persistence."""
     yield from _server([])
+
+
+@pytest.fixture
+def clock(request: pytest.FixtureRequest) -> FakeClock:
+    """A fake clock for a Client/Worker/Scheduler/broker built with ``clock=``; it starts at
+    the test module's ``CLOCK_START`` (a datetime) when it defines one, else at the real now."""
+    return FakeClock(getattr(request.module, "CLOCK_START", None))

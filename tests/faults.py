@@ -1,47 +1,113 @@
-"""A fault-injecting broker for tests: a real RedisBroker whose calls fail while ``down``."""
+"""One fault-injecting broker for tests: a Broker that hands every call to a real RedisBroker,
+except the calls a test has armed a fault on (an outage, a lost reply, a hang, a bug)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import functools
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from asyncq import BrokerError
 from asyncq._broker import RedisBroker
+from asyncq._connection import make_broker
+
+#: The calls a worker makes to lease, renew, finish, forward and publish its state.
+WORKER_CALLS = ("dequeue", "extend_leases", "finish", "forward", "write_server_state")
 
 
-class OutageBroker(RedisBroker):
-    """While ``down`` is set, every call the worker makes to lease, renew, finish, forward or
-    publish state fails with ``error()`` (a simulated Redis outage)."""
+def injected_outage() -> BrokerError:
+    """A Redis error the broker reports (the call did not run)."""
+    return BrokerError("injected outage")
 
-    down = False
 
-    def __init__(self, redis: Redis,
-                 error: Callable[[], Exception] = lambda: BrokerError("injected outage")) -> None:
-        super().__init__(redis)
-        self._error = error
+def lost_reply() -> BrokerError:
+    """What a call whose reply never came looks like (it may have run)."""
+    try:
+        raise RedisConnectionError("Connection closed by server.")
+    except RedisConnectionError as cause:
+        err = BrokerError("call failed: Connection closed by server.")
+        err.__cause__ = cause
+        return err
 
-    def _check(self) -> None:
-        if self.down:
-            raise self._error()
 
-    async def finish(self, *args: Any) -> Any:
-        self._check()
-        return await super().finish(*args)
+@dataclass(eq=False)
+class Fault:
+    """What happens to the armed calls while ``active``.
 
-    async def extend_leases(self, *args: Any) -> Any:
-        self._check()
-        return await super().extend_leases(*args)
+    ``when`` is ``"before"`` (raise instead of calling Redis: an outage or a bug), ``"after"``
+    (call Redis, then raise: the reply was lost) or ``"hang"`` (never answer). ``times`` limits
+    how often it fires (None: while active); ``only_if`` tests the real reply of an ``"after"``
+    fault, which fires only when it returns True."""
 
-    async def dequeue(self, *args: Any) -> Any:
-        self._check()
-        return await super().dequeue(*args)
+    methods: tuple[str, ...]
+    when: str
+    error: Callable[[], BaseException] = injected_outage
+    times: int | None = None
+    only_if: Callable[[Any], bool] | None = None
+    active: bool = True
+    fired: int = 0
+    replies: list[Any] = field(default_factory=list)
 
-    async def write_server_state(self, *args: Any) -> Any:
-        self._check()
-        return await super().write_server_state(*args)
+    def armed(self) -> bool:
+        return self.active and (self.times is None or self.times > 0)
 
-    async def forward(self, *args: Any) -> Any:
-        self._check()
-        return await super().forward(*args)
+    def spend(self) -> None:
+        self.fired += 1
+        if self.times is not None:
+            self.times -= 1
+
+
+class FaultyBroker:
+    """A Broker (by the protocol, not by inheritance) wrapping ``inner``; counts every call."""
+
+    def __init__(self, inner: RedisBroker | Redis) -> None:
+        self.inner: RedisBroker = inner if isinstance(inner, RedisBroker) else make_broker(inner)
+        self.faults: list[Fault] = []
+        self.calls: Counter[str] = Counter()
+        self.closed = False
+
+    def fault(self, *methods: str, when: str = "before",
+              error: Callable[[], BaseException] = injected_outage, times: int | None = None,
+              only_if: Callable[[Any], bool] | None = None, active: bool = True) -> Fault:
+        """Arm a fault on ``methods`` (default: every call a worker makes) and return it; the
+        test switches it with ``fault.active``."""
+        if when not in ("before", "after", "hang"):
+            raise ValueError(f"when must be 'before', 'after' or 'hang', not {when!r}")
+        armed = Fault(methods or WORKER_CALLS, when, error, times, only_if, active)
+        self.faults.append(armed)
+        return armed
+
+    async def close(self) -> None:
+        self.closed = True
+        await self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not asyncio.iscoroutinefunction(attr):
+            return attr
+        return functools.partial(self._call, name, attr)
+
+    async def _call(self, name: str, method: Callable[..., Awaitable[Any]], *args: Any,
+                    **kwargs: Any) -> Any:
+        self.calls[name] += 1
+        mine = [f for f in self.faults if name in f.methods and f.armed()]
+        for f in mine:
+            if f.when == "hang":
+                f.spend()
+                await asyncio.Event().wait()
+            if f.when == "before":
+                f.spend()
+                raise f.error()
+        reply = await method(*args, **kwargs)
+        for f in mine:
+            if f.when == "after" and (f.only_if is None or f.only_if(reply)):
+                f.spend()
+                f.replies.append(reply)
+                raise f.error()
+        return reply

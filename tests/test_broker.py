@@ -42,11 +42,6 @@ INT64_MAX = 9223372036854775807
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 async def broker(asyncq_redis_url: str, clock: FakeClock,
                  anyio_backend: object) -> AsyncIterator[RedisBroker]:
     b = make_broker(asyncq_redis_url, clock=clock)

@@ -52,11 +52,6 @@ HOUR_MS = 3_600_000
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 async def client(asyncq_redis_url: str, clock: FakeClock,
                  anyio_backend: object) -> AsyncIterator[Client]:
     async with Client(asyncq_redis_url, clock=clock) as c:

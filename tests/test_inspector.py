@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import anyio
 import orjson
@@ -17,6 +16,7 @@ from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker, is_broker
 from asyncq.testing import WorkerFactory, wait_until
 from tests.dataplane_helpers import lmembers, queue_key_names, task_hash, zmembers
+from tests.faults import FaultyBroker
 
 pytestmark = pytest.mark.anyio
 
@@ -95,24 +95,13 @@ async def test_queues_lists_every_queue_with_own_and_shared_client(
     assert await redis_client.ping()  # a shared client is left open
 
 
-class DelegatingBroker:
-    """Any object with the Broker protocol's methods and operation groups: here, one that
-    hands every call to a RedisBroker."""
-
-    def __init__(self, inner: RedisBroker) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 async def test_inspector_works_through_any_broker(
     asyncq_client: asyncq.Client, asyncq_queue: str
 ) -> None:
     info = await asyncq_client.enqueue("t", queue=asyncq_queue)
     async with asyncq.Inspector(asyncq_client.broker) as shared:
         assert (await shared.queue_info(asyncq_queue)).pending == 1
-    wrapped = DelegatingBroker(broker_of(asyncq_client))
+    wrapped = FaultyBroker(broker_of(asyncq_client))  # a Broker by protocol only
     assert is_broker(wrapped)
     async with asyncq.Inspector(broker=wrapped) as inspector:
         assert inspector.broker is wrapped

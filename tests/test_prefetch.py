@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 from redis.asyncio import Redis
+from worker_helpers import blocking_mux
 
 import asyncq
 from asyncq import _keys as K
@@ -15,16 +16,6 @@ from asyncq.testing import WorkerFactory, queue_counts, wait_until
 pytestmark = pytest.mark.anyio
 
 
-def blocking_mux(release: asyncio.Event, started: list[str]) -> asyncq.ServeMux:
-    mux = asyncq.ServeMux()
-
-    @mux.handler("block")
-    async def block(task: asyncq.Task) -> None:
-        assert task.id is not None
-        started.append(task.id)
-        await release.wait()
-
-    return mux
 
 
 async def test_prefetched_tasks_are_leased_then_run_when_slots_free(
@@ -33,7 +24,7 @@ async def test_prefetched_tasks_are_leased_then_run_when_slots_free(
 ) -> None:
     release, started = asyncio.Event(), []
     ids = [(await asyncq_client.enqueue("block", queue=asyncq_queue)).id for _ in range(6)]
-    async with asyncq_worker(blocking_mux(release, started), queues={asyncq_queue: 1},
+    async with asyncq_worker(blocking_mux(started, release), queues={asyncq_queue: 1},
                              concurrency=2, prefetch=2, heartbeat_interval=0.2,
                              lease_duration=1.0) as w:
         await wait_until(lambda: len(started) == 2 and len(w.worker.processor.buffer) == 2)
@@ -64,7 +55,7 @@ async def test_shutdown_requeues_prefetched_tasks_for_the_next_worker(
     release, started = asyncio.Event(), []
     for _ in range(4):
         await asyncq_client.enqueue("block", queue=asyncq_queue)
-    async with asyncq_worker(blocking_mux(release, started), queues={asyncq_queue: 1},
+    async with asyncq_worker(blocking_mux(started, release), queues={asyncq_queue: 1},
                              concurrency=1, prefetch=3, shutdown_timeout=5) as w:
         await wait_until(lambda: len(w.worker.processor.buffer) == 3)
         release.set()  # the running one finishes during shutdown; the 3 prefetched go back
@@ -73,7 +64,7 @@ async def test_shutdown_requeues_prefetched_tasks_for_the_next_worker(
     counts = await queue_counts(redis_client, asyncq_queue)
     assert counts == {**counts, "pending": 3, "active": 0}
     again: list[str] = []
-    async with asyncq_worker(blocking_mux(release, again), queues={asyncq_queue: 1}) as w:
+    async with asyncq_worker(blocking_mux(again, release), queues={asyncq_queue: 1}) as w:
         await w.wait_drained()
     assert len(again) == 3 and not set(again) & set(started)
 
@@ -85,7 +76,7 @@ async def test_cancelling_a_prefetched_task_archives_it_without_running_it(
     release, started = asyncio.Event(), []
     await asyncq_client.enqueue("block", queue=asyncq_queue)
     waiting = await asyncq_client.enqueue("block", queue=asyncq_queue)
-    async with asyncq_worker(blocking_mux(release, started), queues={asyncq_queue: 1},
+    async with asyncq_worker(blocking_mux(started, release), queues={asyncq_queue: 1},
                              concurrency=1, prefetch=1) as w:
         await wait_until(lambda: waiting.id in w.worker.processor.buffer)
         await asyncq_client.cancel(waiting.id)

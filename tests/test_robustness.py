@@ -14,9 +14,8 @@ import anyio
 import pytest
 import structlog
 from dataplane_helpers import dead_redis_url, task_hash
-from faults import OutageBroker
+from faults import FaultyBroker, lost_reply
 from redis.asyncio import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
 
 from asyncq import (
     BrokerError,
@@ -30,7 +29,7 @@ from asyncq import (
     Worker,
 )
 from asyncq import _keys as K
-from asyncq._broker import NewTask, Outcome, RawTask, RedisBroker
+from asyncq._broker import Outcome, RawTask, RedisBroker
 from asyncq._connection import make_broker
 from asyncq._message import TaskMessage
 from asyncq._testing.redis_server import RedisServer
@@ -39,16 +38,6 @@ from asyncq.testing import queue_counts, wait_drained, wait_until
 pytestmark = pytest.mark.anyio
 
 OWNER = "srv-a"
-
-
-def lost_reply() -> BrokerError:
-    """What a call whose reply never came looks like (it may have run)."""
-    try:
-        raise RedisConnectionError("Connection closed by server.")
-    except RedisConnectionError as cause:
-        err = BrokerError("call failed: Connection closed by server.")
-        err.__cause__ = cause
-        return err
 
 
 # ----------------------------------------------------------------- connection settings
@@ -112,51 +101,29 @@ async def test_broker_errors_say_whether_trying_again_can_help(
 # ----------------------------------------------------------------- enqueue retries
 
 
-class LosingBroker(RedisBroker):
-    """Stores tasks, then pretends the reply was lost ``lose`` times."""
-
-    lose = 0
-    calls = 0
-
-    async def store(self, task: NewTask) -> Any:
-        self.calls += 1
-        code = await super().store(task)
-        if self.lose:
-            self.lose -= 1
-            raise lost_reply()
-        return code
-
-    async def store_many(self, tasks: Any) -> Any:
-        self.calls += 1
-        codes = await super().store_many(tasks)
-        if self.lose:
-            self.lose -= 1
-            raise lost_reply()
-        return codes
-
-
 @pytest.mark.parametrize("fixed_id", [False, True], ids=["generated id", "task_id"])
 async def test_a_retried_enqueue_recognises_its_own_earlier_attempt(
     fixed_id: bool, redis_client: Redis, asyncq_queue: str,
 ) -> None:
-    broker = LosingBroker(redis_client)
+    broker = FaultyBroker(redis_client)
+    losing = broker.fault("store", "store_many", when="after", error=lost_reply, times=1)
     opts: dict[str, Any] = {"task_id": "mine"} if fixed_id else {}
     # Without retries the ambiguous failure reaches the caller...
-    broker.lose = 1
     with pytest.raises(BrokerError):
         await Client(broker).enqueue("t", {"n": 0}, queue=asyncq_queue, **opts)
     # ... with them, a lost reply is retried, and the task found stored is recognised as ours.
     await redis_client.delete(*[k async for k in redis_client.scan_iter(
         match=K.queue_keys(asyncq_queue).base + "*")])
-    broker.lose, broker.calls = 2, 0
+    losing.times = 2
+    broker.calls.clear()
     client = Client(broker, retry_attempts=3)
     info = await client.enqueue("t", {"n": 1}, queue=asyncq_queue, unique=60, **opts)
-    assert broker.calls == 3
+    assert broker.calls["store"] == 3
     assert await redis_client.llen(K.queue_keys(asyncq_queue).pending) == 1
     assert (await task_hash(redis_client, asyncq_queue, info.id))["state"] == b"pending"
     # A real conflict (another task holds the id) is still one, retry or not.
     if fixed_id:
-        broker.lose = 1
+        losing.times = 1
         with pytest.raises(TaskIDConflictError):
             await client.enqueue("t", {"n": 2}, queue=asyncq_queue, task_id="mine")
 
@@ -164,9 +131,9 @@ async def test_a_retried_enqueue_recognises_its_own_earlier_attempt(
 async def test_a_retried_enqueue_many_reports_its_own_tasks_as_stored(
     redis_client: Redis, asyncq_queue: str,
 ) -> None:
-    broker = LosingBroker(redis_client)
+    broker = FaultyBroker(redis_client)
     await Client(broker).enqueue("t", "other", queue=asyncq_queue, task_id="taken")
-    broker.lose = 1
+    broker.fault("store", "store_many", when="after", error=lost_reply, times=1)
     client = Client(broker, retry_attempts=2)
     results = await client.enqueue_many(
         [Task("t", i, task_id=f"b-{i}", queue=asyncq_queue) for i in range(5)]
@@ -220,23 +187,13 @@ async def test_a_resent_dequeue_request_returns_what_it_leased(
                                                 "req-2"))[0]] == [ids[3]]
 
 
-class LostDequeueBroker(RedisBroker):
-    """Its first dequeue that leases something loses the reply."""
-
-    lost: list[str] | None = None
-
-    async def dequeue(self, *args: Any) -> Any:
-        raws, dropped = await super().dequeue(*args)
-        if raws and self.lost is None:
-            self.lost = [r.id for r in raws]
-            raise lost_reply()
-        return raws, dropped
-
-
 async def test_tasks_leased_by_a_dequeue_whose_reply_was_lost_run_at_once(
     redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
 ) -> None:
-    broker = LostDequeueBroker(redis_client)
+    broker = FaultyBroker(redis_client)
+    # Its first dequeue that leases something loses the reply.
+    lost = broker.fault("dequeue", when="after", error=lost_reply, times=1,
+                        only_if=lambda reply: bool(reply[0]))
     ran: list[Task] = []
 
     async def handler(task: Task) -> None:
@@ -249,40 +206,21 @@ async def test_tasks_leased_by_a_dequeue_whose_reply_was_lost_run_at_once(
         ids = {(await asyncq_client.enqueue("t", i, queue=asyncq_queue)).id for i in range(3)}
         await wait_drained(redis_client, [asyncq_queue], worker=worker, timeout=5)
     assert time.monotonic() - began < 3  # not after the 30 s lease
-    assert broker.lost and {t.id for t in ran} == ids and len(ran) == 3
+    assert lost.fired == 1 and {r.id for r in lost.replies[0][0]} <= ids
+    assert {t.id for t in ran} == ids and len(ran) == 3
     assert {t.retried for t in ran} == {0}  # not counted as a failure
 
 
 # ----------------------------------------------------------------- leases while Redis hangs
 
 
-class HangingBroker(RedisBroker):
-    """While ``hang`` is set, every lease renewal and outcome write waits forever (a Redis
-    that accepted the connection but never answers)."""
-
-    hang = False
-
-    async def _stall(self) -> None:
-        if self.hang:
-            await asyncio.Event().wait()
-
-    async def extend_leases(self, *args: Any) -> Any:
-        await self._stall()
-        return await super().extend_leases(*args)
-
-    async def write_server_state(self, *args: Any) -> Any:
-        await self._stall()
-        return await super().write_server_state(*args)
-
-    async def finish(self, *args: Any) -> Any:
-        await self._stall()
-        return await super().finish(*args)
-
-
 async def test_a_handler_is_cancelled_when_its_lease_runs_out_even_if_redis_hangs(
     redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
 ) -> None:
-    broker = HangingBroker(redis_client)
+    broker = FaultyBroker(redis_client)
+    # A Redis that accepted the connection but never answers renewals and outcome writes.
+    hang = broker.fault("extend_leases", "write_server_state", "finish", when="hang",
+                        active=False)
     started = asyncio.Event()
     hooked: list[BaseException] = []
 
@@ -295,18 +233,19 @@ async def test_a_handler_is_cancelled_when_its_lease_runs_out_even_if_redis_hang
     async with worker:
         await asyncq_client.enqueue("t", queue=asyncq_queue)
         await started.wait()
-        broker.hang = True
+        hang.active = True
         began = time.monotonic()
         await wait_until(lambda: hooked, timeout=3)
         assert time.monotonic() - began < 1 + 0.5
-        broker.hang = False
+        hang.active = False
     assert [type(e) for e in hooked] == [LeaseExpiredError]
 
 
 async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_logs_twice(
     redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
 ) -> None:
-    broker = OutageBroker(redis_client, lost_reply)
+    broker = FaultyBroker(redis_client)
+    outage = broker.fault(error=lost_reply, active=False)
     release = asyncio.Event()
     ran: list[str] = []
 
@@ -321,12 +260,12 @@ async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_lo
         async with worker:
             info = await asyncq_client.enqueue("t", queue=asyncq_queue, retention=60)
             await wait_until(lambda: ran, timeout=3)
-            broker.down = True
+            outage.active = True
             release.set()  # it finishes while Redis is down...
             await wait_until(lambda: worker.acker.pending, timeout=3)
             await anyio.sleep(1.2)  # ... which lasts two leases (the fault, not a wait)
             assert worker.acker.pending and not worker.processor.running
-            broker.down = False
+            outage.active = False
             await wait_drained(redis_client, [asyncq_queue], worker=worker)
             # (the heartbeat's next beat ends its outage: stopping before it would skip that)
             await wait_until(lambda: not worker.heartbeat.outage.ongoing, timeout=3)

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.anyio
 
 # Unix time divisible by 3 s (and by a day): '@every 3s' ticks at +3, +6, +9 from here.
 START = datetime(2030, 1, 1, tzinfo=UTC)
+CLOCK_START = START  # the conftest's clock fixture starts here
 BERLIN = ZoneInfo("Europe/Berlin")
 
 
@@ -43,11 +44,6 @@ async def run_for(clock: asyncq.FakeClock, seconds: float, *schedulers: asyncq.S
         clock.advance(step)
         for s in schedulers:
             await s.tick()
-
-
-@pytest.fixture
-def clock() -> asyncq.FakeClock:
-    return asyncq.FakeClock(START)
 
 
 # -- item 40: '@every 3s' over 10 s enqueues 3 tasks with the given options

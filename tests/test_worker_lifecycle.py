@@ -11,8 +11,9 @@ import anyio
 import orjson
 import pytest
 from dataplane_helpers import dead_redis_url, task_hash
-from faults import OutageBroker
+from faults import FaultyBroker
 from redis.asyncio import Redis
+from worker_helpers import blocking_mux
 
 from asyncq import (
     Client,
@@ -24,34 +25,11 @@ from asyncq import (
     WorkerConfig,
 )
 from asyncq import _keys as K
-from asyncq._broker import RedisBroker
 from asyncq.testing import WorkerFactory, queue_counts, wait_drained, wait_until
 
 pytestmark = pytest.mark.anyio
 
 
-def blocking_mux(started: list[str], release: asyncio.Event,
-                 cancelled: list[str] | None = None) -> ServeMux:
-    """A mux whose "block" handler reports it started, then waits for ``release``."""
-    mux = ServeMux()
-
-    @mux.handler("block")
-    async def block(task: Task) -> None:
-        assert task.id is not None
-        started.append(task.id)
-        try:
-            await release.wait()
-        except asyncio.CancelledError:
-            if cancelled is not None:
-                cancelled.append(task.id)
-            raise
-
-    @mux.handler("quick")
-    async def quick(task: Task) -> None:
-        assert task.id is not None
-        started.append(task.id)
-
-    return mux
 
 
 async def lease_score(redis: Redis, queue: str, task_id: str) -> float | None:
@@ -141,18 +119,10 @@ def test_worker_takes_a_config_or_option_keywords_not_both() -> None:
         Worker("redis://127.0.0.1:6379/0", ServeMux(), config={"concurrency": 3})  # type: ignore[arg-type]
 
 
-class ClosingRecorder(RedisBroker):
-    closed = False
-
-    async def close(self) -> None:
-        self.closed = True
-        await super().close()
-
-
 async def test_worker_runs_on_a_broker_given_as_broker_and_leaves_it_open(
     redis_client: Redis, asyncq_client: Client, asyncq_queue: str,
 ) -> None:
-    broker = ClosingRecorder(redis_client)
+    broker = FaultyBroker(redis_client)
     started: list[str] = []
     config = WorkerConfig(queues={asyncq_queue: 1})
     async with Worker(broker=broker, handler=blocking_mux(started, asyncio.Event()),
@@ -340,7 +310,8 @@ async def test_lost_lease_cancels_the_handler_and_leaves_the_task_to_the_recover
 async def test_outcomes_written_after_a_redis_outage_are_not_lost(
     asyncq_client: Client, asyncq_queue: str, redis_client: Redis,
 ) -> None:
-    broker = OutageBroker(redis_client)
+    broker = FaultyBroker(redis_client)
+    outage = broker.fault(active=False)
     started: list[str] = []
     release = asyncio.Event()
     worker = Worker(broker, blocking_mux(started, release), queues={asyncq_queue: 1},
@@ -348,12 +319,12 @@ async def test_outcomes_written_after_a_redis_outage_are_not_lost(
     async with worker:
         ids = [(await asyncq_client.enqueue("block", queue=asyncq_queue)).id for _ in range(3)]
         await wait_until(lambda: len(started) == 3, timeout=3)
-        broker.down = True
+        outage.active = True
         release.set()
         await wait_until(lambda: len(worker.acker.pending) == 3 and not worker.processor.running,
                          timeout=3)
         await worker.heartbeat.tick()  # fails quietly
-        broker.down = False
+        outage.active = False
         await wait_drained(redis_client, [asyncq_queue], worker=worker)
     for task_id in ids:
         assert await task_hash(redis_client, asyncq_queue, task_id) == {}
@@ -363,7 +334,8 @@ async def test_outcomes_written_after_a_redis_outage_are_not_lost(
 async def test_a_lease_that_cannot_be_renewed_cancels_the_handler_when_it_runs_out(
     asyncq_client: Client, asyncq_queue: str, redis_client: Redis,
 ) -> None:
-    broker = OutageBroker(redis_client)
+    broker = FaultyBroker(redis_client)
+    outage = broker.fault(active=False)
     started: list[str] = []
     cancelled: list[str] = []
     hooked: list[BaseException] = []
@@ -373,11 +345,11 @@ async def test_a_lease_that_cannot_be_renewed_cancels_the_handler_when_it_runs_o
     async with worker:
         task_id = (await asyncq_client.enqueue("block", queue=asyncq_queue)).id
         await wait_until(lambda: started, timeout=3)
-        broker.down = True
+        outage.active = True
         began = time.monotonic()
         await wait_until(lambda: cancelled, timeout=3)
         assert time.monotonic() - began < 1.5
-        broker.down = False
+        outage.active = False
     assert [type(e) for e in hooked] == [LeaseExpiredError]
     fields = await task_hash(redis_client, asyncq_queue, task_id)
     assert fields["state"] == b"active"  # the recoverer's job now
@@ -508,26 +480,16 @@ async def test_outcomes_of_tasks_finishing_during_shutdown_are_written(
     assert not await redis_client.exists(K.server_key(w.worker.config.server_id))
 
 
-class BuggyBroker(RedisBroker):
-    """A RedisBroker whose first dequeue fails with an unexpected (non-Redis) error."""
-
-    failed = False
-
-    async def dequeue(self, *args: Any) -> Any:
-        if not self.failed:
-            self.failed = True
-            raise ValueError("unexpected reply")
-        return await super().dequeue(*args)
-
-
 async def test_an_unexpected_error_while_fetching_does_not_stop_the_worker(
     asyncq_client: Client, asyncq_queue: str, redis_client: Redis,
 ) -> None:
-    broker = BuggyBroker(redis_client)
+    broker = FaultyBroker(redis_client)
+    # Its first dequeue fails with an unexpected (non-Redis) error.
+    bug = broker.fault("dequeue", error=lambda: ValueError("unexpected reply"), times=1)
     started: list[str] = []
     worker = Worker(broker, blocking_mux(started, asyncio.Event()), queues={asyncq_queue: 1})
     async with worker:
         info = await asyncq_client.enqueue("quick", queue=asyncq_queue)
         await wait_until(lambda: started, timeout=3)
         await wait_drained(redis_client, [asyncq_queue], worker=worker)
-    assert broker.failed and started == [info.id]
+    assert bug.fired == 1 and started == [info.id]

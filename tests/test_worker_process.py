@@ -3,22 +3,19 @@ worker recovers the task after its lease expires), and one-line errors for bad i
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 import pytest
-from anyio.abc import Process
 from dataplane_helpers import dead_redis_url, task_hash
 from redis.asyncio import Redis
+from worker_helpers import ROOT, SLOW_APP, log_events, worker_process
 
 from asyncq import Client, ServeMux, Task
 from asyncq import _keys as K
@@ -26,31 +23,9 @@ from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
-TARGET = "tests.apps.slow:mux"
+TARGET = SLOW_APP
 
 
-@asynccontextmanager
-async def worker_process(url: str, queue: str, log: Path, *extra: str) -> AsyncIterator[Process]:
-    """``python -m asyncq worker tests.apps.slow:mux`` serving ``queue``; killed if left running."""
-    command = [sys.executable, "-m", "asyncq", "worker", TARGET, "--redis-url", url,
-               "--queue", f"{queue}=1", "--log-format", "json", *extra]
-    with log.open("wb") as out:
-        async with await anyio.open_process(command, cwd=ROOT, stdout=out, stderr=out) as proc:
-            try:
-                yield proc
-            finally:
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
-
-
-def log_events(log: Path) -> list[str]:
-    events = []
-    for line in log.read_text().splitlines():
-        with suppress(ValueError, KeyError):
-            events.append(json.loads(line)["event"])
-    return events
 
 
 async def active_in(redis: Redis, queue: str, task_id: str) -> bytes | None:
@@ -92,7 +67,7 @@ async def test_sigterm_stops_the_worker_process_cleanly(
     # The running task was given back, not lost.
     fields = await task_hash(redis_client, asyncq_queue, info.id)
     assert fields["state"] == b"pending" and fields.get("retried", b"0") == b"0"
-    events = log_events(log)
+    events = [e["event"] for e in log_events(log)]
     assert "worker ready" in events and events[-1] == "worker stopped", events
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,17 +218,6 @@ async def stop_process(proc: Process, *, timeout: float) -> tuple[int, float]:
     with anyio.fail_after(timeout):
         code = await proc.wait()
     return code, time.monotonic() - began
-
-
-def log_events(log: Path) -> list[dict[str, Any]]:
-    """The JSON log lines a worker process wrote."""
-    events = []
-    for line in log.read_text(errors="replace").splitlines():
-        with suppress(ValueError):
-            doc = json.loads(line)
-            if isinstance(doc, dict) and "event" in doc:
-                events.append(doc)
-    return events
 
 
 def rss_mb(pid: int) -> float:

@@ -9,29 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from anyio.abc import Process
 from redis.asyncio import Redis, RedisCluster
 
 from asyncq import Client, Inspector, Scheduler, ServeMux, Task, TaskState, Worker
 from asyncq import _keys as K
 from asyncq.testing import wait_drained, wait_until
+from tests.worker_helpers import worker_process
 
 from .conftest import Deployment
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST = {"forward_interval": 0.05, "heartbeat_interval": 0.25, "recover_interval": 0.2,
         "recover_grace": 0.2, "shutdown_timeout": 2.0, "idle_poll_interval": 0.5}
 
@@ -149,21 +144,6 @@ async def test_cancel_a_running_task(deployment: Deployment) -> None:
             assert "cancel" in (task.last_error or "")
 
 
-@asynccontextmanager
-async def worker_process(url: str, queue: str, log: Path) -> AsyncIterator[Process]:
-    """``python -m asyncq worker tests.apps.slow:mux --redis-url URL``, killed if left running."""
-    command = [sys.executable, "-m", "asyncq", "worker", "tests.apps.slow:mux",
-               "--redis-url", url, "--queue", f"{queue}=1", "--lease-duration", "1",
-               "--heartbeat-interval", "0.25", "--log-format", "json"]
-    with log.open("wb") as out:
-        async with await anyio.open_process(command, cwd=ROOT, stdout=out,
-                                            stderr=out) as proc:
-            try:
-                yield proc
-            finally:
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
 
 
 async def test_task_of_a_killed_worker_is_recovered(deployment: Deployment,
@@ -174,7 +154,8 @@ async def test_task_of_a_killed_worker_is_recovered(deployment: Deployment,
     qk = K.queue_keys(q)
     async with Client(deployment.url) as client:
         info = await client.enqueue("slow:block", queue=q)
-        async with worker_process(deployment.url, q, tmp_path / "worker.log") as proc:
+        async with worker_process(deployment.url, q, tmp_path / "worker.log", "--lease-duration",
+                                  "1", "--heartbeat-interval", "0.25") as proc:
             async def running() -> bool:
                 return await admin.hget(qk.task(info.id), "state") == b"active"
 
