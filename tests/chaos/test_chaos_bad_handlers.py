@@ -13,12 +13,12 @@ import pytest
 from chaoslib import (
     Ledger,
     build_report,
-    log_events,
     runner_worker,
     stop_process,
     task_ids,
 )
 from redis.asyncio import Redis
+from worker_helpers import log_events
 
 from asyncq import Client, Task
 from asyncq import _keys as K

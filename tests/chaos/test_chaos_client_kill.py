@@ -13,7 +13,6 @@ from chaoslib import (
     Ledger,
     build_report,
     cli_worker,
-    log_events,
     observer,
     stop_process,
     task_ids,
@@ -26,6 +25,7 @@ from test_chaos_redis_restart import (
     assert_outages_logged_at_edges,
     producer_client,
 )
+from worker_helpers import log_events
 
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import wait_until

@@ -15,13 +15,13 @@ from chaoslib import (
     Ledger,
     build_report,
     cli_worker,
-    log_events,
     observer,
     stop_process,
     task_ids,
     wait_settled,
 )
 from redis.asyncio import Redis
+from worker_helpers import log_events
 
 from asyncq import BrokerError, Client, Task, TaskIDConflictError
 from asyncq import _keys as K

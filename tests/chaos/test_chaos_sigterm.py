@@ -11,12 +11,12 @@ from chaoslib import (
     Ledger,
     build_report,
     cli_worker,
-    log_events,
     stop_process,
     task_ids,
     wait_settled,
 )
 from redis.asyncio import Redis
+from worker_helpers import log_events
 
 from asyncq import Client, Task
 from asyncq.testing import queue_counts, wait_until

@@ -1,0 +1,176 @@
+"""Group aggregation in the broker (items 102-105)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dataplane_helpers import (
+    smembers,
+    task_hash,
+    zmembers,
+)
+from redis.asyncio import Redis
+
+from asyncq import Client, FakeClock
+from asyncq import _keys as K
+from asyncq._broker import RedisBroker
+
+pytestmark = pytest.mark.anyio
+
+
+# ------------------------------------------------------------------ 102-105: aggregation
+
+
+async def add_group_tasks(client: Client, clock: FakeClock, queue: str, group: str, n: int,
+                          step: float = 1.0, **opts: Any) -> dict[str, int]:
+    """Add ``n`` tasks to a group, ``step`` seconds apart; returns {id: group score}."""
+    out = {}
+    for i in range(n):
+        if i:
+            clock.advance(step)
+        info = await client.enqueue("t", f"g{i}".encode(), queue=queue, group=group, **opts)
+        out[info.id] = clock.now_ms()
+    return out
+
+
+async def test_aggregation_check_on_empty_group(
+    broker: RedisBroker, clock: FakeClock, redis_client: Redis, asyncq_queue: str
+) -> None:
+    qk = K.queue_keys(asyncq_queue)
+    await redis_client.sadd(qk.groups, "g")  # a stale group name
+    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 5,
+                                          clock.now_ms() + 120_000) == 0
+    assert await smembers(redis_client, qk.groups) == set()
+    assert await redis_client.exists(qk.aggregation_sets, qk.group("g") + ":s1") == 0
+
+
+async def test_aggregation_check_takes_the_whole_group_at_max_size(
+    broker: RedisBroker, client: Client, clock: FakeClock, redis_client: Redis,
+    asyncq_queue: str
+) -> None:
+    members = await add_group_tasks(client, clock, asyncq_queue, "g", 5)
+    qk = K.queue_keys(asyncq_queue)
+    deadline = clock.now_ms() + 120_000
+    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 5,
+                                          deadline) == 5
+    set_key = qk.group("g") + ":s1"
+    assert await zmembers(redis_client, set_key) == members  # group scores are kept
+    assert await redis_client.exists(qk.group("g")) == 0
+    assert await smembers(redis_client, qk.groups) == set()
+    assert await zmembers(redis_client, qk.aggregation_sets) == {set_key: deadline}
+    raws = await broker.read_aggregation_set(asyncq_queue, "g", "s1")
+    assert [r.id for r in raws] == list(members)
+    assert [r.payload for r in raws] == [f"g{i}".encode() for i in range(5)]
+
+
+async def test_aggregation_check_takes_the_oldest_when_over_max_size(
+    broker: RedisBroker, client: Client, clock: FakeClock, redis_client: Redis,
+    asyncq_queue: str
+) -> None:
+    members = await add_group_tasks(client, clock, asyncq_queue, "g", 5)
+    ids = list(members)
+    qk = K.queue_keys(asyncq_queue)
+    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 3,
+                                          clock.now_ms() + 120_000) == 3
+    assert list(await zmembers(redis_client, qk.group("g") + ":s1")) == ids[:3]
+    assert list(await zmembers(redis_client, qk.group("g"))) == ids[3:]
+    assert await smembers(redis_client, qk.groups) == {"g"}
+
+
+@pytest.mark.parametrize(
+    ("advance", "grace_ms", "max_delay_ms", "max_size", "taken"),
+    [
+        # Tasks joined at t0, t0+10 s, t0+20 s; the check runs `advance` s after the last.
+        (0, 60_000, 0, 0, 0),  # fresh, no size limit: wait
+        (0, 60_000, 0, 10, 0),  # fresh, below max size: wait
+        (0, 60_000, 0, 2, 2),  # over max size: the 2 oldest go at once, grace or not
+        (59, 60_000, 0, 0, 0),  # newest 59 s old (< grace): wait
+        (60, 60_000, 0, 0, 3),  # newest exactly the grace period old: go
+        (61, 60_000, 0, 5, 3),  # past grace, under max size: the whole group
+        (40, 60_000, 0, 0, 0),  # oldest 60 s old, but max delay 0 means none: grace only
+        (40, 60_000, 60_000, 0, 3),  # oldest reached the max delay although newest is fresh
+        (30, 60_000, 60_000, 0, 0),  # oldest 50 s old: below max delay and grace
+    ],
+)
+async def test_aggregation_check_grace_and_max_delay(
+    broker: RedisBroker, client: Client, clock: FakeClock, redis_client: Redis,
+    asyncq_queue: str, advance: float, grace_ms: int, max_delay_ms: int, max_size: int,
+    taken: int
+) -> None:
+    members = await add_group_tasks(client, clock, asyncq_queue, "g", 3, step=10)
+    clock.advance(advance)
+    qk = K.queue_keys(asyncq_queue)
+    got = await broker.aggregation_check(asyncq_queue, "g", "s1", grace_ms, max_delay_ms,
+                                         max_size, clock.now_ms() + 120_000)
+    assert got == taken
+    assert list(await zmembers(redis_client, qk.group("g") + ":s1")) == list(members)[:taken]
+    assert await redis_client.zcard(qk.group("g")) == 3 - taken
+    assert (await redis_client.exists(qk.aggregation_sets)) == (1 if taken else 0)
+
+
+async def test_read_aggregation_set_skips_tasks_that_are_gone(
+    broker: RedisBroker, client: Client, clock: FakeClock, redis_client: Redis,
+    asyncq_queue: str
+) -> None:
+    ids = list(await add_group_tasks(client, clock, asyncq_queue, "g", 3))
+    await broker.aggregation_check(asyncq_queue, "g", "s1", 0, 0, 0, clock.now_ms() + 1)
+    await redis_client.delete(K.queue_keys(asyncq_queue).task(ids[1]))
+    raws = await broker.read_aggregation_set(asyncq_queue, "g", "s1")
+    assert [r.id for r in raws] == [ids[0], ids[2]]
+
+
+async def test_delete_aggregation_set(
+    broker: RedisBroker, client: Client, clock: FakeClock, redis_client: Redis,
+    asyncq_queue: str
+) -> None:
+    qk = K.queue_keys(asyncq_queue)
+    first = list(await add_group_tasks(client, clock, asyncq_queue, "g", 2, unique=600))
+    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 0, 0, 0,
+                                          clock.now_ms() + 1) == 2
+    second = list(await add_group_tasks(client, clock, asyncq_queue, "g", 1))
+    assert await broker.aggregation_check(asyncq_queue, "g", "s2", 0, 0, 0,
+                                          clock.now_ms() + 1) == 1
+
+    assert await broker.delete_aggregation_set(asyncq_queue, "g", "s1") == 2
+    assert await redis_client.exists(qk.group("g") + ":s1") == 0
+    for task_id in first:
+        assert await task_hash(redis_client, asyncq_queue, task_id) == {}
+    for payload in (b"g0", b"g1"):  # their uniqueness locks are released
+        assert await redis_client.exists(qk.unique("t", payload)) == 0
+    assert list(await zmembers(redis_client, qk.aggregation_sets)) == [qk.group("g") + ":s2"]
+    assert list(await zmembers(redis_client, qk.group("g") + ":s2")) == second
+    assert await task_hash(redis_client, asyncq_queue, second[0]) != {}
+
+
+async def test_reclaim_stale_aggregation_sets(
+    broker: RedisBroker, client: Client, clock: FakeClock, redis_client: Redis,
+    asyncq_queue: str
+) -> None:
+    qk = K.queue_keys(asyncq_queue)
+    stale = await add_group_tasks(client, clock, asyncq_queue, "g:x", 2)  # ':' in the name
+    assert await broker.aggregation_check(asyncq_queue, "g:x", "s1", 0, 0, 0,
+                                          clock.now_ms() + 60_000) == 2
+    fresh = await add_group_tasks(client, clock, asyncq_queue, "h", 1)
+    assert await broker.aggregation_check(asyncq_queue, "h", "s2", 0, 0, 0,
+                                          clock.now_ms() + 600_000) == 1
+    assert await smembers(redis_client, qk.groups) == set()
+
+    assert await broker.reclaim_stale_aggregation_sets(asyncq_queue) == 0
+    clock.advance(60)
+    assert await broker.reclaim_stale_aggregation_sets(asyncq_queue) == 1
+    assert await zmembers(redis_client, qk.group("g:x")) == stale
+    assert await redis_client.exists(qk.group("g:x") + ":s1") == 0
+    assert await smembers(redis_client, qk.groups) == {"g:x"}
+    assert list(await zmembers(redis_client, qk.aggregation_sets)) == [qk.group("h") + ":s2"]
+    assert await zmembers(redis_client, qk.group("h") + ":s2") == fresh
+    assert await broker.list_groups(asyncq_queue) == ["g:x"]
+
+
+async def test_list_groups(broker: RedisBroker, client: Client, asyncq_queue: str) -> None:
+    assert await broker.list_groups(asyncq_queue) == []
+    for group in ("b", "a", "c", "a"):
+        await client.enqueue("t", queue=asyncq_queue, group=group)
+    assert await broker.list_groups(asyncq_queue) == ["a", "b", "c"]
+
+

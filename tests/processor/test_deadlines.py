@@ -1,0 +1,100 @@
+"""A running task's deadline: its timeout and its deadline, whichever comes first (item 17)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import anyio
+import anyio.lowlevel
+import pytest
+from dataplane_helpers import task_hash
+from processor_helpers import (
+    never_soon,
+    now_ms,
+)
+from redis.asyncio import Redis
+
+from asyncq import Client, ServeMux, Task
+from asyncq import _keys as K
+from asyncq._message import TaskMessage
+from asyncq._worker._running import compute_deadline
+from asyncq.testing import WorkerFactory, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+# ----------------------------------------------------------------- deadlines (item 17)
+
+
+def _msg(timeout_ms: int = 0, deadline_ms: int = 0) -> TaskMessage:
+    return TaskMessage(id="i", type="t", queue="q", timeout_ms=timeout_ms,
+                       deadline_ms=deadline_ms)
+
+
+@pytest.mark.parametrize(
+    ("timeout_ms", "deadline_ms", "expected"),
+    [
+        (5_000, 0, 1_005_000),           # timeout only: now + timeout
+        (0, 2_000_000, 2_000_000),       # deadline only: the deadline
+        (5_000, 1_003_000, 1_003_000),   # both: the deadline comes first
+        (5_000, 9_000_000, 1_005_000),   # both: now + timeout comes first
+        (5_000, 1_005_000, 1_005_000),   # both, equal
+        (0, 0, 1_000_000 + 30 * 60_000),  # neither: 30 minutes
+    ],
+)
+def test_compute_deadline(timeout_ms: int, deadline_ms: int, expected: int) -> None:
+    assert compute_deadline(1_000_000, _msg(timeout_ms, deadline_ms)) == expected
+
+
+async def test_timeout_cancels_the_handler_and_retries(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    saw_cancel = asyncio.Event()
+    mux = ServeMux()
+
+    @mux.handler("slow")
+    async def slow(task: Task) -> None:
+        try:
+            await anyio.Event().wait()  # runs until cancelled
+        except asyncio.CancelledError:
+            saw_cancel.set()
+            raise
+
+    info = await asyncq_client.enqueue("slow", queue=asyncq_queue, timeout=0.3)
+    started = time.monotonic()
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, retry_delay=never_soon) as w:
+        await w.wait_drained(timeout=5)
+    assert saw_cancel.is_set()
+    assert time.monotonic() - started < 3
+    fields = await task_hash(redis_client, asyncq_queue, info.id)
+    assert (fields["state"], fields["retried"]) == (b"retry", b"1")
+    assert fields["error"] == b"TimeoutError: task deadline exceeded"
+
+
+async def test_a_deadline_already_passed_fails_without_running_the_handler(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    ran: list[str] = []
+    mux = ServeMux()
+
+    @mux.handler("late")
+    async def late(task: Task) -> None:
+        ran.append(task.type)
+
+    info = await asyncq_client.enqueue(
+        "late", queue=asyncq_queue, deadline=datetime.now(UTC) + timedelta(milliseconds=50))
+    qk = K.queue_keys(asyncq_queue)
+    assert info.deadline is not None
+    deadline_ms = info.deadline.timestamp() * 1000
+    await wait_until(lambda: now_ms() > deadline_ms + 10, timeout=2)
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, retry_delay=never_soon) as w:
+        await w.wait_drained()
+    assert ran == []
+    fields = await task_hash(redis_client, asyncq_queue, info.id)
+    assert fields["error"] == b"TimeoutError: task deadline exceeded"
+    assert await redis_client.zscore(qk.retry, info.id) is not None
+
+
