@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, NoReturn, TypeVar
+from typing import NoReturn, TypeVar
 
 import anyio
+from structlog.typing import FilteringBoundLogger
 
 from ._errors import BrokerError
 from ._outage import Outage
@@ -23,7 +24,8 @@ R = TypeVar("R")
 
 
 async def run_periodically(tick: Callable[[], Awaitable[object]],
-                           interval: float | Callable[[], float], outage: Outage, log: Any, *,
+                           interval: float | Callable[[], float], outage: Outage,
+                           log: FilteringBoundLogger, *,
                            wait_first: bool = False,
                            wake: asyncio.Event | None = None) -> NoReturn:
     """Run ``tick`` every ``interval`` seconds until cancelled.
@@ -39,7 +41,8 @@ async def run_periodically(tick: Callable[[], Awaitable[object]],
         await _wait(interval, wake)
 
 
-async def run_once(tick: Callable[[], Awaitable[object]], outage: Outage, log: Any) -> bool:
+async def run_once(tick: Callable[[], Awaitable[object]], outage: Outage,
+                   log: FilteringBoundLogger) -> bool:
     """One round: True when ``tick`` went through, False when it failed (logged once per
     outage by ``outage``; an unexpected exception also with its traceback)."""
     try:

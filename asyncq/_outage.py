@@ -15,6 +15,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from structlog.typing import FilteringBoundLogger
+
 from ._backoff import Backoff
 
 
@@ -22,7 +24,7 @@ class Outage:
     """Failure bookkeeping of one loop: logging at the edges, plus exponential backoff with
     jitter for loops that retry continuously."""
 
-    def __init__(self, log: Any, operation: str, *, base: float = 0.1,
+    def __init__(self, log: FilteringBoundLogger, operation: str, *, base: float = 0.1,
                  cap: float = 5.0) -> None:
         self._log = log
         self.operation = operation

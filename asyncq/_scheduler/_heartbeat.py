@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import anyio
+from structlog.typing import FilteringBoundLogger
 
 from .._errors import AsyncqError
 from ._backend import SchedulerBackend
@@ -15,7 +15,7 @@ class SchedulerHeartbeat:
     """Every ``interval`` seconds (first at start) writes ``documents()`` for 2 x interval."""
 
     def __init__(self, backend: SchedulerBackend, scheduler_id: str, interval: float,
-                 documents: Callable[[], list[bytes]], log: Any) -> None:
+                 documents: Callable[[], list[bytes]], log: FilteringBoundLogger) -> None:
         self.backend = backend
         self.scheduler_id = scheduler_id
         self.interval = interval

@@ -63,7 +63,7 @@ class PeriodicTaskManager:
         self.provider = provider
         self.sync_interval = float(sync_interval)
         self._managed: set[str] = set()
-        self._log: Any = get_logger("periodic", scheduler_id=self.scheduler.id)
+        self._log = get_logger("periodic", scheduler_id=self.scheduler.id)
         self._runner: asyncio.Task[None] | None = None
 
     @property

@@ -84,7 +84,7 @@ class Scheduler:
         self._post = post_enqueue
         self._backend = SchedulerBackend(self.broker, self.clock)
         self._entries: dict[str, Entry] = {}
-        self._log: Any = get_logger("scheduler", scheduler_id=self.id)
+        self._log = get_logger("scheduler", scheduler_id=self.id)
         self.heartbeat = SchedulerHeartbeat(self._backend, self.id, float(heartbeat_interval),
                                             self._documents, self._log)
         self._state = "new"

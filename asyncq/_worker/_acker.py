@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
@@ -46,7 +45,7 @@ class Acker:
         self._owner = owner
         self._leases = leases
         self._on_retry_written = on_retry_written  # the forwarder's poke(due_ms)
-        self._log: Any = get_logger("acker")
+        self._log = get_logger("acker")
         self.outage = Outage(self._log, "write outcomes", base=0.05, cap=2.0)
         self.pending: dict[str, PendingOutcome] = {}
         self._inflight: set[str] = set()

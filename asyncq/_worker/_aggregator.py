@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from typing import Any
 
 from .._broker import Broker
 from .._clock import Clock
@@ -35,7 +34,7 @@ class Aggregator:
         self._config = config
         self._clock = clock
         self._aggregate = config.group_aggregator
-        self._log: Any = get_logger("aggregator")
+        self._log = get_logger("aggregator")
         self.outage = Outage(self._log, "aggregate groups")
         self.interval = min(7.0, config.group_grace_period)
 

@@ -8,7 +8,7 @@ the next round.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Literal
 
 from .._broker import Broker
 from .._clock import Clock
@@ -28,7 +28,7 @@ class Forwarder:
         self._queues = queues
         self._interval = interval
         self._clock = clock
-        self._log: Any = get_logger("forwarder")
+        self._log = get_logger("forwarder")
         self.outage = Outage(self._log, "forward due tasks")
         self._poke = asyncio.Event()
         self._next_wake_ms = 0

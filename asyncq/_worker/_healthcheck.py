@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
 
 import anyio
 
@@ -20,7 +19,7 @@ class HealthChecker:
         self._broker = broker
         self._callback = callback
         self._interval = interval
-        self._log: Any = get_logger("healthcheck")
+        self._log = get_logger("healthcheck")
 
     async def tick(self) -> None:
         error: BaseException | None = None

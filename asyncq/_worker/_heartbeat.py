@@ -39,7 +39,7 @@ class Heartbeat:
         self._processor = processor
         self._acker = acker
         self._clock = clock
-        self._log: Any = get_logger("heartbeat", server_id=config.server_id)
+        self._log = get_logger("heartbeat", server_id=config.server_id)
         self.outage = Outage(self._log, "renew leases")
         self.started_ms = clock.now_ms()
         self.status = "active"

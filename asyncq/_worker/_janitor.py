@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from .._broker import Broker
 from .._log import get_logger
@@ -37,7 +36,7 @@ class Janitor:
         self._batch = batch
         self._scan_count = scan_count
         self._cursor = 0
-        self._log: Any = get_logger("janitor")
+        self._log = get_logger("janitor")
         self.outage = Outage(self._log, "delete expired completed tasks")
         self.repaired = 0
         self.passes = 0

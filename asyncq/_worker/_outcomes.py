@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from structlog.typing import FilteringBoundLogger
+
 from .._broker import Outcome
 from .._clock import Clock
 from .._errors import Retry, RevokeTask, SkipRetry
@@ -38,7 +40,7 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def success_outcome(msg: TaskMessage, value: Any, log: Any) -> Outcome:
+def success_outcome(msg: TaskMessage, value: Any, log: FilteringBoundLogger) -> Outcome:
     """The outcome of a handler that returned ``value``: deleted, or kept for its retention
     with the value as its result (a value that cannot be encoded is logged, not stored)."""
     retention = msg.retention_ms
@@ -54,7 +56,7 @@ def success_outcome(msg: TaskMessage, value: Any, log: Any) -> Outcome:
 
 
 def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
-                    config: WorkerConfig, clock: Clock, log: Any) -> Outcome:
+                    config: WorkerConfig, clock: Clock, log: FilteringBoundLogger) -> Outcome:
     """The outcome of a run that failed with ``exc``.
 
     ``RevokeTask``: deleted. ``SkipRetry``, a cancellation on request or no retry left:
@@ -80,7 +82,8 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
                    is_failure=failure)
 
 
-def _retry_delay_ms(task: Task, exc: BaseException, config: WorkerConfig, log: Any) -> int:
+def _retry_delay_ms(task: Task, exc: BaseException, config: WorkerConfig,
+                    log: FilteringBoundLogger) -> int:
     try:
         return to_ms(config.retry_delay(task.retried, exc, task), "retry_delay result")
     except Exception as hook_exc:

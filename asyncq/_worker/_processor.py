@@ -63,7 +63,7 @@ class Processor:
         self._clock = clock
         self._owner = config.server_id
         self._order = QueueOrder(config.queues, config.strict_priority)
-        self._log: Any = get_logger("processor", server_id=config.server_id)
+        self._log = get_logger("processor", server_id=config.server_id)
         self.outages: dict[str, Outage] = {}
         """Per queue: a queue whose dequeue fails (Redis down, a poisoned key) is retried each
         round without holding up the other queues."""

@@ -7,7 +7,6 @@ no task can stay "active" forever.
 from __future__ import annotations
 
 from collections.abc import Callable, Container
-from typing import Any
 
 from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
@@ -39,7 +38,7 @@ class Recoverer:
         self._clock = clock
         self._on_retry_scheduled = on_retry_scheduled
         self._held = held
-        self._log: Any = get_logger("recoverer")
+        self._log = get_logger("recoverer")
         self.outage = Outage(self._log, "recover expired leases")
         self.recovered = 0
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -25,7 +24,7 @@ class Subscriber:
         self._processor = processor
         self._on_due = on_due
         self._queues = frozenset(queues)
-        self._log: Any = get_logger("subscriber")
+        self._log = get_logger("subscriber")
         self.outage = Outage(self._log, "subscribe", base=0.2, cap=5.0)
         self.connected = False
 

@@ -85,7 +85,7 @@ class Worker:
         self.healthchecker = (HealthChecker(self.broker, cfg.health_check,
                                             cfg.health_check_interval)
                               if cfg.health_check is not None else None)
-        self._log: Any = get_logger("worker", server_id=cfg.server_id)
+        self._log = get_logger("worker", server_id=cfg.server_id)
         self._state = "new"
         self._ready = asyncio.Event()
         self._shutdown = asyncio.Event()
