@@ -17,13 +17,16 @@ from ._errors import (
     LeaseExpiredError,
     QueueNotEmptyError,
     QueueNotFoundError,
+    ResultNotKeptError,
     Retry,
     RevokeTask,
     SkipRetry,
+    TaskFailedError,
     TaskIDConflictError,
     TaskNotFoundError,
     TaskStateError,
 )
+from ._events import EventsLost, TaskEvent
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, WorkerInfo
 from ._inspector import Inspector
 from ._scheduler import (
@@ -48,6 +51,7 @@ __all__ = [
     "DailyStats",
     "DecodeError",
     "DuplicateTaskError",
+    "EventsLost",
     "FakeClock",
     "GroupInfo",
     "Handler",
@@ -60,6 +64,7 @@ __all__ = [
     "QueueInfo",
     "QueueNotEmptyError",
     "QueueNotFoundError",
+    "ResultNotKeptError",
     "Retry",
     "RevokeTask",
     "Scheduler",
@@ -70,6 +75,8 @@ __all__ = [
     "SkipRetry",
     "SystemClock",
     "Task",
+    "TaskEvent",
+    "TaskFailedError",
     "TaskIDConflictError",
     "TaskInfo",
     "TaskNotFoundError",

@@ -14,7 +14,8 @@ from ._clock import SYSTEM_CLOCK, Clock
 from ._connection import ConnectionOptions, RedisLike, open_broker
 from ._enqueue import prepare, store_error, stored_info
 from ._errors import AsyncqError, BrokerError
-from ._task import Task, TaskInfo
+from ._task import Task, TaskInfo, TaskState
+from ._waiting import EventStream, Waiting
 
 _T = TypeVar("_T")
 
@@ -50,6 +51,7 @@ class Client:
         # Only a broker made here is closed by close(); one passed in belongs to the caller.
         self._broker, self._owns_broker = open_broker(redis, broker, clock=self._clock,
                                                       connection=connection)
+        self._waiting: Waiting | None = None
 
     @property
     def broker(self) -> Broker:
@@ -64,7 +66,11 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        """Close the connection if the client created it (from a URL)."""
+        """Stop listening to events; close the connection if the client created it (from a
+        URL)."""
+        if self._waiting is not None:
+            await self._waiting.close()
+            self._waiting = None
         if self._owns_broker:
             await self._broker.close()
 
@@ -159,6 +165,55 @@ class Client:
             for i, found in zip(indexes, stored, strict=True):
                 out[i] = found == (news[i].msg.encode(), news[i].payload)
         return out
+
+    # -- events and results
+
+    @property
+    def _waits(self) -> Waiting:
+        if self._waiting is None:
+            self._waiting = Waiting(self._broker, self._clock)
+        return self._waiting
+
+    def events(self, queues: str | Iterable[str] = "default", *,
+               task_ids: Iterable[str] | None = None,
+               states: Iterable[TaskState | str] | None = None,
+               buffer: int = 10_000) -> EventStream:
+        """Task events of ``queues`` (optionally only of ``task_ids`` / into ``states``), as an
+        async iterator of ``TaskEvent`` — plus an ``EventsLost`` item after a broken
+        connection came back. ``async with client.events(...) as events:`` subscribes before
+        the block starts; then ``async for event in events``. A reader that falls more
+        than ``buffer`` events behind gets an ``EventsLost`` in place of the backlog."""
+        return EventStream(self._waits, [queues] if isinstance(queues, str) else queues,
+                           task_ids, states, buffer)
+
+    async def wait(self, task: TaskInfo | str, *, queue: str = "default",
+                   timeout: float | None = None) -> TaskInfo:
+        """Wait until the task is completed, archived or deleted and return its final
+        TaskInfo (``task``: what ``enqueue`` returned, or an id in ``queue``). Raises
+        TimeoutError after ``timeout`` seconds, TaskNotFoundError for an unknown id."""
+        return await self._waits.wait(task, queue, timeout)
+
+    async def result(self, task: TaskInfo | str, *, queue: str = "default",
+                     timeout: float | None = None) -> Any:
+        """Wait for the task and return its handler's result (JSON decoded; bytes stay bytes;
+        None when it returned nothing). Raises TaskFailedError when it was archived, revoked
+        or deleted, TimeoutError and TaskNotFoundError as ``wait``."""
+        return await self._waits.result(task, queue, timeout)
+
+    async def apply(self, task: Task | str, payload: object = None, *,
+                    timeout: float | None = None, **options: Any) -> Any:
+        """Enqueue a task and wait for its result (``enqueue`` then ``result``), listening to
+        its queue before it is enqueued so a fast task's result is never missed, whatever
+        its retention. ``timeout`` bounds the wait; TaskFailedError as ``result``."""
+        queue = options.get("queue") or (task.queue if isinstance(task, Task) else "default")
+        waits = self._waits
+        with anyio.fail_after(timeout):
+            await waits.hub.watch([queue])
+            try:
+                info = await self.enqueue(task, payload, **options)
+                return await waits.result(info, info.queue, None)
+            finally:
+                waits.hub.unwatch([queue])
 
     async def cancel(self, task_id: str) -> None:
         """Ask whichever worker runs ``task_id`` to cancel it (best effort, via pub/sub)."""

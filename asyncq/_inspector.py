@@ -28,17 +28,18 @@ from ._errors import (
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
 from ._message import decode_message
 from ._payload import encode_payload
+from ._records import record_info
 from ._scheduler._store import (
     SchedulerEntry,
     SchedulerEvent,
     list_scheduler_entries,
     list_scheduler_events,
 )
-from ._task import TaskInfo, TaskState, task_info
+from ._task import STORED_STATES, TaskInfo, TaskState
 
 _COUNTER_DAYS = 91  # daily counters live 90 days; one more covers a day boundary
 
-_DELETABLE = frozenset(s for s in TaskState if s is not TaskState.ACTIVE)
+_DELETABLE = frozenset(s for s in STORED_STATES if s is not TaskState.ACTIVE)
 _RUNNABLE = frozenset({TaskState.SCHEDULED, TaskState.RETRY, TaskState.ARCHIVED,
                        TaskState.COMPLETED, TaskState.AGGREGATING})
 _ARCHIVABLE = frozenset({TaskState.PENDING, TaskState.SCHEDULED, TaskState.RETRY,
@@ -48,13 +49,14 @@ _QUEUED_STATES = (TaskState.PENDING, TaskState.SCHEDULED, TaskState.RETRY, TaskS
 
 
 def _state(state: TaskState | str) -> TaskState:
-    if isinstance(state, TaskState):
-        return state
     try:
-        return TaskState(state)
+        found = TaskState(state)
+        if found in STORED_STATES:
+            return found
     except ValueError:
-        names = ", ".join(s.value for s in TaskState)
-        raise ValueError(f"unknown task state {state!r}; expected one of {names}") from None
+        pass
+    names = ", ".join(s.value for s in STORED_STATES)
+    raise ValueError(f"unknown task state {state!r}; expected one of {names}")
 
 
 def _page(page: int, page_size: int) -> None:
@@ -118,22 +120,7 @@ class Inspector:
             raise QueueNotFoundError(f"queue {queue!r} not found")
 
     def _info(self, rec: TaskRecord, now: int) -> TaskInfo:
-        msg = decode_message(rec.msg)
-        try:
-            state = TaskState(rec.state)
-        except ValueError:
-            raise DecodeError(f"task {rec.id!r} has an unknown state {rec.state!r}") from None
-        next_at = 0
-        if state in (TaskState.SCHEDULED, TaskState.RETRY):
-            next_at = rec.score or 0
-        elif state is TaskState.PENDING:
-            next_at = now
-        orphaned = state is TaskState.ACTIVE and (rec.score is None or rec.score <= now)
-        return task_info(
-            msg, rec.payload, state, retried=rec.retried, last_error=rec.error,
-            last_failed_at_ms=rec.failed_at_ms, next_process_at_ms=next_at,
-            is_orphaned=orphaned, completed_at_ms=rec.completed_at_ms, result=rec.result,
-        )
+        return record_info(rec, now)
 
     # -- queues
 

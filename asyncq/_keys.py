@@ -61,6 +61,10 @@ class QueueKeys:
     failed: str
     groups: str
     aggregation_sets: str
+    # Task events: the transition scripts derive these two from the task key prefix
+    # (base .. 'listening' / 'events', see asyncq_emit in lua/_lib.lua).
+    listening: str  # STRING flag with a TTL: set while some process listens to events
+    events: str  # shard channel the transition scripts publish task events on
 
     def task(self, task_id: str) -> str:
         return self.task_prefix + task_id
@@ -125,6 +129,8 @@ def queue_keys(queue: str) -> QueueKeys:
         failed=base + "failed",
         groups=base + "groups",
         aggregation_sets=base + "aggregation_sets",
+        listening=base + "listening",
+        events=base + "events",
     )
 
 

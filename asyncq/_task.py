@@ -24,9 +24,16 @@ class TaskState(enum.Enum):
     ARCHIVED = "archived"
     COMPLETED = "completed"
     AGGREGATING = "aggregating"
+    #: Never stored: what task events and ``Client.wait`` report once a task no longer exists
+    #: (deleted, revoked by its handler, merged by aggregation, or its retention ran out).
+    DELETED = "deleted"
 
 
-ResultWriter = Callable[[bytes], Awaitable[int]]
+#: The states a stored task can be in (every state but DELETED).
+STORED_STATES = tuple(s for s in TaskState if s is not TaskState.DELETED)
+
+
+ResultWriter = Callable[[bytes, str], Awaitable[int]]
 
 
 def validate_type(task_type: object) -> str:
@@ -73,8 +80,8 @@ class Task:
         """Store ``data`` (bytes as-is, else JSON) as the task's result; returns its size."""
         if self._writer is None:
             raise RuntimeError("write_result is only available inside a running handler")
-        raw, _ = encode_payload(data)
-        return await self._writer(raw)
+        raw, encoding = encode_payload(data)
+        return await self._writer(raw, encoding)
 
     def __repr__(self) -> str:
         return f"Task(type={self.type!r}, id={self.id!r}, queue={self.queue!r})"
@@ -122,16 +129,25 @@ class TaskInfo:
     completed_at: datetime | None = None
     result: bytes | None = None
     encoding: Encoding = "b"
+    result_encoding: Encoding = "b"
 
     def json(self) -> Any:
         """The payload decoded as JSON."""
         return decode_json(self.payload, self.encoding)
+
+    def result_json(self) -> Any:
+        """The handler's result as it returned it (a JSON value), None when there is none;
+        a result stored as bytes is parsed as JSON text."""
+        if self.result is None:
+            return None
+        return decode_json(self.result, self.result_encoding)
 
 
 def task_info(
     msg: TaskMessage, payload: bytes, state: TaskState, *, retried: int = 0,
     last_error: str | None = None, last_failed_at_ms: int = 0, next_process_at_ms: int = 0,
     is_orphaned: bool = False, completed_at_ms: int = 0, result: bytes | None = None,
+    result_encoding: str = "b",
 ) -> TaskInfo:
     """Build a TaskInfo from a decoded message and the task hash's mutable fields."""
     return TaskInfo(
@@ -147,4 +163,5 @@ def task_info(
         retention=timedelta(milliseconds=msg.retention_ms),
         completed_at=ms_to_datetime(completed_at_ms) if completed_at_ms else None,
         result=result, encoding=msg.enc,
+        result_encoding="j" if result_encoding == "j" else "b",
     )

@@ -37,23 +37,28 @@ from benchmarks._table import render
 
 ROOT = _venvs.ROOT
 RESULTS_DIR = ROOT / "benchmarks" / "results"
-SCENARIOS = ["enqueue", "drain", "io", "latency", "memory", "redis"]
+SCENARIOS = ["enqueue", "drain", "drain_listened", "io", "latency", "roundtrip", "memory",
+             "redis"]
 
 # Sizes per mode. The full sizes are the ones issue 6 asks for.
 SIZES: dict[str, dict[str, Any]] = {
     "full": {
         "enqueue": {"n": 5000, "n_bulk": 20000, "deadline": 120},
         "drain": {"n": 20000, "deadline": 180},
+        "drain_listened": {"n": 20000, "deadline": 180},
         "io": {"n": 5000, "deadline": 120},
         "latency": {"n": 200, "deadline": 150, "budget": 60},
+        "roundtrip": {"n": 500, "deadline": 180},
         "memory": {"n": 200000, "deadline": 240, "budget": 60, "enqueue_budget": 45},
         "redis": {"n": 100000},
     },
     "quick": {
         "enqueue": {"n": 1000, "n_bulk": 5000, "deadline": 60},
         "drain": {"n": 5000, "deadline": 90},
+        "drain_listened": {"n": 5000, "deadline": 90},
         "io": {"n": 2000, "deadline": 60},
         "latency": {"n": 50, "deadline": 90, "budget": 20},
+        "roundtrip": {"n": 100, "deadline": 120},
         "memory": {"n": 30000, "deadline": 120, "budget": 30, "enqueue_budget": 30},
         "redis": {"n": 20000},
     },
@@ -168,7 +173,13 @@ def one_line(r: dict[str, Any]) -> str:
         if r.get("bulk"):
             bits.append(f"bulk {r['bulk']['ops_s']:.0f}/s")
         bits.append("stored ok" if r.get("stored_ok") else "STORED COUNT WRONG")
-    elif sc in ("drain", "io"):
+    elif sc == "roundtrip":
+        bits.append(f"round trip p50 {r.get('rt_p50_ms', float('nan')):.2f} ms, "
+                    f"p99 {r.get('rt_p99_ms', float('nan')):.2f} ms; handler -> caller p50 "
+                    f"{r.get('resume_p50_ms', float('nan')):.2f} ms; "
+                    f"{r.get('concurrent_applies_s') or 0:.0f}/s with "
+                    f"{r.get('concurrent_callers', 0)} callers")
+    elif sc in ("drain", "io", "drain_listened"):
         bits.append(f"{r.get('tasks_s') or 0:.0f} tasks/s")
         if sc == "io":
             bits.append(f"{r.get('pct_ideal') or 0:.1f}% of ideal")

@@ -72,6 +72,12 @@ ROWS = [
         _sub("worker_cpu_us_per_task"), higher_better=None),
     Row("drain_redis_cpu", "  drain: redis-server CPU per task (us)", "drain",
         _sub("redis_cpu_us_per_task"), higher_better=None),
+    Row("drain_listened", "drain while one process listens to task events (tasks/s)",
+        "drain_listened", _sub("tasks_s"), higher_better=None),
+    Row("drain_listened_cpu", "  worker CPU per task, listened (us)", "drain_listened",
+        _sub("worker_cpu_us_per_task"), higher_better=None),
+    Row("drain_listened_redis_cpu", "  redis-server CPU per task, listened (us)",
+        "drain_listened", _sub("redis_cpu_us_per_task"), higher_better=None),
     Row("io", "I/O drain: sleep(10 ms) tasks, c=100 (tasks/s)", "io", _sub("tasks_s"),
         target=">= 3x best peer", check=_ratio_at_least(3.0)),
     Row("io_pct", "  I/O drain: % of ideal (100 / 10 ms = 10,000/s)", "io", _sub("pct_ideal"),
@@ -81,6 +87,16 @@ ROWS = [
         check=_at_most(1.0)),
     Row("pickup_p99", "idle pickup: p99 (ms)", "latency", _sub("p99_ms"), fmt="{:.2f}",
         higher_better=False, target="<= 2.5 ms", check=_at_most(2.5)),
+    Row("rt_p50", "enqueue and await the result, one caller: p50 (ms)", "roundtrip",
+        _sub("rt_p50_ms"), fmt="{:.2f}", higher_better=False),
+    Row("rt_p99", "  round trip p99 (ms)", "roundtrip", _sub("rt_p99_ms"), fmt="{:.2f}",
+        higher_better=False),
+    Row("resume_p50", "  handler start -> caller resumed p50 (ms)", "roundtrip",
+        _sub("resume_p50_ms"), fmt="{:.2f}", higher_better=False),
+    Row("resume_p99", "  handler start -> caller resumed p99 (ms)", "roundtrip",
+        _sub("resume_p99_ms"), fmt="{:.2f}", higher_better=False),
+    Row("rt_concurrent", "  100 callers at once (round trips/s)", "roundtrip",
+        _sub("concurrent_applies_s")),
     Row("rss_start", "worker RSS at first task (MB)", "memory", _sub("rss_start_mb"),
         fmt="{:.1f}", higher_better=None),
     Row("rss_peak", "worker RSS peak while draining (MB)", "memory", _sub("rss_peak_mb"),
@@ -133,7 +149,7 @@ def _exactly_once(results: dict[str, dict[str, Any]], lib: str) -> str:
             seen = True
             if not r.get("stored_ok"):
                 bad.append("enqueue: stored count")
-        if sc in ("drain", "io", "memory") and r.get("pre_enqueue") is not None \
+        if sc in ("drain", "drain_listened", "io", "memory") and r.get("pre_enqueue") is not None \
                 and not r["pre_enqueue"].get("stored_ok"):
             bad.append(f"{sc}: stored count")
     if not seen:

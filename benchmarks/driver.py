@@ -367,6 +367,80 @@ class Driver:
     async def sc_drain(self) -> None:
         await self.drain("noop", self.args.n)
 
+    async def sc_drain_listened(self) -> None:
+        """The no-op drain while one other process listens to every task event of the queue
+        (only libraries with events: ``start_listening``)."""
+        start = getattr(self.adapter, "start_listening", None)
+        if start is None:
+            self.result["status"] = "skipped"
+            self.result["error"] = "no task events to listen to"
+            return
+        await start(self.url)
+        try:
+            await self.drain("noop", self.args.n)
+        finally:
+            await self.adapter.stop_listening()
+        self.result["events_heard"] = self.adapter.heard
+
+    async def sc_roundtrip(self) -> None:
+        """Enqueue a task and await its result, as a web request would: first one at a time
+        (round trip, and handler start -> caller resumed), then 100 callers at once."""
+        if not getattr(self.adapter, "HAS_APPLY", False):
+            self.result["status"] = "skipped"
+            self.result["error"] = "no result API configured in this adapter"
+            return
+        n, warm, conc = self.args.n, 5, self.args.concurrency
+        n_conc = max(conc, n * 5)
+        assert self.listener is not None
+        lst = self.listener
+        self.spawn_worker(warm + n + n_conc)
+        await self.wait_hello()
+        loop = asyncio.get_running_loop()
+        self.result["api"] = self.adapter.APPLY_API
+
+        async def one(i: int) -> tuple[float, float, float]:
+            fut: asyncio.Future[float] = loop.create_future()
+            lst.waiters[i] = fut
+            t0 = time.time()
+            value = await self.adapter.apply("lat", i)
+            t1 = time.time()
+            if value != i:
+                raise RuntimeError(f"apply({i}) returned {value!r}")
+            t_start = await asyncio.wait_for(fut, timeout=10)
+            return t0, t1, t_start
+
+        for i in range(warm):
+            await one(n + n_conc + i)
+        rt_ms: list[float] = []
+        resume_ms: list[float] = []
+        for i in range(n):
+            self.check_deadline("round trips")
+            t0, t1, ts = await one(i)
+            rt_ms.append((t1 - t0) * 1000)
+            resume_ms.append((t1 - ts) * 1000)
+        self.result.update({
+            "samples": n, "rt_p50_ms": pct(rt_ms, 50), "rt_p99_ms": pct(rt_ms, 99),
+            "resume_p50_ms": pct(resume_ms, 50), "resume_p99_ms": pct(resume_ms, 99)})
+        todo = iter(range(n, n + n_conc))
+
+        async def caller() -> None:
+            for i in todo:
+                value = await self.adapter.apply("lat", i)
+                if value != i:
+                    raise RuntimeError(f"apply({i}) returned {value!r}")
+
+        t0 = time.perf_counter()
+        self.result.update({"concurrent_callers": conc, "concurrent_n": n_conc})
+        try:
+            await asyncio.gather(*[caller() for _ in range(conc)])
+        except Exception as exc:  # reported, and the one-caller numbers are kept
+            self.result["concurrent_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            self.result["partial"] = "100 concurrent callers failed"
+            return
+        dt = time.perf_counter() - t0
+        self.result["concurrent_applies_s"] = n_conc / dt
+        self.exactly_once(await self.settle(), warm + n + n_conc)
+
     async def sc_io(self) -> None:
         await self.drain("sleep", self.args.n)
 
@@ -522,7 +596,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--lib", required=True)
     p.add_argument("--scenario", required=True,
-                   choices=["enqueue", "drain", "io", "latency", "memory"])
+                   choices=["enqueue", "drain", "drain_listened", "io", "latency", "memory",
+                            "roundtrip"])
     p.add_argument("--url", required=True)
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--n-bulk", type=int, default=20000)

@@ -32,7 +32,7 @@ from asyncq._options import (
     resolve,
 )
 from asyncq._payload import decode_json, encode_payload
-from asyncq._task import task_for_handler, task_info
+from asyncq._task import STORED_STATES, task_for_handler, task_info
 from asyncq._validate import to_ms
 
 PROPERTY = settings(max_examples=50, deadline=None,
@@ -46,8 +46,10 @@ INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 
 
 def test_task_states_are_the_names_stored_in_redis() -> None:
-    assert {s.value for s in TaskState} == {
+    assert {s.value for s in STORED_STATES} == {
         "pending", "active", "scheduled", "retry", "archived", "completed", "aggregating"}
+    # "deleted" is only reported (events, Client.wait), never stored.
+    assert set(TaskState) - set(STORED_STATES) == {TaskState.DELETED}
     assert TaskState("retry") is TaskState.RETRY
     with pytest.raises(ValueError):
         TaskState("done")
@@ -149,17 +151,17 @@ async def test_write_result_needs_a_running_handler() -> None:
 
 @pytest.mark.anyio
 async def test_write_result_encodes_like_payloads() -> None:
-    written: list[bytes] = []
+    written: list[tuple[bytes, str]] = []
 
-    async def writer(data: bytes) -> int:
-        written.append(data)
+    async def writer(data: bytes, encoding: str) -> int:
+        written.append((data, encoding))
         return len(data)
 
     msg = TaskMessage(id="i", type="t", queue="q")
     task = task_for_handler(msg, b"", 0, 0, writer)
     assert await task.write_result(b"raw") == 3
     assert await task.write_result({"ok": True}) == len(b'{"ok":true}')
-    assert written == [b"raw", b'{"ok":true}']
+    assert written == [(b"raw", "b"), (b'{"ok":true}', "j")]  # the encoding is stored too
 
 
 def test_task_from_message_carries_the_stored_fields() -> None:

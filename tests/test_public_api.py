@@ -7,11 +7,13 @@ import asyncq
 
 PUBLIC = {
     "AsyncqError", "Broker", "BrokerError", "Client", "Clock", "ConnectionOptions", "DailyStats",
-    "DecodeError", "DuplicateTaskError", "FakeClock", "GroupInfo", "Handler",
+    "DecodeError", "DuplicateTaskError", "EventsLost", "FakeClock", "GroupInfo", "Handler",
     "HandlerNotFoundError", "Inspector", "LeaseExpiredError", "Middleware", "PeriodicTaskConfig",
-    "PeriodicTaskManager", "QueueInfo", "QueueNotEmptyError", "QueueNotFoundError", "Retry",
+    "PeriodicTaskManager", "QueueInfo", "QueueNotEmptyError", "QueueNotFoundError",
+    "ResultNotKeptError", "Retry",
     "RevokeTask", "Scheduler", "SchedulerEntry", "SchedulerEvent", "ServeMux", "ServerInfo",
-    "SkipRetry", "SystemClock", "Task", "TaskIDConflictError", "TaskInfo", "TaskNotFoundError",
+    "SkipRetry", "SystemClock", "Task", "TaskEvent", "TaskFailedError", "TaskIDConflictError",
+    "TaskInfo", "TaskNotFoundError",
     "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "__version__",
     "default_retry_delay",
 }

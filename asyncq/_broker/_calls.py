@@ -15,6 +15,7 @@ from ._protocol import NewTask, Outcome
 STATS_TTL_MS = 90 * K.DAY_MS  # daily counters expire 90 days after their first increment
 ARCHIVE_MAX_SIZE = 10_000
 ARCHIVE_MAX_AGE_MS = 90 * K.DAY_MS
+EVENT_RESULT_MAX = 64 * 1024  # larger results are not sent with the completion event
 
 
 class ScriptCall(NamedTuple):
@@ -67,15 +68,21 @@ def finish_call(o: Outcome, owner: str, now: int, lease_cutoff: int | str = "") 
     stats_expiry = now + STATS_TTL_MS
     task_key = qk.task(o.task_id)
     if o.kind == "done":
+        # A result too large for the event is not sent (the event says so): without a
+        # retention nothing keeps it.
+        big = o.result is not None and len(o.result) > EVENT_RESULT_MAX
         return ScriptCall("done",
                           [task_key, qk.active, qk.lease, qk.processed, qk.processed_day(day)],
-                          [o.task_id, owner, stats_expiry])
+                          [o.task_id, owner, stats_expiry, b"" if big else o.result or b"",
+                           "" if o.result is None else o.result_enc, o.error,
+                           "1" if big else ""])
     if o.kind == "complete":
         return ScriptCall("mark_complete",
                           [task_key, qk.active, qk.lease, qk.completed, qk.processed,
                            qk.processed_day(day)],
                           [o.task_id, owner, stats_expiry, now, now + o.retention_ms,
-                           "0" if o.result is None else "1", o.result or b""])
+                           "" if o.result is None else o.result_enc, o.result or b"",
+                           EVENT_RESULT_MAX])
     if o.kind == "requeue":
         return ScriptCall("requeue", [task_key, qk.active, qk.lease, qk.pending, qk.waiters],
                           [o.task_id, owner, now, K.WAKE_CHANNEL, o.queue])

@@ -15,10 +15,10 @@ from typing import Any
 from .. import _keys as K
 from .._clock import Clock, ms_to_datetime
 from .._inspect_models import QueueInfo
-from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE
+from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, ScriptCall
 from ._protocol import BulkOp, RemoveMode, TaskRecord
 from ._replies import number, text
-from ._runner import ScriptRunner
+from ._runner import ScriptRunner, reply_error
 
 BATCH_SIZE = 1000
 MEMORY_SAMPLE = 20  # task hashes sampled per list/zset for the memory estimate
@@ -26,12 +26,12 @@ MEMORY_GROUP_SAMPLE = 5  # groups sampled for the memory estimate
 
 
 def _record(task_id: bytes | str, fields: Sequence[Any]) -> TaskRecord:
-    msg, payload, state, retried, error, failed_at, completed_at, result, score = fields
+    msg, payload, state, retried, error, failed_at, completed_at, result, score, enc = fields
     return TaskRecord(
         id=text(task_id), msg=msg, payload=payload or b"", state=text(state or b""),
         retried=number(retried), error=text(error or b""), failed_at_ms=number(failed_at),
         completed_at_ms=number(completed_at), result=result,
-        score=None if score is None else number(score),
+        score=None if score is None else number(score), result_enc=text(enc or b"") or "b",
     )
 
 
@@ -149,6 +149,21 @@ class RedisInspectOps:
                                     [qk.task(task_id), qk.lease, qk.scheduled, qk.retry],
                                     [task_id])
         return None if row is None else _record(task_id, row)
+
+    async def tasks(self, keys: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
+        calls = []
+        for queue, task_id in keys:
+            qk = K.queue_keys(queue)
+            calls.append(ScriptCall("inspect_task_info",
+                                    [qk.task(task_id), qk.lease, qk.scheduled, qk.retry],
+                                    [task_id]))
+        rows = await self.runner.run_many(calls)
+        out: list[TaskRecord | None] = []
+        for (_, task_id), row in zip(keys, rows, strict=True):
+            if isinstance(row, Exception):
+                raise reply_error("reading a task", row)
+            out.append(None if row is None else _record(task_id, row))
+        return out
 
     def _task_keys(self, queue: str, task_id: str) -> list[str]:
         qk = K.queue_keys(queue)

@@ -50,9 +50,10 @@ class Outcome:
     task_id: str
     retention_ms: int = 0
     retry_at_ms: int = 0
-    error: str = ""
+    error: str = ""  # why it failed; for "done", why it was revoked ("" = it succeeded)
     is_failure: bool = True
-    result: bytes | None = None  # stored with a completed task (retention > 0)
+    result: bytes | None = None  # the handler's return value, encoded
+    result_enc: str = "b"  # "b" bytes or "j" JSON: how `result` was encoded
 
 
 class TaskRecord(NamedTuple):
@@ -68,6 +69,7 @@ class TaskRecord(NamedTuple):
     completed_at_ms: int
     result: bytes | None
     score: int | None  # zset score; lease expiry for active tasks; None when there is none
+    result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
 
 
 class InspectOps(Protocol):
@@ -120,6 +122,10 @@ class InspectOps(Protocol):
 
     async def task(self, queue: str, task_id: str) -> TaskRecord | None:
         """One task, None when there is no such task."""
+        ...
+
+    async def tasks(self, keys: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
+        """Many tasks given as (queue, id) pairs, pipelined: one record or None per pair."""
         ...
 
     async def delete_task(self, queue: str, task_id: str) -> int:
@@ -268,8 +274,10 @@ class Broker(Protocol):
         the lease was lost."""
         ...
 
-    async def write_result(self, queue: str, task_id: str, data: bytes) -> int:
-        """Store a running task's result: its length, -1 when the task no longer exists."""
+    async def write_result(self, queue: str, task_id: str, data: bytes,
+                           encoding: str = "b") -> int:
+        """Store a running task's result (``encoding`` "b" bytes or "j" JSON): its length, -1
+        when the task no longer exists."""
         ...
 
     def listen(
@@ -277,6 +285,20 @@ class Broker(Protocol):
     ) -> AsyncIterator[tuple[str, str] | None]:
         """Subscribe to ``channels``: yields None once subscribed, then ``(channel,
         message)`` pairs, until the connection fails (BrokerError)."""
+        ...
+
+    def listen_events(
+        self, queues: Sequence[str]
+    ) -> AsyncIterator[tuple[str, bytes] | None]:
+        """Listen to the task events of ``queues``: yields None once subscribed, then
+        ``(queue, event bytes)`` pairs (see ``asyncq._events.decode_event``), until the
+        connection fails (BrokerError). Events are only published while some listener keeps
+        ``set_listening`` alive for the queue."""
+        ...
+
+    async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
+        """Tell the transition scripts of ``queues`` to publish events for the next
+        ``ttl_ms`` (a listener renews it well before it lapses)."""
         ...
 
     # -- maintenance

@@ -26,6 +26,7 @@ from ._protocol import EnqueueCode, NewTask, Outcome, RawTask
 from ._replies import enqueue_code, raw_tasks, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
+from ._shard_listen import listen_shards
 
 _BATCH_RUN = 250  # tasks per enqueue_batch call
 _BATCH_CHUNK = 8  # enqueue_batch calls per round trip
@@ -171,9 +172,10 @@ class RedisBroker:
         )
         return [bool(f) for f in flags]
 
-    async def write_result(self, queue: str, task_id: str, data: bytes) -> int:
+    async def write_result(self, queue: str, task_id: str, data: bytes,
+                           encoding: str = "b") -> int:
         qk = K.queue_keys(queue)
-        return int(await self.runner.run("write_result", [qk.task(task_id)], [data]))
+        return int(await self.runner.run("write_result", [qk.task(task_id)], [data, encoding]))
 
     async def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:
         """Subscribe; yield None once subscribed, then (channel, message) pairs until an error.
@@ -212,6 +214,19 @@ class RedisBroker:
         finally:
             with contextlib.suppress(RedisError):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def listen_events(self, queues: Sequence[str]) -> AsyncIterator[tuple[str, bytes] | None]:
+        channels = {K.queue_keys(q).events: q for q in queues}
+
+        async def events() -> AsyncIterator[tuple[str, bytes] | None]:
+            async for item in listen_shards(self.runner, list(channels), self.reply_timeout,
+                                            self.ping_interval or None):
+                yield None if item is None else (channels.get(item[0], item[0]), item[1])
+        return events()
+
+    async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
+        await self.runner.commands("flagging event listeners", [
+            ("SET", K.queue_keys(q).listening, "1", "PX", ttl_ms) for q in queues])
 
     async def _next_message(self, pubsub: Any) -> dict[str, Any] | None:
         """The next message of any kind (a pong included) within ``reply_timeout``, or None."""

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from .._inspector import Inspector
-from .._task import TaskInfo, TaskState
+from .._task import STORED_STATES, TaskInfo, TaskState
 from . import _enqueue_cmd
 from ._output import (
     add_common_args,
@@ -20,7 +20,7 @@ from ._output import (
     task_doc,
 )
 
-STATES = [s.value for s in TaskState]
+STATES = [s.value for s in STORED_STATES]
 _BULK = {
     "runall": ("run", ["scheduled", "retry", "archived", "completed", "aggregating"],
                "run every task of a state now", "made pending"),

@@ -40,8 +40,10 @@ class Acker:
     """
 
     def __init__(self, broker: Broker, owner: str, leases: Leases,
-                 on_retry_written: Callable[[int], None] | None = None) -> None:
+                 on_retry_written: Callable[[int], None] | None = None,
+                 on_written: Callable[[Outcome], None] | None = None) -> None:
         self._broker = broker
+        self._on_written = on_written  # the on_state_change notifier
         self._owner = owner
         self._leases = leases
         self._on_retry_written = on_retry_written  # the forwarder's poke(due_ms)
@@ -140,6 +142,8 @@ class Acker:
                 outcome = entry.outcome
                 if outcome.kind == "retry" and self._on_retry_written is not None:
                     self._on_retry_written(outcome.retry_at_ms)
+                if self._on_written is not None:
+                    self._on_written(outcome)
             else:
                 self._dropped(entry)
         self._mark_if_empty()

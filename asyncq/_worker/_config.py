@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from .._events import TaskEvent
 from .._keys import validate_queue_name
 from .._task import Task
 from .._validate import NONZERO, check_fields, to_int, to_seconds
@@ -17,6 +18,7 @@ from ._retry import default_retry_delay
 
 RetryDelay = Callable[[int, BaseException, Task], float | timedelta]
 ErrorHandler = Callable[[Task, BaseException], Awaitable[None] | None]
+StateChangeCallback = Callable[[TaskEvent], Awaitable[object] | object]
 HealthCheck = Callable[[BaseException | None], Awaitable[None] | None]
 GroupAggregator = Callable[[str, list[Task]], Task | Awaitable[Task]]
 
@@ -82,6 +84,11 @@ class WorkerConfig:
     """Whether an error counts as a failure (False: retried without using up a retry)."""
     error_handler: ErrorHandler | None = None
     """Called (sync or async) with the task and the error after every failed run."""
+    on_state_change: StateChangeCallback | None = None
+    """Called (sync or async) with a TaskEvent for every transition this worker makes: a task
+    starts (pending -> active) and its outcome is written (completed, retry, archived,
+    deleted when revoked, pending when requeued at shutdown). Delivered in order from a
+    bounded queue by one task; it can never stop or slow the worker."""
     health_check: HealthCheck | None = None
     """Called every health_check_interval with None when Redis answers, else the error."""
     health_check_interval: float = field(default=15.0, metadata=NONZERO)

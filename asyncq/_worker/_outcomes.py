@@ -41,18 +41,20 @@ def error_text(exc: BaseException) -> str:
 
 
 def success_outcome(msg: TaskMessage, value: Any, log: FilteringBoundLogger) -> Outcome:
-    """The outcome of a handler that returned ``value``: deleted, or kept for its retention
-    with the value as its result (a value that cannot be encoded is logged, not stored)."""
-    retention = msg.retention_ms
-    if not retention:
-        return Outcome("done", msg.queue, msg.id)
-    result = None
+    """The outcome of a handler that returned ``value``: deleted (the value only travels with
+    the completion event), or kept for its retention with the value as its result (a value
+    that cannot be encoded is logged, not stored)."""
+    result, encoding = None, "b"
     if value is not None:
         try:
-            result = encode_payload(value)[0]
+            result, encoding = encode_payload(value)
         except ValueError as exc:
             log.warning("handler result not stored", task_id=msg.id, error=str(exc))
-    return Outcome("complete", msg.queue, msg.id, retention_ms=retention, result=result)
+    retention = msg.retention_ms
+    if not retention:
+        return Outcome("done", msg.queue, msg.id, result=result, result_enc=encoding)
+    return Outcome("complete", msg.queue, msg.id, retention_ms=retention, result=result,
+                   result_enc=encoding)
 
 
 def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
@@ -65,7 +67,7 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
     """
     text = error_text(exc)
     if isinstance(exc, RevokeTask):
-        return Outcome("done", queue, task_id)
+        return Outcome("done", queue, task_id, error=text)
     if isinstance(exc, SkipRetry | TaskCancelledError) or task.retried >= task.max_retry:
         return Outcome("archive", queue, task_id, error=text)
     if isinstance(exc, Retry):

@@ -12,7 +12,7 @@ import asyncio
 import functools
 import inspect
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -22,7 +22,7 @@ from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
 from .._errors import BrokerError, DecodeError, LeaseExpiredError
 from .._log import get_logger
-from .._message import decode_message
+from .._message import TaskMessage, decode_message
 from .._outage import Outage
 from .._task import Task, task_for_handler
 from ._acker import Acker
@@ -52,8 +52,10 @@ class Processor:
     """
 
     def __init__(self, broker: Broker, config: WorkerConfig, handler: Handler, acker: Acker,
-                 leases: Leases, clock: Clock) -> None:
+                 leases: Leases, clock: Clock,
+                 on_started: Callable[[TaskMessage, int], None] | None = None) -> None:
         self._broker = broker
+        self._on_started = on_started  # the on_state_change notifier
         self._config = config
         self._handler = handler
         self._direct = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
@@ -202,6 +204,8 @@ class Processor:
                       now, deadline)
         self.running[run.id] = run
         self._all_done.clear()
+        if self._on_started is not None:
+            self._on_started(msg, raw.retried)
         if deadline <= now:
             run.reason = "deadline"
             self._finish(run, None, cancelled=True)
@@ -221,11 +225,11 @@ class Processor:
         return result
 
     def _writer(self, queue: str, task_id: str) -> Any:
-        async def write(data: bytes) -> int:
+        async def write(data: bytes, encoding: str) -> int:
             run = self.running.get(task_id)
             if run is None or run.reason is not None:
                 raise RuntimeError("cannot write the result: the task is no longer running")
-            return await self._broker.write_result(queue, task_id, data)
+            return await self._broker.write_result(queue, task_id, data, encoding)
         return write
 
     def cancel(self, task_id: str, reason: str) -> bool:

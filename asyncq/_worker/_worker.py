@@ -27,6 +27,7 @@ from ._heartbeat import Heartbeat
 from ._janitor import Janitor
 from ._leases import Leases
 from ._mux import Handler
+from ._notifier import Notifier
 from ._processor import Processor
 from ._recoverer import Recoverer
 from ._subscriber import Subscriber
@@ -68,10 +69,14 @@ class Worker:
         self.leases = Leases()
         """Every task this worker holds a lease on, shared by the components below."""
         self.forwarder = Forwarder(self.broker, queues, cfg.forward_interval, self.clock)
+        self.notifier = (Notifier(cfg.on_state_change, self.clock)
+                         if cfg.on_state_change is not None else None)
+        notifier = self.notifier
         self.acker = Acker(self.broker, cfg.server_id, self.leases,
-                           on_retry_written=self.forwarder.poke)
+                           on_retry_written=self.forwarder.poke,
+                           on_written=notifier.written if notifier else None)
         self.processor = Processor(self.broker, cfg, handler, self.acker, self.leases,
-                                   self.clock)
+                                   self.clock, on_started=notifier.started if notifier else None)
         self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
                                    self.clock)
         self.recoverer = Recoverer(self.broker, cfg, self.clock,
@@ -152,6 +157,8 @@ class Worker:
                         tg.start_soon(self.aggregator.run)
                     if self.healthchecker is not None:
                         tg.start_soon(self.healthchecker.run)
+                    if self.notifier is not None:
+                        tg.start_soon(self.notifier.run)
                     self._ready.set()
                     task_status.started()
                     self._log.info("worker ready")

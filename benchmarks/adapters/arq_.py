@@ -25,9 +25,10 @@ async def sleep(ctx: dict[str, Any], i: int) -> None:
     _probe.done(i)
 
 
-async def lat(ctx: dict[str, Any], i: int) -> None:
+async def lat(ctx: dict[str, Any], i: int) -> int:
     _probe.started(i)
     _probe.done(i)
+    return i
 
 
 class Adapter:
@@ -40,8 +41,17 @@ class Adapter:
     NOTES = ("max_jobs=100, other defaults: the worker polls its queue every poll_delay=0.5 s "
              "when idle; results kept 1 h (keep_result=3600); pickle")
 
+    HAS_APPLY = True
+    APPLY_API = "job.result() (polls every 0.5 s, its default)"
+
     def __init__(self) -> None:
         self.pool: ArqRedis | None = None
+
+    async def apply(self, kind: str, i: int) -> Any:
+        assert self.pool is not None
+        job = await self.pool.enqueue_job(kind, i)
+        assert job is not None
+        return await job.result(timeout=30)
 
     async def open(self, url: str) -> None:
         self.pool = await create_pool(RedisSettings.from_dsn(url))

@@ -28,8 +28,14 @@ class Adapter:
     NOTES = ("defaults except concurrency=100; completed tasks are not retained "
              "(asyncq's default retention is 0)")
 
+    HAS_APPLY = True
+    APPLY_API = "Client.apply (push: the completion event carries the result)"
+
     def __init__(self) -> None:
         self.client: asyncq.Client | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._listen_client: asyncq.Client | None = None
+        self.heard = 0
 
     async def open(self, url: str) -> None:
         self.client = asyncq.Client(url)
@@ -48,6 +54,30 @@ class Adapter:
         errors = [r for r in results if isinstance(r, Exception)]
         if errors:
             raise RuntimeError(f"{len(errors)} enqueue_many errors, first: {errors[0]!r}")
+
+    async def apply(self, kind: str, i: int) -> Any:
+        assert self.client is not None
+        return await self.client.apply(kind, {"i": i}, timeout=30)
+
+    async def start_listening(self, url: str) -> None:
+        """One process listening to every event of the queue (what a dashboard does)."""
+        client = self._listen_client = asyncq.Client(url)
+        ready = asyncio.Event()
+
+        async def listen() -> None:
+            async with client.events("default") as events:
+                ready.set()
+                async for _ in events:
+                    self.heard += 1
+
+        self._listener = asyncio.get_running_loop().create_task(listen())
+        await ready.wait()
+
+    async def stop_listening(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+        if self._listen_client is not None:
+            await self._listen_client.close()
 
     async def stored(self, redis: Any) -> int:
         return int(await redis.llen(_PENDING))
@@ -68,10 +98,11 @@ class Adapter:
             _probe.done(task.json()["i"])
 
         @mux.handler("lat")
-        async def lat(task: asyncq.Task) -> None:
+        async def lat(task: asyncq.Task) -> int:
             i = task.json()["i"]
             _probe.started(i)
             _probe.done(i)
+            return int(i)
 
         async def main() -> None:
             worker = asyncq.Worker(url, mux, concurrency=concurrency, queues={"default": 1})

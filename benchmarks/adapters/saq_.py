@@ -23,9 +23,10 @@ async def sleep(ctx: Any, *, i: int) -> None:
     _probe.done(i)
 
 
-async def lat(ctx: Any, *, i: int) -> None:
+async def lat(ctx: Any, *, i: int) -> int:
     _probe.started(i)
     _probe.done(i)
+    return i
 
 
 class Adapter:
@@ -35,8 +36,14 @@ class Adapter:
     NOTES = ("concurrency=100, other defaults: one BLMOVE dequeue per free slot; "
              "results kept 600 s; JSON")
 
+    HAS_APPLY = True
+    APPLY_API = "Queue.apply (pub/sub on job updates)"
+
     def __init__(self) -> None:
         self.queue: Any = None
+
+    async def apply(self, kind: str, i: int) -> Any:
+        return await self.queue.apply(kind, timeout=30, i=i)
 
     async def open(self, url: str) -> None:
         self.queue = Queue.from_url(url)

@@ -33,9 +33,10 @@ async def sleep(i: int) -> None:
 
 
 @worker.task
-async def lat(i: int) -> None:
+async def lat(i: int) -> int:
     _probe.started(i)
     _probe.done(i)
+    return i
 
 
 _TASKS = {"noop": noop, "sleep": sleep, "lat": lat}
@@ -48,8 +49,18 @@ class Adapter:
     NOTES = ("concurrency=100 (prefetch defaults to concurrency), other defaults: "
              "results kept 5 min; pickle")
 
+    HAS_APPLY = True
+    APPLY_API = "await task.result()"
+
     def __init__(self) -> None:
         self._stack = AsyncExitStack()
+
+    async def apply(self, kind: str, i: int) -> Any:
+        task = await _TASKS[kind].enqueue(i)
+        res = await task.result(timeout=30)
+        if not res.success:
+            raise RuntimeError(f"streaq task failed: {res.result!r}")
+        return res.result
 
     async def open(self, url: str) -> None:
         # Producers use the Worker object as an async context manager to get a connection.

@@ -3,7 +3,8 @@
 ``ACL_RULES`` is what the README's "Deployment" section documents: keys and channels limited
 to ``asyncq:*``; the read, write, pub/sub and connection command categories minus everything
 ``@dangerous`` (FLUSHALL, KEYS, CONFIG, ...); EVALSHA and SCRIPT LOAD for the Lua scripts
-(which run with the same user's rights); INFO for ``asyncq stats``; and the cluster topology
+(which run with the same user's rights); TIME (task events are stamped with the server's
+clock); INFO for ``asyncq stats``; and the cluster topology
 reads a cluster client needs. The test suite runs its end-to-end scenarios as such a user.
 """
 
@@ -18,7 +19,7 @@ __all__ = ["ACL_RULES", "acl_setuser"]
 ACL_RULES: tuple[str, ...] = (
     "resetkeys", "~asyncq:*", "resetchannels", "&asyncq:*",
     "-@all", "+@read", "+@write", "+@pubsub", "+@connection", "-@dangerous",
-    "+evalsha", "+script|load", "+info", "+cluster|slots",
+    "+evalsha", "+script|load", "+time", "+info", "+cluster|slots",
 )
 
 

@@ -71,3 +71,46 @@ local function asyncq_may_settle(task_key, lease_key, task_id, owner, cutoff)
   end
   return true
 end
+
+-- Task events. A transition publishes an event on its queue's shard channel <base>events only
+-- while some process keeps the queue's <base>listening flag alive, so a queue nobody watches
+-- pays one EXISTS per script and nothing else. <base> is 'asyncq:{queue}:' (see _keys.py).
+
+-- The queue's key base, from a key that is `base .. suffix`.
+local function asyncq_base(key, suffix)
+  return string.sub(key, 1, #key - #suffix)
+end
+
+local function asyncq_listening(base)
+  return redis.call('EXISTS', base .. 'listening') == 1
+end
+
+-- Publish one event: a JSON header, a newline, then `body` (a result, or nothing). Reads the
+-- task's type and retry count from its record, so call it while the record exists.
+local function asyncq_emit(base, id, from, to, extra, body)
+  local v = redis.call('HMGET', base .. 't:' .. id, 'msg', 'retried')
+  local now = redis.call('TIME')
+  local head = {id = id, from = from or '', to = to,
+    at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000),
+    retried = tonumber(v[2] or '0') or 0}
+  if v[1] then
+    local ok, m = pcall(cjson.decode, v[1])
+    if ok and type(m) == 'table' and type(m.type) == 'string' then
+      head.type = m.type
+    end
+  end
+  if extra then
+    for k, x in pairs(extra) do
+      head[k] = x
+    end
+  end
+  redis.call('SPUBLISH', base .. 'events', cjson.encode(head) .. '\n' .. (body or ''))
+end
+
+-- One event for one task, if anybody listens; `task_key` is base .. 't:' .. id.
+local function asyncq_event(task_key, id, from, to, extra, body)
+  local base = asyncq_base(task_key, 't:' .. id)
+  if asyncq_listening(base) then
+    asyncq_emit(base, id, from, to, extra, body)
+  end
+end

@@ -10,6 +10,7 @@
 -- ARGV[5] uniqueness TTL in ms, 0 when the task is not unique
 -- ARGV[6] group name
 -- Returns: 1 added; 0 a task with this id exists; -1 a unique duplicate holds the lock.
+-- @include _lib.lua
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
@@ -24,4 +25,5 @@ redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'aggreg
   'group', ARGV[6])
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[6])
+asyncq_event(KEYS[1], ARGV[1], '', 'aggregating', {group = ARGV[6]})
 return 1

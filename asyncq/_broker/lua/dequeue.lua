@@ -21,6 +21,7 @@
 --   the worker archives it with the reason. When fewer tasks than asked for are returned, the
 --   waiters flag is set in the same step, so any later enqueue publishes a wake-up: no lost
 --   wake-ups. Paused queues return {0} and lease nothing.
+-- @include _lib.lua
 local out = {0}
 if ARGV[6] ~= '' then
   if redis.call('HGET', KEYS[6], '=') == ARGV[6] then
@@ -46,6 +47,8 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   return out
 end
 local want = tonumber(ARGV[2])
+local base = asyncq_base(KEYS[1], 'pending')
+local listening = asyncq_listening(base)
 local got = 0
 local leased = {}
 while got < want do
@@ -68,6 +71,9 @@ while got < want do
     out[#out + 1] = v[3] or '0'
     got = got + 1
     leased[got] = id
+    if listening then
+      asyncq_emit(base, id, 'pending', 'active')
+    end
   end
 end
 if got < want then

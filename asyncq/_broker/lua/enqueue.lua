@@ -27,4 +27,5 @@ redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'pendin
   'pending_since', ARGV[4])
 redis.call('LPUSH', KEYS[2], ARGV[1])
 asyncq_wake(KEYS[4], ARGV[6], ARGV[7])
+asyncq_event(KEYS[1], ARGV[1], '', 'pending')
 return 1

@@ -13,6 +13,8 @@
 -- same tasks enqueued one after the other (a repeated id in the batch: the first one wins).
 -- @include _lib.lua
 local out = {}
+local base = asyncq_base(KEYS[1], 'pending')
+local listening = asyncq_listening(base)
 local pushed = false
 local n = (#KEYS - 2) / 2
 for i = 1, n do
@@ -34,6 +36,9 @@ for i = 1, n do
       'pending_since', ARGV[1])
     redis.call('LPUSH', KEYS[1], id)
     pushed = true
+    if listening then
+      asyncq_emit(base, id, '', 'pending')
+    end
   end
   out[i] = code
 end

@@ -18,6 +18,8 @@
 -- @include _inspect_lib.lua
 local batch = tonumber(ARGV[2])
 local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', batch)
+local base = asyncq_base(ARGV[3], 't:')
+local listening = asyncq_listening(base)
 local archived = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
@@ -25,6 +27,9 @@ for _, id in ipairs(ids) do
     redis.call('ZADD', KEYS[2], ARGV[5], id)
     redis.call('HSET', key, 'state', 'archived')
     redis.call('HDEL', key, 'pending_since')
+    if listening then
+      asyncq_emit(base, id, ARGV[1], 'archived')
+    end
     archived = archived + 1
   end
 end

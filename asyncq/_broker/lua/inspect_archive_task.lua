@@ -32,5 +32,6 @@ inspect_detach(c, v[1], ARGV[1], v[2])
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'archived')
 redis.call('HDEL', KEYS[1], 'pending_since')
+asyncq_event(KEYS[1], ARGV[1], v[1], 'archived')
 asyncq_trim_archive(KEYS[5], ARGV[6], ARGV[5], tonumber(ARGV[4]), 1000)
 return 1

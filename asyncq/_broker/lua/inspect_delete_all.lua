@@ -12,12 +12,17 @@
 -- @include _lib.lua
 -- @include _inspect_lib.lua
 local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
+local base = asyncq_base(ARGV[3], 't:')
+local listening = asyncq_listening(base)
 local deleted = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
   local v = redis.call('HMGET', key, 'state', 'unique_key')
   if v[1] == ARGV[1] then
     asyncq_release_unique(v[2], id)
+    if listening then
+      asyncq_emit(base, id, ARGV[1], 'deleted')
+    end
     redis.call('DEL', key)
     deleted = deleted + 1
   end

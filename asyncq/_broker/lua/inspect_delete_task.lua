@@ -21,5 +21,6 @@ end
 local c = inspect_task_containers()
 inspect_detach(c, v[1], ARGV[1], v[2])
 asyncq_release_unique(v[3], ARGV[1])
+asyncq_event(KEYS[1], ARGV[1], v[1], 'deleted')
 redis.call('DEL', KEYS[1])
 return 1

@@ -5,7 +5,8 @@
 -- ARGV[2] start index, ARGV[3] stop index (LRANGE/ZRANGE semantics, inclusive)
 -- ARGV[4] task key prefix    asyncq:{q}:t:
 -- Returns: one entry per id that has a task hash, in range order:
---   {id, msg, payload, state, retried, error, failed_at, completed_at, result, score},
+--   {id, msg, payload, state, retried, error, failed_at, completed_at, result, score,
+--   result_enc},
 --   where score is the zset score, or for the active list the lease expiry (false: no lease).
 local ids
 local scores = {}
@@ -25,10 +26,10 @@ end
 local out = {}
 for i, id in ipairs(ids) do
   local v = redis.call('HMGET', ARGV[4] .. id, 'msg', 'payload', 'state', 'retried', 'error',
-    'failed_at', 'completed_at', 'result')
+    'failed_at', 'completed_at', 'result', 'result_enc')
   if v[1] then
     out[#out + 1] = {id, v[1], v[2] or '', v[3] or '', v[4] or '0', v[5] or '', v[6] or '0',
-                     v[7] or '0', v[8] or false, scores[i]}
+                     v[7] or '0', v[8] or false, scores[i], v[9] or ''}
   end
 end
 return out

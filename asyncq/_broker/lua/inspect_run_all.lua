@@ -18,6 +18,8 @@
 -- @include _lib.lua
 -- @include _inspect_lib.lua
 local ids = inspect_take(KEYS[1], false, tonumber(ARGV[2]))
+local base = asyncq_base(ARGV[3], 't:')
+local listening = asyncq_listening(base)
 local moved = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
@@ -25,6 +27,9 @@ for _, id in ipairs(ids) do
     redis.call('LPUSH', KEYS[2], id)
     redis.call('HSET', key, 'state', 'pending', 'pending_since', ARGV[5])
     redis.call('HDEL', key, 'completed_at')
+    if listening then
+      asyncq_emit(base, id, ARGV[1], 'pending')
+    end
     moved = moved + 1
   end
 end

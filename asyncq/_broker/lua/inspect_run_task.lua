@@ -30,5 +30,6 @@ inspect_detach(c, v[1], ARGV[1], v[2])
 redis.call('LPUSH', KEYS[2], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'pending', 'pending_since', ARGV[3])
 redis.call('HDEL', KEYS[1], 'completed_at')
+asyncq_event(KEYS[1], ARGV[1], v[1], 'pending')
 asyncq_wake(KEYS[9], ARGV[4], ARGV[5])
 return 1

@@ -10,8 +10,10 @@
 -- ARGV[3] daily counter expiry, Unix ms
 -- ARGV[4] now, Unix ms (completed_at)
 -- ARGV[5] expiry = completed_at + retention, Unix ms (the completed zset score)
--- ARGV[6] '1' to store ARGV[7] as the task's result (the handler's return value), '0' not to
+-- ARGV[6] the result's encoding, 'b' bytes or 'j' JSON, stored with ARGV[7] as the task's
+--   result (the handler's return value); '' to store none
 -- ARGV[7] result bytes
+-- ARGV[8] largest result sent with the completion event, bytes
 -- Returns: 1 completed; 0 the task is no longer active under this owner (no change).
 -- @include _lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key')
@@ -23,8 +25,14 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'completed', 'completed_at', ARGV[4])
 redis.call('HDEL', KEYS[1], 'owner')
-if ARGV[6] == '1' then
-  redis.call('HSET', KEYS[1], 'result', ARGV[7])
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[1], 'result', ARGV[7], 'result_enc', ARGV[6])
+end
+-- The event carries the result up to ARGV[8] bytes; a larger one is read from the task.
+if ARGV[6] ~= '' and #ARGV[7] > tonumber(ARGV[8]) then
+  asyncq_event(KEYS[1], ARGV[1], 'active', 'completed', {renc = ARGV[6], kept = true, big = true})
+else
+  asyncq_event(KEYS[1], ARGV[1], 'active', 'completed', {renc = ARGV[6], kept = true}, ARGV[7])
 end
 asyncq_release_unique(v[3], ARGV[1])
 asyncq_bump(KEYS[5], KEYS[6], ARGV[3])

@@ -21,5 +21,6 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('RPUSH', KEYS[4], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'pending', 'pending_since', ARGV[3])
 redis.call('HDEL', KEYS[1], 'owner')
+asyncq_event(KEYS[1], ARGV[1], 'active', 'pending')
 asyncq_wake(KEYS[5], ARGV[4], ARGV[5])
 return 1

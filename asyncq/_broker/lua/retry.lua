@@ -29,4 +29,5 @@ if ARGV[6] == '1' then
   asyncq_bump(KEYS[5], KEYS[6], ARGV[7])
   asyncq_bump(KEYS[7], KEYS[8], ARGV[7])
 end
+asyncq_event(KEYS[1], ARGV[1], 'active', 'retry', {error = ARGV[4], next = tonumber(ARGV[3])})
 return 1

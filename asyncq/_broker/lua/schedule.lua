@@ -13,6 +13,7 @@
 -- Returns: 1 scheduled; 0 a task with this id exists; -1 a unique duplicate holds the lock.
 -- When the task becomes the earliest scheduled one, "<queue>@<process-at>" is published on the
 -- wake channel so workers' forwarders can wake at that time instead of at their next round.
+-- @include _lib.lua
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
@@ -28,6 +29,7 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 'group', ARGV[6])
 end
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+asyncq_event(KEYS[1], ARGV[1], '', 'scheduled', {next = tonumber(ARGV[4])})
 if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then
   redis.call('PUBLISH', ARGV[7], ARGV[8] .. '@' .. ARGV[4])
 end

@@ -1,0 +1,256 @@
+"""EventHub: one shared subscription to the task events of the queues a Client watches.
+
+Every ``Client.events()`` stream and every ``Client.wait()`` of one client share it: one
+connection (one per master on a cluster) however many waiters. While a queue is watched the
+hub keeps its ``listening`` flag alive, which is what makes the transition scripts publish; a
+queue nobody has watched for ``linger`` seconds is dropped and its flag left to lapse, so
+queues nobody listens to pay nothing again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+import anyio
+
+from ._broker import Broker
+from ._errors import BrokerError
+from ._events import EventsLost, TaskEvent, decode_event
+from ._log import get_logger
+from ._outage import Outage
+
+Recheck = Callable[[frozenset[str]], object]
+
+
+class Stream:
+    """The buffer of one ``Client.events()`` iterator: matching events, in order; when it
+    overflows the oldest are dropped and an EventsLost says so."""
+
+    def __init__(self, queues: frozenset[str], task_ids: frozenset[str] | None,
+                 states: frozenset[str] | None, maxsize: int) -> None:
+        self.queues = queues
+        self.task_ids = task_ids
+        self.states = states
+        self.items: asyncio.Queue[TaskEvent | EventsLost] = asyncio.Queue(max(maxsize, 2))
+
+    def wants(self, event: TaskEvent) -> bool:
+        return ((self.task_ids is None or event.id in self.task_ids)
+                and (self.states is None or event.state.value in self.states))
+
+    def put(self, item: TaskEvent | EventsLost) -> None:
+        if self.items.full():
+            # The reader fell behind: drop the backlog and say what was lost instead.
+            backlog = [self.items.get_nowait() for _ in range(self.items.qsize())]
+            first, last = backlog[0], item
+            self.items.put_nowait(EventsLost(
+                tuple(sorted(self.queues)),
+                first.at if isinstance(first, TaskEvent) else first.since,
+                last.at if isinstance(last, TaskEvent) else last.until))
+        self.items.put_nowait(item)
+
+
+class EventHub:
+    """Subscribes to the events of watched queues, dispatches them to streams and waiters,
+    and remembers recent final events so a wait that starts just after the end still sees it."""
+
+    def __init__(self, broker: Broker, *, flag_ttl: float = 30.0, linger: float = 30.0,
+                 recent: int = 10_000) -> None:
+        self._broker = broker
+        self._flag_ttl_ms = int(flag_ttl * 1000)
+        self._linger = linger
+        self._recent_max = recent
+        self._log = get_logger("events")
+        self._outage = Outage(self._log, "listen to task events", base=0.1, cap=5.0)
+        self._users: Counter[str] = Counter()
+        self._idle_since: dict[str, float] = {}
+        self._subscribed: frozenset[str] = frozenset()
+        self._streams: set[Stream] = set()
+        self._waiters: dict[tuple[str, str], set[asyncio.Future[TaskEvent]]] = {}
+        self._recent: OrderedDict[tuple[str, str], TaskEvent] = OrderedDict()
+        self._rechecks: set[Recheck] = set()
+        self._changed = asyncio.Event()
+        self._progress = asyncio.Event()
+        self._down_since: datetime | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._bad_events = 0
+
+    # -- watching
+
+    async def watch(self, queues: Iterable[str]) -> None:
+        """Count one more user of ``queues`` and return once their events are subscribed to
+        and published (their listening flags are set)."""
+        wanted = set(queues)
+        for q in wanted:
+            self._users[q] += 1
+            self._idle_since.pop(q, None)
+        if not wanted <= self._subscribed:
+            self._changed.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        try:
+            while not wanted <= self._subscribed:
+                progress = self._progress
+                await progress.wait()
+        except BaseException:
+            self.unwatch(wanted)
+            raise
+
+    def unwatch(self, queues: Iterable[str]) -> None:
+        """One user fewer; a queue without users is dropped after ``linger`` seconds."""
+        now = time.monotonic()
+        for q in set(queues):
+            self._users[q] -= 1
+            if self._users[q] <= 0:
+                del self._users[q]
+                self._idle_since[q] = now
+
+    def recent(self, queue: str, task_id: str) -> TaskEvent | None:
+        """The final event of a task, if this hub heard it lately."""
+        return self._recent.get((queue, task_id))
+
+    def waiter(self, queue: str, task_id: str) -> asyncio.Future[TaskEvent]:
+        """A future resolved by the task's next final event (call ``forget`` when done)."""
+        fut: asyncio.Future[TaskEvent] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault((queue, task_id), set()).add(fut)
+        return fut
+
+    def forget(self, queue: str, task_id: str, fut: asyncio.Future[TaskEvent]) -> None:
+        futs = self._waiters.get((queue, task_id))
+        if futs is not None:
+            futs.discard(fut)
+            if not futs:
+                del self._waiters[(queue, task_id)]
+
+    def waiting_in(self, queues: frozenset[str]) -> list[tuple[str, str]]:
+        """The (queue, task id) pairs somebody waits for in ``queues``."""
+        return [key for key in self._waiters if key[0] in queues]
+
+    def resolve(self, queue: str, task_id: str, outcome: TaskEvent | BaseException) -> None:
+        """End every wait for this task with an event or an error."""
+        for fut in self._waiters.pop((queue, task_id), ()):
+            if not fut.done():
+                if isinstance(outcome, BaseException):
+                    fut.set_exception(outcome)
+                else:
+                    fut.set_result(outcome)
+
+    def on_resubscribe(self, recheck: Recheck) -> None:
+        """Call ``recheck(queues)`` after every (re)subscription: events may have been missed
+        before it, so waiters read the current state again."""
+        self._rechecks.add(recheck)
+
+    def add_stream(self, stream: Stream) -> None:
+        self._streams.add(stream)
+
+    def remove_stream(self, stream: Stream) -> None:
+        self._streams.discard(stream)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._subscribed = frozenset()
+
+    # -- the subscription
+
+    def _notify(self) -> None:
+        self._progress.set()
+        self._progress = asyncio.Event()
+
+    async def _run(self) -> None:
+        while True:
+            self._drop_idle()
+            queues = sorted(self._users)
+            if not queues and not self._idle_since:
+                self._subscribed = frozenset()
+                self._changed.clear()
+                await self._changed.wait()
+                continue
+            queues = sorted(set(queues) | set(self._idle_since))
+            self._changed.clear()
+            failure: BaseException | None = None
+            try:
+                await self._session(queues)
+            except* BrokerError as group:  # (raised inside the session's task group)
+                failure = group.exceptions[0]
+            except* Exception as group:  # a bug must not end every wait of this client
+                failure = group.exceptions[0]
+                self._log.error("task event listener failed unexpectedly", exc_info=failure)
+            if failure is not None:
+                if self._subscribed and self._down_since is None:
+                    self._down_since = datetime.now(UTC)
+                self._subscribed = frozenset()
+                self._notify()
+                await anyio.sleep(self._outage.failed(failure))
+
+    def _drop_idle(self) -> None:
+        cutoff = time.monotonic() - self._linger
+        for q, since in list(self._idle_since.items()):
+            if since <= cutoff:
+                del self._idle_since[q]
+
+    async def _session(self, queues: list[str]) -> None:
+        """One subscription to ``queues``, until it fails or the watched set changes."""
+        async with anyio.create_task_group() as tg:
+            async def until_changed() -> None:
+                await self._changed.wait()
+                tg.cancel_scope.cancel()
+
+            async for item in self._broker.listen_events(queues):
+                if item is None:
+                    await self._broker.set_listening(queues, self._flag_ttl_ms)
+                    self._outage.succeeded()
+                    self._subscribed = frozenset(queues)
+                    self._resubscribed(self._subscribed)
+                    self._notify()
+                    tg.start_soon(self._refresh, queues)
+                    tg.start_soon(until_changed)
+                    continue
+                self._dispatch(*item)
+
+    async def _refresh(self, queues: list[str]) -> None:
+        """Keep the flags alive (every third of their TTL); drop lingering queues."""
+        while True:
+            await anyio.sleep(self._flag_ttl_ms / 3000)
+            self._drop_idle()
+            if set(queues) - set(self._users) - set(self._idle_since):
+                self._changed.set()
+                return
+            await self._broker.set_listening(queues, self._flag_ttl_ms)
+
+    def _resubscribed(self, queues: frozenset[str]) -> None:
+        if self._down_since is not None:
+            lost = EventsLost(tuple(sorted(queues)), self._down_since,
+                              datetime.now(UTC))
+            self._down_since = None
+            for stream in self._streams:
+                if stream.queues & queues:
+                    stream.put(lost)
+        for recheck in list(self._rechecks):
+            recheck(queues)
+
+    def _dispatch(self, queue: str, data: bytes) -> None:
+        try:
+            event = decode_event(queue, data)
+        except ValueError as exc:
+            self._bad_events += 1
+            if self._bad_events == 1:
+                self._log.warning("undecodable task event ignored", queue=queue,
+                                  error=str(exc))
+            return
+        if event.final:
+            self._recent[(queue, event.id)] = event
+            self._recent.move_to_end((queue, event.id))
+            while len(self._recent) > self._recent_max:
+                self._recent.popitem(last=False)
+            self.resolve(queue, event.id, event)
+        for stream in self._streams:
+            if queue in stream.queues and stream.wants(event):
+                stream.put(event)

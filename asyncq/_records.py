@@ -1,0 +1,29 @@
+"""TaskInfo from a stored task record: shared by the Inspector and the client's waits."""
+
+from __future__ import annotations
+
+from ._broker import TaskRecord
+from ._errors import DecodeError
+from ._message import decode_message
+from ._task import TaskInfo, TaskState, task_info
+
+
+def record_info(rec: TaskRecord, now: int) -> TaskInfo:
+    """Decode a task record read at ``now`` (Unix ms); DecodeError when it is not valid."""
+    msg = decode_message(rec.msg)
+    try:
+        state = TaskState(rec.state)
+    except ValueError:
+        raise DecodeError(f"task {rec.id!r} has an unknown state {rec.state!r}") from None
+    next_at = 0
+    if state in (TaskState.SCHEDULED, TaskState.RETRY):
+        next_at = rec.score or 0
+    elif state is TaskState.PENDING:
+        next_at = now
+    orphaned = state is TaskState.ACTIVE and (rec.score is None or rec.score <= now)
+    return task_info(
+        msg, rec.payload, state, retried=rec.retried, last_error=rec.error,
+        last_failed_at_ms=rec.failed_at_ms, next_process_at_ms=next_at,
+        is_orphaned=orphaned, completed_at_ms=rec.completed_at_ms, result=rec.result,
+        result_encoding=rec.result_enc,
+    )
