@@ -21,6 +21,7 @@ from asyncq import (
 )
 from asyncq import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
+from tests.faults import FaultyBroker
 
 pytestmark = pytest.mark.anyio
 
@@ -175,3 +176,32 @@ async def test_ten_thousand_waiters_share_one_subscription(
     async with asyncq_worker(results_mux(), queues={asyncq_queue: 1}, concurrency=200):
         results = await asyncio.gather(*waits)
     assert results == list(range(n))
+
+
+async def test_a_wait_survives_a_broken_event_connection(
+    asyncq_worker: WorkerFactory, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    """The task ends while the client cannot listen: once it can again, the wait reads the
+    task and returns, without having heard the event."""
+    broker = FaultyBroker(redis_client)
+    cannot_listen = broker.fault("set_listening", active=False)
+    gate = asyncio.Event()
+    async with Client(broker=broker) as client, \
+            asyncq_worker(results_mux(gate), queues={asyncq_queue: 1}):
+        info = await client.enqueue("echo", "late", queue=asyncq_queue, retention=60)
+        waiting = asyncio.create_task(client.result(info, timeout=10))
+        listening = K.queue_keys(asyncq_queue).listening
+        await wait_until(lambda: redis_client.exists(listening), timeout=5)
+        cannot_listen.active = True
+        assert await redis_client.client_kill_filter(_type="pubsub") >= 1
+        await wait_until(lambda: cannot_listen.fired >= 1, timeout=5)  # resubscribing fails
+        gate.set()
+
+        async def completed() -> bool:
+            fields = await redis_client.hget(K.queue_keys(asyncq_queue).task(info.id), "state")
+            return fields == b"completed"
+
+        await wait_until(completed, timeout=5)
+        assert not waiting.done()
+        cannot_listen.active = False
+        assert await waiting == "late"
