@@ -10,8 +10,19 @@ import pytest
 from redis.asyncio import Redis
 
 import asyncq
-from asyncq import Client, EventsLost, Retry, ServeMux, Task, TaskEvent, TaskState
+from asyncq import (
+    Client,
+    EventsLost,
+    FakeClock,
+    Retry,
+    ServeMux,
+    Task,
+    TaskEvent,
+    TaskState,
+    Worker,
+)
 from asyncq import _keys as K
+from asyncq._broker import Outcome
 from asyncq._event_hub import EventHub
 from asyncq.testing import WorkerFactory, wait_until
 
@@ -21,15 +32,17 @@ S = TaskState
 
 
 async def collect(events: asyncq._waiting.EventStream, task_id: str,
-                  until: TaskState, timeout: float = 5.0) -> list[TaskEvent]:
-    """The events of ``task_id`` up to (including) the first one into ``until``."""
+                  until: TaskState, timeout: float = 5.0,
+                  after: TaskState | None = None) -> list[TaskEvent]:
+    """The events of ``task_id`` up to (including) the first one into ``until`` (from
+    ``after``, when given)."""
     got: list[TaskEvent] = []
     async with asyncio.timeout(timeout):
         async for event in events:
             assert isinstance(event, TaskEvent), event
             if event.id == task_id:
                 got.append(event)
-                if event.state is until:
+                if event.state is until and after in (None, event.previous):
                     return got
     raise AssertionError("stream ended")
 
@@ -198,3 +211,46 @@ async def test_a_slow_stream_reader_is_told_what_it_missed(
     assert any(isinstance(i, EventsLost) for i in items)
     seen = [i.id for i in items if isinstance(i, TaskEvent)]
     assert seen[-1] == "last" and len(seen) < len(ids) + 1
+
+
+async def test_background_transitions_are_told_too(
+    asyncq_redis_url: str, asyncq_queue: str,
+) -> None:
+    """Recovery of an expired lease, requeue at shutdown, expiry after retention and
+    aggregation: each publishes its event like a worker's own outcome does."""
+    clock = FakeClock()
+    worker = Worker(asyncq_redis_url, ServeMux(), clock=clock, queues={asyncq_queue: 1},
+                    recover_grace=1, group_aggregator=lambda g, ts: Task("batch", len(ts)),
+                    group_grace_period=1)
+    broker = worker.broker
+    client = Client(broker, clock=clock)
+    q = asyncq_queue
+    try:
+        async with client.events(q) as events:
+            lost = await client.enqueue("t", queue=q, task_id="lost")
+            await broker.dequeue(q, 1, "dead-worker", 1000, 1000)
+            clock.advance(5)
+            assert await worker.recoverer.tick() == 1
+            recovered = await collect(events, lost.id, S.RETRY)
+            assert "LeaseExpiredError" in (recovered[-1].last_error or "")
+
+            await client.enqueue("t", queue=q, task_id="kept", retention=1)
+            await client.enqueue("t", queue=q, task_id="back")
+            await broker.dequeue(q, 2, "w", 30_000, 1000)
+            await broker.finish([Outcome("complete", q, "kept", retention_ms=1000),
+                                 Outcome("requeue", q, "back")], "w")
+            requeued = await collect(events, "back", S.PENDING, after=S.ACTIVE)
+            assert (requeued[-1].previous, requeued[-1].state) == (S.ACTIVE, S.PENDING)
+            clock.advance(2)
+            assert await worker.janitor.tick() >= 1
+            expired = await collect(events, "kept", S.DELETED)
+            assert expired[-1].previous is S.COMPLETED
+
+            await client.enqueue("t", 1, queue=q, group="g", task_id="g1")
+            clock.advance(2)
+            assert worker.aggregator is not None and await worker.aggregator.tick() == 1
+            merged = await collect(events, "g1", S.DELETED)
+            assert merged[-1].reason == "aggregated" and merged[-1].previous is S.AGGREGATING
+    finally:
+        await client.close()
+        await broker.close()
