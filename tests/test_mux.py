@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -76,7 +77,7 @@ def test_duplicate_pattern_is_rejected() -> None:
 
 def test_non_callable_handler_and_middleware_are_rejected() -> None:
     mux = ServeMux()
-    with pytest.raises(TypeError, match="callable"):
+    with pytest.raises(TypeError, match="must be an async function"):
         mux.handle("a", "not a handler")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="callable"):
         mux.use(42)  # type: ignore[arg-type]
@@ -133,3 +134,26 @@ async def test_registering_after_a_dispatch_takes_effect() -> None:
     assert await mux(Task("a:b")) == "prefix"
     mux.handle("a:b", _named("exact"))
     assert await mux(Task("a:b")) == "exact"
+
+
+def test_a_sync_handler_is_refused_when_registered() -> None:
+    """A regular function registered on a mux would run on the event loop, then fail every
+    retry (the mux awaits what it returns): refused when registered."""
+    mux = ServeMux()
+    ran: list[str] = []
+
+    def sync_handler(task: Task) -> None:
+        ran.append(task.type)
+
+    with pytest.raises(TypeError, match=r"sync_handler: define it with `async def"):
+        mux.handle("a", sync_handler)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be an async function"):
+        mux.handler("b")(lambda task: None)  # type: ignore[arg-type]
+    assert mux.patterns() == [] and ran == []
+
+    class Callable:
+        async def __call__(self, task: Task) -> None: ...
+
+    mux.handle("c", Callable())  # an object with an async __call__ is a handler
+    mux.handle("d", functools.partial(_named("p")))  # so is a partial of an async function
+    asyncq.Worker("redis://127.0.0.1:1/0", mux)

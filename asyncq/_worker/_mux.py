@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from .._errors import HandlerNotFoundError
 from .._task import Task
 
 Handler = Callable[[Task], Awaitable[Any]]
 Middleware = Callable[[Handler], Handler]
+
+
+def check_handler(handler: object, what: str) -> Handler:
+    """Refuse, when it is registered, what the worker could not await: a regular (sync)
+    function would run its body on the event loop and then fail on every retry."""
+    if (isinstance(handler, ServeMux) or inspect.iscoroutinefunction(handler)
+            or inspect.iscoroutinefunction(getattr(handler, "__call__", None))):  # noqa: B004
+        return cast(Handler, handler)
+    if callable(handler):
+        name = getattr(handler, "__qualname__", None) or repr(handler)
+        raise TypeError(
+            f"{what} must be an async function, got the regular function {name}: define it "
+            "with `async def handler(task): ...` (run blocking work inside it with "
+            "`await asyncio.to_thread(...)`), or pass an object whose __call__ is async")
+    raise TypeError(f"{what} must be an async function (async def handler(task): ...) or a "
+                    f"ServeMux, got {handler!r}")
 
 
 class ServeMux:
@@ -27,11 +44,12 @@ class ServeMux:
         self._chains: dict[str, Handler] = {}
 
     def handle(self, pattern: str, handler: Handler) -> None:
-        """Register ``handler`` for ``pattern``; blank, duplicate or non-callable is an error."""
+        """Register ``handler`` for ``pattern``; a blank or duplicate pattern, or a handler
+        that is not an async function (or an object with an async ``__call__``), is an
+        error."""
         if not isinstance(pattern, str) or not pattern.strip():
             raise ValueError("handler pattern must be a non-blank string")
-        if not callable(handler):
-            raise TypeError(f"handler for {pattern!r} must be callable, got {handler!r}")
+        check_handler(handler, f"the handler for {pattern!r}")
         if pattern in self._exact:
             raise ValueError(f"a handler is already registered for {pattern!r}")
         self._exact[pattern] = handler

@@ -29,7 +29,11 @@ async def test_unknown_task_type_follows_the_retry_path(
     asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str, redis_client: Redis,
 ) -> None:
     mux = ServeMux()
-    mux.handle("known", lambda task: asyncio.sleep(0))
+
+    @mux.handler("known")
+    async def known(task: Task) -> None:
+        pass
+
     info = await asyncq_client.enqueue("unknown:type", queue=asyncq_queue)
     async with asyncq_worker(mux, queues={asyncq_queue: 1}, retry_delay=never_soon) as w:
         await w.wait_drained()
