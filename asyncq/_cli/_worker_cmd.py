@@ -9,7 +9,7 @@ import functools
 from typing import Any, NoReturn
 
 from .._log import get_logger
-from .._worker import ServeMux, Worker, WorkerConfig
+from .._worker import Worker, WorkerConfig
 from .._worker._config import DEFAULT_HEARTBEAT_INTERVAL
 from ._common import (
     CLIError,
@@ -17,9 +17,9 @@ from ._common import (
     add_redis_args,
     check_redis,
     configure_logging,
-    import_object,
     parse_queue_weights,
 )
+from ._target import ImportFailed, import_target, resolve_handler
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(WorkerConfig)}
 
@@ -27,9 +27,14 @@ _DEFAULTS = {f.name: f.default for f in dataclasses.fields(WorkerConfig)}
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "worker", help="run a worker process",
-        description="Run handlers for tasks. TARGET is module:attr naming a ServeMux or an "
-                    "async handler function.")
-    p.add_argument("target", metavar="TARGET", help="module:attr of a ServeMux or handler")
+        description="Run handlers for tasks. TARGET is module:attr naming a ServeMux, an "
+                    "async handler function, or a function without arguments returning one.")
+    p.add_argument("target", metavar="TARGET",
+                   help="module:attr of a ServeMux, a handler or a factory (e.g. app.tasks:mux)")
+    p.add_argument("--factory", action="store_true",
+                   help="TARGET is a factory to call (sync or async) for the ServeMux/handler")
+    p.add_argument("--traceback", action="store_true",
+                   help="when importing TARGET fails, show the whole traceback")
     add_redis_args(p)
     p.add_argument("--concurrency", "-c", type=int,
                    help=f"most handlers at once (default {_DEFAULTS['concurrency']})")
@@ -67,15 +72,20 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
-    handler = import_object(args.target)
-    if isinstance(handler, type) or not (isinstance(handler, ServeMux) or callable(handler)):
-        raise CLIError(f"{args.target} is neither a ServeMux nor a handler function")
     try:
-        worker = Worker(args.redis_url, handler, **worker_options(args))
-    except (ValueError, TypeError) as exc:
-        raise CLIError(str(exc)) from None
+        target = import_target(args.target)
+    except ImportFailed as exc:
+        if args.traceback:
+            raise exc.original from None
+        raise
+    options = worker_options(args)
 
     async def main() -> None:
+        handler = await resolve_handler(args.target, target, factory=args.factory)
+        try:
+            worker = Worker(args.redis_url, handler, **options)
+        except (ValueError, TypeError) as exc:
+            raise CLIError(str(exc)) from None
         await check_redis(args.redis_url)
         await worker.run()
 
