@@ -5,13 +5,17 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
 import pytest
-from worker_helpers import ROOT, worker_process
+from redis.asyncio import Redis
+from worker_helpers import ROOT, log_events, worker_process
 
 from asyncq import Client
+from asyncq import _keys as K
+from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -68,3 +72,35 @@ async def test_a_factory_target_is_called_for_its_mux(
         proc.send_signal(signal.SIGTERM)
         with anyio.fail_after(20):
             assert await proc.wait() == 0
+
+
+async def test_ctrl_c_says_what_shutdown_waits_for_and_a_second_one_requeues_at_once(
+    asyncq_redis_url: str, asyncq_queue: str, redis_client: Redis, tmp_path: Path,
+) -> None:
+    log = tmp_path / "w.log"
+    async with Client(asyncq_redis_url) as client:
+        info = await client.enqueue("slow:block", queue=asyncq_queue)
+        async with worker_process(asyncq_redis_url, asyncq_queue, log,
+                                  "--shutdown-timeout", "60") as proc:
+            async def running() -> bool:
+                state = await redis_client.hget(K.queue_keys(asyncq_queue).task(info.id),
+                                                "state")
+                return state == b"active"
+
+            await wait_until(running, timeout=10)
+            proc.send_signal(signal.SIGINT)
+
+            def said(event: str) -> dict[str, object] | None:
+                return next((e for e in log_events(log) if e["event"] == event), None)
+
+            first = await wait_until(lambda: said("worker shutting down"), timeout=5)
+            assert first["running"] == 1 and first["waiting_up_to_s"] == 60
+            assert proc.returncode is None  # still waiting for the handler
+            began = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            with anyio.fail_after(10):
+                assert await proc.wait() == 0
+            assert time.monotonic() - began < 5  # not the 60 s shutdown timeout
+        assert said("second stop request: cancelling and requeueing the running tasks now")
+        state = await redis_client.hget(K.queue_keys(asyncq_queue).task(info.id), "state")
+        assert state == b"pending"  # given back, next in line

@@ -82,6 +82,7 @@ class Processor:
         self.wake = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._all_done = asyncio.Event()
+        self._forced = asyncio.Event()  # a second stop request: do not wait for handlers
         self._all_done.set()
         self.fetching = True
         self.processed = 0
@@ -363,6 +364,15 @@ class Processor:
 
     # -- shutdown
 
+    @property
+    def forced(self) -> bool:
+        """True once ``force_drain`` was called."""
+        return self._forced.is_set()
+
+    def force_drain(self) -> None:
+        """Stop waiting for running handlers: ``drain`` cancels and requeues them now."""
+        self._forced.set()
+
     async def drain(self, timeout: float) -> None:
         """Stop fetching, let handlers finish for ``timeout`` s, then cancel and requeue the rest.
 
@@ -370,10 +380,17 @@ class Processor:
         """
         self.stop_fetching()
         with anyio.move_on_after(timeout):
-            await self._all_done.wait()
+            async with anyio.create_task_group() as tg:
+                async def until(event: asyncio.Event) -> None:
+                    await event.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(until, self._all_done)
+                tg.start_soon(until, self._forced)
         if self.running:
-            self._log.warning("shutdown timeout reached; requeueing running tasks",
-                              count=len(self.running))
+            if not self._forced.is_set():
+                self._log.warning("shutdown timeout reached; requeueing running tasks",
+                                  count=len(self.running))
             for task_id in list(self.running):
                 self.cancel(task_id, "shutdown")
             with anyio.move_on_after(min(self._config.cancel_grace, 1.0)):

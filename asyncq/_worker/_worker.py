@@ -106,10 +106,22 @@ class Worker:
         await self._ready.wait()
 
     def stop(self) -> None:
-        """Request a graceful shutdown (the order is written in ``run``).
+        """Request a graceful shutdown (the order is written in ``run``); a second request
+        (a second Ctrl-C) stops waiting for running handlers: they are cancelled and requeued
+        at once, as when ``shutdown_timeout`` is reached.
 
         Before the worker is ready (e.g. Redis cannot be reached) this abandons the start-up.
         """
+        if self._shutdown.is_set():
+            if self.processor.running and not self.processor.forced:
+                self._log.warning("second stop request: cancelling and requeueing the running "
+                                  "tasks now", running=len(self.processor.running))
+            self.processor.force_drain()
+            return
+        if self._ready.is_set():
+            self._log.info("worker shutting down", running=len(self.processor.running),
+                           waiting_up_to_s=self.config.shutdown_timeout,
+                           hint="stop again (Ctrl-C) to requeue running tasks at once")
         self._shutdown.set()
         self.processor.stop_fetching()
         self.heartbeat.status = "stopping"
