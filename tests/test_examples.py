@@ -72,3 +72,32 @@ async def test_starlette_app_enqueues_and_worker_processes(
         await wait_until(lambda: tasks.sent == ["ada@example.com"], timeout=10)
         await w.wait_drained()
     assert os.environ["SIGNUP_QUEUE"] == asyncq_queue
+
+
+@pytest.mark.anyio
+async def test_the_readme_quickstart_path_works(asyncq_redis_url: str, tmp_path: Path) -> None:
+    """The newcomer's path the README shows: a worker on examples/quickstart/tasks.py, then
+    the README's one-line producer, which prints the README's output."""
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    quick = readme[readme.index("## Quickstart"):readme.index("## Enqueueing tasks")]
+    lines = quick.splitlines()
+    [worker_line] = [ln for ln in lines if ln.startswith("$ asyncq worker tasks:mux")]
+    [producer_i] = [i for i, ln in enumerate(lines) if ln.startswith('$ python -c "')]
+    producer, expected = lines[producer_i], lines[producer_i + 1]
+    readme_url = "redis://127.0.0.1:6379/0"
+    assert readme_url in worker_line and readme_url in producer
+    code = producer.removeprefix('$ python -c "').removesuffix('"')
+    worker_args = worker_line.removeprefix("$ asyncq ").replace(readme_url, asyncq_redis_url)
+    with (tmp_path / "worker.log").open("wb") as log:
+        async with await anyio.open_process(
+                [sys.executable, "-m", "asyncq", *worker_args.split()],
+                cwd=EXAMPLES / "quickstart", stdout=log, stderr=log) as worker:
+            try:
+                done = await anyio.run_process(
+                    [sys.executable, "-c", code.replace(readme_url, asyncq_redis_url)],
+                    check=False)
+            finally:
+                worker.terminate()
+                await worker.wait()
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == expected.strip()
