@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from .._errors import AsyncqError
 from . import (
     _cron_cmd,
@@ -26,6 +28,7 @@ COMMANDS = [_worker_cmd, _scheduler_cmd, _cron_cmd,
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asyncq", description="asyncq task queue")
+    parser.add_argument("--version", action="version", version=f"asyncq {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
         module.register(sub)
@@ -42,4 +45,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _pipe_closed()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _pipe_closed()
     return code
+
+
+def _pipe_closed() -> int:
+    """The reader of our output went away (``asyncq task ls | head``): stop quietly, with the
+    shell's status for SIGPIPE, and keep Python from complaining when it flushes at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
