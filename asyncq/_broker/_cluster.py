@@ -116,6 +116,24 @@ async def _redis_py_cluster_pipeline(redis: RedisCluster, calls: Sequence[Call],
     return list(await pipe.execute(raise_on_error=False))[loads:]
 
 
+def address(redis: Redis | RedisCluster) -> str:
+    """``host:port`` (or the socket path) of a client; a cluster's first startup node."""
+    try:
+        if isinstance(redis, RedisCluster):
+            nodes = list(getattr(redis.nodes_manager, "startup_nodes", {}).values())
+            return f"{nodes[0].host}:{nodes[0].port} (cluster)" if nodes else "a Redis Cluster"
+        pool = redis.connection_pool
+        service = getattr(pool, "service_name", None)
+        if service:
+            return f"the Sentinel-managed master {service!r}"
+        kwargs = pool.connection_kwargs
+        if "path" in kwargs:
+            return f"unix:{kwargs['path']}"
+        return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+    except Exception:  # an unusual client: name it by its type only
+        return type(redis).__name__
+
+
 async def pubsub(redis: Redis | RedisCluster) -> PubSub:
     """A PubSub; on a cluster it connects to the master serving the first channel's slot."""
     if isinstance(redis, RedisCluster):

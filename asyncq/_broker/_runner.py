@@ -15,8 +15,9 @@ from typing import Any
 
 from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.client import PubSub
-from redis.exceptions import BusyLoadingError, NoScriptError, RedisError
+from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._errors import BrokerError
 from . import _cluster
@@ -57,7 +58,19 @@ class ScriptRunner:
 
     async def _failed(self, what: str, exc: RedisError) -> BrokerError:
         await self.after_error(exc)
+        if isinstance(exc, AuthenticationError):
+            return BrokerError(f"Redis at {self.where} refused the credentials (authentication "
+                               f"failed; check the user and password): {what} failed: {exc}")
+        if (isinstance(exc, RedisConnectionError | RedisTimeoutError)
+                and not isinstance(exc, BusyLoadingError)):
+            return BrokerError(f"cannot reach Redis at {self.where} (is it running, and is "
+                               f"the address right?): {what} failed: {exc}")
         return BrokerError(f"{what} failed: {exc}")
+
+    @property
+    def where(self) -> str:
+        """The address of the Redis this runner talks to, for messages (never a password)."""
+        return _cluster.address(self.redis)
 
     # -- scripts
 

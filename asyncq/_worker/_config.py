@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import socket
 import uuid
@@ -135,3 +137,17 @@ class WorkerConfig:
     def lease_ms(self) -> int:
         """lease_duration in whole milliseconds, rounded as every stored duration is."""
         return round(self.lease_duration * 1000)
+
+
+def check_option_names(options: Mapping[str, Any]) -> None:
+    """A misspelt worker option is a TypeError naming the close matches and the valid ones,
+    as for enqueue options."""
+    valid = sorted(f.name for f in dataclasses.fields(WorkerConfig))
+    unknown = sorted(set(options) - set(valid))
+    if not unknown:
+        return
+    hints = [f"{name!r} (did you mean {', '.join(map(repr, close))}?)"
+             if (close := difflib.get_close_matches(name, valid, n=2)) else repr(name)
+             for name in unknown]
+    raise TypeError(f"unknown worker option(s): {', '.join(hints)}; valid options are "
+                    f"{', '.join(valid)}")

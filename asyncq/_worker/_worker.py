@@ -20,7 +20,7 @@ from .._log import get_logger
 from .._signals import signal_handlers
 from ._acker import Acker
 from ._aggregator import Aggregator
-from ._config import WorkerConfig
+from ._config import WorkerConfig, check_option_names
 from ._forwarder import Forwarder
 from ._healthcheck import HealthChecker
 from ._heartbeat import Heartbeat
@@ -55,6 +55,7 @@ class Worker:
             raise TypeError(f"handler must be callable (a ServeMux or async function), "
                             f"got {handler!r}")
         if config is None:
+            check_option_names(options)
             config = WorkerConfig(**options)
         elif not isinstance(config, WorkerConfig):
             raise TypeError(f"config must be a WorkerConfig, got {config!r}")
