@@ -58,6 +58,8 @@ import pytest
 import redis.asyncio
 
 from asyncq._client import Client
+from asyncq._inspector import Inspector
+from asyncq._redis_url import redact
 from asyncq._testing.harness import (
     RunningWorker,
     WorkerFactory,
@@ -72,6 +74,8 @@ __all__ = [
     "RunningWorker",
     "WorkerFactory",
     "asyncq_client",
+    "asyncq_fresh_redis",
+    "asyncq_inspector",
     "asyncq_queue",
     "asyncq_redis_server",
     "asyncq_redis_url",
@@ -84,6 +88,8 @@ __all__ = [
 
 #: Environment variable naming an existing Redis server to test against.
 REDIS_URL_ENV = "ASYNCQ_TEST_REDIS_URL"
+#: Set to 1 to let ``asyncq_fresh_redis`` empty the server ``REDIS_URL_ENV`` names.
+ALLOW_FLUSH_ENV = "ASYNCQ_TEST_ALLOW_FLUSH"
 
 
 # ---------------------------------------------------------------- anyio
@@ -165,6 +171,30 @@ async def asyncq_client(asyncq_redis_url: str, anyio_backend: object) -> AsyncIt
     """An ``asyncq.Client`` on ``asyncq_redis_url``, closed after the test."""
     async with Client(asyncq_redis_url) as client:
         yield client
+
+
+@pytest.fixture
+async def asyncq_inspector(asyncq_redis_url: str,
+                           anyio_backend: object) -> AsyncIterator[Inspector]:
+    """An ``asyncq.Inspector`` on ``asyncq_redis_url``, closed after the test."""
+    async with Inspector(asyncq_redis_url) as inspector:
+        yield inspector
+
+
+@pytest.fixture
+async def asyncq_fresh_redis(asyncq_redis_url: str, anyio_backend: object) -> str:
+    """``asyncq_redis_url`` emptied (FLUSHDB) before the test, for apps whose queue names are
+    fixed ("default", "mail"...) and must not see an earlier test's tasks. Refuses to empty an
+    external ``$ASYNCQ_TEST_REDIS_URL`` unless ``ASYNCQ_TEST_ALLOW_FLUSH=1``."""
+    if os.environ.get(REDIS_URL_ENV) and os.environ.get(ALLOW_FLUSH_ENV) != "1":
+        pytest.fail(f"asyncq_fresh_redis would FLUSHDB {redact(asyncq_redis_url)} (from "
+                    f"{REDIS_URL_ENV}); set {ALLOW_FLUSH_ENV}=1 if that server is for tests")
+    client = redis.asyncio.Redis.from_url(asyncq_redis_url, decode_responses=False)
+    try:
+        await client.flushdb()
+    finally:
+        await client.aclose()
+    return asyncq_redis_url
 
 
 @pytest.fixture

@@ -53,6 +53,9 @@ class Heartbeat:
         self.watch()
         try:
             await self.write_state()
+            # The queues this worker serves are known queues even before their first task
+            # (the broker sends each name once, so this costs nothing after the first tick).
+            await self._broker.register_queues(list(self._config.queues))
         except BrokerError as exc:
             error = error or exc
         if error is None:

@@ -15,6 +15,7 @@ from anyio.abc import TaskStatus
 from .._broker import Broker
 from .._clock import SYSTEM_CLOCK, Clock
 from .._connection import ConnectionOptions, RedisLike, open_broker
+from .._errors import BrokerError
 from .._lifecycle import start_background, stop_background
 from .._log import get_logger
 from .._signals import signal_handlers
@@ -161,6 +162,8 @@ class Worker:
                     if not await self._subscribe(tg):
                         tg.cancel_scope.cancel()
                         return
+                    with contextlib.suppress(BrokerError):  # (else the heartbeat does it)
+                        await self.broker.register_queues(list(cfg.queues))
                     tg.start_soon(self.acker.run)
                     tg.start_soon(self.heartbeat.run)
                     tg.start_soon(self.forwarder.run)
