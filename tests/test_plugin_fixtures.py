@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import structlog.testing
 
 from asyncq import Client, Inspector, QueueInfo, ServeMux
 from asyncq.testing import WorkerFactory
@@ -38,3 +39,15 @@ async def test_fresh_redis_starts_empty_for_fixed_queue_names(
 ) -> None:
     async with Inspector(asyncq_fresh_redis) as inspector:
         assert "default" not in await inspector.queues()
+
+
+async def test_a_worker_with_an_empty_mux_warns_at_start(
+    asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    with structlog.testing.capture_logs() as logs:
+        async with asyncq_worker(ServeMux(), queues={asyncq_queue: 1}):
+            pass
+    warned = [e for e in logs if e["log_level"] == "warning"]
+    assert [e["event"] for e in warned] == [
+        "the ServeMux has no handlers: every task will fail with HandlerNotFoundError and be "
+        "retried; register handlers with @mux.handler(...) before starting the worker"]

@@ -27,7 +27,7 @@ from ._healthcheck import HealthChecker
 from ._heartbeat import Heartbeat
 from ._janitor import Janitor
 from ._leases import Leases
-from ._mux import Handler
+from ._mux import Handler, ServeMux
 from ._notifier import Notifier
 from ._processor import Processor
 from ._recoverer import Recoverer
@@ -63,6 +63,7 @@ class Worker:
         elif options:
             raise TypeError(f"give either config= or worker options ({', '.join(options)}), "
                             f"not both: use dataclasses.replace(config, ...) to change a config")
+        self.handler: Handler = handler
         self.config = cfg = config
         self.clock = clock or SYSTEM_CLOCK
         self.broker, self._owns_broker = open_broker(redis, broker, clock=self.clock,
@@ -153,6 +154,10 @@ class Worker:
         cfg = self.config
         self._log.info("worker starting", queues=dict(cfg.queues), concurrency=cfg.concurrency,
                        strict_priority=cfg.strict_priority)
+        if isinstance(self.handler, ServeMux) and not self.handler.patterns():
+            self._log.warning("the ServeMux has no handlers: every task will fail with "
+                              "HandlerNotFoundError and be retried; register handlers with "
+                              "@mux.handler(...) before starting the worker")
         try:
             with self._signals(handle_signals):
                 async with anyio.create_task_group() as tg:
