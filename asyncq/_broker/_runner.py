@@ -9,13 +9,20 @@ can tell), after the bookkeeping a broken connection needs.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.client import PubSub
-from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, RedisError
+from redis.exceptions import (
+    AuthenticationError,
+    BusyLoadingError,
+    MaxConnectionsError,
+    NoScriptError,
+    RedisError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -27,6 +34,10 @@ from ._scripts import Script, load_scripts
 
 PIPELINE_CHUNK = 1000  # script calls per round trip of run_many
 
+
+#: How long a call refused for want of a free connection is retried (ConnectionOptions'
+#: pool_timeout plays this part for the blocking pools asyncq creates).
+POOL_WAIT_S = 20.0
 
 def reply_error(what: str, reply: Exception) -> BrokerError:
     """The BrokerError reporting an error reply of a pipelined call, chained from it."""
@@ -41,15 +52,28 @@ class ScriptRunner:
 
     def __init__(self, redis: Redis | RedisCluster) -> None:
         self.redis = redis
+        self._cluster_ready = not isinstance(redis, RedisCluster)
+        self._init_lock = asyncio.Lock()
         self.scripts = load_scripts()
         self._raw = supports_raw_pipeline(redis)
+
+    async def _ready(self) -> None:
+        """Read a cluster's slots once, before the first call: many first calls at once would
+        each start that read and close each other's connections."""
+        if self._cluster_ready:
+            return
+        async with self._init_lock:
+            if not self._cluster_ready:
+                await self.redis.initialize()
+                self._cluster_ready = True
 
     async def after_error(self, exc: RedisError) -> None:
         """A connection that broke usually means they all did (Redis restarted, the network
         dropped): drop the idle ones too, so the next calls connect afresh instead of each
         failing once on a dead socket; on a cluster, read the slots again (a failover may have
         moved them)."""
-        if isinstance(exc, RedisConnectionError) and not isinstance(exc, BusyLoadingError):
+        if (isinstance(exc, RedisConnectionError)
+                and not isinstance(exc, BusyLoadingError | MaxConnectionsError)):
             _cluster.after_connection_error(self.redis)
             pool = getattr(self.redis, "connection_pool", None)
             if pool is not None:
@@ -77,14 +101,35 @@ class ScriptRunner:
     async def run(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run the script ``name`` once; returns its reply."""
         script = self.scripts[name]
-        try:
+
+        async def call() -> Any:
             try:
                 return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
             except NoScriptError:
                 await self.redis.script_load(script.source)
                 return await self.redis.evalsha(script.sha, len(keys), *keys, *args)
+
+        try:
+            await self._ready()
+            return await self._when_connection_free(call)
         except RedisError as exc:
             raise await self._failed(name, exc) from exc
+
+    async def _when_connection_free(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """``call()``, tried again while the client refuses it for want of a free connection
+        (a cluster node's pool, or a client of yours without a blocking pool): such a call was
+        not sent, so repeating it is safe. Gives up after ``POOL_WAIT_S``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + POOL_WAIT_S
+        delay = 0.001
+        while True:
+            try:
+                return await call()
+            except MaxConnectionsError:
+                if loop.time() >= deadline:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
 
     async def run_call(self, call: ScriptCall) -> Any:
         """``run`` for a prepared call."""
@@ -104,6 +149,7 @@ class ScriptRunner:
         resolved = [(self.scripts[c.name], c.keys, c.args) for c in calls]
         results: list[Any] = []
         try:
+            await self._ready()
             for start in range(0, len(resolved), chunk):
                 part = resolved[start:start + chunk]
                 scripts = list({c[0].name: c[0] for c in part}.values()) if preload else []
@@ -136,6 +182,7 @@ class ScriptRunner:
         """Load every script (on every master of a cluster), so pipelines never meet NOSCRIPT
         on a fresh server."""
         try:
+            await self._ready()
             await _cluster.load_scripts(self.redis, list(self.scripts.values()))
         except RedisError as exc:
             raise await self._failed("loading scripts", exc) from exc
@@ -146,7 +193,8 @@ class ScriptRunner:
         """One plain command (``"SADD", key, member``) naming at most one key; returns its
         reply as redis-py parses it (SMEMBERS: a set, HGETALL: a dict...)."""
         try:
-            return await self.redis.execute_command(*command)
+            await self._ready()
+            return await self._when_connection_free(lambda: self.redis.execute_command(*command))
         except RedisError as exc:
             raise await self._failed(what, exc) from exc
 
@@ -155,6 +203,7 @@ class ScriptRunner:
         different slots are fine: a cluster pipeline sends each to its master); one reply per
         command, in order; an error reply raises BrokerError."""
         try:
+            await self._ready()
             pipe = self.redis.pipeline(transaction=False)
             for command in commands:
                 pipe.execute_command(*command)
@@ -165,6 +214,7 @@ class ScriptRunner:
     async def infos(self) -> list[dict[str, Any]]:
         """INFO of the server, or of every master of a cluster (in name order)."""
         try:
+            await self._ready()
             return await _cluster.server_infos(self.redis)
         except RedisError as exc:
             raise await self._failed("INFO", exc) from exc
@@ -173,6 +223,7 @@ class ScriptRunner:
         """One SCAN step (over every master of a cluster, one after the other); the cursor
         comes back 0 once the whole keyspace was walked."""
         try:
+            await self._ready()
             return await _cluster.scan(self.redis, cursor, match, count)
         except RedisError as exc:
             raise await self._failed("scanning keys", exc) from exc
