@@ -7,7 +7,7 @@ the same way to both.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from .._broker import Outcome
 from .._clock import Clock
@@ -32,10 +32,35 @@ class TaskCancelledError(Exception):
     """The task was cancelled on request (``Client.cancel`` / the inspector)."""
 
 
+def storable(text: str) -> str:
+    """``text`` made encodable as UTF-8: a lone surrogate (what ``os.listdir`` returns for a
+    file name that is not UTF-8) becomes its ``\\udcff`` escape instead of failing the write."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
+
+
 def error_text(exc: BaseException) -> str:
-    """``ExcType: message`` (just the type name when the message is empty)."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """``ExcType: message`` (just the type name when the message is empty), always storable:
+    an exception whose ``str()`` raises is named by its type alone."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "<message could not be read>"
+    name = type(exc).__name__
+    return storable(f"{name}: {text}") if text else name
+
+
+def unstorable_outcome(outcome: Outcome, exc: BaseException) -> Outcome:
+    """What is written instead of ``outcome`` when Redis refused it for good (``exc``): the
+    same failure (retry or archive; a success becomes an archive) with a short ASCII error
+    ``outcome could not be stored: <reason>``, so the task still gets exactly one outcome."""
+    reason = error_text(exc).encode("ascii", "backslashreplace").decode()[:500]
+    kind: Literal["retry", "archive"] = "retry" if outcome.kind == "retry" else "archive"
+    return Outcome(kind, outcome.queue, outcome.task_id, retry_at_ms=outcome.retry_at_ms,
+                   error=f"outcome could not be stored: {reason}")
 
 
 def success_outcome(msg: TaskMessage, value: Any, log: Any) -> Outcome:
