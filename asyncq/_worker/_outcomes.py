@@ -7,6 +7,8 @@ the same way to both.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any, Literal
 
 from .._broker import Outcome
@@ -63,18 +65,51 @@ def unstorable_outcome(outcome: Outcome, exc: BaseException) -> Outcome:
                    error=f"outcome could not be stored: {reason}")
 
 
-def success_outcome(msg: TaskMessage, value: Any, log: Any) -> Outcome:
+class ResultError(ValueError):
+    """A handler returned a value that cannot be stored as its result (a set, NaN, a string
+    with a lone surrogate...): the run counts as failed, with this as its error."""
+
+
+def encode_result(value: Any) -> bytes:
+    """``value`` as stored (bytes as they are, else JSON); raises ResultError when JSON cannot
+    hold it exactly (NaN and infinities would silently become ``null``)."""
+    try:
+        raw = encode_payload(value)[0]
+    except ValueError as exc:
+        raise ResultError(f"handler result cannot be stored: {exc.__cause__ or exc}") from exc
+    if b"null" in raw and not isinstance(value, bytes | bytearray | memoryview):
+        bad = _non_finite(value)
+        if bad is not None:
+            raise ResultError(f"handler result cannot be stored: {bad!r} is not a JSON number")
+    return raw
+
+
+def _non_finite(value: Any) -> float | None:
+    """The first NaN or infinity inside ``value`` (dicts, lists, tuples, dataclasses), if any."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    if isinstance(value, dict):
+        items: Any = value.values()
+    elif isinstance(value, list | tuple):
+        items = value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = (getattr(value, f.name) for f in dataclasses.fields(value))
+    else:
+        return None
+    for item in items:
+        bad = _non_finite(item)
+        if bad is not None:
+            return bad
+    return None
+
+
+def success_outcome(msg: TaskMessage, value: Any) -> Outcome:
     """The outcome of a handler that returned ``value``: deleted, or kept for its retention
-    with the value as its result (a value that cannot be encoded is logged, not stored)."""
+    with the value as its result. Raises ResultError when a kept value cannot be stored."""
     retention = msg.retention_ms
     if not retention:
         return Outcome("done", msg.queue, msg.id)
-    result = None
-    if value is not None:
-        try:
-            result = encode_payload(value)[0]
-        except ValueError as exc:
-            log.warning("handler result not stored", task_id=msg.id, error=str(exc))
+    result = None if value is None else encode_result(value)
     return Outcome("complete", msg.queue, msg.id, retention_ms=retention, result=result)
 
 

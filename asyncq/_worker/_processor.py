@@ -29,7 +29,13 @@ from ._acker import Acker
 from ._config import WorkerConfig
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler
-from ._outcomes import TaskCancelledError, error_text, failure_outcome, success_outcome
+from ._outcomes import (
+    ResultError,
+    TaskCancelledError,
+    error_text,
+    failure_outcome,
+    success_outcome,
+)
 from ._retry import QueueOrder
 from ._running import Running, compute_deadline
 
@@ -316,8 +322,13 @@ class Processor:
             self._fail(run, exc)
 
     def _succeed(self, run: Running, value: Any) -> None:
+        try:
+            outcome = success_outcome(run.msg, value)
+        except ResultError as exc:  # a result that cannot be stored fails the run
+            self._fail(run, exc)
+            return
         self.processed += 1
-        self._settle(success_outcome(run.msg, value, self._log))
+        self._settle(outcome)
 
     def _fail(self, run: Running, exc: BaseException) -> None:
         self.failed += 1
