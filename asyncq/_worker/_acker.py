@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from redis.exceptions import ResponseError
 
 from .._broker import Broker, Outcome
 from .._errors import BrokerError
@@ -31,12 +32,16 @@ _RETRYABLE_REPLIES = ("OOM", "BUSY", "READONLY", "MASTERDOWN", "NOREPLICAS", "LO
 
 
 def retryable(exc: BaseException) -> bool:
-    """True when writing again later can succeed: the connection failed, or Redis is out of
-    memory, busy, read-only or not ready. Anything else (a script error, a value that cannot
-    be sent) fails again however often it is retried."""
+    """False when writing again fails the same way however often it is tried: Redis answered
+    with an error (a script error...) other than being out of memory, busy, read-only or not
+    ready, or the call could not even be sent (a value that cannot be encoded). Any other
+    BrokerError (the connection failed) is worth retrying."""
     if not isinstance(exc, BrokerError):
         return False
-    return exc.transient or str(exc.__cause__).startswith(_RETRYABLE_REPLIES)
+    cause = exc.__cause__
+    if isinstance(cause, ResponseError) and not exc.transient:
+        return str(cause).startswith(_RETRYABLE_REPLIES)
+    return True
 
 
 @dataclass(slots=True)
