@@ -12,7 +12,6 @@ import asyncio
 import functools
 import inspect
 import uuid
-from collections.abc import Coroutine
 from typing import Any
 
 import anyio
@@ -40,6 +39,15 @@ from ._retry import QueueOrder
 from ._running import Running, compute_deadline
 
 
+class HandlerExit(Exception):
+    """Carries a ``BaseException`` a handler raised (``SystemExit``, ``KeyboardInterrupt``) out
+    of its asyncio task: raised as itself it would stop the event loop and the worker."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(error_text(original))
+        self.original = original
+
+
 class Buffered:
     """A leased task waiting for a free slot (prefetch); its lease is in the lease table."""
 
@@ -62,8 +70,6 @@ class Processor:
         self._broker = broker
         self._config = config
         self._handler = handler
-        self._direct = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
-            getattr(handler, "__call__", None))  # noqa: B004
         self._acker = acker
         self._leases = leases
         self._clock = clock
@@ -191,21 +197,25 @@ class Processor:
         self._acker.submit(outcome)
 
     def _start(self, queue: str, raw: RawTask) -> None:
+        """Start the handler of a leased task; a task that cannot be started (undecodable, a
+        stored time out of range) is archived with its reason and never stops the others."""
+        now = self._clock.now_ms()
         try:
             msg = decode_message(raw.msg)
             if msg.id != raw.id or msg.queue != queue:
                 raise DecodeError(f"message names task {msg.id!r} in queue {msg.queue!r} "
                                   f"but is stored as {raw.id!r} in {queue!r}")
-        except DecodeError as exc:
+            deadline = compute_deadline(now, msg)
+            task = task_for_handler(msg, raw.payload, raw.retried, deadline,
+                                    self._writer(queue, msg.id))
+        except Exception as exc:  # DecodeError, or a time beyond what datetime can hold
+            error = exc if isinstance(exc, DecodeError) else DecodeError(
+                f"stored task cannot be started: {error_text(exc)}")
             self._log.error("undecodable task archived", task_id=raw.id, queue=queue,
-                            error=str(exc))
-            self._settle(Outcome("archive", queue, raw.id, error=error_text(exc)))
+                            error=error_text(error))
+            self._settle(Outcome("archive", queue, raw.id, error=error_text(error)))
             return
-        now = self._clock.now_ms()
-        deadline = compute_deadline(now, msg)
-        run = Running(msg, task_for_handler(msg, raw.payload, raw.retried, deadline,
-                                              self._writer(queue, msg.id)),
-                      now, deadline)
+        run = Running(msg, task, now, deadline)
         self.running[run.id] = run
         self._all_done.clear()
         if deadline <= now:
@@ -213,18 +223,24 @@ class Processor:
             self._finish(run, None, cancelled=True)
             return
         loop = asyncio.get_running_loop()
-        coro: Coroutine[Any, Any, Any] = (
-            self._handler(run.task) if self._direct else self._invoke(run.task))  # type: ignore[assignment]
-        atask: asyncio.Task[Any] = loop.create_task(coro)
+        atask: asyncio.Task[Any] = loop.create_task(self._invoke(task))
         run.atask = atask
         run.timer = loop.call_later((deadline - now) / 1000, self.cancel, run.id, "deadline")
         atask.add_done_callback(functools.partial(self._on_done, run))
 
     async def _invoke(self, task: Task) -> Any:
-        result = self._handler(task)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        """Call the handler: whatever calling it raises (it takes no argument, the target is
+        not a handler, it raises ``SystemExit``...) is this task's failure, never the
+        worker's. Only a cancellation passes through as itself."""
+        try:
+            result = self._handler(task)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        except (Exception, asyncio.CancelledError):
+            raise
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit...
+            raise HandlerExit(exc) from exc
 
     def _writer(self, queue: str, task_id: str) -> Any:
         async def write(data: bytes) -> int:
@@ -282,6 +298,8 @@ class Processor:
             cancelled = True
         else:
             exc = atask.exception()
+            if isinstance(exc, HandlerExit):
+                exc = exc.original
             cancelled = False
         if self.running.get(run.id) is run:
             self._finish(run, exc, cancelled=cancelled, result_task=atask)
@@ -387,6 +405,12 @@ class Processor:
                 await self._all_done.wait()
             for run in list(self.running.values()):
                 self._abandon(run)
+        for holder in (RUNNING, PREFETCHED):  # leased but never started (a bug): send back
+            for task_id, queue in self._leases.held_by(holder):
+                if task_id not in self.running:
+                    self._log.error("leased task never started; requeued", task_id=task_id,
+                                    queue=queue)
+                    self._settle(Outcome("requeue", queue, task_id))
         if self._hooks:
             with anyio.move_on_after(1.0):
                 await asyncio.gather(*self._hooks, return_exceptions=True)
