@@ -127,7 +127,7 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
     if isinstance(exc, SkipRetry | TaskCancelledError) or task.retried >= task.max_retry:
         return Outcome("archive", queue, task_id, error=text)
     if isinstance(exc, Retry):
-        delay_ms, failure = int(exc.delay * 1000), True
+        delay_ms, failure = _checked_delay_ms(exc.delay, "Retry delay", task, exc, log), True
     else:
         delay_ms = _retry_delay_ms(task, exc, config, log)
         try:
@@ -142,7 +142,23 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
 
 def _retry_delay_ms(task: Task, exc: BaseException, config: WorkerConfig, log: Any) -> int:
     try:
-        return to_ms(config.retry_delay(task.retried, exc, task), "retry_delay result")
+        delay = config.retry_delay(task.retried, exc, task)
     except Exception as hook_exc:
         log.exception("retry_delay raised; using the default retry delay", error=str(hook_exc))
-        return to_ms(FALLBACK_RETRY_DELAY(task.retried, exc, task), "default retry delay")
+        return _fallback_delay_ms(task, exc)
+    return _checked_delay_ms(delay, "retry_delay result", task, exc, log)
+
+
+def _checked_delay_ms(delay: object, name: str, task: Task, exc: BaseException,
+                      log: Any) -> int:
+    """``delay`` in ms when it is a valid duration (finite, >= 0, at most 10 000 years); else
+    one warning and the default delay, so a bad delay never strands the task active."""
+    try:
+        return to_ms(delay, name)
+    except ValueError as bad:  # (DurationTypeError is one too)
+        log.warning("bad retry delay; using the default retry delay", error=str(bad))
+        return _fallback_delay_ms(task, exc)
+
+
+def _fallback_delay_ms(task: Task, exc: BaseException) -> int:
+    return to_ms(FALLBACK_RETRY_DELAY(task.retried, exc, task), "default retry delay")
