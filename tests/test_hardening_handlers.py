@@ -159,3 +159,31 @@ async def test_a_worker_process_whose_target_cannot_be_called_leaves_nothing_act
     for info in await infos(asyncq_redis_url, asyncq_queue, ids):
         assert (info.last_error or "").startswith("TypeError: "), info.last_error
     assert b"fetching tasks failed unexpectedly" not in log.read_bytes()
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync-hook", "async-hook"])
+async def test_an_error_handler_raising_system_exit_does_not_stop_the_worker(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    asyncq_redis_url: str, sync: bool,
+) -> None:
+    mux = ServeMux()
+
+    @mux.handler("t")
+    async def handler(task: Task) -> str:
+        if task.json() == "fail":
+            raise ValueError("boom")
+        return "ok"
+
+    def sync_hook(task: Task, exc: BaseException) -> None:
+        raise SystemExit(4)
+
+    async def async_hook(task: Task, exc: BaseException) -> None:
+        raise SystemExit(5)
+
+    failing = (await asyncq_client.enqueue("t", "fail", queue=asyncq_queue, max_retry=0)).id
+    async with asyncq_worker(mux, queues={asyncq_queue: 1},
+                             error_handler=sync_hook if sync else async_hook) as w:
+        await w.wait_drained(asyncq_queue, timeout=10)
+        later = (await asyncq_client.enqueue("t", "ok", queue=asyncq_queue, retention=60)).id
+        await wait_until(lambda: states_are(asyncq_redis_url, asyncq_queue, [failing, later],
+                                            "archived", "completed"), timeout=10)

@@ -12,6 +12,7 @@ import asyncio
 import functools
 import inspect
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 import anyio
@@ -46,6 +47,17 @@ class HandlerExit(Exception):
     def __init__(self, original: BaseException) -> None:
         super().__init__(error_text(original))
         self.original = original
+
+
+async def contained(awaitable: Awaitable[Any]) -> Any:
+    """Await user code (a hook) so that a ``SystemExit``/``KeyboardInterrupt`` it raises comes
+    out as ``HandlerExit``; only a cancellation passes through as itself."""
+    try:
+        return await awaitable
+    except (Exception, asyncio.CancelledError):
+        raise
+    except BaseException as exc:
+        raise HandlerExit(exc) from exc
 
 
 class Buffered:
@@ -371,11 +383,11 @@ class Processor:
             return
         try:
             result = hook(run.task, exc)
-        except Exception:
+        except BaseException:  # even SystemExit: a hook must not stop the worker
             self._log.exception("error_handler raised", task_id=run.id)
             return
         if inspect.isawaitable(result):
-            hook_task = asyncio.ensure_future(result)
+            hook_task = asyncio.ensure_future(contained(result))
             self._hooks.add(hook_task)
             hook_task.add_done_callback(self._hook_done)
 
