@@ -73,3 +73,25 @@ async def test_a_bad_delay_at_the_worker_falls_back_to_the_default_delay(
     due_in = got.next_process_at.timestamp() - before
     assert 14 <= due_in <= 46, due_in  # the default schedule: 15-44 s for a first retry
     assert [e["log_level"] for e in logs if e["event"] == FALLBACK] == ["warning"]
+
+
+@pytest.mark.parametrize("hook", ["retry_delay", "is_failure"])
+async def test_a_policy_hook_raising_system_exit_fails_no_worker(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    asyncq_redis_url: str, hook: str,
+) -> None:
+    mux = ServeMux()
+
+    @mux.handler("t")
+    async def handler(task: Task) -> None:
+        raise RuntimeError("boom")
+
+    def exits(*args: Any) -> Any:
+        raise SystemExit(6)
+
+    info = await asyncq_client.enqueue("t", queue=asyncq_queue, max_retry=3)
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, **{hook: exits}) as w:
+        await w.wait_drained(asyncq_queue, timeout=10)
+        async with Inspector(asyncq_redis_url) as inspector:
+            got = await inspector.task_info(asyncq_queue, info.id)
+    assert (got.state.value, got.last_error) == ("retry", "RuntimeError: boom")

@@ -132,9 +132,9 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
         delay_ms = _retry_delay_ms(task, exc, config, log)
         try:
             failure = bool(config.is_failure(exc))
-        except Exception as hook_exc:
+        except BaseException as hook_exc:  # even SystemExit: a policy bug fails no worker
             log.exception("is_failure raised; counting the error as a failure",
-                          error=str(hook_exc))
+                          error=error_text(hook_exc))
             failure = FALLBACK_IS_FAILURE
     return Outcome("retry", queue, task_id, retry_at_ms=clock.now_ms() + delay_ms, error=text,
                    is_failure=failure)
@@ -143,8 +143,9 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
 def _retry_delay_ms(task: Task, exc: BaseException, config: WorkerConfig, log: Any) -> int:
     try:
         delay = config.retry_delay(task.retried, exc, task)
-    except Exception as hook_exc:
-        log.exception("retry_delay raised; using the default retry delay", error=str(hook_exc))
+    except BaseException as hook_exc:  # even SystemExit
+        log.exception("retry_delay raised; using the default retry delay",
+                      error=error_text(hook_exc))
         return _fallback_delay_ms(task, exc)
     return _checked_delay_ms(delay, "retry_delay result", task, exc, log)
 
