@@ -29,6 +29,8 @@ from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainErro
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from ._validate import to_seconds
+
 if TYPE_CHECKING:
     from ._task import TaskInfo
 
@@ -120,8 +122,7 @@ class Retry(Exception):
     """Raise from a handler to retry the task after ``delay`` (seconds or timedelta)."""
 
     def __init__(self, delay: float | timedelta = 0.0, message: str = "") -> None:
-        seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
-        if seconds < 0:
-            raise ValueError(f"Retry delay must be >= 0, got {seconds}")
+        # Validated like the enqueue durations: finite, >= 0, at most 10 000 years.
+        seconds = to_seconds(delay, "Retry delay")
         self.delay = seconds
         super().__init__(message or f"retry requested in {seconds:g}s")

@@ -13,16 +13,35 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
+from redis.exceptions import ResponseError
 
 from .._broker import Broker, Outcome
 from .._errors import BrokerError
 from .._log import get_logger
 from .._outage import Outage
 from ._leases import OUTCOME, Leases
+from ._outcomes import error_text, unstorable_outcome
 
 _BATCH = 500
+_UNSTORABLE = object()
+"""A flush result: not even the replacement outcome could be written (the lease is dropped)."""
+_RETRYABLE_REPLIES = ("OOM", "BUSY", "READONLY", "MASTERDOWN", "NOREPLICAS", "LOADING")
+
+
+def retryable(exc: BaseException) -> bool:
+    """False when writing again fails the same way however often it is tried: Redis answered
+    with an error (a script error...) other than being out of memory, busy, read-only or not
+    ready, or the call could not even be sent (a value that cannot be encoded). Any other
+    BrokerError (the connection failed) is worth retrying."""
+    if not isinstance(exc, BrokerError):
+        return False
+    cause = exc.__cause__
+    if isinstance(cause, ResponseError) and not exc.transient:
+        return str(cause).startswith(_RETRYABLE_REPLIES)
+    return True
 
 
 @dataclass(slots=True)
@@ -58,6 +77,8 @@ class Acker:
         self.written = 0
         self.given_up = 0
         """Outcomes dropped because the task was no longer leased to this worker."""
+        self.unstorable = 0
+        """Outcomes Redis refused for good, replaced by ``unstorable_outcome``."""
         self.unconfirmed = 0
         """Outcomes dropped after a write without an answer: most likely that write went
         through (its reply was lost), else the task was taken over."""
@@ -114,18 +135,29 @@ class Acker:
             self._empty.set()
 
     async def flush(self) -> bool:
-        """Write one batch; True when everything sent was written (or refused as lost)."""
+        """Write one batch; True when everything sent was written (or refused as lost).
+
+        A batch Redis refuses for good (not an outage: a script error, a value that cannot be
+        sent) is written one outcome at a time, and an outcome that still fails is replaced by
+        ``unstorable_outcome``: one bad outcome never holds up the others."""
         batch = list(self.pending.values())[:_BATCH]
         if not batch:
             return True
         self._inflight = {p.outcome.task_id for p in batch}
+        results: list[Any]
         try:
-            results = await self._broker.finish([p.outcome for p in batch], self._owner)
-        except BrokerError as exc:
-            for entry in batch:
-                entry.unsure = True
-            self._delay = self.outage.failed(exc, waiting=len(self.pending))
-            return False
+            try:
+                results = await self._broker.finish([p.outcome for p in batch], self._owner)
+            except Exception as exc:
+                if retryable(exc):
+                    for entry in batch:
+                        entry.unsure = True
+                    self._delay = self.outage.failed(exc, waiting=len(self.pending))
+                    return False
+                results = await self._one_by_one(batch, exc)
+            for i, (entry, result) in enumerate(zip(batch, results, strict=True)):
+                if isinstance(result, Exception) and not retryable(result):
+                    results[i] = await self._replace(entry, result)
         finally:
             self._inflight = set()
         error: Exception | None = None
@@ -137,6 +169,8 @@ class Acker:
             if self.pending.get(task_id) is entry:  # (not replaced by a newer run's outcome)
                 del self.pending[task_id]
                 self._leases.release(task_id, OUTCOME)
+            if result is _UNSTORABLE:
+                continue
             if result:
                 self.written += 1
                 outcome = entry.outcome
@@ -152,6 +186,37 @@ class Acker:
             return False
         self.outage.succeeded()
         return True
+
+    async def _write_one(self, outcome: Outcome) -> bool | Exception:
+        try:
+            return (await self._broker.finish([outcome], self._owner))[0]
+        except Exception as exc:
+            return exc
+
+    async def _one_by_one(self, batch: list[PendingOutcome],
+                          exc: Exception) -> list[Any]:
+        if len(batch) == 1:
+            return [exc]
+        self._log.warning("a batch of outcomes was refused; writing them one by one",
+                          count=len(batch), error=error_text(exc))
+        return [await self._write_one(entry.outcome) for entry in batch]
+
+    async def _replace(self, entry: PendingOutcome, exc: Exception) -> Any:
+        """``entry``'s outcome was refused for good: write ``unstorable_outcome`` instead (it
+        replaces the pending outcome, so an outage meanwhile retries the replacement)."""
+        original = entry.outcome
+        entry.outcome = unstorable_outcome(original, exc)
+        self.unstorable += 1
+        self._log.error("outcome could not be stored; recording the failure instead",
+                        task_id=original.task_id, queue=original.queue, outcome=original.kind,
+                        error=error_text(exc))
+        result = await self._write_one(entry.outcome)
+        if isinstance(result, Exception) and not retryable(result):
+            self._log.error("not even the failure could be stored; the task is left to "
+                            "lease recovery", task_id=original.task_id, queue=original.queue,
+                            error=error_text(result))
+            return _UNSTORABLE
+        return result
 
     async def run(self) -> None:
         """Flush whenever outcomes are waiting; back off while Redis fails."""

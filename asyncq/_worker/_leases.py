@@ -63,6 +63,11 @@ class Leases:
         if lease is not None and lease.holder == holder:
             del self._leases[task_id]
 
+    def held_by(self, holder: Holder) -> list[tuple[str, str]]:
+        """``(task id, queue)`` of every lease ``holder`` holds."""
+        return [(task_id, lease.queue) for task_id, lease in self._leases.items()
+                if lease.holder == holder]
+
     def by_queue(self) -> dict[str, list[str]]:
         """The held task ids of each queue (what one renewal per queue sends)."""
         grouped: dict[str, list[str]] = defaultdict(list)

@@ -7,7 +7,9 @@ the same way to both.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import math
+from typing import Any, Literal
 
 from structlog.typing import FilteringBoundLogger
 
@@ -34,23 +36,91 @@ class TaskCancelledError(Exception):
     """The task was cancelled on request (``Client.cancel`` / the inspector)."""
 
 
+def storable(text: str) -> str:
+    """``text`` made encodable as UTF-8: a lone surrogate (what ``os.listdir`` returns for a
+    file name that is not UTF-8) becomes its ``\\udcff`` escape instead of failing the write."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
+
+
 def error_text(exc: BaseException) -> str:
-    """``ExcType: message`` (just the type name when the message is empty)."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """``ExcType: message`` (just the type name when the message is empty), always storable:
+    an exception whose ``str()`` raises is named by its type alone."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "<message could not be read>"
+    name = type(exc).__name__
+    return storable(f"{name}: {text}") if text else name
+
+
+def unstorable_outcome(outcome: Outcome, exc: BaseException) -> Outcome:
+    """What is written instead of ``outcome`` when Redis refused it for good (``exc``): the
+    same failure (retry or archive; a success becomes an archive) with a short ASCII error
+    ``outcome could not be stored: <reason>``, so the task still gets exactly one outcome."""
+    reason = error_text(exc).encode("ascii", "backslashreplace").decode()[:500]
+    kind: Literal["retry", "archive"] = "retry" if outcome.kind == "retry" else "archive"
+    return Outcome(kind, outcome.queue, outcome.task_id, retry_at_ms=outcome.retry_at_ms,
+                   error=f"outcome could not be stored: {reason}")
+
+
+class ResultError(ValueError):
+    """A handler returned a value that cannot be stored as its result (a set, NaN, a string
+    with a lone surrogate...): the run counts as failed, with this as its error."""
+
+
+def encode_result(value: Any) -> tuple[bytes, str]:
+    """``value`` as stored and its encoding (bytes as they are, else JSON); raises
+    ResultError when JSON cannot hold it exactly (NaN and infinities would silently become
+    ``null``)."""
+    try:
+        raw, encoding = encode_payload(value)
+    except ValueError as exc:
+        raise ResultError(f"handler result cannot be stored: {exc.__cause__ or exc}") from exc
+    if b"null" in raw and not isinstance(value, bytes | bytearray | memoryview):
+        bad = _non_finite(value)
+        if bad is not None:
+            raise ResultError(f"handler result cannot be stored: {bad!r} is not a JSON number")
+    return raw, encoding
+
+
+def _non_finite(value: Any) -> float | None:
+    """The first NaN or infinity inside ``value`` (dicts, lists, tuples, dataclasses), if any."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    if isinstance(value, dict):
+        items: Any = value.values()
+    elif isinstance(value, list | tuple):
+        items = value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = (getattr(value, f.name) for f in dataclasses.fields(value))
+    else:
+        return None
+    for item in items:
+        bad = _non_finite(item)
+        if bad is not None:
+            return bad
+    return None
 
 
 def success_outcome(msg: TaskMessage, value: Any, log: FilteringBoundLogger) -> Outcome:
-    """The outcome of a handler that returned ``value``: deleted (the value only travels with
-    the completion event), or kept for its retention with the value as its result (a value
-    that cannot be encoded is logged, not stored)."""
+    """The outcome of a handler that returned ``value``: deleted (the value then travels only
+    with the completion event), or kept for its retention with the value as its result.
+    Raises ResultError when a kept value cannot be stored; one that is not kept and cannot be
+    encoded is only logged (nothing would hold it)."""
+    retention = msg.retention_ms
     result, encoding = None, "b"
     if value is not None:
         try:
-            result, encoding = encode_payload(value)
-        except ValueError as exc:
-            log.warning("handler result not stored", task_id=msg.id, error=str(exc))
-    retention = msg.retention_ms
+            result, encoding = encode_result(value)
+        except ResultError as exc:
+            if retention:
+                raise
+            log.warning("handler result not sent with the completion event", task_id=msg.id,
+                        error=str(exc))
     if not retention:
         return Outcome("done", msg.queue, msg.id, result=result, result_enc=encoding)
     return Outcome("complete", msg.queue, msg.id, retention_ms=retention, result=result,
@@ -71,14 +141,14 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
     if isinstance(exc, SkipRetry | TaskCancelledError) or task.retried >= task.max_retry:
         return Outcome("archive", queue, task_id, error=text)
     if isinstance(exc, Retry):
-        delay_ms, failure = int(exc.delay * 1000), True
+        delay_ms, failure = _checked_delay_ms(exc.delay, "Retry delay", task, exc, log), True
     else:
         delay_ms = _retry_delay_ms(task, exc, config, log)
         try:
             failure = bool(config.is_failure(exc))
-        except Exception as hook_exc:
+        except BaseException as hook_exc:  # even SystemExit: a policy bug fails no worker
             log.exception("is_failure raised; counting the error as a failure",
-                          error=str(hook_exc))
+                          error=error_text(hook_exc))
             failure = FALLBACK_IS_FAILURE
     return Outcome("retry", queue, task_id, retry_at_ms=clock.now_ms() + delay_ms, error=text,
                    is_failure=failure)
@@ -87,7 +157,24 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
 def _retry_delay_ms(task: Task, exc: BaseException, config: WorkerConfig,
                     log: FilteringBoundLogger) -> int:
     try:
-        return to_ms(config.retry_delay(task.retried, exc, task), "retry_delay result")
-    except Exception as hook_exc:
-        log.exception("retry_delay raised; using the default retry delay", error=str(hook_exc))
-        return to_ms(FALLBACK_RETRY_DELAY(task.retried, exc, task), "default retry delay")
+        delay = config.retry_delay(task.retried, exc, task)
+    except BaseException as hook_exc:  # even SystemExit
+        log.exception("retry_delay raised; using the default retry delay",
+                      error=error_text(hook_exc))
+        return _fallback_delay_ms(task, exc)
+    return _checked_delay_ms(delay, "retry_delay result", task, exc, log)
+
+
+def _checked_delay_ms(delay: object, name: str, task: Task, exc: BaseException,
+                      log: Any) -> int:
+    """``delay`` in ms when it is a valid duration (finite, >= 0, at most 10 000 years); else
+    one warning and the default delay, so a bad delay never strands the task active."""
+    try:
+        return to_ms(delay, name)
+    except ValueError as bad:  # (DurationTypeError is one too)
+        log.warning("bad retry delay; using the default retry delay", error=str(bad))
+        return _fallback_delay_ms(task, exc)
+
+
+def _fallback_delay_ms(task: Task, exc: BaseException) -> int:
+    return to_ms(FALLBACK_RETRY_DELAY(task.retried, exc, task), "default retry delay")

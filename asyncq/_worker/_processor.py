@@ -12,7 +12,7 @@ import asyncio
 import functools
 import inspect
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -29,9 +29,35 @@ from ._acker import Acker
 from ._config import WorkerConfig
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler
-from ._outcomes import TaskCancelledError, error_text, failure_outcome, success_outcome
+from ._outcomes import (
+    ResultError,
+    TaskCancelledError,
+    error_text,
+    failure_outcome,
+    success_outcome,
+)
 from ._retry import QueueOrder
 from ._running import Running, compute_deadline
+
+
+class HandlerExit(Exception):
+    """Carries a ``BaseException`` a handler raised (``SystemExit``, ``KeyboardInterrupt``) out
+    of its asyncio task: raised as itself it would stop the event loop and the worker."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(error_text(original))
+        self.original = original
+
+
+async def contained(awaitable: Awaitable[Any]) -> Any:
+    """Await user code (a hook) so that a ``SystemExit``/``KeyboardInterrupt`` it raises comes
+    out as ``HandlerExit``; only a cancellation passes through as itself."""
+    try:
+        return await awaitable
+    except (Exception, asyncio.CancelledError):
+        raise
+    except BaseException as exc:
+        raise HandlerExit(exc) from exc
 
 
 class Buffered:
@@ -58,8 +84,6 @@ class Processor:
         self._on_started = on_started  # the on_state_change notifier
         self._config = config
         self._handler = handler
-        self._direct = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
-            getattr(handler, "__call__", None))  # noqa: B004
         self._acker = acker
         self._leases = leases
         self._clock = clock
@@ -188,21 +212,25 @@ class Processor:
         self._acker.submit(outcome)
 
     def _start(self, queue: str, raw: RawTask) -> None:
+        """Start the handler of a leased task; a task that cannot be started (undecodable, a
+        stored time out of range) is archived with its reason and never stops the others."""
+        now = self._clock.now_ms()
         try:
             msg = decode_message(raw.msg)
             if msg.id != raw.id or msg.queue != queue:
                 raise DecodeError(f"message names task {msg.id!r} in queue {msg.queue!r} "
                                   f"but is stored as {raw.id!r} in {queue!r}")
-        except DecodeError as exc:
+            deadline = compute_deadline(now, msg)
+            task = task_for_handler(msg, raw.payload, raw.retried, deadline,
+                                    self._writer(queue, msg.id))
+        except Exception as exc:  # DecodeError, or a time beyond what datetime can hold
+            error = exc if isinstance(exc, DecodeError) else DecodeError(
+                f"stored task cannot be started: {error_text(exc)}")
             self._log.error("undecodable task archived", task_id=raw.id, queue=queue,
-                            error=str(exc))
-            self._settle(Outcome("archive", queue, raw.id, error=error_text(exc)))
+                            error=error_text(error))
+            self._settle(Outcome("archive", queue, raw.id, error=error_text(error)))
             return
-        now = self._clock.now_ms()
-        deadline = compute_deadline(now, msg)
-        run = Running(msg, task_for_handler(msg, raw.payload, raw.retried, deadline,
-                                              self._writer(queue, msg.id)),
-                      now, deadline)
+        run = Running(msg, task, now, deadline)
         self.running[run.id] = run
         self._all_done.clear()
         if self._on_started is not None:
@@ -212,18 +240,24 @@ class Processor:
             self._finish(run, None, cancelled=True)
             return
         loop = asyncio.get_running_loop()
-        coro: Coroutine[Any, Any, Any] = (
-            self._handler(run.task) if self._direct else self._invoke(run.task))  # type: ignore[assignment]
-        atask: asyncio.Task[Any] = loop.create_task(coro)
+        atask: asyncio.Task[Any] = loop.create_task(self._invoke(task))
         run.atask = atask
         run.timer = loop.call_later((deadline - now) / 1000, self.cancel, run.id, "deadline")
         atask.add_done_callback(functools.partial(self._on_done, run))
 
     async def _invoke(self, task: Task) -> Any:
-        result = self._handler(task)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        """Call the handler: whatever calling it raises (it takes no argument, the target is
+        not a handler, it raises ``SystemExit``...) is this task's failure, never the
+        worker's. Only a cancellation passes through as itself."""
+        try:
+            result = self._handler(task)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        except (Exception, asyncio.CancelledError):
+            raise
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit...
+            raise HandlerExit(exc) from exc
 
     def _writer(self, queue: str, task_id: str) -> Any:
         async def write(data: bytes, encoding: str) -> int:
@@ -281,6 +315,8 @@ class Processor:
             cancelled = True
         else:
             exc = atask.exception()
+            if isinstance(exc, HandlerExit):
+                exc = exc.original
             cancelled = False
         if self.running.get(run.id) is run:
             self._finish(run, exc, cancelled=cancelled, result_task=atask)
@@ -321,8 +357,13 @@ class Processor:
             self._fail(run, exc)
 
     def _succeed(self, run: Running, value: Any) -> None:
+        try:
+            outcome = success_outcome(run.msg, value, self._log)
+        except ResultError as exc:  # a result that cannot be stored fails the run
+            self._fail(run, exc)
+            return
         self.processed += 1
-        self._settle(success_outcome(run.msg, value, self._log))
+        self._settle(outcome)
 
     def _fail(self, run: Running, exc: BaseException) -> None:
         self.failed += 1
@@ -347,11 +388,11 @@ class Processor:
             return
         try:
             result = hook(run.task, exc)
-        except Exception:
+        except BaseException:  # even SystemExit: a hook must not stop the worker
             self._log.exception("error_handler raised", task_id=run.id)
             return
         if inspect.isawaitable(result):
-            hook_task = asyncio.ensure_future(result)
+            hook_task = asyncio.ensure_future(contained(result))
             self._hooks.add(hook_task)
             hook_task.add_done_callback(self._hook_done)
 
@@ -397,6 +438,12 @@ class Processor:
                 await self._all_done.wait()
             for run in list(self.running.values()):
                 self._abandon(run)
+        for holder in (RUNNING, PREFETCHED):  # leased but never started (a bug): send back
+            for task_id, queue in self._leases.held_by(holder):
+                if task_id not in self.running:
+                    self._log.error("leased task never started; requeued", task_id=task_id,
+                                    queue=queue)
+                    self._settle(Outcome("requeue", queue, task_id))
         if self._hooks:
             with anyio.move_on_after(1.0):
                 await asyncio.gather(*self._hooks, return_exceptions=True)

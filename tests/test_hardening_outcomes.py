@@ -1,0 +1,70 @@
+"""Outcomes a handler cannot spoil (issue 12 B): error text with a lone surrogate is stored
+escaped, and an outcome Redis refuses for good is replaced by a recorded failure without
+holding up the outcomes written with it."""
+
+from __future__ import annotations
+
+from redis.asyncio import Redis
+
+from asyncq import Client, Inspector, ServeMux, Task
+from asyncq._broker import Outcome
+from asyncq._connection import make_broker
+from asyncq._worker._acker import Acker
+from asyncq._worker._leases import OUTCOME, Leases
+from asyncq.testing import WorkerFactory
+
+OWNER = "srv-hardening"
+
+
+async def test_an_error_message_with_a_lone_surrogate_is_stored_escaped(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    asyncq_redis_url: str,
+) -> None:
+    mux = ServeMux()
+
+    @mux.handler("parse")
+    async def parse(task: Task) -> str:
+        name = task.json()
+        if name == "bad":
+            raise ValueError("cannot parse " + b"caf\xff".decode("utf-8", "surrogateescape"))
+        return name
+
+    infos = [await asyncq_client.enqueue("parse", name, queue=asyncq_queue, max_retry=0,
+                                         retention=60)
+             for name in ("a", "bad", "b", "c")]
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}) as w:
+        await w.wait_drained(asyncq_queue, timeout=10)
+        assert w.worker.acker.unstorable == 0
+    async with Inspector(asyncq_redis_url) as inspector:
+        states = [await inspector.task_info(asyncq_queue, i.id) for i in infos]
+    assert [s.state.value for s in states] == ["completed", "archived", "completed", "completed"]
+    assert states[1].last_error == "ValueError: cannot parse caf\\udcff"
+
+
+async def test_an_outcome_redis_refuses_is_replaced_and_the_others_are_written(
+    redis_client: Redis, asyncq_queue: str, asyncq_redis_url: str,
+) -> None:
+    broker = make_broker(redis_client)
+    client = Client(broker)
+    ids = [(await client.enqueue("t", i, queue=asyncq_queue)).id for i in range(6)]
+    raws, _ = await broker.dequeue(asyncq_queue, 6, OWNER, 60_000, 1000, "req")
+    assert [r.id for r in raws] == ids
+    leases = Leases()
+    acker = Acker(broker, OWNER, leases)
+    poisoned = {ids[1], ids[4]}
+    for task_id in ids:
+        leases.add(task_id, asyncq_queue, 2**62, OUTCOME)
+        error = "Boom: \udcff" if task_id in poisoned else "Boom: fine"
+        kind = "retry" if task_id == ids[4] else "archive"
+        acker.submit(Outcome(kind, asyncq_queue, task_id, retry_at_ms=1, error=error))
+    assert await acker.flush()
+    assert not acker.pending and not list(leases.by_queue())
+    assert (acker.written, acker.unstorable) == (6, 2)
+    async with Inspector(asyncq_redis_url) as inspector:
+        infos = {i: await inspector.task_info(asyncq_queue, i) for i in ids}
+    for task_id, info in infos.items():
+        if task_id in poisoned:
+            assert info.last_error.startswith("outcome could not be stored: UnicodeEncodeError")
+            assert info.state.value == ("retry" if task_id == ids[4] else "archived")
+        else:
+            assert (info.state.value, info.last_error) == ("archived", "Boom: fine")
