@@ -45,9 +45,26 @@ class FakeClock:
         self._ms = datetime_to_ms(when)
 
 
+#: The last millisecond a datetime can hold (9999-12-31T23:59:59.999Z): every time asyncq
+#: stores is validated to stay at or before it.
+MAX_TIME_MS = 253_402_300_799_999
+
+
 def ms_to_datetime(ms: int) -> datetime:
     """Convert Unix milliseconds to an aware UTC datetime."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def stored_datetime(ms: int) -> datetime | None:
+    """A stored time as a datetime; None when it is 0 (unset) or beyond what a datetime can
+    hold (written by an older version or by hand): one such value must never break a
+    listing."""
+    if not ms or not -62_135_596_800_000 <= ms <= MAX_TIME_MS:
+        return None
+    try:
+        return ms_to_datetime(ms)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def datetime_to_ms(when: datetime) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ._clock import ms_to_datetime
+from ._clock import ms_to_datetime, stored_datetime
 from ._payload import Encoding, decode_json
 from ._task import TaskState
 
@@ -89,7 +89,7 @@ def decode_event(queue: str, data: bytes) -> TaskEvent:
     return TaskEvent(
         id=task_id, queue=queue, type=doc.get("type"), previous=previous, state=state, at=at,
         retried=int(doc.get("retried") or 0), last_error=doc.get("error") or None,
-        next_process_at=ms_to_datetime(int(nxt)) if isinstance(nxt, int | float) else None,
+        next_process_at=stored_datetime(int(nxt)) if isinstance(nxt, int | float) else None,
         result=body if completed and renc and not big else None,
         result_encoding="j" if renc == "j" else "b",
         result_kept=bool(doc.get("kept")), result_too_large=big,

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from ._clock import ms_to_datetime
+from ._clock import ms_to_datetime, stored_datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ class ServerInfo:
 
 
 def _ms_or_none(value: Any) -> datetime | None:
-    return ms_to_datetime(int(value)) if value else None
+    return stored_datetime(int(value)) if value else None
 
 
 def worker_info(raw: bytes) -> WorkerInfo:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
-from ._clock import datetime_to_ms
+from ._clock import MAX_TIME_MS, datetime_to_ms
 from ._keys import validate_queue_name
 from ._validate import to_ms
 
@@ -165,6 +165,11 @@ def resolve(opts: EnqueueOptions, now_ms: int) -> ResolvedOptions:
         process_at = now_ms + opts.process_in_ms
     else:
         process_at = 0
+    for name, at in (("process_at/process_in", process_at), ("now + timeout", now_ms + timeout),
+                     ("deadline", deadline)):
+        if at > MAX_TIME_MS:
+            raise ValueError(f"{name} lies after the year 9999, the latest time a datetime can "
+                             f"hold: use a shorter delay or timeout")
     unique_ms = 0 if opts.unique_ms is UNSET else opts.unique_ms
     unique_key = None if opts.unique_key is UNSET else opts.unique_key
     if unique_key is not None and not unique_ms:

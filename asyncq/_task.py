@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ._clock import ms_to_datetime
+from ._clock import ms_to_datetime, stored_datetime
 from ._message import TaskMessage
 from ._options import UNSET, EnqueueOptions, parse_options
 from ._payload import Encoding, decode_json, encode_payload
@@ -154,14 +154,14 @@ def task_info(
         id=msg.id, queue=msg.queue, type=msg.type, payload=payload, state=state,
         max_retry=msg.max_retry, retried=retried, headers=msg.headers,
         last_error=last_error or None,
-        last_failed_at=ms_to_datetime(last_failed_at_ms) if last_failed_at_ms else None,
+        last_failed_at=stored_datetime(last_failed_at_ms),
         timeout=timedelta(milliseconds=msg.timeout_ms) if msg.timeout_ms else None,
-        deadline=ms_to_datetime(msg.deadline_ms) if msg.deadline_ms else None,
+        deadline=stored_datetime(msg.deadline_ms),
         group=msg.group or None,
-        next_process_at=ms_to_datetime(next_process_at_ms) if next_process_at_ms else None,
+        next_process_at=stored_datetime(next_process_at_ms),
         is_orphaned=is_orphaned,
         retention=timedelta(milliseconds=msg.retention_ms),
-        completed_at=ms_to_datetime(completed_at_ms) if completed_at_ms else None,
+        completed_at=stored_datetime(completed_at_ms),
         result=result, encoding=msg.enc,
         result_encoding="j" if result_encoding == "j" else "b",
     )

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from structlog.typing import FilteringBoundLogger
 
 from .._broker import Outcome
-from .._clock import Clock
+from .._clock import MAX_TIME_MS, Clock
 from .._errors import Retry, RevokeTask, SkipRetry
 from .._message import TaskMessage
 from .._payload import encode_payload
@@ -150,7 +150,9 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
             log.exception("is_failure raised; counting the error as a failure",
                           error=error_text(hook_exc))
             failure = FALLBACK_IS_FAILURE
-    return Outcome("retry", queue, task_id, retry_at_ms=clock.now_ms() + delay_ms, error=text,
+    # A delay of up to 10 000 years is valid; the retry time stays one a datetime can hold.
+    retry_at = min(clock.now_ms() + delay_ms, MAX_TIME_MS)
+    return Outcome("retry", queue, task_id, retry_at_ms=retry_at, error=text,
                    is_failure=failure)
 
 
