@@ -16,11 +16,13 @@ from ._errors import DecodeError
 from ._payload import Encoding
 
 _ENCODINGS = ("b", "j", "n")
+NO_TIMEOUT = -1  # timeout_ms of a task enqueued with timeout=0 and no deadline: no limit
 
 
 @dataclass(slots=True)
 class TaskMessage:
-    """Immutable metadata of one task (times in Unix ms, durations in ms; 0 = unset)."""
+    """Immutable metadata of one task (times in Unix ms, durations in ms; 0 = unset;
+    ``timeout_ms`` NO_TIMEOUT = no limit)."""
 
     id: str
     type: str

@@ -9,6 +9,7 @@ from typing import Any
 
 from ._clock import MAX_TIME_MS, datetime_to_ms
 from ._keys import validate_queue_name
+from ._message import NO_TIMEOUT
 from ._validate import to_ms
 
 DEFAULT_QUEUE = "default"
@@ -158,14 +159,16 @@ def resolve(opts: EnqueueOptions, now_ms: int) -> ResolvedOptions:
     timeout = 0 if opts.timeout_ms is UNSET else opts.timeout_ms
     deadline = 0 if opts.deadline_ms is UNSET else opts.deadline_ms
     if timeout == 0 and deadline == 0:
-        timeout = DEFAULT_TIMEOUT_MS
+        # No option: the default limit. An explicit timeout=0: no limit at all.
+        timeout = DEFAULT_TIMEOUT_MS if opts.timeout_ms is UNSET else NO_TIMEOUT
     if opts.process_at_ms is not UNSET:
         process_at = opts.process_at_ms
     elif opts.process_in_ms is not UNSET:
         process_at = now_ms + opts.process_in_ms
     else:
         process_at = 0
-    for name, at in (("process_at/process_in", process_at), ("now + timeout", now_ms + timeout),
+    for name, at in (("process_at/process_in", process_at),
+                     ("now + timeout", now_ms + max(timeout, 0)),
                      ("deadline", deadline)):
         if at > MAX_TIME_MS:
             raise ValueError(f"{name} lies after the year 9999, the latest time a datetime can "

@@ -155,7 +155,7 @@ def task_info(
         max_retry=msg.max_retry, retried=retried, headers=msg.headers,
         last_error=last_error or None,
         last_failed_at=stored_datetime(last_failed_at_ms),
-        timeout=timedelta(milliseconds=msg.timeout_ms) if msg.timeout_ms else None,
+        timeout=timedelta(milliseconds=msg.timeout_ms) if msg.timeout_ms > 0 else None,
         deadline=stored_datetime(msg.deadline_ms),
         group=msg.group or None,
         next_process_at=stored_datetime(next_process_at_ms),

@@ -23,7 +23,7 @@ from asyncq import AsyncqError, Client, DecodeError, FakeClock, Task, TaskInfo, 
 from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker
 from asyncq._clock import datetime_to_ms, ms_to_datetime
-from asyncq._message import TaskMessage, decode_message
+from asyncq._message import NO_TIMEOUT, TaskMessage, decode_message
 from asyncq._options import (
     DEFAULT_TIMEOUT_MS,
     UNSET,
@@ -257,8 +257,8 @@ def test_resolve_defaults() -> None:
         "default", 25, DEFAULT_TIMEOUT_MS, 0)
     assert (r.process_at_ms, r.unique_ms, r.unique_key, r.task_id) == (0, 0, None, None)
     assert (r.retention_ms, r.group, r.headers) == (0, "", {})
-    # An explicit timeout of 0 with no deadline still gets the default bound.
-    assert resolve(parse_options({"timeout": 0}), 0).timeout_ms == DEFAULT_TIMEOUT_MS
+    # An explicit timeout of 0 with no deadline means no limit (as documented).
+    assert resolve(parse_options({"timeout": 0}), 0).timeout_ms == NO_TIMEOUT
     deadline_only = resolve(parse_options({"deadline": datetime(2030, 1, 1, tzinfo=UTC)}), 0)
     assert deadline_only.timeout_ms == 0
     assert resolve(parse_options({"process_in": 5}), 1_000).process_at_ms == 6_000

@@ -37,7 +37,7 @@ from ._outcomes import (
     success_outcome,
 )
 from ._retry import QueueOrder
-from ._running import Running, compute_deadline
+from ._running import Running, limit_of
 
 
 class HandlerExit(Exception):
@@ -220,7 +220,7 @@ class Processor:
             if msg.id != raw.id or msg.queue != queue:
                 raise DecodeError(f"message names task {msg.id!r} in queue {msg.queue!r} "
                                   f"but is stored as {raw.id!r} in {queue!r}")
-            deadline = compute_deadline(now, msg)
+            deadline, limit = limit_of(now, msg)
             task = task_for_handler(msg, raw.payload, raw.retried, deadline,
                                     self._writer(queue, msg.id))
         except Exception as exc:  # DecodeError, or a time beyond what datetime can hold
@@ -235,14 +235,15 @@ class Processor:
         self._all_done.clear()
         if self._on_started is not None:
             self._on_started(msg, raw.retried)
-        if deadline <= now:
-            run.reason = "deadline"
+        if deadline and deadline <= now:
+            run.reason = limit
             self._finish(run, None, cancelled=True)
             return
         loop = asyncio.get_running_loop()
         atask: asyncio.Task[Any] = loop.create_task(self._invoke(task))
         run.atask = atask
-        run.timer = loop.call_later((deadline - now) / 1000, self.cancel, run.id, "deadline")
+        if deadline:
+            run.timer = loop.call_later((deadline - now) / 1000, self.cancel, run.id, limit)
         atask.add_done_callback(functools.partial(self._on_done, run))
 
     async def _invoke(self, task: Task) -> Any:
@@ -346,7 +347,9 @@ class Processor:
             self._failed_hooks(run, LeaseExpiredError("task lease expired"))
             return
         if reason == "deadline":
-            exc = TimeoutError("task deadline exceeded")
+            exc = TimeoutError("task deadline passed (the deadline it was enqueued with)")
+        elif reason == "timeout":
+            exc = TimeoutError("task timeout exceeded (it ran longer than its timeout)")
         elif reason == "cancel":
             exc = TaskCancelledError("task cancelled on request")
         elif cancelled:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .._message import TaskMessage
+from .._message import NO_TIMEOUT, TaskMessage
 from .._task import Task
 
 
@@ -31,14 +31,25 @@ class Running:
 
 
 def compute_deadline(now_ms: int, msg: TaskMessage) -> int:
-    """When a run must end: now+timeout, the deadline, or the earlier of both.
+    """When a run must end: now+timeout, the deadline, or the earlier of both; 0 when nothing
+    limits it (``timeout=0`` without a deadline, stored as NO_TIMEOUT).
 
     Neither (only possible for messages written by hand) means 30 minutes.
     """
-    if msg.timeout_ms and msg.deadline_ms:
-        return min(now_ms + msg.timeout_ms, msg.deadline_ms)
-    if msg.timeout_ms:
-        return now_ms + msg.timeout_ms
+    return limit_of(now_ms, msg)[0]
+
+
+def limit_of(now_ms: int, msg: TaskMessage) -> tuple[int, str]:
+    """``compute_deadline`` and which limit it is: "timeout" or "deadline" ("" for none)."""
+    timeout = msg.timeout_ms if msg.timeout_ms > 0 else 0
+    if timeout and msg.deadline_ms:
+        if now_ms + timeout < msg.deadline_ms:
+            return now_ms + timeout, "timeout"
+        return msg.deadline_ms, "deadline"
+    if timeout:
+        return now_ms + timeout, "timeout"
     if msg.deadline_ms:
-        return msg.deadline_ms
-    return now_ms + 30 * 60 * 1000
+        return msg.deadline_ms, "deadline"
+    if msg.timeout_ms == NO_TIMEOUT:
+        return 0, ""
+    return now_ms + 30 * 60 * 1000, "timeout"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import timedelta
 
 import anyio
 import anyio.lowlevel
@@ -40,7 +41,9 @@ def _msg(timeout_ms: int = 0, deadline_ms: int = 0) -> TaskMessage:
         (5_000, 1_003_000, 1_003_000),   # both: the deadline comes first
         (5_000, 9_000_000, 1_005_000),   # both: now + timeout comes first
         (5_000, 1_005_000, 1_005_000),   # both, equal
-        (0, 0, 1_000_000 + 30 * 60_000),  # neither: 30 minutes
+        (0, 0, 1_000_000 + 30 * 60_000),  # neither (written by hand): 30 minutes
+        (-1, 0, 0),                      # timeout=0 without a deadline: no limit
+        (-1, 2_000_000, 2_000_000),      # timeout=0 with a deadline: the deadline
     ],
 )
 def test_compute_deadline(timeout_ms: int, deadline_ms: int, expected: int) -> None:
@@ -69,7 +72,9 @@ async def test_timeout_cancels_the_handler_and_retries(
     assert time.monotonic() - started < 3
     fields = await task_hash(redis_client, asyncq_queue, info.id)
     assert (fields["state"], fields["retried"]) == (b"retry", b"1")
-    assert fields["error"] == b"TimeoutError: task deadline exceeded"
+    # The error says which limit was hit.
+    assert fields["error"] == (b"TimeoutError: task timeout exceeded (it ran longer than "
+                               b"its timeout)")
 
 
 async def test_a_deadline_already_passed_fails_without_running_the_handler(
@@ -94,7 +99,28 @@ async def test_a_deadline_already_passed_fails_without_running_the_handler(
         await w.wait_drained()
     assert ran == []
     fields = await task_hash(redis_client, asyncq_queue, info.id)
-    assert fields["error"] == b"TimeoutError: task deadline exceeded"
+    assert fields["error"] == (b"TimeoutError: task deadline passed (the deadline it was "
+                               b"enqueued with)")
     assert await redis_client.zscore(qk.retry, info.id) is not None
 
 
+
+
+@pytest.mark.parametrize("zero", [0, timedelta(0)], ids=["0", "timedelta(0)"])
+async def test_timeout_zero_means_no_limit(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str, zero: object,
+) -> None:
+    seen: list[Task] = []
+    mux = ServeMux()
+
+    @mux.handler("long")
+    async def long(task: Task) -> None:
+        seen.append(task)
+
+    info = await asyncq_client.enqueue("long", queue=asyncq_queue, timeout=zero)
+    assert info.timeout is None and info.deadline is None  # not the 30-minute default
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}) as w:
+        await w.wait_drained()
+    assert [t.deadline for t in seen] == [None]  # the handler runs without a deadline
+    default = await asyncq_client.enqueue("long", queue=asyncq_queue)
+    assert default.timeout == timedelta(minutes=30)
