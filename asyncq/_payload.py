@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any, Literal
 
 import orjson
@@ -9,7 +11,7 @@ import orjson
 from ._errors import DecodeError
 
 Encoding = Literal["b", "j", "n"]  # raw bytes, JSON, no payload
-_JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+_JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY  # dict keys must be str: 1 and "1" would collide
 
 
 def encode_payload(payload: object) -> tuple[bytes, Encoding]:
@@ -21,12 +23,40 @@ def encode_payload(payload: object) -> tuple[bytes, Encoding]:
     if isinstance(payload, bytearray | memoryview):
         return bytes(payload), "b"
     try:
-        return orjson.dumps(payload, option=_JSON_OPTS), "j"
+        raw = orjson.dumps(payload, option=_JSON_OPTS)
     except (TypeError, orjson.JSONEncodeError) as exc:
         raise ValueError(
             f"payload of type {type(payload).__name__} cannot be encoded as JSON ({exc}); "
-            "pass bytes or a JSON-serialisable value (dict, list, str, number, dataclass, ...)"
+            "pass bytes or a JSON-serialisable value (dict with str keys, list, str, number, "
+            "dataclass, ...)"
         ) from exc
+    # orjson writes NaN and infinities as null: refuse them rather than change the value (only
+    # a payload whose JSON holds a null is walked, so the check is free for the others).
+    if b"null" in raw:
+        bad = non_finite(payload)
+        if bad is not None:
+            raise ValueError(f"payload holds {bad!r}, which JSON cannot represent (it would "
+                             f"become null): use None, a string, or a finite number")
+    return raw, "j"
+
+
+def non_finite(value: Any) -> float | None:
+    """The first NaN or infinity inside ``value`` (dicts, lists, tuples, dataclasses), if any."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    if isinstance(value, dict):
+        items: Any = value.values()
+    elif isinstance(value, list | tuple):
+        items = value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = (getattr(value, f.name) for f in dataclasses.fields(value))
+    else:
+        return None
+    for item in items:
+        bad = non_finite(item)
+        if bad is not None:
+            return bad
+    return None
 
 
 def decode_json(payload: bytes, encoding: Encoding) -> Any:

@@ -7,8 +7,6 @@ the same way to both.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from typing import Any, Literal
 
 from structlog.typing import FilteringBoundLogger
@@ -77,33 +75,9 @@ def encode_result(value: Any) -> tuple[bytes, str]:
     ResultError when JSON cannot hold it exactly (NaN and infinities would silently become
     ``null``)."""
     try:
-        raw, encoding = encode_payload(value)
+        return encode_payload(value)
     except ValueError as exc:
         raise ResultError(f"handler result cannot be stored: {exc.__cause__ or exc}") from exc
-    if b"null" in raw and not isinstance(value, bytes | bytearray | memoryview):
-        bad = _non_finite(value)
-        if bad is not None:
-            raise ResultError(f"handler result cannot be stored: {bad!r} is not a JSON number")
-    return raw, encoding
-
-
-def _non_finite(value: Any) -> float | None:
-    """The first NaN or infinity inside ``value`` (dicts, lists, tuples, dataclasses), if any."""
-    if isinstance(value, float):
-        return None if math.isfinite(value) else value
-    if isinstance(value, dict):
-        items: Any = value.values()
-    elif isinstance(value, list | tuple):
-        items = value
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items = (getattr(value, f.name) for f in dataclasses.fields(value))
-    else:
-        return None
-    for item in items:
-        bad = _non_finite(item)
-        if bad is not None:
-            return bad
-    return None
 
 
 def success_outcome(msg: TaskMessage, value: Any, log: FilteringBoundLogger) -> Outcome:
