@@ -81,12 +81,12 @@ class Client:
         Raises ValueError/TypeError for bad options, DuplicateTaskError, TaskIDConflictError,
         or BrokerError when Redis fails.
         """
-        if isinstance(task, str):
-            task = Task(task, payload)
-        elif payload is not None:
-            raise TypeError("pass the payload in the Task, not to enqueue(), when given a Task")
-        if not isinstance(task, Task):
-            raise TypeError(f"expected a Task or a task type string, got {task!r}")
+        if isinstance(task, Task):
+            if payload is not None:
+                raise TypeError("pass the payload in the Task, not to enqueue(), when given a "
+                                "Task")
+        else:
+            task = Task(task, payload)  # (a type that is not a str is refused there)
         now = self._clock.now_ms()
         new = prepare(task, options, now)
         code, retried = await self._with_retries(lambda: self._broker.store(new))

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from ._validate import check_text, short
+
 PREFIX = "asyncq"
 QUEUES = f"{PREFIX}:queues"  # SET of known queue names
 SERVERS = f"{PREFIX}:servers"  # ZSET server key -> expiry ms
@@ -27,13 +29,10 @@ _FORBIDDEN_QUEUE_CHARS = frozenset("{}")
 
 def validate_queue_name(name: object) -> str:
     """Return ``name`` if it is a usable queue name, else raise ValueError saying why."""
-    if not isinstance(name, str):
-        raise TypeError(f"queue name must be a str, got {type(name).__name__}")
-    if not name.strip():
-        raise ValueError("queue name must not be blank")
+    name = check_text(name, "queue name", name_like=True)
     if any(c in _FORBIDDEN_QUEUE_CHARS or c.isspace() for c in name):
         raise ValueError(
-            f"queue name {name!r} must not contain '{{', '}}' or whitespace "
+            f"queue name {short(repr(name))} must not contain '{{', '}}' or whitespace "
             "(it is used as a Redis Cluster hash tag)"
         )
     return name

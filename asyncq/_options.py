@@ -10,7 +10,7 @@ from typing import Any
 from ._clock import MAX_TIME_MS, datetime_to_ms
 from ._keys import validate_queue_name
 from ._message import NO_TIMEOUT
-from ._validate import to_ms
+from ._validate import check_text, to_ms
 
 DEFAULT_QUEUE = "default"
 DEFAULT_MAX_RETRY = 25
@@ -38,11 +38,9 @@ def _aware(value: object, name: str) -> datetime:
 
 
 def _nonblank(value: object, name: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {value!r}")
-    if not value.strip():
-        raise ValueError(f"{name} must not be blank")
-    return value
+    # A unique key may hold anything printable or not (it is hashed into a key name); ids
+    # and groups are names people read in listings.
+    return check_text(value, name, name_like=name != "unique_key")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +131,9 @@ def parse_options(options: Mapping[str, Any]) -> EnqueueOptions:
                 isinstance(k, str) and isinstance(v, str) for k, v in value.items()
             ):
                 raise TypeError(f"headers must be a mapping of str to str, got {value!r}")
+            for k, v in value.items():
+                check_text(k, "header name", blank=True)
+                check_text(v, f"header {k!r}", blank=True)
             kw["headers"] = dict(value)
     return EnqueueOptions(**kw)
 

@@ -12,6 +12,7 @@ from ._clock import ms_to_datetime, stored_datetime
 from ._message import TaskMessage
 from ._options import UNSET, EnqueueOptions, parse_options
 from ._payload import Encoding, decode_json, encode_payload
+from ._validate import check_text
 
 
 class TaskState(enum.Enum):
@@ -37,11 +38,7 @@ ResultWriter = Callable[[bytes, str], Awaitable[int]]
 
 
 def validate_type(task_type: object) -> str:
-    if not isinstance(task_type, str):
-        raise TypeError(f"task type must be a str, got {task_type!r}")
-    if not task_type.strip():
-        raise ValueError("task type must not be blank")
-    return task_type
+    return check_text(task_type, "task type", name_like=True)
 
 
 class Task:

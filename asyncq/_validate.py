@@ -11,6 +11,7 @@ import dataclasses
 import math
 import types
 import typing
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -162,3 +163,31 @@ def check_fields(settings: object) -> None:
     ``field_kinds`` knows, storing the normalised value (durations become float seconds)."""
     for name, kind in field_kinds(type(settings)).items():
         object.__setattr__(settings, name, kind.check(name, getattr(settings, name)))
+
+
+def short(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters for a message (a 10 KB name is not echoed whole)."""
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+def check_text(value: object, name: str, *, blank: bool = False, name_like: bool = False) -> str:
+    """A str Redis and every terminal can take: not blank (unless ``blank``), valid UTF-8 (no
+    lone surrogate, which undecodable bytes leave behind), and with ``name_like`` no control
+    character (NUL, newline, escape...). TypeError for a non-str, ValueError otherwise."""
+    if isinstance(value, bytes | bytearray):
+        raise TypeError(f"{name} must be a str, got bytes {short(repr(value))}: decode it "
+                        f"first, e.g. value.decode()")
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {short(repr(value))}")
+    if not blank and not value.strip():
+        raise ValueError(f"{name} must not be blank")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} {short(repr(value))} is not valid text: it holds a lone "
+                         f"surrogate (left by undecodable bytes); decode the bytes with an "
+                         f"error handler such as 'replace'") from None
+    if name_like and any(unicodedata.category(c) == "Cc" for c in value):
+        raise ValueError(f"{name} {short(repr(value))} must not contain control characters "
+                         f"(NUL, newline, escape...)")
+    return value
