@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from .._errors import AsyncqError
+from .._text import printable
 from . import (
     _cron_cmd,
     _dash_cmd,
@@ -41,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except (CLIError, AsyncqError, ValueError) as exc:
-        print(f"asyncq: error: {exc}", file=sys.stderr)
+        print(printable(f"asyncq: error: {exc}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -17,6 +17,7 @@ from ._output import (
     print_json,
     print_table,
     run_inspector,
+    say,
 )
 
 
@@ -64,7 +65,7 @@ def _print_entries(args: argparse.Namespace, entries: list[SchedulerEntry]) -> N
         print_json([entry_doc(e) for e in entries])
         return
     if not entries:
-        print("no scheduler entries (no scheduler is running, or none has entries)")
+        say("no scheduler entries (no scheduler is running, or none has entries)")
         return
     # Replicas publish the same entry: one row per entry id, with how many schedulers run it.
     rows: dict[str, list[Any]] = {}
@@ -101,7 +102,7 @@ def _print_events(args: argparse.Namespace, events: list[SchedulerEvent]) -> Non
                      "enqueued_at": ev.enqueued_at, "tick_at": ev.tick_at} for ev in events])
         return
     if not events:
-        print(f"no enqueue events for entry {args.entry_id} on page {args.page}")
+        say(f"no enqueue events for entry {args.entry_id} on page {args.page}")
         return
     print_table(["TASK ID", "QUEUE", "ENQUEUED AT", "TICK"],
                 [[ev.task_id, ev.queue, fmt_time(ev.enqueued_at), fmt_time(ev.tick_at)]

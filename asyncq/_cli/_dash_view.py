@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from .._errors import QueueNotFoundError
 from .._inspect_models import QueueInfo, ServerInfo
 from .._inspector import Inspector
+from .._text import printable
 from ._output import fmt_duration
 
 MIN_WIDTH = 60
@@ -69,6 +70,7 @@ def safe_url(url: str) -> str:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
@@ -87,6 +89,7 @@ def _rate(value: float | None) -> str:
 
 
 def _clip(name: str, width: int = 24) -> str:
+    name = printable(name)
     return name if len(name) <= width else name[: width - 1] + "~"
 
 

@@ -13,7 +13,7 @@ import orjson
 from .._client import Client
 from .._validate import to_seconds
 from ._common import CLIError, check_redis
-from ._output import add_common_args, print_json, task_doc
+from ._output import add_common_args, print_json, say, task_doc
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -108,7 +108,7 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
         if args.json:
             print_json(task_doc(info))
         else:
-            print(f"enqueued task {info.id} to queue {info.queue} (state {info.state.value})")
+            say(f"enqueued task {info.id} to queue {info.queue} (state {info.state.value})")
         return 0
 
     try:

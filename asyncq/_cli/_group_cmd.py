@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from .._inspector import Inspector
-from ._output import add_common_args, print_json, print_table, run_inspector
+from ._output import add_common_args, print_json, print_table, run_inspector, say
 
 
 def register(sub: Any) -> None:
@@ -24,7 +24,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         if args.json:
             print_json(groups)
         elif not groups:
-            print(f"no groups in queue {args.queue}")
+            say(f"no groups in queue {args.queue}")
         else:
             print_table(["GROUP", "SIZE"], [[g.group, g.size] for g in groups])
         return 0

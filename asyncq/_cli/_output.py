@@ -15,6 +15,7 @@ import orjson
 from .._inspect_models import QueueInfo, ServerInfo
 from .._inspector import Inspector
 from .._task import TaskInfo
+from .._text import printable
 from ._common import add_redis_args, check_redis
 
 PAYLOAD_WIDTH = 40
@@ -111,10 +112,15 @@ def server_doc(s: ServerInfo) -> dict[str, Any]:
 
 # -- human output
 
+def say(text: object = "") -> None:
+    """Print one line of human output, escaped with ``printable``."""
+    print(printable(text))
+
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """An aligned table: a header row, a rule, then the rows (cells are str()-ed)."""
-    cells = [[str(c) for c in row] for row in rows]
+    """An aligned table: a header row, a rule, then the rows (cells are escaped and
+    str()-ed)."""
+    cells = [[printable(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row):
@@ -133,7 +139,7 @@ def print_fields(pairs: Sequence[tuple[str, object]]) -> None:
     """``name: value`` lines with the values aligned."""
     width = max((len(k) for k, _ in pairs), default=0) + 1
     for key, value in pairs:
-        print(f"{(key + ':').ljust(width)} {value}")
+        print(f"{(key + ':').ljust(width)} {printable(value)}")
 
 
 def fmt_time(when: datetime | None) -> str:

@@ -15,6 +15,7 @@ from ._output import (
     print_table,
     queue_doc,
     run_inspector,
+    say,
 )
 
 
@@ -59,7 +60,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
             print_json(names)
         else:
             for name in names:
-                print(name)
+                say(name)
         return 0
 
     return run_inspector(args, body)
@@ -73,8 +74,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             return 0
         for n, i in enumerate(infos):
             if n:
-                print()
-            print(f"Queue {i.queue}")
+                say()
+            say(f"Queue {i.queue}")
             print_fields([
                 ("paused", "yes" if i.paused else "no"),
                 ("size", i.size),
@@ -87,7 +88,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 ("failed total", i.failed_total),
                 ("expired leases", i.expired_leases),
             ])
-            print()
+            say()
             print_table(["PENDING", "ACTIVE", "SCHEDULED", "RETRY", "ARCHIVED", "COMPLETED",
                          "AGGREGATING"],
                         [[i.pending, i.active, i.scheduled, i.retry, i.archived, i.completed,
@@ -117,7 +118,7 @@ def cmd_pause(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
         for q in args.queues:
             changed = await inspector.pause(q)
-            print(f"paused queue {q}" if changed else f"queue {q} was already paused")
+            say(f"paused queue {q}" if changed else f"queue {q} was already paused")
         return 0
 
     return run_inspector(args, body)
@@ -127,7 +128,7 @@ def cmd_unpause(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
         for q in args.queues:
             changed = await inspector.unpause(q)
-            print(f"unpaused queue {q}" if changed else f"queue {q} was not paused")
+            say(f"unpaused queue {q}" if changed else f"queue {q} was not paused")
         return 0
 
     return run_inspector(args, body)
@@ -137,7 +138,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
         for q in args.queues:
             await inspector.delete_queue(q, force=args.force)
-            print(f"removed queue {q}")
+            say(f"removed queue {q}")
         return 0
 
     return run_inspector(args, body)

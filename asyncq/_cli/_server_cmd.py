@@ -6,7 +6,15 @@ import argparse
 from typing import Any
 
 from .._inspector import Inspector
-from ._output import add_common_args, fmt_time, print_json, print_table, run_inspector, server_doc
+from ._output import (
+    add_common_args,
+    fmt_time,
+    print_json,
+    print_table,
+    run_inspector,
+    say,
+    server_doc,
+)
 
 
 def register(sub: Any) -> None:
@@ -27,7 +35,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         if args.json:
             print_json([server_doc(s) for s in servers])
         elif not servers:
-            print("no live servers")
+            say("no live servers")
         else:
             print_table(
                 ["ID", "HOST", "PID", "STATUS", "ACTIVE", "QUEUES", "STARTED"],

@@ -15,6 +15,7 @@ from ._output import (
     print_table,
     queue_doc,
     run_inspector,
+    say,
 )
 
 STATES = ("active", "pending", "aggregating", "scheduled", "retry", "archived", "completed")
@@ -49,10 +50,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
                                   "error_rate": rate},
                         "redis": redis_info})
             return 0
-        print("Tasks by state")
+        say("Tasks by state")
         print_table([s.upper() for s in STATES], [[totals[s] for s in STATES]])
-        print()
-        print("Queues")
+        say()
+        say("Queues")
         if infos:
             print_table(
                 ["QUEUE", "STATE", "SIZE", "PENDING", "ACTIVE", "SCHEDULED", "RETRY",
@@ -61,13 +62,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
                   i.scheduled, i.retry, i.archived, i.completed, i.aggregating,
                   fmt_duration(i.latency), fmt_bytes(i.memory_usage)] for i in infos])
         else:
-            print("no queues")
-        print()
-        print(f"Today ({today} UTC)")
+            say("no queues")
+        say()
+        say(f"Today ({today} UTC)")
         print_table(["PROCESSED", "FAILED", "ERROR RATE"],
                     [[processed, failed, f"{100 * rate:.2f}%" if processed else "-"]])
-        print()
-        print("Redis")
+        say()
+        say("Redis")
         print_table(["VERSION", "UPTIME", "CLIENTS", "MEMORY", "PEAK MEMORY"], [[
             redis_info.get("redis_version", "-"),
             fmt_duration(float(redis_info.get("uptime_in_seconds", 0))),

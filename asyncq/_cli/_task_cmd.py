@@ -17,6 +17,7 @@ from ._output import (
     print_json,
     print_table,
     run_inspector,
+    say,
     task_doc,
 )
 
@@ -115,7 +116,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
             print_json([task_doc(t) for t in tasks])
             return 0
         if not tasks:
-            print(f"no {state.value} tasks in queue {args.queue} (page {args.page})")
+            say(f"no {state.value} tasks in queue {args.queue} (page {args.page})")
             return 0
         headers, extra = _columns(state)
         print_table(["ID", "TYPE", "PAYLOAD", *headers],
@@ -156,7 +157,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
         for task_id in args.ids:
             await inspector.cancel(task_id)
-            print(f"cancellation requested for task {task_id}")
+            say(f"cancellation requested for task {task_id}")
         return 0
 
     return run_inspector(args, body)
@@ -166,13 +167,13 @@ def cmd_one(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
         if args.op == "run":
             await inspector.run_task(args.queue, args.id)
-            print(f"task {args.id} is now pending")
+            say(f"task {args.id} is now pending")
         elif args.op == "archive":
             await inspector.archive_task(args.queue, args.id)
-            print(f"archived task {args.id}")
+            say(f"archived task {args.id}")
         else:
             await inspector.delete_task(args.queue, args.id)
-            print(f"deleted task {args.id}")
+            say(f"deleted task {args.id}")
         return 0
 
     return run_inspector(args, body)
@@ -187,7 +188,7 @@ def cmd_bulk(args: argparse.Namespace) -> int:
             print_json({"queue": args.queue, "state": args.state, "group": args.group,
                         "count": count})
         else:
-            print(f"{count} {args.state} task(s) {_BULK[args.verb][3]}")
+            say(f"{count} {args.state} task(s) {_BULK[args.verb][3]}")
         return 0
 
     return run_inspector(args, body)
