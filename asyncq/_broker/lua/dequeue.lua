@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- dequeue: lease up to N pending tasks of one queue to a worker (pending -> active).
 -- KEYS[1] pending list       asyncq:{q}:pending
 -- KEYS[2] active list        asyncq:{q}:active
@@ -59,8 +60,8 @@ while got < want do
     redis.call('LREM', KEYS[2], 1, id)
     out[1] = out[1] + 1
   else
-    redis.call('HSET', key, 'state', 'active', 'owner', ARGV[4])
     redis.call('HDEL', key, 'pending_since')
+    redis.call('HSET', key, 'state', 'active', 'owner', ARGV[4])
     redis.call('ZADD', KEYS[3], ARGV[1], id)
     out[#out + 1] = id
     out[#out + 1] = v[1] or ''

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- extend_lease: a worker renews the leases of the tasks it is running.
 -- KEYS[1] lease zset         asyncq:{q}:lease
 -- ARGV[1] new lease expiry, Unix ms
