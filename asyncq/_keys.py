@@ -150,6 +150,19 @@ def parse_task_key(key: str) -> tuple[str, str] | None:
     return queue, rest[2:]
 
 
+def parse_task_key_bytes(key: bytes) -> tuple[str, list[bytes]] | None:
+    """A task key whose id is not UTF-8 -> (queue, [raw id]); None if its queue name is not
+    UTF-8 either, or it is no task key."""
+    head = (PREFIX + ":{").encode()
+    queue, sep, rest = key.removeprefix(head).partition(b"}:t:")
+    if not key.startswith(head) or not sep or not queue or not rest:
+        return None
+    try:
+        return queue.decode(), [rest]
+    except UnicodeDecodeError:
+        return None
+
+
 def server_key(server_id: str) -> str:
     return f"{PREFIX}:servers:{{{server_id}}}"
 

@@ -147,7 +147,9 @@ class RedisBroker:
             [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
              request_id, lease_ms],
         )
-        return raw_tasks(flat, 1), int(flat[0])
+        tasks, bad = raw_tasks(flat, 1)
+        await self.maintenance.quarantine(queue, bad)
+        return tasks, int(flat[0]) + len(bad)
 
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:
         """Write many outcomes in one pipelined round trip; False = the lease was lost."""

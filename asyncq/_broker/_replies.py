@@ -36,9 +36,23 @@ def enqueue_code(value: Any) -> EnqueueCode:
     return 0 if code == 0 else -1
 
 
-def raw_tasks(flat: Sequence[Any], start: int = 0) -> list[RawTask]:
-    """``[id, msg, payload, retried, id, ...]`` from ``start`` as RawTasks."""
-    return [
-        RawTask(text(flat[i]), flat[i + 1], flat[i + 2], count(flat[i + 3]))
-        for i in range(start, len(flat), 4)
-    ]
+def raw_tasks(flat: Sequence[Any], start: int = 0) -> tuple[list[RawTask], list[bytes]]:
+    """``[id, msg, payload, retried, id, ...]`` from ``start`` as RawTasks, and apart the raw
+    ids that are not UTF-8 (a record written by hand or by another producer): those must be
+    quarantined, never decoded, so one of them cannot stop the others."""
+    tasks: list[RawTask] = []
+    bad: list[bytes] = []
+    for i in range(start, len(flat), 4):
+        raw_id = flat[i]
+        try:
+            task_id = text(raw_id)
+        except UnicodeDecodeError:
+            bad.append(raw_id)
+            continue
+        tasks.append(RawTask(task_id, flat[i + 1], flat[i + 2], count(flat[i + 3])))
+    return tasks, bad
+
+
+def quarantine_id(raw_id: bytes) -> str:
+    """The readable id a record whose id is not UTF-8 is archived under."""
+    return f"invalid-id:{raw_id.hex()}"
