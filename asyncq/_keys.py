@@ -84,11 +84,13 @@ class QueueKeys:
         return f"{self.base}dequeued:{owner}"
 
     def unique(self, task_type: str, payload: bytes | None, key: str | None = None) -> str:
-        """The uniqueness lock key: an explicit key, or one derived from type and payload."""
+        """The uniqueness lock key: an explicit key (``unique:k:<key>``), or one derived from
+        type and payload (``unique:t:<type>:<md5 or nothing>``). The two spaces never meet, and
+        a derived name reads back unambiguously (it ends in ``:`` or in 32 hex digits)."""
         if key is not None:
             return f"{self.base}unique:k:{key}"
         digest = "" if payload is None else hashlib.md5(payload, usedforsecurity=False).hexdigest()
-        return f"{self.base}unique:{task_type}:{digest}"
+        return f"{self.base}unique:t:{task_type}:{digest}"
 
     def state_key(self, state: str) -> str:
         """The list or sorted set holding tasks of ``state`` (not aggregating)."""
