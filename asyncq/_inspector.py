@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from . import _keys as K
 from ._broker import Broker, BulkOp, TaskRecord
+from ._cancel import request_cancel
 from ._clock import SYSTEM_CLOCK, Clock
 from ._connection import ConnectionOptions, RedisLike, open_broker
 from ._errors import (
@@ -339,10 +340,11 @@ class Inspector:
         """
         return await self._bulk("archive", queue, state, group, _ARCHIVABLE, "archive")
 
-    async def cancel(self, task_id: str) -> None:
-        """Ask whichever worker runs ``task_id`` to cancel it (best effort, via pub/sub): the
-        task then fails as usual (retry or archive)."""
-        await self._broker.publish_cancel(_task_id(task_id))
+    async def cancel(self, task_id: str, *, queue: str | None = None) -> bool:
+        """Cancel ``task_id`` if it is running (the task then fails as usual: retry or
+        archive); True when it was active and the cancellation is recorded, which its worker
+        honours even if its pub/sub connection was reconnecting. See ``Client.cancel``."""
+        return await request_cancel(self._broker, _task_id(task_id), queue)
 
     # -- servers, schedulers and Redis
 

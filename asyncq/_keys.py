@@ -17,6 +17,7 @@ SERVERS = f"{PREFIX}:servers"  # ZSET server key -> expiry ms
 WORKERS = f"{PREFIX}:workers"  # ZSET workers key -> expiry ms
 SCHEDULERS = f"{PREFIX}:schedulers"  # ZSET scheduler entries key -> expiry ms
 CANCEL_CHANNEL = f"{PREFIX}:cancel"  # pub/sub: message = task id to cancel
+CANCEL_MARKER_TTL_MS = 3_600_000  # how long a cancellation waits for the worker to see it
 WAKE_CHANNEL = f"{PREFIX}:wake"  # pub/sub: message = queue name that has new pending work
 TASK_KEY_PATTERN = f"{PREFIX}:{{*}}:t:*"  # SCAN match for the task hashes of every queue
 
@@ -47,6 +48,7 @@ class QueueKeys:
     base: str
     task_prefix: str
     group_prefix: str
+    cancel_prefix: str  # STRING cancel:<id>: a cancellation of the task's current run was asked
     unused_lock: str  # named where a script takes a uniqueness lock the task has none of
     pending: str
     active: str
@@ -64,6 +66,10 @@ class QueueKeys:
 
     def task(self, task_id: str) -> str:
         return self.task_prefix + task_id
+
+    def cancel(self, task_id: str) -> str:
+        """STRING marking that a cancellation of ``task_id``'s current run was requested."""
+        return self.cancel_prefix + task_id
 
     def processed_day(self, day: str) -> str:
         return f"{self.processed}:{day}"
@@ -113,6 +119,7 @@ def queue_keys(queue: str) -> QueueKeys:
         base=base,
         task_prefix=base + "t:",
         group_prefix=base + "g:",
+        cancel_prefix=base + "cancel:",
         unused_lock=base + "unique:",
         pending=base + "pending",
         active=base + "active",

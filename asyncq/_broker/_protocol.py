@@ -15,6 +15,10 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 from .._inspect_models import QueueInfo
 from .._message import TaskMessage
 
+LEASE_LOST = 0
+LEASE_KEPT = 1
+CANCEL_REQUESTED = 2  # lease kept, and a cancellation of the task was requested
+
 
 class RawTask(NamedTuple):
     """A task as read from Redis, before its message is decoded."""
@@ -237,6 +241,11 @@ class Broker(Protocol):
         place of a task whose script failed)."""
         ...
 
+    async def request_cancel(self, queue: str, task_id: str) -> bool:
+        """Ask for the cancellation of ``task_id`` if it is active: a marker the worker sees at
+        its next lease renewal, and a pub/sub message (the fast path). True if it was active."""
+        ...
+
     async def publish_cancel(self, task_id: str) -> None:
         """Ask whichever worker runs ``task_id`` to cancel it (pub/sub, best effort)."""
         ...
@@ -263,9 +272,10 @@ class Broker(Protocol):
 
     async def extend_leases(
         self, queue: str, task_ids: Sequence[str], owner: str, lease_ms: int
-    ) -> list[bool]:
-        """Extend ``owner``'s leases by ``lease_ms`` from now: one flag per id, False where
-        the lease was lost."""
+    ) -> list[int]:
+        """Extend ``owner``'s leases by ``lease_ms`` from now: one flag per id, LEASE_LOST (0)
+        where the lease was lost, LEASE_KEPT (1), or CANCEL_REQUESTED (2): kept, and a
+        cancellation of the task was requested."""
         ...
 
     async def write_result(self, queue: str, task_id: str, data: bytes) -> int:

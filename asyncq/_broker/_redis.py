@@ -130,6 +130,12 @@ class RedisBroker:
                 results.append(enqueue_code(reply))
         return results
 
+    async def request_cancel(self, queue: str, task_id: str) -> bool:
+        qk = K.queue_keys(queue)
+        return bool(await self.runner.run(
+            "cancel", [qk.task(task_id), qk.cancel(task_id)],
+            [task_id, K.CANCEL_MARKER_TTL_MS, K.CANCEL_CHANNEL]))
+
     async def publish_cancel(self, task_id: str) -> None:
         await self.runner.command("publishing cancellation", "PUBLISH", K.CANCEL_CHANNEL,
                                   task_id)
@@ -145,7 +151,7 @@ class RedisBroker:
             "dequeue",
             [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters, qk.dequeued(owner)],
             [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
-             request_id, lease_ms],
+             request_id, lease_ms, qk.cancel_prefix],
         )
         tasks, bad = raw_tasks(flat, 1)
         await self.maintenance.quarantine(queue, bad)
@@ -163,15 +169,15 @@ class RedisBroker:
 
     async def extend_leases(
         self, queue: str, task_ids: Sequence[str], owner: str, lease_ms: int
-    ) -> list[bool]:
+    ) -> list[int]:
         if not task_ids:
             return []
         qk = K.queue_keys(queue)
         flags = await self.runner.run(
             "extend_lease", [qk.lease],
-            [self.clock.now_ms() + lease_ms, owner, qk.task_prefix, *task_ids],
+            [self.clock.now_ms() + lease_ms, owner, qk.task_prefix, qk.cancel_prefix, *task_ids],
         )
-        return [bool(f) for f in flags]
+        return [int(f) for f in flags]
 
     async def write_result(self, queue: str, task_id: str, data: bytes) -> int:
         qk = K.queue_keys(queue)

@@ -79,7 +79,8 @@ class Worker:
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,
                                cfg.orphan_scan_count)
         self.subscriber = Subscriber(self.broker, self.processor, queues,
-                                     on_due=self.forwarder.poke)
+                                     on_due=self.forwarder.poke,
+                                     on_reconnect=self.heartbeat.renew_now)
         self.aggregator = (Aggregator(self.broker, cfg, self.clock)
                            if cfg.group_aggregator is not None else None)
         self.healthchecker = (HealthChecker(self.broker, cfg.health_check,
