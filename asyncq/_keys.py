@@ -59,6 +59,7 @@ class QueueKeys:
     completed: str
     paused: str
     waiters: str
+    registered: str  # STRING: the queue is in QUEUES (an in-slot marker the store scripts set)
     processed: str
     failed: str
     groups: str
@@ -130,6 +131,7 @@ def queue_keys(queue: str) -> QueueKeys:
         completed=base + "completed",
         paused=base + "paused",
         waiters=base + "waiters",
+        registered=base + "registered",
         processed=base + "processed",
         failed=base + "failed",
         groups=base + "groups",

@@ -228,7 +228,8 @@ class Broker(Protocol):
     # -- producing
 
     async def register_queues(self, queues: Sequence[str]) -> None:
-        """Add queue names to the registered queues (cached: each name is sent once)."""
+        """Add queue names to the registry (``store``/``store_many`` do it themselves when a
+        stored task finds its queue's registration marker missing)."""
         ...
 
     async def store(self, task: NewTask) -> EnqueueCode:

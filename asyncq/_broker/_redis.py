@@ -23,7 +23,7 @@ from ._calls import ScriptCall, batch_call, finish_call, store_call
 from ._inspect import RedisInspectOps
 from ._maintenance import MaintenanceOps
 from ._protocol import EnqueueCode, NewTask, Outcome, RawTask
-from ._replies import enqueue_code, raw_tasks, text
+from ._replies import enqueue_code, must_register, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
 
@@ -52,10 +52,9 @@ class RedisBroker:
         """How long ``listen`` waits for the answer to such a ping before reconnecting."""
         self._owns_client = owns_client
         self._also_close = also_close
-        self._known_queues: set[str] = set()
         self.runner = ScriptRunner(redis)
         self.maintenance = MaintenanceOps(self.runner, clock)
-        self.inspect = RedisInspectOps(self.runner, clock, self.forget_queue)
+        self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
 
     async def ping(self) -> None:
@@ -76,24 +75,17 @@ class RedisBroker:
     # -- producing
 
     async def register_queues(self, queues: Sequence[str]) -> None:
-        new = [q for q in queues if q not in self._known_queues]
-        if not new:
-            return
-        await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
-        self._known_queues.update(new)
-
-    def forget_queue(self, queue: str) -> None:
-        """Drop a queue from the registration cache (after it was deleted)."""
-        self._known_queues.discard(queue)
+        await register(self.runner, queues)
 
     async def store(self, task: NewTask) -> EnqueueCode:
-        await self.register_queues((task.msg.queue,))
-        return enqueue_code(await self.runner.run_call(store_call(task, self.clock.now_ms())))
+        code = await self.runner.run_call(store_call(task, self.clock.now_ms()))
+        if must_register(code):
+            await self.register_queues((task.msg.queue,))
+        return enqueue_code(code)
 
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
         """Store tasks in input order: runs of ready-now tasks of one queue go through one
         ``enqueue_batch`` script call each, other tasks through their own script."""
-        await self.register_queues(sorted({t.msg.queue for t in tasks}))
         now = self.clock.now_ms()
         calls: list[ScriptCall] = []
         sizes: list[int] = []  # tasks per call; 0 marks a single-task (non-batch) call
@@ -121,13 +113,16 @@ class RedisBroker:
         close_run()
         out = await self.runner.run_many(calls, preload=True, chunk=_BATCH_CHUNK)
         results: list[EnqueueCode | Exception] = []
+        codes: list[Any] = []
         for call, reply, size in zip(calls, out, sizes, strict=True):
             if isinstance(reply, Exception):
                 results.extend([reply_error(call.name, reply)] * max(size, 1))
-            elif size:
-                results.extend(enqueue_code(code) for code in reply)
-            else:
-                results.append(enqueue_code(reply))
+                codes.extend([0] * max(size, 1))
+                continue
+            codes.extend(reply if size else [reply])
+            results.extend(enqueue_code(code) for code in (reply if size else [reply]))
+        await self.register_queues(sorted({t.msg.queue for t, code in zip(tasks, codes, strict=True)
+                                           if must_register(code)}))
         return results
 
     async def request_cancel(self, queue: str, task_id: str) -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .. import _keys as K
 from ._protocol import EnqueueCode, RawTask
+from ._runner import ScriptRunner
 
 
 def text(value: bytes | str) -> str:
@@ -29,11 +31,26 @@ def number(value: Any) -> int:
 
 
 def enqueue_code(value: Any) -> EnqueueCode:
-    """A store script's reply: 1 stored, 0 id conflict, -1 unique duplicate."""
+    """A store script's reply: 1 stored (3: stored, see ``must_register``), 0 id conflict,
+    -1 unique duplicate."""
     code = int(value)
-    if code == 1:
+    if code in (1, 3):
         return 1
     return 0 if code == 0 else -1
+
+
+def must_register(value: Any) -> bool:
+    """Whether a store script reports that its queue's registration marker was missing (a new
+    queue, or one deleted meanwhile): the queue must then be added to the registry."""
+    return isinstance(value, int) and value == 3
+
+
+async def register(runner: ScriptRunner, queues: Sequence[str]) -> None:
+    """Add ``queues`` to the registry ``asyncq:queues``. It lives in a slot of its own, so no
+    store script can write it: each queue's in-slot marker tells its store scripts when to ask
+    for this instead (Redis Cluster safe, and never stale like a per-process cache)."""
+    if queues:
+        await runner.command("registering queues", "SADD", K.QUEUES, *queues)
 
 
 def raw_tasks(flat: Sequence[Any], start: int = 0) -> tuple[list[RawTask], list[bytes]]:
