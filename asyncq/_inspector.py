@@ -29,6 +29,7 @@ from ._errors import (
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
 from ._message import decode_message
 from ._payload import encode_payload
+from ._recovery import recover_task
 from ._scheduler._store import (
     SchedulerEntry,
     SchedulerEvent,
@@ -213,7 +214,8 @@ class Inspector:
         if code == -1:
             raise QueueNotEmptyError(
                 f"queue {queue!r} has {active} active task(s): wait for them to finish or "
-                "cancel them (running tasks are never deleted, even with force)")
+                "cancel them, or recover those whose worker is gone (running tasks are never "
+                "deleted, even with force)")
 
     # -- tasks
 
@@ -265,7 +267,8 @@ class Inspector:
         await self._require_queue(queue)
         code = await self._ops.delete_task(queue, task_id)
         self._check_code(code, queue, task_id,
-                         {-1: "cannot delete an active task; cancel it instead"})
+                         {-1: "cannot delete an active task; cancel it instead (or, if its "
+                              "worker is gone, recover it first)"})
 
     async def run_task(self, queue: str, task_id: str) -> None:
         """Make a scheduled, retry, archived, completed or aggregating task pending now."""
@@ -283,6 +286,14 @@ class Inspector:
         self._check_code(code, queue, task_id,
                          {-1: "cannot archive an active task; cancel it instead",
                           -2: "the task is already archived"})
+
+    async def recover_task(self, queue: str, task_id: str) -> None:
+        """Send back an active task whose lease expired or whose worker is gone (retried now,
+        or archived when its retries are used up). TaskStateError when its lease is live:
+        cancel it instead."""
+        task_id = _task_id(task_id)
+        await self._require_queue(queue)
+        await recover_task(self._ops, self._clock, queue, task_id)
 
     async def update_task_payload(self, queue: str, task_id: str, payload: object) -> None:
         """Replace the payload of a scheduled task (bytes as they are, else JSON)."""

@@ -15,8 +15,8 @@ from typing import Any
 from .. import _keys as K
 from .._clock import Clock, ms_to_datetime
 from .._inspect_models import QueueInfo
-from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE
-from ._protocol import BulkOp, RemoveMode, TaskRecord
+from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, finish_call
+from ._protocol import BulkOp, Outcome, RemoveMode, TaskRecord
 from ._replies import number, register, text
 from ._runner import ScriptRunner
 
@@ -152,6 +152,19 @@ class RedisInspectOps:
                                     [qk.task(task_id), qk.lease, qk.scheduled, qk.retry],
                                     [task_id])
         return None if row is None else _record(task_id, row)
+
+    async def task_owner(self, queue: str, task_id: str) -> str | None:
+        owner = await self.runner.command("reading task owner", "HGET",
+                                          K.queue_keys(queue).task(task_id), "owner")
+        return text(owner) if owner else None
+
+    async def server_alive(self, server_id: str) -> bool:
+        return bool(await self.runner.command("reading server state", "EXISTS",
+                                              K.server_key(server_id)))
+
+    async def recover_task(self, outcome: Outcome, owner: str, lease_cutoff_ms: int | str) -> bool:
+        call = finish_call(outcome, owner, self.clock.now_ms(), lease_cutoff_ms)
+        return bool(await self.runner.run_call(call))
 
     def _task_keys(self, queue: str, task_id: str) -> list[str]:
         qk = K.queue_keys(queue)

@@ -126,6 +126,19 @@ class InspectOps(Protocol):
         """One task, None when there is no such task."""
         ...
 
+    async def task_owner(self, queue: str, task_id: str) -> str | None:
+        """The server id of the worker holding ``task_id``'s lease (None: no owner)."""
+        ...
+
+    async def server_alive(self, server_id: str) -> bool:
+        """Whether worker ``server_id`` still publishes its state (its heartbeat runs)."""
+        ...
+
+    async def recover_task(self, outcome: Outcome, owner: str, lease_cutoff_ms: int | str) -> bool:
+        """Write ``outcome`` (retry or archive) for an active task: held by ``owner`` (any, if
+        ''), whose lease ended by ``lease_cutoff_ms`` (any lease, if ''). False: it was not."""
+        ...
+
     async def delete_task(self, queue: str, task_id: str) -> int:
         """Delete a task: 1 deleted, 0 not found, -1 active (not deleted)."""
         ...
