@@ -10,6 +10,7 @@ import anyio
 
 from ._backoff import Backoff
 from ._broker import Broker, NewTask
+from ._cancel import request_cancel
 from ._clock import SYSTEM_CLOCK, Clock
 from ._connection import ConnectionOptions, RedisLike, open_broker
 from ._enqueue import prepare, store_error, stored_info
@@ -215,6 +216,8 @@ class Client:
             finally:
                 waits.hub.unwatch([queue])
 
-    async def cancel(self, task_id: str) -> None:
-        """Ask whichever worker runs ``task_id`` to cancel it (best effort, via pub/sub)."""
-        await self._broker.publish_cancel(task_id)
+    async def cancel(self, task_id: str, *, queue: str | None = None) -> bool:
+        """Cancel ``task_id`` if it is running; True when it was active and the cancellation
+        is recorded (see ``request_cancel``): its worker stops the handler even if it was
+        reconnecting when asked. ``queue`` saves looking the task up in every queue."""
+        return await request_cancel(self._broker, task_id, queue)

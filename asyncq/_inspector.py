@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from . import _keys as K
 from ._broker import Broker, BulkOp, TaskRecord
+from ._cancel import request_cancel
 from ._clock import SYSTEM_CLOCK, Clock
 from ._connection import ConnectionOptions, RedisLike, open_broker
 from ._errors import (
@@ -29,6 +30,7 @@ from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, serve
 from ._message import decode_message
 from ._payload import encode_payload
 from ._records import record_info
+from ._recovery import recover_task
 from ._scheduler._store import (
     SchedulerEntry,
     SchedulerEvent,
@@ -199,7 +201,8 @@ class Inspector:
         if code == -1:
             raise QueueNotEmptyError(
                 f"queue {queue!r} has {active} active task(s): wait for them to finish or "
-                "cancel them (running tasks are never deleted, even with force)")
+                "cancel them, or recover those whose worker is gone (running tasks are never "
+                "deleted, even with force)")
 
     # -- tasks
 
@@ -251,7 +254,8 @@ class Inspector:
         await self._require_queue(queue)
         code = await self._ops.delete_task(queue, task_id)
         self._check_code(code, queue, task_id,
-                         {-1: "cannot delete an active task; cancel it instead"})
+                         {-1: "cannot delete an active task; cancel it instead (or, if its "
+                              "worker is gone, recover it first)"})
 
     async def run_task(self, queue: str, task_id: str) -> None:
         """Make a scheduled, retry, archived, completed or aggregating task pending now."""
@@ -269,6 +273,14 @@ class Inspector:
         self._check_code(code, queue, task_id,
                          {-1: "cannot archive an active task; cancel it instead",
                           -2: "the task is already archived"})
+
+    async def recover_task(self, queue: str, task_id: str) -> None:
+        """Send back an active task whose lease expired or whose worker is gone (retried now,
+        or archived when its retries are used up). TaskStateError when its lease is live:
+        cancel it instead."""
+        task_id = _task_id(task_id)
+        await self._require_queue(queue)
+        await recover_task(self._ops, self._clock, queue, task_id)
 
     async def update_task_payload(self, queue: str, task_id: str, payload: object) -> None:
         """Replace the payload of a scheduled task (bytes as they are, else JSON)."""
@@ -326,10 +338,11 @@ class Inspector:
         """
         return await self._bulk("archive", queue, state, group, _ARCHIVABLE, "archive")
 
-    async def cancel(self, task_id: str) -> None:
-        """Ask whichever worker runs ``task_id`` to cancel it (best effort, via pub/sub): the
-        task then fails as usual (retry or archive)."""
-        await self._broker.publish_cancel(_task_id(task_id))
+    async def cancel(self, task_id: str, *, queue: str | None = None) -> bool:
+        """Cancel ``task_id`` if it is running (the task then fails as usual: retry or
+        archive); True when it was active and the cancellation is recorded, which its worker
+        honours even if its pub/sub connection was reconnecting. See ``Client.cancel``."""
+        return await request_cancel(self._broker, _task_id(task_id), queue)
 
     # -- servers, schedulers and Redis
 

@@ -19,6 +19,7 @@ SERVERS = f"{PREFIX}:servers"  # ZSET server key -> expiry ms
 WORKERS = f"{PREFIX}:workers"  # ZSET workers key -> expiry ms
 SCHEDULERS = f"{PREFIX}:schedulers"  # ZSET scheduler entries key -> expiry ms
 CANCEL_CHANNEL = f"{PREFIX}:cancel"  # pub/sub: message = task id to cancel
+CANCEL_MARKER_TTL_MS = 3_600_000  # how long a cancellation waits for the worker to see it
 WAKE_CHANNEL = f"{PREFIX}:wake"  # pub/sub: message = queue name that has new pending work
 TASK_KEY_PATTERN = f"{PREFIX}:{{*}}:t:*"  # SCAN match for the task hashes of every queue
 
@@ -46,6 +47,7 @@ class QueueKeys:
     base: str
     task_prefix: str
     group_prefix: str
+    cancel_prefix: str  # STRING cancel:<id>: a cancellation of the task's current run was asked
     unused_lock: str  # named where a script takes a uniqueness lock the task has none of
     pending: str
     active: str
@@ -56,6 +58,7 @@ class QueueKeys:
     completed: str
     paused: str
     waiters: str
+    registered: str  # STRING: the queue is in QUEUES (an in-slot marker the store scripts set)
     processed: str
     failed: str
     groups: str
@@ -67,6 +70,10 @@ class QueueKeys:
 
     def task(self, task_id: str) -> str:
         return self.task_prefix + task_id
+
+    def cancel(self, task_id: str) -> str:
+        """STRING marking that a cancellation of ``task_id``'s current run was requested."""
+        return self.cancel_prefix + task_id
 
     def processed_day(self, day: str) -> str:
         return f"{self.processed}:{day}"
@@ -87,11 +94,13 @@ class QueueKeys:
         return f"{self.base}dequeued:{owner}"
 
     def unique(self, task_type: str, payload: bytes | None, key: str | None = None) -> str:
-        """The uniqueness lock key: an explicit key, or one derived from type and payload."""
+        """The uniqueness lock key: an explicit key (``unique:k:<key>``), or one derived from
+        type and payload (``unique:t:<type>:<md5 or nothing>``). The two spaces never meet, and
+        a derived name reads back unambiguously (it ends in ``:`` or in 32 hex digits)."""
         if key is not None:
             return f"{self.base}unique:k:{key}"
         digest = "" if payload is None else hashlib.md5(payload, usedforsecurity=False).hexdigest()
-        return f"{self.base}unique:{task_type}:{digest}"
+        return f"{self.base}unique:t:{task_type}:{digest}"
 
     def state_key(self, state: str) -> str:
         """The list or sorted set holding tasks of ``state`` (not aggregating)."""
@@ -114,6 +123,7 @@ def queue_keys(queue: str) -> QueueKeys:
         base=base,
         task_prefix=base + "t:",
         group_prefix=base + "g:",
+        cancel_prefix=base + "cancel:",
         unused_lock=base + "unique:",
         pending=base + "pending",
         active=base + "active",
@@ -124,6 +134,7 @@ def queue_keys(queue: str) -> QueueKeys:
         completed=base + "completed",
         paused=base + "paused",
         waiters=base + "waiters",
+        registered=base + "registered",
         processed=base + "processed",
         failed=base + "failed",
         groups=base + "groups",
@@ -153,6 +164,19 @@ def parse_task_key(key: str) -> tuple[str, str] | None:
     if not sep or not queue or not rest.startswith("t:") or len(rest) == 2:
         return None
     return queue, rest[2:]
+
+
+def parse_task_key_bytes(key: bytes) -> tuple[str, list[bytes]] | None:
+    """A task key whose id is not UTF-8 -> (queue, [raw id]); None if its queue name is not
+    UTF-8 either, or it is no task key."""
+    head = (PREFIX + ":{").encode()
+    queue, sep, rest = key.removeprefix(head).partition(b"}:t:")
+    if not key.startswith(head) or not sep or not queue or not rest:
+        return None
+    try:
+        return queue.decode(), [rest]
+    except UnicodeDecodeError:
+        return None
 
 
 def server_key(server_id: str) -> str:

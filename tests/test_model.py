@@ -320,9 +320,9 @@ def test_queue_keys_share_one_hash_tag() -> None:
 
 def test_unique_key_names() -> None:
     qk = K.queue_keys("q")
-    assert qk.unique("t", None) == "asyncq:{q}:unique:t:"
-    assert qk.unique("t", b"") == f"asyncq:{{q}}:unique:t:{hashlib.md5(b'').hexdigest()}"
-    assert qk.unique("t", b"p") == f"asyncq:{{q}}:unique:t:{hashlib.md5(b'p').hexdigest()}"
+    assert qk.unique("t", None) == "asyncq:{q}:unique:t:t:"
+    assert qk.unique("t", b"") == f"asyncq:{{q}}:unique:t:t:{hashlib.md5(b'').hexdigest()}"
+    assert qk.unique("t", b"p") == f"asyncq:{{q}}:unique:t:t:{hashlib.md5(b'p').hexdigest()}"
     assert qk.unique("t", b"p", "mine") == "asyncq:{q}:unique:k:mine"
 
 

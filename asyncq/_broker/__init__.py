@@ -7,6 +7,9 @@ groups ``_maintenance``, ``_inspect``, ``_schedules`` <- ``_redis`` (RedisBroker
 """
 
 from ._protocol import (
+    CANCEL_REQUESTED,
+    LEASE_KEPT,
+    LEASE_LOST,
     Broker,
     BulkOp,
     EnqueueCode,
@@ -22,5 +25,6 @@ from ._protocol import (
 )
 from ._redis import RedisBroker
 
-__all__ = ["Broker", "BulkOp", "EnqueueCode", "FireCode", "InspectOps", "NewTask", "Outcome",
+__all__ = ["CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Broker", "BulkOp", "EnqueueCode",
+           "FireCode", "InspectOps", "NewTask", "Outcome",
            "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]

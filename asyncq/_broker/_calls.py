@@ -36,13 +36,14 @@ def store_call(task: NewTask, now: int) -> ScriptCall:
     lock = task.unique_key or qk.unused_lock
     encoded = msg.encode()
     if task.process_at_ms > now:
-        return ScriptCall("schedule", [qk.task(msg.id), qk.scheduled, lock],
+        return ScriptCall("schedule", [qk.task(msg.id), qk.scheduled, lock, qk.registered],
                           [msg.id, encoded, task.payload, task.process_at_ms,
                            task.unique_ttl_ms, msg.group, K.WAKE_CHANNEL, msg.queue])
     if msg.group:
-        return ScriptCall("add_to_group", [qk.task(msg.id), qk.group(msg.group), qk.groups, lock],
+        return ScriptCall("add_to_group",
+                          [qk.task(msg.id), qk.group(msg.group), qk.groups, lock, qk.registered],
                           [msg.id, encoded, task.payload, now, task.unique_ttl_ms, msg.group])
-    return ScriptCall("enqueue", [qk.task(msg.id), qk.pending, lock, qk.waiters],
+    return ScriptCall("enqueue", [qk.task(msg.id), qk.pending, lock, qk.waiters, qk.registered],
                       [msg.id, encoded, task.payload, now, task.unique_ttl_ms, K.WAKE_CHANNEL,
                        msg.queue])
 
@@ -51,7 +52,7 @@ def batch_call(run: Sequence[NewTask], now: int) -> ScriptCall:
     """One ``enqueue_batch`` call storing a run of ready-now tasks of one queue."""
     queue = run[0].msg.queue
     qk = K.queue_keys(queue)
-    keys: list[str] = [qk.pending, qk.waiters]
+    keys: list[str] = [qk.pending, qk.waiters, qk.registered]
     args: list[Any] = [now, K.WAKE_CHANNEL, queue]
     for task in run:
         msg = task.msg

@@ -8,16 +8,16 @@ is atomic, the whole operation is not (tasks enqueued meanwhile may or may not b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from .. import _keys as K
 from .._clock import Clock, ms_to_datetime
 from .._inspect_models import QueueInfo
-from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, ScriptCall
-from ._protocol import BulkOp, RemoveMode, TaskRecord
-from ._replies import number, text
+from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, ScriptCall, finish_call
+from ._protocol import BulkOp, Outcome, RemoveMode, TaskRecord
+from ._replies import number, register, text
 from ._runner import ScriptRunner, reply_error
 
 BATCH_SIZE = 1000
@@ -36,17 +36,15 @@ def _record(task_id: bytes | str, fields: Sequence[Any]) -> TaskRecord:
 
 
 class RedisInspectOps:
-    """``InspectOps`` run with a ScriptRunner; ``forget_queue`` drops a removed queue from the
-    broker's cache of registered queues."""
+    """``InspectOps`` run with a ScriptRunner."""
 
-    def __init__(self, runner: ScriptRunner, clock: Clock, forget_queue: Callable[[str], None],
-                 *, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(self, runner: ScriptRunner, clock: Clock, *,
+                 batch_size: int = BATCH_SIZE) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.runner = runner
         self.clock = clock
         self.batch_size = batch_size
-        self._forget_queue = forget_queue
 
     # -- queues
 
@@ -59,7 +57,11 @@ class RedisInspectOps:
 
     async def unregister_queue(self, queue: str) -> None:
         await self.runner.command("removing queue", "SREM", K.QUEUES, queue)
-        self._forget_queue(queue)
+        # A task stored after the queue's keys were removed set its marker again, and its
+        # producer may have registered the queue before this SREM: register it back.
+        if await self.runner.command("reading queue marker", "EXISTS",
+                                     K.queue_keys(queue).registered):
+            await register(self.runner, (queue,))
 
     async def queue_info(self, queue: str, now_ms: int) -> QueueInfo:
         qk = K.queue_keys(queue)
@@ -112,7 +114,8 @@ class RedisInspectOps:
         code, active, queued = await self.runner.run(
             "inspect_remove_queue",
             [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
-             qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets],
+             qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets,
+             qk.registered],
             [mode, qk.task_prefix, *days],
         )
         return number(code), number(active), number(queued)
@@ -164,6 +167,19 @@ class RedisInspectOps:
                 raise reply_error("reading a task", row)
             out.append(None if row is None else _record(task_id, row))
         return out
+
+    async def task_owner(self, queue: str, task_id: str) -> str | None:
+        owner = await self.runner.command("reading task owner", "HGET",
+                                          K.queue_keys(queue).task(task_id), "owner")
+        return text(owner) if owner else None
+
+    async def server_alive(self, server_id: str) -> bool:
+        return bool(await self.runner.command("reading server state", "EXISTS",
+                                              K.server_key(server_id)))
+
+    async def recover_task(self, outcome: Outcome, owner: str, lease_cutoff_ms: int | str) -> bool:
+        call = finish_call(outcome, owner, self.clock.now_ms(), lease_cutoff_ms)
+        return bool(await self.runner.run_call(call))
 
     def _task_keys(self, queue: str, task_id: str) -> list[str]:
         qk = K.queue_keys(queue)

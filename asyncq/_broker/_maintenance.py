@@ -10,7 +10,7 @@ from .. import _keys as K
 from .._clock import Clock
 from ._calls import finish_call
 from ._protocol import Outcome, RawTask
-from ._replies import raw_tasks, text
+from ._replies import quarantine_id, raw_tasks, text
 from ._runner import ScriptRunner
 
 
@@ -36,7 +36,26 @@ class MaintenanceOps:
         qk = K.queue_keys(queue)
         flat = await self.runner.run("list_lease_expired", [qk.lease, qk.active],
                                      [cutoff_ms, qk.task_prefix, limit])
-        return raw_tasks(flat)
+        tasks, bad = raw_tasks(flat)
+        await self.quarantine(queue, bad)
+        return tasks
+
+    async def quarantine(self, queue: str, raw_ids: Sequence[bytes]) -> list[str]:
+        """Archive the records whose ids are not UTF-8 under readable ids (see
+        ``quarantine_id``), with the reason; returns those ids."""
+        qk = K.queue_keys(queue)
+        now = self.clock.now_ms()
+        out = []
+        for raw_id in raw_ids:
+            new_id = quarantine_id(raw_id)
+            reason = (f"InvalidTaskIDError: the task id {raw_id!r} is not UTF-8; the record was "
+                      f"archived as {new_id}")
+            await self.runner.run(
+                "quarantine",
+                [qk.pending, qk.active, qk.lease, qk.scheduled, qk.retry, qk.archived],
+                [qk.task_prefix, raw_id, new_id, reason, now])
+            out.append(new_id)
+        return out
 
     async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
         call = finish_call(outcome, "", self.clock.now_ms(), lease_cutoff_ms)
@@ -49,8 +68,24 @@ class MaintenanceOps:
 
     async def scan_task_keys(self, cursor: int, count: int) -> tuple[int, list[tuple[str, str]]]:
         nxt, keys = await self.runner.scan(cursor, K.TASK_KEY_PATTERN, count)
-        found = [parts for key in keys if (parts := K.parse_task_key(text(key))) is not None]
+        found = []
+        for key in keys:
+            try:
+                parts = K.parse_task_key(text(key))
+            except UnicodeDecodeError:
+                if isinstance(key, bytes):
+                    await self._quarantine_key(key)
+                continue
+            if parts is not None:
+                found.append(parts)
         return nxt, found
+
+    async def _quarantine_key(self, key: bytes) -> None:
+        """A task key whose id is not UTF-8: quarantine it (whichever worker meets it first:
+        such a record can never run). A queue name that is not UTF-8 is left alone."""
+        parts = K.parse_task_key_bytes(key)
+        if parts is not None:
+            await self.quarantine(*parts)
 
     async def repair_tasks(self, queue: str, task_ids: Sequence[str],
                            pending_search: int) -> list[str]:
@@ -114,7 +149,9 @@ class MaintenanceOps:
         qk = K.queue_keys(queue)
         flat = await self.runner.run("read_aggregation_set", [qk.aggregation_set(group, set_id)],
                                      [qk.task_prefix])
-        return raw_tasks(flat)
+        tasks, bad = raw_tasks(flat)
+        await self.quarantine(queue, bad)
+        return tasks
 
     async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
         qk = K.queue_keys(queue)

@@ -15,6 +15,10 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 from .._inspect_models import QueueInfo
 from .._message import TaskMessage
 
+LEASE_LOST = 0
+LEASE_KEPT = 1
+CANCEL_REQUESTED = 2  # lease kept, and a cancellation of the task was requested
+
 
 class RawTask(NamedTuple):
     """A task as read from Redis, before its message is decoded."""
@@ -128,6 +132,19 @@ class InspectOps(Protocol):
         """Many tasks given as (queue, id) pairs, pipelined: one record or None per pair."""
         ...
 
+    async def task_owner(self, queue: str, task_id: str) -> str | None:
+        """The server id of the worker holding ``task_id``'s lease (None: no owner)."""
+        ...
+
+    async def server_alive(self, server_id: str) -> bool:
+        """Whether worker ``server_id`` still publishes its state (its heartbeat runs)."""
+        ...
+
+    async def recover_task(self, outcome: Outcome, owner: str, lease_cutoff_ms: int | str) -> bool:
+        """Write ``outcome`` (retry or archive) for an active task: held by ``owner`` (any, if
+        ''), whose lease ended by ``lease_cutoff_ms`` (any lease, if ''). False: it was not."""
+        ...
+
     async def delete_task(self, queue: str, task_id: str) -> int:
         """Delete a task: 1 deleted, 0 not found, -1 active (not deleted)."""
         ...
@@ -230,7 +247,8 @@ class Broker(Protocol):
     # -- producing
 
     async def register_queues(self, queues: Sequence[str]) -> None:
-        """Add queue names to the registered queues (cached: each name is sent once)."""
+        """Add queue names to the registry (``store``/``store_many`` do it themselves when a
+        stored task finds its queue's registration marker missing)."""
         ...
 
     async def store(self, task: NewTask) -> EnqueueCode:
@@ -241,6 +259,11 @@ class Broker(Protocol):
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
         """Store many tasks in few round trips: one code per task, in order (a BrokerError in
         place of a task whose script failed)."""
+        ...
+
+    async def request_cancel(self, queue: str, task_id: str) -> bool:
+        """Ask for the cancellation of ``task_id`` if it is active: a marker the worker sees at
+        its next lease renewal, and a pub/sub message (the fast path). True if it was active."""
         ...
 
     async def publish_cancel(self, task_id: str) -> None:
@@ -269,9 +292,10 @@ class Broker(Protocol):
 
     async def extend_leases(
         self, queue: str, task_ids: Sequence[str], owner: str, lease_ms: int
-    ) -> list[bool]:
-        """Extend ``owner``'s leases by ``lease_ms`` from now: one flag per id, False where
-        the lease was lost."""
+    ) -> list[int]:
+        """Extend ``owner``'s leases by ``lease_ms`` from now: one flag per id, LEASE_LOST (0)
+        where the lease was lost, LEASE_KEPT (1), or CANCEL_REQUESTED (2): kept, and a
+        cancellation of the task was requested."""
         ...
 
     async def write_result(self, queue: str, task_id: str, data: bytes,

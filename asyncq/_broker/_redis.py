@@ -23,7 +23,7 @@ from ._calls import ScriptCall, batch_call, finish_call, store_call
 from ._inspect import RedisInspectOps
 from ._maintenance import MaintenanceOps
 from ._protocol import EnqueueCode, NewTask, Outcome, RawTask
-from ._replies import enqueue_code, raw_tasks, text
+from ._replies import enqueue_code, must_register, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
 from ._shard_listen import listen_shards
@@ -53,10 +53,9 @@ class RedisBroker:
         """How long ``listen`` waits for the answer to such a ping before reconnecting."""
         self._owns_client = owns_client
         self._also_close = also_close
-        self._known_queues: set[str] = set()
         self.runner = ScriptRunner(redis)
         self.maintenance = MaintenanceOps(self.runner, clock)
-        self.inspect = RedisInspectOps(self.runner, clock, self.forget_queue)
+        self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
 
     async def ping(self) -> None:
@@ -77,24 +76,17 @@ class RedisBroker:
     # -- producing
 
     async def register_queues(self, queues: Sequence[str]) -> None:
-        new = [q for q in queues if q not in self._known_queues]
-        if not new:
-            return
-        await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
-        self._known_queues.update(new)
-
-    def forget_queue(self, queue: str) -> None:
-        """Drop a queue from the registration cache (after it was deleted)."""
-        self._known_queues.discard(queue)
+        await register(self.runner, queues)
 
     async def store(self, task: NewTask) -> EnqueueCode:
-        await self.register_queues((task.msg.queue,))
-        return enqueue_code(await self.runner.run_call(store_call(task, self.clock.now_ms())))
+        code = await self.runner.run_call(store_call(task, self.clock.now_ms()))
+        if must_register(code):
+            await self.register_queues((task.msg.queue,))
+        return enqueue_code(code)
 
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
         """Store tasks in input order: runs of ready-now tasks of one queue go through one
         ``enqueue_batch`` script call each, other tasks through their own script."""
-        await self.register_queues(sorted({t.msg.queue for t in tasks}))
         now = self.clock.now_ms()
         calls: list[ScriptCall] = []
         sizes: list[int] = []  # tasks per call; 0 marks a single-task (non-batch) call
@@ -122,14 +114,23 @@ class RedisBroker:
         close_run()
         out = await self.runner.run_many(calls, preload=True, chunk=_BATCH_CHUNK)
         results: list[EnqueueCode | Exception] = []
+        codes: list[Any] = []
         for call, reply, size in zip(calls, out, sizes, strict=True):
             if isinstance(reply, Exception):
                 results.extend([reply_error(call.name, reply)] * max(size, 1))
-            elif size:
-                results.extend(enqueue_code(code) for code in reply)
-            else:
-                results.append(enqueue_code(reply))
+                codes.extend([0] * max(size, 1))
+                continue
+            codes.extend(reply if size else [reply])
+            results.extend(enqueue_code(code) for code in (reply if size else [reply]))
+        await self.register_queues(sorted({t.msg.queue for t, code in zip(tasks, codes, strict=True)
+                                           if must_register(code)}))
         return results
+
+    async def request_cancel(self, queue: str, task_id: str) -> bool:
+        qk = K.queue_keys(queue)
+        return bool(await self.runner.run(
+            "cancel", [qk.task(task_id), qk.cancel(task_id)],
+            [task_id, K.CANCEL_MARKER_TTL_MS, K.CANCEL_CHANNEL]))
 
     async def publish_cancel(self, task_id: str) -> None:
         await self.runner.command("publishing cancellation", "PUBLISH", K.CANCEL_CHANNEL,
@@ -146,9 +147,11 @@ class RedisBroker:
             "dequeue",
             [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters, qk.dequeued(owner)],
             [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
-             request_id, lease_ms],
+             request_id, lease_ms, qk.cancel_prefix],
         )
-        return raw_tasks(flat, 1), int(flat[0])
+        tasks, bad = raw_tasks(flat, 1)
+        await self.maintenance.quarantine(queue, bad)
+        return tasks, int(flat[0]) + len(bad)
 
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:
         """Write many outcomes in one pipelined round trip; False = the lease was lost."""
@@ -162,15 +165,15 @@ class RedisBroker:
 
     async def extend_leases(
         self, queue: str, task_ids: Sequence[str], owner: str, lease_ms: int
-    ) -> list[bool]:
+    ) -> list[int]:
         if not task_ids:
             return []
         qk = K.queue_keys(queue)
         flags = await self.runner.run(
             "extend_lease", [qk.lease],
-            [self.clock.now_ms() + lease_ms, owner, qk.task_prefix, *task_ids],
+            [self.clock.now_ms() + lease_ms, owner, qk.task_prefix, qk.cancel_prefix, *task_ids],
         )
-        return [bool(f) for f in flags]
+        return [int(f) for f in flags]
 
     async def write_result(self, queue: str, task_id: str, data: bytes,
                            encoding: str = "b") -> int:

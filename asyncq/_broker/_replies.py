@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .. import _keys as K
 from ._protocol import EnqueueCode, RawTask
+from ._runner import ScriptRunner
 
 
 def text(value: bytes | str) -> str:
@@ -29,16 +31,45 @@ def number(value: Any) -> int:
 
 
 def enqueue_code(value: Any) -> EnqueueCode:
-    """A store script's reply: 1 stored, 0 id conflict, -1 unique duplicate."""
+    """A store script's reply: 1 stored (3: stored, see ``must_register``), 0 id conflict,
+    -1 unique duplicate."""
     code = int(value)
-    if code == 1:
+    if code in (1, 3):
         return 1
     return 0 if code == 0 else -1
 
 
-def raw_tasks(flat: Sequence[Any], start: int = 0) -> list[RawTask]:
-    """``[id, msg, payload, retried, id, ...]`` from ``start`` as RawTasks."""
-    return [
-        RawTask(text(flat[i]), flat[i + 1], flat[i + 2], count(flat[i + 3]))
-        for i in range(start, len(flat), 4)
-    ]
+def must_register(value: Any) -> bool:
+    """Whether a store script reports that its queue's registration marker was missing (a new
+    queue, or one deleted meanwhile): the queue must then be added to the registry."""
+    return isinstance(value, int) and value == 3
+
+
+async def register(runner: ScriptRunner, queues: Sequence[str]) -> None:
+    """Add ``queues`` to the registry ``asyncq:queues``. It lives in a slot of its own, so no
+    store script can write it: each queue's in-slot marker tells its store scripts when to ask
+    for this instead (Redis Cluster safe, and never stale like a per-process cache)."""
+    if queues:
+        await runner.command("registering queues", "SADD", K.QUEUES, *queues)
+
+
+def raw_tasks(flat: Sequence[Any], start: int = 0) -> tuple[list[RawTask], list[bytes]]:
+    """``[id, msg, payload, retried, id, ...]`` from ``start`` as RawTasks, and apart the raw
+    ids that are not UTF-8 (a record written by hand or by another producer): those must be
+    quarantined, never decoded, so one of them cannot stop the others."""
+    tasks: list[RawTask] = []
+    bad: list[bytes] = []
+    for i in range(start, len(flat), 4):
+        raw_id = flat[i]
+        try:
+            task_id = text(raw_id)
+        except UnicodeDecodeError:
+            bad.append(raw_id)
+            continue
+        tasks.append(RawTask(task_id, flat[i + 1], flat[i + 2], count(flat[i + 3])))
+    return tasks, bad
+
+
+def quarantine_id(raw_id: bytes) -> str:
+    """The readable id a record whose id is not UTF-8 is archived under."""
+    return f"invalid-id:{raw_id.hex()}"

@@ -13,7 +13,7 @@ from .. import _keys as K
 from .._clock import Clock
 from ._calls import store_call
 from ._protocol import FireCode, NewTask
-from ._replies import enqueue_code, text
+from ._replies import enqueue_code, must_register, register, text
 from ._runner import ScriptRunner
 
 
@@ -31,6 +31,8 @@ class RedisScheduleOps:
             f"scheduler_{call.name}",
             [*call.keys, K.scheduler_ticks_key(task.msg.queue)],
             [*call.args, entry_id, tick_ms, prune_before_ms])
+        if must_register(code):
+            await register(self.runner, (task.msg.queue,))
         return 2 if int(code) == 2 else enqueue_code(code)
 
     async def record_event(self, entry_id: str, event: bytes, at_ms: int, max_events: int,

@@ -1,6 +1,8 @@
 """Loads the Lua scripts shipped in ``lua/`` once and names them by SHA1.
 
 A line ``-- @include NAME.lua`` is replaced by that file, so shared helpers live in one place.
+A script that moves or shrinks data starts with ``#!lua flags=allow-oom`` (Redis 7): a full
+Redis (``maxmemory`` + ``noeviction``) still runs it, so workers keep draining what fills it.
 """
 
 from __future__ import annotations

@@ -55,10 +55,18 @@ def register(sub: Any) -> None:
     add_common_args(inspect)
     inspect.set_defaults(func=cmd_inspect)
 
-    cancel = tsub.add_parser("cancel", help="cancel running tasks (best effort)")
+    cancel = tsub.add_parser("cancel", help="cancel running tasks")
     cancel.add_argument("ids", nargs="+", metavar="ID")
+    cancel.add_argument("--queue", "-q", help="the tasks' queue (default: look in every queue)")
     add_common_args(cancel, json=False)
     cancel.set_defaults(func=cmd_cancel)
+
+    recover = tsub.add_parser(
+        "recover", help="send back an active task whose worker is gone or whose lease expired")
+    _queue_arg(recover)
+    recover.add_argument("id", metavar="ID")
+    add_common_args(recover, json=False)
+    recover.set_defaults(func=cmd_recover)
 
     for name, text in (("run", "run a task now"), ("archive", "archive a task"),
                        ("delete", "delete a task")):
@@ -156,8 +164,21 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
         for task_id in args.ids:
-            await inspector.cancel(task_id)
-            say(f"cancellation requested for task {task_id}")
+            if await inspector.cancel(task_id, queue=args.queue):
+                say(f"cancellation recorded for running task {task_id}")
+            else:
+                say(f"task {task_id} is not running: nothing to cancel (a task left "
+                      "active by a worker that is gone: asyncq task recover -q QUEUE ID)")
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    async def body(inspector: Inspector) -> int:
+        await inspector.recover_task(args.queue, args.id)
+        state = (await inspector.task_info(args.queue, args.id)).state
+        say(f"recovered task {args.id}: now {state.value}")
         return 0
 
     return run_inspector(args, body)

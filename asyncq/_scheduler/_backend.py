@@ -54,7 +54,6 @@ class SchedulerBackend:
         """
         now = self.clock.now_ms()
         new = prepare(entry.task, entry.options, now)
-        await self.broker.register_queues((new.msg.queue,))
         code = await self.broker.schedules.fire(new, entry.id, tick_ms, now - CLAIM_RETENTION_MS)
         if code == 2:  # the tick was claimed by another scheduler
             return None

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import orjson
 
-from .._broker import Broker
+from .._broker import CANCEL_REQUESTED, Broker
 from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
@@ -64,6 +64,11 @@ class Heartbeat:
         self.outage.failed(error)
         return False
 
+    async def renew_now(self) -> None:
+        """Renew the leases at once, out of turn (after a pub/sub reconnect: a cancellation
+        published meanwhile is seen through its marker); a failure waits for the next beat."""
+        await self._renew_leases()
+
     async def _renew_leases(self) -> BrokerError | None:
         """One renewal per queue of every lease in the table; a lease Redis reports lost is
         reported to its holder (the processor stops the handler, the acker drops the outcome)."""
@@ -83,6 +88,9 @@ class Heartbeat:
                     continue
                 if kept:
                     lease.until_ms = sent + lease_ms
+                    if kept == CANCEL_REQUESTED and self._processor.cancel(task_id, "cancel"):
+                        self._log.info("task cancelled on request", task_id=task_id,
+                                       seen_by="lease renewal")
                 elif lease.holder == OUTCOME:
                     self._acker.lease_lost(task_id)
                 else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import anyio
 from anyio.abc import TaskStatus
@@ -19,8 +19,10 @@ class Subscriber:
     """Cancels running handlers on request and wakes the fetch loop when work arrives."""
 
     def __init__(self, broker: Broker, processor: Processor, queues: list[str],
-                 on_due: Callable[[int], None] | None = None) -> None:
+                 on_due: Callable[[int], None] | None = None,
+                 on_reconnect: Callable[[], Awaitable[None]] | None = None) -> None:
         self._broker = broker
+        self._on_reconnect = on_reconnect
         self._processor = processor
         self._on_due = on_due
         self._queues = frozenset(queues)
@@ -61,6 +63,10 @@ class Subscriber:
                         if not started:
                             started = True
                             task_status.started()
+                        elif self._on_reconnect is not None:
+                            # Cancellations published while reconnecting were missed: their
+                            # markers are read now rather than at the next heartbeat.
+                            await self._on_reconnect()
                         continue
                     self.handle(*item)
             except BrokerError as exc:

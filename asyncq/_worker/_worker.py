@@ -87,7 +87,8 @@ class Worker:
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,
                                cfg.orphan_scan_count)
         self.subscriber = Subscriber(self.broker, self.processor, queues,
-                                     on_due=self.forwarder.poke)
+                                     on_due=self.forwarder.poke,
+                                     on_reconnect=self.heartbeat.renew_now)
         self.aggregator = (Aggregator(self.broker, cfg, self.clock)
                            if cfg.group_aggregator is not None else None)
         self.healthchecker = (HealthChecker(self.broker, cfg.health_check,
@@ -169,6 +170,10 @@ class Worker:
                         return
                     with contextlib.suppress(BrokerError):  # (else the heartbeat does it)
                         await self.broker.register_queues(list(cfg.queues))
+                        # Published before the first task is leased, so no running task of
+                        # this worker can look like one whose worker is gone.
+                        self.heartbeat.started_ms = self.clock.now_ms()
+                        await self.heartbeat.write_state()
                     tg.start_soon(self.acker.run)
                     tg.start_soon(self.heartbeat.run)
                     tg.start_soon(self.forwarder.run)

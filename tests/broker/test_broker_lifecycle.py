@@ -58,7 +58,8 @@ async def test_a_task_through_its_whole_life(
     qk = K.queue_keys(asyncq_queue)
     remaining = {k.decode() async for k in redis_client.scan_iter(match=qk.base + "*")}
     day = K.day_string(clock.now_ms())
-    assert remaining == {qk.processed, qk.failed, qk.processed_day(day), qk.failed_day(day)}
+    assert remaining == {qk.processed, qk.failed, qk.processed_day(day), qk.failed_day(day),
+                         qk.registered}
 
 
 @pytest.mark.anyio

@@ -52,16 +52,17 @@ async def test_store_writes_hash_and_pending_and_registers_queue(
     assert await lmembers(redis_client, qk.pending) == ["b", "a"]
 
 
-async def test_queue_registration_is_cached_until_forgotten(
+async def test_queue_registration_follows_its_marker(
     broker: RedisBroker, clock: FakeClock, redis_client: Redis, asyncq_queue: str
 ) -> None:
     now = clock.now_ms()
+    qk = K.queue_keys(asyncq_queue)
     await broker.store(new_task(asyncq_queue, "a", now))
-    await redis_client.srem(K.QUEUES, asyncq_queue)  # e.g. the queue was deleted
+    assert await redis_client.get(qk.registered) == b"1"
+    # The queue was deleted (its keys, marker included, then its registry entry).
+    await redis_client.delete(qk.registered)
+    await redis_client.srem(K.QUEUES, asyncq_queue)
     await broker.store(new_task(asyncq_queue, "b", now))
-    assert asyncq_queue not in await smembers(redis_client, K.QUEUES)  # one SADD per process
-    broker.forget_queue(asyncq_queue)
-    await broker.store(new_task(asyncq_queue, "c", now))
     assert asyncq_queue in await smembers(redis_client, K.QUEUES)
 
 

@@ -40,7 +40,7 @@ async def test_unique_lock_and_duplicate(
     payload = {"user": 42}
     info = await client.enqueue("report", payload, queue=asyncq_queue, unique=HOUR_MS / 1000)
     raw = orjson.dumps(payload)
-    lock = f"asyncq:{{{asyncq_queue}}}:unique:report:{hashlib.md5(raw).hexdigest()}"
+    lock = f"asyncq:{{{asyncq_queue}}}:unique:t:report:{hashlib.md5(raw).hexdigest()}"
     assert await redis_client.get(lock) == info.id.encode()
     ttl = await redis_client.pttl(lock)
     assert HOUR_MS - 5_000 < ttl <= HOUR_MS
@@ -84,9 +84,9 @@ async def test_unique_without_payload_uses_empty_digest(
     client: Client, redis_client: Redis, asyncq_queue: str
 ) -> None:
     info = await client.enqueue("ping", queue=asyncq_queue, unique=10)
-    assert await redis_client.get(f"asyncq:{{{asyncq_queue}}}:unique:ping:") == info.id.encode()
+    assert await redis_client.get(f"asyncq:{{{asyncq_queue}}}:unique:t:ping:") == info.id.encode()
     empty = await client.enqueue("ping", b"", queue=asyncq_queue, unique=10)
-    lock = f"asyncq:{{{asyncq_queue}}}:unique:ping:{hashlib.md5(b'').hexdigest()}"
+    lock = f"asyncq:{{{asyncq_queue}}}:unique:t:ping:{hashlib.md5(b'').hexdigest()}"
     assert await redis_client.get(lock) == empty.id.encode()
 
 

@@ -17,6 +17,16 @@ local function asyncq_bump(total_key, daily_key, expire_at)
   end
 end
 
+-- A task was stored in its queue: set the queue's in-slot registration marker. Returns 3 when
+-- the marker was missing (new queue, or deleted since): the caller then adds the queue to the
+-- registry asyncq:queues, a key of another slot no script may touch; 1 otherwise.
+local function asyncq_stored(marker)
+  if redis.call('SET', marker, '1', 'NX') then
+    return 3
+  end
+  return 1
+end
+
 -- Wake idle workers of a queue: only if one of them left a waiters flag.
 local function asyncq_wake(waiters_key, channel, queue)
   if redis.call('DEL', waiters_key) == 1 then

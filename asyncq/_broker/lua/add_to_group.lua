@@ -3,13 +3,15 @@
 -- KEYS[2] group zset         asyncq:{q}:g:<group>
 -- KEYS[3] groups set         asyncq:{q}:groups
 -- KEYS[4] uniqueness lock    asyncq:{q}:unique:...  (read only when ARGV[5] > 0)
+-- KEYS[5] registered marker  asyncq:{q}:registered
 -- ARGV[1] task id
 -- ARGV[2] encoded message (JSON)
 -- ARGV[3] payload bytes
 -- ARGV[4] now, Unix ms (the group zset score)
 -- ARGV[5] uniqueness TTL in ms, 0 when the task is not unique
 -- ARGV[6] group name
--- Returns: 1 added; 0 a task with this id exists; -1 a unique duplicate holds the lock.
+-- Returns: 1 added (3: and the queue must be registered, see asyncq_stored); 0 a task with
+--   this id exists; -1 a unique duplicate holds the lock.
 -- @include _lib.lua
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
@@ -26,4 +28,4 @@ redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'aggreg
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[6])
 asyncq_event(KEYS[1], ARGV[1], '', 'aggregating', {group = ARGV[6]})
-return 1
+return asyncq_stored(KEYS[5])

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- archive: a task failed for good and is kept for inspection (active -> archived).
 -- KEYS[1] task hash          asyncq:{q}:t:<id>
 -- KEYS[2] active list        asyncq:{q}:active
@@ -23,9 +24,9 @@ if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[6]) then
 end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[1], 'owner')
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'archived', 'error', ARGV[3], 'failed_at', ARGV[4])
-redis.call('HDEL', KEYS[1], 'owner')
 asyncq_event(KEYS[1], ARGV[1], 'active', 'archived', {error = ARGV[3]})
 asyncq_trim_archive(KEYS[4], ARGV[9], ARGV[8], tonumber(ARGV[7]), 1000)
 asyncq_bump(KEYS[5], KEYS[6], ARGV[5])

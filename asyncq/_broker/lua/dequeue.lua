@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- dequeue: lease up to N pending tasks of one queue to a worker (pending -> active).
 -- KEYS[1] pending list       asyncq:{q}:pending
 -- KEYS[2] active list        asyncq:{q}:active
@@ -15,6 +16,8 @@
 --   the tasks the first attempt leased, if they are still leased to this owner, instead of
 --   leasing more: a lost reply then never strands tasks in active until their lease expires.
 -- ARGV[7] how long the last request is remembered, ms
+-- ARGV[8] cancel marker prefix asyncq:{q}:cancel: — a new run starts without the cancellation
+--   requested for an earlier one
 -- Returns: {dropped, id1, msg1, payload1, retried1, id2, ...}. `dropped` counts ids popped
 --   without a usable task record (no hash, or a key of another type: removed from the lists and
 --   left alone). A hash without its message is leased and returned with an empty message, so
@@ -62,8 +65,9 @@ while got < want do
     redis.call('LREM', KEYS[2], 1, id)
     out[1] = out[1] + 1
   else
-    redis.call('HSET', key, 'state', 'active', 'owner', ARGV[4])
     redis.call('HDEL', key, 'pending_since')
+    redis.call('DEL', ARGV[8] .. id)
+    redis.call('HSET', key, 'state', 'active', 'owner', ARGV[4])
     redis.call('ZADD', KEYS[3], ARGV[1], id)
     out[#out + 1] = id
     out[#out + 1] = v[1] or ''

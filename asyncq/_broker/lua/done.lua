@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- done: a task finished and is not kept (active -> deleted). Also used for RevokeTask.
 -- KEYS[1] task hash          asyncq:{q}:t:<id>
 -- KEYS[2] active list        asyncq:{q}:active

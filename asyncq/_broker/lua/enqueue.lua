@@ -3,6 +3,7 @@
 -- KEYS[2] pending list       asyncq:{q}:pending
 -- KEYS[3] uniqueness lock    asyncq:{q}:unique:...  (read only when ARGV[5] > 0)
 -- KEYS[4] waiters flag       asyncq:{q}:waiters
+-- KEYS[5] registered marker  asyncq:{q}:registered
 -- ARGV[1] task id
 -- ARGV[2] encoded message (JSON)
 -- ARGV[3] payload bytes
@@ -10,7 +11,8 @@
 -- ARGV[5] uniqueness TTL in ms, 0 when the task is not unique
 -- ARGV[6] wake channel
 -- ARGV[7] queue name
--- Returns: 1 enqueued; 0 a task with this id exists; -1 a unique duplicate holds the lock.
+-- Returns: 1 enqueued (3: and the queue must be added to the registry, see asyncq_stored);
+--   0 a task with this id exists; -1 a unique duplicate holds the lock.
 -- @include _lib.lua
 -- The id check comes first so that a conflict never leaves a stray uniqueness lock.
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -28,4 +30,4 @@ redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'pendin
 redis.call('LPUSH', KEYS[2], ARGV[1])
 asyncq_wake(KEYS[4], ARGV[6], ARGV[7])
 asyncq_event(KEYS[1], ARGV[1], '', 'pending')
-return 1
+return asyncq_stored(KEYS[5])

@@ -1,14 +1,16 @@
 -- enqueue_batch: many new tasks of one queue ready now (nothing -> pending), in input order.
 -- KEYS[1] pending list       asyncq:{q}:pending
 -- KEYS[2] waiters flag       asyncq:{q}:waiters
--- KEYS[2i+1] task hash       asyncq:{q}:t:<id of task i>         (i = 1..n)
--- KEYS[2i+2] uniqueness lock asyncq:{q}:unique:... of task i  (read only when its TTL > 0)
+-- KEYS[3] registered marker  asyncq:{q}:registered
+-- KEYS[2i+2] task hash       asyncq:{q}:t:<id of task i>         (i = 1..n)
+-- KEYS[2i+3] uniqueness lock asyncq:{q}:unique:... of task i  (read only when its TTL > 0)
 -- ARGV[1] now, Unix ms (pending_since)
 -- ARGV[2] wake channel
 -- ARGV[3] queue name
 -- ARGV[4i], ARGV[4i+1], ARGV[4i+2], ARGV[4i+3]: task i's id, encoded message, payload and
 --   uniqueness TTL in ms (0 when not unique)
--- Returns: one code per task, as enqueue.lua: 1 enqueued; 0 id exists; -1 unique duplicate.
+-- Returns: one code per task, as enqueue.lua: 1 enqueued (3 for the first one stored when the
+--   queue must be registered, see asyncq_stored); 0 id exists; -1 unique duplicate.
 -- Same checks and writes as enqueue.lua, task by task, so a batch behaves exactly like the
 -- same tasks enqueued one after the other (a repeated id in the batch: the first one wins).
 -- @include _lib.lua
@@ -16,9 +18,9 @@ local out = {}
 local base = asyncq_base(KEYS[1], 'pending')
 local listening = asyncq_listening(base)
 local pushed = false
-local n = (#KEYS - 2) / 2
+local n = (#KEYS - 3) / 2
 for i = 1, n do
-  local key, lock = KEYS[2 * i + 1], KEYS[2 * i + 2]
+  local key, lock = KEYS[2 * i + 2], KEYS[2 * i + 3]
   local id, msg, payload = ARGV[4 * i], ARGV[4 * i + 1], ARGV[4 * i + 2]
   local unique_ttl = tonumber(ARGV[4 * i + 3])
   local code = 1
@@ -39,6 +41,7 @@ for i = 1, n do
     if listening then
       asyncq_emit(base, id, '', 'pending')
     end
+    code = asyncq_stored(KEYS[3])
   end
   out[i] = code
 end

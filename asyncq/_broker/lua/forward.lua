@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- forward: due scheduled or retry tasks become runnable (scheduled/retry -> pending or aggregating).
 -- KEYS[1] source zset        asyncq:{q}:scheduled or asyncq:{q}:retry
 -- KEYS[2] pending list       asyncq:{q}:pending

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- mark_complete: a task finished and is kept for its retention (active -> completed).
 -- KEYS[1] task hash          asyncq:{q}:t:<id>
 -- KEYS[2] active list        asyncq:{q}:active
@@ -22,9 +23,10 @@ if not asyncq_owned(v[1], v[2], ARGV[2]) then
 end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[1], 'owner')
+asyncq_release_unique(v[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'completed', 'completed_at', ARGV[4])
-redis.call('HDEL', KEYS[1], 'owner')
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 'result', ARGV[7], 'result_enc', ARGV[6])
 end
@@ -34,6 +36,5 @@ if ARGV[6] ~= '' and #ARGV[7] > tonumber(ARGV[8]) then
 else
   asyncq_event(KEYS[1], ARGV[1], 'active', 'completed', {renc = ARGV[6], kept = true}, ARGV[7])
 end
-asyncq_release_unique(v[3], ARGV[1])
 asyncq_bump(KEYS[5], KEYS[6], ARGV[3])
 return 1

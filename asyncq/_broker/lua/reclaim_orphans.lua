@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- reclaim_orphans: give a lease to active tasks that have none, so the recoverer can see them.
 -- KEYS[1] active list        asyncq:{q}:active
 -- KEYS[2] lease zset         asyncq:{q}:lease

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- requeue: give a running task back unfinished, e.g. at shutdown (active -> pending, next in line).
 -- KEYS[1] task hash          asyncq:{q}:t:<id>
 -- KEYS[2] active list        asyncq:{q}:active
@@ -18,9 +19,9 @@ if not asyncq_owned(v[1], v[2], ARGV[2]) then
 end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[1], 'owner')
 redis.call('RPUSH', KEYS[4], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'pending', 'pending_since', ARGV[3])
-redis.call('HDEL', KEYS[1], 'owner')
 asyncq_event(KEYS[1], ARGV[1], 'active', 'pending')
 asyncq_wake(KEYS[5], ARGV[4], ARGV[5])
 return 1

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- retry: a run failed and will be tried again later (active -> retry).
 -- KEYS[1] task hash          asyncq:{q}:t:<id>
 -- KEYS[2] active list        asyncq:{q}:active
@@ -21,9 +22,9 @@ if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[8]) then
 end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[1], 'owner')
 redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'retry', 'error', ARGV[4], 'failed_at', ARGV[5])
-redis.call('HDEL', KEYS[1], 'owner')
 if ARGV[6] == '1' then
   redis.call('HINCRBY', KEYS[1], 'retried', 1)
   asyncq_bump(KEYS[5], KEYS[6], ARGV[7])

@@ -2,6 +2,7 @@
 -- KEYS[1] task hash          asyncq:{q}:t:<id>
 -- KEYS[2] scheduled zset     asyncq:{q}:scheduled
 -- KEYS[3] uniqueness lock    asyncq:{q}:unique:...  (read only when ARGV[5] > 0)
+-- KEYS[4] registered marker  asyncq:{q}:registered
 -- ARGV[1] task id
 -- ARGV[2] encoded message (JSON)
 -- ARGV[3] payload bytes
@@ -10,7 +11,7 @@
 -- ARGV[6] group name, '' for none (stored so the forwarder sends the task to its group)
 -- ARGV[7] wake channel
 -- ARGV[8] queue name
--- Returns: 1 scheduled; 0 a task with this id exists; -1 a unique duplicate holds the lock.
+-- Returns: 1 scheduled (3: and the queue must be registered, see asyncq_stored); 0 a task with this id exists; -1 a unique duplicate holds the lock.
 -- When the task becomes the earliest scheduled one, "<queue>@<process-at>" is published on the
 -- wake channel so workers' forwarders can wake at that time instead of at their next round.
 -- @include _lib.lua
@@ -33,4 +34,4 @@ asyncq_event(KEYS[1], ARGV[1], '', 'scheduled', {next = tonumber(ARGV[4])})
 if redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1] then
   redis.call('PUBLISH', ARGV[7], ARGV[8] .. '@' .. ARGV[4])
 end
-return 1
+return asyncq_stored(KEYS[4])

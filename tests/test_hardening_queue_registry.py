@@ -1,0 +1,94 @@
+"""Issue 12 item 9: a queue's registration survives ``delete_queue`` while a long-lived Client
+keeps enqueueing to it. Every store script sets an in-slot marker of its queue and says when
+it was missing; the client then registers the queue (the registry is in another slot)."""
+
+from __future__ import annotations
+
+import pytest
+from redis.asyncio import Redis
+
+from asyncq import Client, Inspector, Scheduler, Task, TaskState
+from asyncq import _keys as K
+from asyncq._connection import make_broker
+from asyncq._task import TaskInfo
+from asyncq.testing import wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+async def visible(inspector: Inspector, queue: str, state: TaskState, n: int) -> None:
+    assert queue in await inspector.queues()
+    info = await inspector.queue_info(queue)
+    assert getattr(info, state.value) == n
+    assert len(await inspector.list_tasks(queue, state)) == n
+
+
+@pytest.mark.parametrize("how", ["enqueue", "enqueue_many", "scheduled", "group"])
+async def test_queue_stays_registered_after_delete_while_a_client_enqueues(
+    how: str, asyncq_client: Client, asyncq_redis_url: str, asyncq_queue: str,
+) -> None:
+    q = asyncq_queue
+    state = {"scheduled": TaskState.SCHEDULED, "group": TaskState.AGGREGATING}.get(
+        how, TaskState.PENDING)
+
+    async def enqueue() -> None:
+        if how == "enqueue_many":
+            infos = await asyncq_client.enqueue_many([Task("t", queue=q), Task("t", queue=q)])
+            assert all(isinstance(i, TaskInfo) for i in infos)
+        elif how == "scheduled":
+            await asyncq_client.enqueue(Task("t", queue=q, process_in=3600))
+        elif how == "group":
+            await asyncq_client.enqueue(Task("t", queue=q, group="g"))
+        else:
+            await asyncq_client.enqueue(Task("t", queue=q))
+
+    async with Inspector(asyncq_redis_url) as inspector:
+        await enqueue()
+        assert q in await inspector.queues()
+        await inspector.delete_queue(q, force=True)
+        assert q not in await inspector.queues()
+        await enqueue()  # the same long-lived client
+        assert q in await inspector.queues()
+        if how != "group":
+            await visible(inspector, q, state, 2 if how == "enqueue_many" else 1)
+        else:
+            assert [g.group for g in await inspector.groups(q)] == ["g"]
+
+
+async def test_a_task_stored_during_delete_queue_keeps_its_queue_registered(
+    asyncq_redis_url: str, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    """The race: the queue's keys are removed, a producer stores a task (and registers the
+    queue), then delete_queue drops the queue from the registry: it must register it back."""
+    q = asyncq_queue
+    broker = make_broker(asyncq_redis_url)
+    try:
+        async with Client(broker=broker) as client:
+            await client.enqueue(Task("t", queue=q))
+            await client.enqueue(Task("t", queue=q))
+            assert await broker.inspect.bulk("delete", q, "pending") == 2
+            code, _, _ = await broker.inspect.remove_queue(q, "remove", [])
+            assert code == 1
+            assert not await redis_client.exists(K.queue_keys(q).registered)
+            await client.enqueue(Task("t", queue=q))  # between the removal and the SREM
+            await broker.inspect.unregister_queue(q)
+            assert q in await broker.inspect.queue_names()
+    finally:
+        await broker.close()
+
+
+async def test_scheduler_registers_a_deleted_queue_again(
+    asyncq_redis_url: str, asyncq_queue: str,
+) -> None:
+    q = asyncq_queue
+    async with Inspector(asyncq_redis_url) as inspector:
+        scheduler = Scheduler(asyncq_redis_url)
+        scheduler.register("@every 1s", Task("tick", queue=q))
+        async with scheduler:
+            await wait_until(lambda: _has(inspector, q), timeout=5, message="first tick")
+            await inspector.delete_queue(q, force=True)
+            await wait_until(lambda: _has(inspector, q), timeout=5, message="next tick")
+
+
+async def _has(inspector: Inspector, queue: str) -> bool:
+    return queue in await inspector.queues() and (await inspector.queue_info(queue)).pending > 0
