@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from . import _keys as K
-from ._broker import Broker, BulkOp, TaskRecord
+from ._broker import ARCHIVE_MAX_SIZE, Broker, BulkOp, TaskRecord
 from ._cancel import request_cancel
 from ._clock import SYSTEM_CLOCK, Clock
 from ._connection import ConnectionOptions, RedisLike, open_broker
@@ -27,6 +27,7 @@ from ._errors import (
     TaskStateError,
 )
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
+from ._log import get_logger
 from ._message import decode_message
 from ._payload import encode_payload
 from ._records import record_info
@@ -38,6 +39,21 @@ from ._scheduler._store import (
     list_scheduler_events,
 )
 from ._task import STORED_STATES, TaskInfo, TaskState
+
+_log = get_logger("inspector")
+
+
+class ArchivedCount(int):
+    """What ``archive_all`` returns: the number of tasks archived (an int), with ``trimmed``,
+    how many of the oldest archived tasks were deleted to keep the archive within its caps."""
+
+    trimmed: int
+
+    def __new__(cls, archived: int, trimmed: int = 0) -> ArchivedCount:
+        value = super().__new__(cls, archived)
+        value.trimmed = trimmed
+        return value
+
 
 _COUNTER_DAYS = 91  # daily counters live 90 days; one more covers a day boundary
 
@@ -301,7 +317,7 @@ class Inspector:
         raise TaskStateError(f"task {task_id!r} keeps changing; try again")
 
     async def _bulk(self, op: BulkOp, queue: str, state: TaskState | str, group: str | None,
-                    allowed: frozenset[TaskState], verb: str) -> int:
+                    allowed: frozenset[TaskState], verb: str) -> ArchivedCount:
         st = _state(state)
         if st not in allowed:
             ok = ", ".join(sorted(s.value for s in allowed))
@@ -313,28 +329,33 @@ class Inspector:
             groups: Sequence[str] = [g for g, _ in await self._ops.groups(queue)]
         else:
             groups = [group or ""]
-        total = 0
+        total = trimmed = 0
         for g in groups:
-            total += await self._ops.bulk(op, queue, st.value, g or None)
-        return total
+            done, dropped = await self._ops.bulk(op, queue, st.value, g or None)
+            total, trimmed = total + done, trimmed + dropped
+        if trimmed:
+            _log.warning("archive over its cap: oldest archived tasks deleted", queue=queue,
+                         archived=total, deleted=trimmed, max_size=ARCHIVE_MAX_SIZE)
+        return ArchivedCount(total, trimmed)
 
     async def delete_all(self, queue: str, state: TaskState | str,
                          group: str | None = None) -> int:
         """Delete every task in ``state`` (not active); aggregating tasks of ``group``, or of
         every group when it is None. Returns how many were deleted."""
-        return await self._bulk("delete", queue, state, group, _DELETABLE, "delete")
+        return int(await self._bulk("delete", queue, state, group, _DELETABLE, "delete"))
 
     async def run_all(self, queue: str, state: TaskState | str, group: str | None = None) -> int:
         """Make every scheduled/retry/archived/completed/aggregating task of ``state`` pending,
         after the tasks already pending. Returns how many were moved."""
-        return await self._bulk("run", queue, state, group, _RUNNABLE, "run")
+        return int(await self._bulk("run", queue, state, group, _RUNNABLE, "run"))
 
     async def archive_all(self, queue: str, state: TaskState | str,
-                          group: str | None = None) -> int:
+                          group: str | None = None) -> ArchivedCount:
         """Archive every pending/scheduled/retry/completed/aggregating task of ``state``.
 
-        Returns how many were archived. The archive keeps at most 10 000 tasks (and none older
-        than 90 days): archiving more drops the oldest archived tasks.
+        Returns how many were archived, an int whose ``trimmed`` says how many of the oldest
+        archived tasks were deleted meanwhile: the archive keeps at most 10 000 tasks (and none
+        older than 90 days). A trim is also logged as a warning.
         """
         return await self._bulk("archive", queue, state, group, _ARCHIVABLE, "archive")
 

@@ -66,7 +66,7 @@ async def test_a_task_stored_during_delete_queue_keeps_its_queue_registered(
         async with Client(broker=broker) as client:
             await client.enqueue(Task("t", queue=q))
             await client.enqueue(Task("t", queue=q))
-            assert await broker.inspect.bulk("delete", q, "pending") == 2
+            assert await broker.inspect.bulk("delete", q, "pending") == (2, 0)
             code, _, _ = await broker.inspect.remove_queue(q, "remove", [])
             assert code == 1
             assert not await redis_client.exists(K.queue_keys(q).registered)

@@ -6,6 +6,7 @@ types) <- ``_runner`` (ScriptRunner, the one object talking to Redis, with ``_cl
 groups ``_maintenance``, ``_inspect``, ``_schedules`` <- ``_redis`` (RedisBroker composes them).
 """
 
+from ._calls import ARCHIVE_MAX_SIZE
 from ._protocol import (
     CANCEL_REQUESTED,
     LEASE_KEPT,
@@ -25,6 +26,6 @@ from ._protocol import (
 )
 from ._redis import RedisBroker
 
-__all__ = ["CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Broker", "BulkOp", "EnqueueCode",
-           "FireCode", "InspectOps", "NewTask", "Outcome",
+__all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Broker",
+           "BulkOp", "EnqueueCode", "FireCode", "InspectOps", "NewTask", "Outcome",
            "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]

@@ -212,11 +212,12 @@ class RedisInspectOps:
         return number(await self.runner.run("inspect_update_payload", [qk.task(task_id)],
                                             [old_msg, new_msg, payload]))
 
-    async def bulk(self, op: BulkOp, queue: str, state: str, group: str | None = None) -> int:
+    async def bulk(self, op: BulkOp, queue: str, state: str,
+                   group: str | None = None) -> tuple[int, int]:
         qk = K.queue_keys(queue)
         source = self._source(queue, state, group)
         gname = group if state == "aggregating" and group else ""
-        total = 0
+        total = trimmed = 0
         while True:
             now = self.clock.now_ms()
             if op == "delete":
@@ -228,13 +229,14 @@ class RedisInspectOps:
                     "inspect_run_all", [source, qk.pending, qk.groups, qk.waiters],
                     [state, self.batch_size, qk.task_prefix, gname, now, K.WAKE_CHANNEL, queue])
             else:
-                taken, done = await self.runner.run(
+                taken, done, dropped = await self.runner.run(
                     "inspect_archive_all", [source, qk.archived, qk.groups],
                     [state, self.batch_size, qk.task_prefix, gname, now, ARCHIVE_MAX_SIZE,
                      now - ARCHIVE_MAX_AGE_MS])
+                trimmed += number(dropped)
             total += number(done)
             if number(taken) < self.batch_size:
-                return total
+                return total, trimmed
 
     async def redis_info(self) -> dict[str, Any]:
         infos = await self.runner.infos()

@@ -159,6 +159,13 @@ class MaintenanceOps:
             "delete_aggregation_set", [qk.aggregation_set(group, set_id), qk.aggregation_sets],
             [qk.task_prefix]))
 
+    async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self.runner.run(
+            "return_aggregation_set",
+            [qk.aggregation_set(group, set_id), qk.group(group), qk.groups, qk.aggregation_sets],
+            [group]))
+
     async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
         qk = K.queue_keys(queue)
         return int(await self.runner.run("reclaim_stale_aggregation_sets",

@@ -163,9 +163,11 @@ class InspectOps(Protocol):
         ``old_msg``: 1 updated, 0 not found, -1 not scheduled, -2 changed since read."""
         ...
 
-    async def bulk(self, op: BulkOp, queue: str, state: str, group: str | None = None) -> int:
+    async def bulk(self, op: BulkOp, queue: str, state: str,
+                   group: str | None = None) -> tuple[int, int]:
         """Apply ``op`` to every task of ``state`` (of ``group`` for aggregating), batch by
-        batch; returns how many tasks it applied to."""
+        batch; returns how many tasks it applied to, and (archive only) how many of the oldest
+        archived tasks were deleted to keep the archive within its caps."""
         ...
 
     async def redis_info(self) -> dict[str, Any]:
@@ -401,6 +403,11 @@ class Broker(Protocol):
 
     async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
         """Delete an aggregation set and its tasks; returns how many tasks were deleted."""
+        ...
+
+    async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
+        """Give a staged set's tasks back to ``group`` now (its aggregation failed); returns
+        how many."""
         ...
 
     async def reclaim_stale_aggregation_sets(self, queue: str) -> int:

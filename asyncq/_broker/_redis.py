@@ -292,6 +292,9 @@ class RedisBroker:
     async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
         return await self.maintenance.delete_aggregation_set(queue, group, set_id)
 
+    async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
+        return await self.maintenance.return_aggregation_set(queue, group, set_id)
+
     async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
         return await self.maintenance.reclaim_stale_aggregation_sets(queue)
 

@@ -205,11 +205,15 @@ def cmd_bulk(args: argparse.Namespace) -> int:
         method = {"run": inspector.run_all, "archive": inspector.archive_all,
                   "delete": inspector.delete_all}[args.op]
         count = await method(args.queue, args.state, args.group)
+        trimmed = getattr(count, "trimmed", 0)
         if args.json:
             print_json({"queue": args.queue, "state": args.state, "group": args.group,
-                        "count": count})
+                        "count": int(count), "archive_trimmed": trimmed})
         else:
             say(f"{count} {args.state} task(s) {_BULK[args.verb][3]}")
+            if trimmed:
+                say(f"the archive keeps at most 10 000 tasks and none older than 90 days: the "
+                    f"{trimmed} oldest archived task(s) were deleted")
         return 0
 
     return run_inspector(args, body)

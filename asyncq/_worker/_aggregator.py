@@ -35,6 +35,7 @@ class Aggregator:
         self._clock = clock
         self._aggregate = config.group_aggregator
         self._log = get_logger("aggregator")
+        self._resting: dict[tuple[str, str], int] = {}  # group whose aggregator failed -> until
         self.outage = Outage(self._log, "aggregate groups")
         self.interval = min(7.0, config.group_grace_period)
 
@@ -47,7 +48,10 @@ class Aggregator:
         cfg = self._config
         made = 0
         await self._broker.reclaim_stale_aggregation_sets(queue)
+        now = self._clock.now_ms()
         for group in await self._broker.list_groups(queue):
+            if self._resting.get((queue, group), 0) > now:
+                continue  # its aggregator failed lately: give it a grace period
             set_id = uuid.uuid4().hex
             staged = await self._broker.aggregation_check(
                 queue, group, set_id, int(cfg.group_grace_period * 1000),
@@ -79,9 +83,17 @@ class Aggregator:
             if err is not None:
                 raise err
         except Exception as exc:  # the user's aggregator, or a refused store
-            self._log.error("aggregation failed; the group's tasks return after the set deadline",
-                            queue=queue, group=group, error=str(exc))
+            # The tasks go back to their group at once (listed by groups(), tried again after
+            # a grace period), not after the set's deadline.
+            await self._broker.return_aggregation_set(queue, group, set_id)
+            key = (queue, group)
+            if key not in self._resting:
+                self._log.error("aggregation failed; the group's tasks stay in their group and "
+                                "are tried again", queue=queue, group=group, error=str(exc))
+            self._resting[key] = self._clock.now_ms() + int(
+                self._config.group_grace_period * 1000)
             return False
+        self._resting.pop((queue, group), None)
         await self._broker.delete_aggregation_set(queue, group, set_id)
         return True
 

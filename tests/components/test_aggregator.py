@@ -11,7 +11,7 @@ from component_helpers import (
 from dataplane_helpers import lmembers, task_hash, zmembers
 from redis.asyncio import Redis
 
-from asyncq import BrokerError, Client, FakeClock, ServeMux, Task
+from asyncq import BrokerError, Client, FakeClock, Inspector, ServeMux, Task
 from asyncq import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 
@@ -159,3 +159,31 @@ async def test_running_worker_aggregates_groups(
     assert got == [{"group": "g", "items": [0, 1]}]
 
 
+
+
+async def test_a_failing_aggregator_leaves_the_group_listed_and_tries_again(
+    make_worker: MakeWorker, clock: FakeClock, asyncq_queue: str,
+) -> None:
+    calls: list[str] = []
+
+    def broken(group: str, tasks: list[Task]) -> Task:
+        calls.append(group)
+        if len(calls) == 1:
+            raise RuntimeError("aggregator bug")
+        return Task("batch", len(tasks))
+
+    worker = make_worker(queues={asyncq_queue: 1}, group_aggregator=broken,
+                         group_grace_period=1)
+    assert worker.aggregator is not None
+    client = Client(worker.broker, clock=clock)
+    for n in range(3):
+        await client.enqueue("item", n, queue=asyncq_queue, group="g")
+    clock.advance(2)
+    async with Inspector(worker.broker) as inspector:
+        assert await worker.aggregator.tick() == 0  # the aggregator raised
+        assert [(g.group, g.size) for g in await inspector.groups(asyncq_queue)] == [("g", 3)]
+        assert await worker.aggregator.tick() == 0  # resting for the grace period
+        clock.advance(1.5)
+        assert await worker.aggregator.tick() == 1  # tried again, and it worked
+        assert await inspector.groups(asyncq_queue) == []
+    assert calls == ["g", "g"]

@@ -171,6 +171,9 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         assert len(await broker.read_aggregation_set(q, "g1", "set1")) == 1
         await broker.reclaim_stale_aggregation_sets(q)
         await client.enqueue("t", queue=q, group="g1")
+        assert await broker.aggregation_check(q, "g1", "set3", 0, 0, 0, now + 60_000) == 1
+        assert await broker.return_aggregation_set(q, "g1", "set3") >= 1
+        await client.enqueue("t", queue=q, group="g1")
         await broker.aggregation_check(q, "g1", "set2", 0, 0, 0, now + 60_000)
         await broker.delete_aggregation_set(q, "g1", "set2")
 

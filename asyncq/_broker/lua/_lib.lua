@@ -43,14 +43,17 @@ end
 
 -- Keep the archive bounded: drop entries older than `oldest` (Unix ms) and the oldest entries
 -- beyond `max_size`, at most `limit` of each per call, deleting their task hashes (and releasing
--- the locks they own) so that no orphaned task record is left behind.
+-- the locks they own) so that no orphaned task record is left behind. Returns how many were
+-- dropped.
 local function asyncq_trim_archive(archived, tprefix, oldest, max_size, limit)
+  local dropped = 0
   local function drop(ids)
     for _, id in ipairs(ids) do
       local key = tprefix .. id
       asyncq_release_unique(redis.call('HGET', key, 'unique_key'), id)
       redis.call('DEL', key)
       redis.call('ZREM', archived, id)
+      dropped = dropped + 1
     end
   end
   drop(redis.call('ZRANGE', archived, '-inf', '(' .. oldest, 'BYSCORE', 'LIMIT', 0, limit))
@@ -58,6 +61,7 @@ local function asyncq_trim_archive(archived, tprefix, oldest, max_size, limit)
   if excess > 0 then
     drop(redis.call('ZRANGE', archived, 0, math.min(excess, limit) - 1))
   end
+  return dropped
 end
 
 -- Is the task active under this owner ('' = any owner)? Takes HMGET state, owner values.

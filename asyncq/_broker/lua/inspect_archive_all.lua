@@ -11,7 +11,8 @@
 -- ARGV[5] now, Unix ms (the archived zset score)
 -- ARGV[6] most archived tasks kept
 -- ARGV[7] oldest archive entry kept, Unix ms
--- Returns: {ids taken from the source, tasks archived}. Call again while ids == batch size.
+-- Returns: {ids taken from the source, tasks archived, oldest archived tasks deleted to keep
+--   the archive within its caps}. Call again while ids == batch size.
 -- The archive is trimmed as by a worker's archive (age and size caps), deleting the task hashes
 -- of the entries it drops. Ids without a task hash, or in another state, are dropped.
 -- @include _lib.lua
@@ -36,5 +37,5 @@ end
 if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('SREM', KEYS[3], ARGV[4])
 end
-asyncq_trim_archive(KEYS[2], ARGV[3], ARGV[7], tonumber(ARGV[6]), batch)
-return {#ids, archived}
+local trimmed = asyncq_trim_archive(KEYS[2], ARGV[3], ARGV[7], tonumber(ARGV[6]), batch)
+return {#ids, archived, trimmed}
