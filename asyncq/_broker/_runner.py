@@ -85,6 +85,9 @@ class ScriptRunner:
         if isinstance(exc, AuthenticationError):
             return BrokerError(f"Redis at {self.where} refused the credentials (authentication "
                                f"failed; check the user and password): {what} failed: {exc}")
+        if isinstance(exc, MaxConnectionsError):
+            return BrokerError(f"no free connection to Redis at {self.where} in time (all "
+                               f"max_connections busy): {what} failed: {exc}")
         if (isinstance(exc, RedisConnectionError | RedisTimeoutError)
                 and not isinstance(exc, BusyLoadingError)):
             return BrokerError(f"cannot reach Redis at {self.where} (is it running, and is "

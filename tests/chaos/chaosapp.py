@@ -23,7 +23,7 @@ import random
 import time
 from typing import Any
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from asyncq import Retry, ServeMux, Task
 
@@ -46,7 +46,9 @@ def _client() -> Redis:
     client = _clients.get(loop)
     if client is None:
         url = _url or os.environ[LEDGER_URL_ENV]
-        client = _clients[loop] = Redis.from_url(url, decode_responses=False)
+        # A blocking pool: hundreds of handlers at once wait for a ledger connection.
+        client = _clients[loop] = Redis.from_pool(BlockingConnectionPool.from_url(
+            url, max_connections=50, timeout=60))
     return client
 
 
