@@ -39,10 +39,8 @@ class ConnectionOptions:
     """Enable TCP keepalive, so a peer that vanished is noticed even on idle connections."""
     max_connections: int = field(default=100, metadata=NONZERO)
     """Most connections in the pool (per node on a cluster). A call made while all of them are
-    busy waits for one to be free (up to ``pool_timeout``) instead of failing."""
-    pool_timeout: float = field(default=20.0, metadata=NONZERO)
-    """Seconds a call waits for a free connection when all ``max_connections`` are busy; past
-    it the call fails with a (transient) BrokerError."""
+    busy waits for one to be free (up to 20 s, then a transient BrokerError) instead of
+    failing at once."""
     username: str | None = None
     """ACL user name (Redis 6+), when it is not in the URL."""
     password: str | None = None

@@ -219,9 +219,8 @@ def test_every_connection_option_is_a_query_parameter_parsed_by_its_type() -> No
     for f in dataclasses.fields(ConnectionOptions):
         assert f.name in str(err.value)
     o = parse_url("redis://h/0?socket_timeout=none&max_connections=7&password=none"
-                  "&health_check_interval=0&socket_keepalive=off&pool_timeout=2.5").options
+                  "&health_check_interval=0&socket_keepalive=off").options
     assert (o.socket_timeout, o.max_connections, o.password) == (None, 7, "none")
-    assert o.pool_timeout == 2.5
     assert (o.health_check_interval, o.socket_keepalive) == (0.0, False)
     for query, why in (("socket_timeout=nan", "finite"), ("health_check_interval=inf", "finite"),
                        ("socket_connect_timeout=0", "socket_connect_timeout must be > 0"),

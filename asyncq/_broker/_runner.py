@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -35,8 +36,8 @@ from ._scripts import Script, load_scripts
 PIPELINE_CHUNK = 1000  # script calls per round trip of run_many
 
 
-#: How long a call refused for want of a free connection is retried (ConnectionOptions'
-#: pool_timeout plays this part for the blocking pools asyncq creates).
+#: How long a call refused for want of a free connection (all max_connections busy) waits
+#: for one, retrying: it was not sent, so retrying is safe.
 POOL_WAIT_S = 20.0
 
 def reply_error(what: str, reply: Exception) -> BrokerError:
@@ -156,7 +157,11 @@ class ScriptRunner:
             for start in range(0, len(resolved), chunk):
                 part = resolved[start:start + chunk]
                 scripts = list({c[0].name: c[0] for c in part}.values()) if preload else []
-                out = await self._pipeline(part, scripts)
+                if self._raw:  # one connection, taken before anything is sent
+                    out = await self._when_connection_free(
+                        functools.partial(self._pipeline, part, scripts))
+                else:
+                    out = await self._pipeline(part, scripts)
                 if any(isinstance(r, NoScriptError) for r in out):
                     # Redis lost its script cache (restart, SCRIPT FLUSH): NOSCRIPT means that
                     # call did not run, so loading the scripts and re-sending it is safe.
@@ -205,12 +210,17 @@ class ScriptRunner:
         """Plain commands pipelined (not a transaction), each naming at most one key (keys of
         different slots are fine: a cluster pipeline sends each to its master); one reply per
         command, in order; an error reply raises BrokerError."""
-        try:
-            await self._ready()
+        async def send() -> list[Any]:
             pipe = self.redis.pipeline(transaction=False)
             for command in commands:
                 pipe.execute_command(*command)
             return list(await pipe.execute())
+
+        try:
+            await self._ready()
+            if isinstance(self.redis, RedisCluster):
+                return await send()
+            return list(await self._when_connection_free(send))  # one connection, taken first
         except RedisError as exc:
             raise await self._failed(what, exc) from exc
 
