@@ -249,6 +249,22 @@ class Inspector:
                 continue  # a record we cannot read is skipped, not fatal to the listing
         return out
 
+    async def find_task(self, task_id: str) -> TaskInfo:
+        """The task ``task_id`` in whichever queue holds it (its ids are UUIDs unless you chose
+        them): one pipelined read over every queue. TaskNotFoundError when no queue has it,
+        ValueError when several do (then name the queue)."""
+        task_id = _task_id(task_id)
+        queues = await self._ops.queue_names()
+        records = await self._ops.tasks([(q, task_id) for q in queues])
+        found = [(q, rec) for q, rec in zip(queues, records, strict=True) if rec is not None]
+        if not found:
+            raise TaskNotFoundError(f"task {task_id!r} not found in any queue")
+        if len(found) > 1:
+            names = ", ".join(q for q, _ in found)
+            raise ValueError(f"task id {task_id!r} exists in several queues ({names}): name "
+                             f"the queue")
+        return self._info(found[0][1], self._clock.now_ms())
+
     async def task_info(self, queue: str, task_id: str) -> TaskInfo:
         """One task, with its result and when it runs next (``next_process_at``)."""
         task_id = _task_id(task_id)

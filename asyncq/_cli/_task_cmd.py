@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import orjson
+
 from .._inspector import Inspector
 from .._task import STORED_STATES, TaskInfo, TaskState
 from . import _enqueue_cmd
 from ._output import (
     add_common_args,
+    bytes_doc,
     fmt_duration,
     fmt_payload,
     fmt_time,
@@ -42,7 +45,8 @@ def register(sub: Any) -> None:
 
     ls = tsub.add_parser("ls", help="list the tasks of a queue in a state")
     _queue_arg(ls)
-    ls.add_argument("--state", "-s", required=True, choices=STATES)
+    ls.add_argument("--state", "-s", choices=STATES,
+                    help="the state to list (default: every state that has tasks)")
     ls.add_argument("--page", type=int, default=1, help="page number, from 1 (default 1)")
     ls.add_argument("--size", type=int, default=30, help="tasks per page (default 30)")
     ls.add_argument("--group", "-g", help="group (required for aggregating tasks)")
@@ -50,7 +54,8 @@ def register(sub: Any) -> None:
     ls.set_defaults(func=cmd_ls)
 
     inspect = tsub.add_parser("inspect", help="show one task")
-    _queue_arg(inspect)
+    inspect.add_argument("--queue", "-q", help="the task's queue (default: look in every "
+                                               "queue)")
     inspect.add_argument("--id", "-i", required=True, help="task id")
     add_common_args(inspect)
     inspect.set_defaults(func=cmd_inspect)
@@ -118,6 +123,8 @@ def _short(text: str | None, width: int = 40) -> str:
 
 def cmd_ls(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
+        if args.state is None:
+            return await list_every_state(inspector, args)
         state = TaskState(args.state)
         tasks = await inspector.list_tasks(args.queue, state, args.page, args.size, args.group)
         if args.json:
@@ -134,6 +141,45 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return run_inspector(args, body)
 
 
+async def list_every_state(inspector: Inspector, args: argparse.Namespace) -> int:
+    """``task ls -q Q`` without ``-s``: a section per state that has tasks."""
+    info = await inspector.queue_info(args.queue)
+    docs: dict[str, list[dict[str, Any]]] = {}
+    for state in (TaskState.ACTIVE, TaskState.PENDING, TaskState.SCHEDULED, TaskState.RETRY,
+                  TaskState.ARCHIVED, TaskState.COMPLETED):
+        if not getattr(info, state.value):
+            continue
+        tasks = await inspector.list_tasks(args.queue, state, args.page, args.size)
+        if args.json:
+            docs[state.value] = [task_doc(t) for t in tasks]
+            continue
+        say(f"{state.value} ({getattr(info, state.value)})")
+        headers, extra = _columns(state)
+        print_table(["ID", "TYPE", "PAYLOAD", *headers],
+                    [[t.id, t.type, fmt_payload(t), *extra(t)] for t in tasks])
+        say()
+    if args.json:
+        print_json(docs)
+    elif not any(getattr(info, s) for s in ("active", "pending", "scheduled", "retry",
+                                            "archived", "completed")):
+        say(f"no tasks in queue {args.queue}")
+    return 0
+
+
+def fmt_result(t: TaskInfo) -> str:
+    """A task's result for people: JSON as compact JSON, text as text, other bytes counted."""
+    if t.result is None:
+        return "-"
+    value, kind = bytes_doc(t.result, t.result_encoding)
+    if kind == "json":
+        text = orjson.dumps(value).decode()
+    elif kind == "text":
+        text = repr(value)
+    else:
+        return f"<{len(t.result)} bytes of binary data>"
+    return text if len(text) <= 300 else text[:297] + f"... ({len(t.result)} bytes)"
+
+
 def print_task(t: TaskInfo) -> None:
     print_fields([
         ("id", t.id), ("queue", t.queue), ("type", t.type), ("state", t.state.value),
@@ -145,13 +191,14 @@ def print_task(t: TaskInfo) -> None:
         ("group", t.group or "-"), ("next process at", fmt_time(t.next_process_at)),
         ("orphaned", "yes" if t.is_orphaned else "no"),
         ("retention", fmt_duration(t.retention)), ("completed at", fmt_time(t.completed_at)),
-        ("result", "-" if t.result is None else f"{len(t.result)} bytes"),
+        ("result", fmt_result(t)),
     ])
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
-        t = await inspector.task_info(args.queue, args.id)
+        t = (await inspector.task_info(args.queue, args.id) if args.queue
+             else await inspector.find_task(args.id))
         if args.json:
             print_json(task_doc(t))
         else:
