@@ -95,7 +95,10 @@ class Client:
             mine, _ = await self._with_retries(lambda: self._stored_by_us([new]))
             if mine[0]:
                 code = 1
-        err = store_error(code, new)
+        holder = None
+        if code == -1 and new.unique_key:
+            holder = (await self._broker.lock_holders([new.unique_key]))[0]
+        err = store_error(code, new, holder)
         if err is not None:
             raise err
         return stored_info(new, now)
@@ -132,6 +135,10 @@ class Client:
             for i, own in zip(conflicts, mine, strict=True):
                 if own:
                     codes[i] = 1
+        locks = [new.unique_key for new, code in zip(prepared, codes, strict=True)
+                 if code == -1 and new.unique_key]
+        holders = dict(zip(locks, await self._broker.lock_holders(locks), strict=True)) \
+            if locks else {}
         out: list[TaskInfo | AsyncqError] = []
         for new, code in zip(prepared, codes, strict=True):
             if isinstance(code, AsyncqError):
@@ -139,7 +146,8 @@ class Client:
             elif isinstance(code, Exception):
                 out.append(AsyncqError(str(code)))
             else:
-                out.append(store_error(code, new) or stored_info(new, now))
+                err = store_error(code, new, holders.get(new.unique_key or ""))
+                out.append(err or stored_info(new, now))
         return out
 
     async def _with_retries(self, call: Callable[[], Awaitable[_T]]) -> tuple[_T, bool]:

@@ -54,13 +54,16 @@ def stored_info(new: NewTask, now: int) -> TaskInfo:
     return task_info(new.msg, new.payload, state, next_process_at_ms=next_at)
 
 
-def store_error(code: EnqueueCode, new: NewTask) -> AsyncqError | None:
-    """The error a store reply code stands for (None when the task was stored)."""
+def store_error(code: EnqueueCode, new: NewTask,
+                holder: str | None = None) -> AsyncqError | None:
+    """The error a store reply code stands for (None when the task was stored); ``holder``:
+    the id of the task holding the uniqueness lock, when known."""
     if code == 0:
         return TaskIDConflictError(
             f"task id {new.msg.id!r} already exists in queue {new.msg.queue!r}")
     if code == -1:
+        held = f", held by task {holder}" if holder else ""
         return DuplicateTaskError(
             f"a unique {new.msg.type!r} task is already queued in {new.msg.queue!r} "
-            f"(lock {new.unique_key})")
+            f"(lock {new.unique_key}{held})", task_id=holder)
     return None

@@ -40,7 +40,14 @@ class AsyncqError(Exception):
 
 
 class DuplicateTaskError(AsyncqError):
-    """A unique task with the same uniqueness key is already queued (its lock has not expired)."""
+    """A unique task with the same uniqueness key is already queued (its lock has not expired).
+
+    ``task_id`` is the id of the task holding the lock (None if it ended meanwhile), so an
+    idempotent endpoint can answer with the task already queued."""
+
+    def __init__(self, message: str, task_id: str | None = None) -> None:
+        super().__init__(message)
+        self.task_id = task_id
 
 
 class TaskIDConflictError(AsyncqError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dataplane_helpers import dead_redis_url
 
-from asyncq import BrokerError, Client, ServeMux, Worker
+from asyncq import BrokerError, Client, DuplicateTaskError, ServeMux, Task, Worker
 from asyncq._testing.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -33,3 +33,15 @@ async def test_a_wrong_password_says_authentication_failed() -> None:
             with pytest.raises(BrokerError, match="refused the credentials") as info:
                 await client.enqueue("t")
     assert "wrong-one" not in str(info.value) and "right-one" not in str(info.value)
+
+
+async def test_a_duplicate_names_the_task_that_holds_the_lock(
+    asyncq_client: Client, asyncq_queue: str,
+) -> None:
+    first = await asyncq_client.enqueue("report", {"user": 1}, queue=asyncq_queue, unique=60)
+    with pytest.raises(DuplicateTaskError) as info:
+        await asyncq_client.enqueue("report", {"user": 1}, queue=asyncq_queue, unique=60)
+    assert info.value.task_id == first.id and first.id in str(info.value)
+    [dup] = await asyncq_client.enqueue_many(
+        [Task("report", {"user": 1}, queue=asyncq_queue, unique=60)])
+    assert isinstance(dup, DuplicateTaskError) and dup.task_id == first.id

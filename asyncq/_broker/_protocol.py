@@ -300,6 +300,10 @@ class Broker(Protocol):
         cancellation of the task was requested."""
         ...
 
+    async def lock_holders(self, locks: Sequence[str]) -> list[str | None]:
+        """The task id holding each uniqueness lock (None: the lock is gone)."""
+        ...
+
     async def write_result(self, queue: str, task_id: str, data: bytes,
                            encoding: str = "b") -> int:
         """Store a running task's result (``encoding`` "b" bytes or "j" JSON): its length, -1

@@ -175,6 +175,11 @@ class RedisBroker:
         )
         return [int(f) for f in flags]
 
+    async def lock_holders(self, locks: Sequence[str]) -> list[str | None]:
+        replies = await self.runner.commands("reading uniqueness locks",
+                                             [("GET", lock) for lock in locks])
+        return [None if r is None else text(r) for r in replies]
+
     async def write_result(self, queue: str, task_id: str, data: bytes,
                            encoding: str = "b") -> int:
         qk = K.queue_keys(queue)
