@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from .._events import TaskEvent
 from .._keys import validate_queue_name
@@ -86,6 +86,9 @@ class WorkerConfig:
     """Whether an error counts as a failure (False: retried without using up a retry)."""
     error_handler: ErrorHandler | None = None
     """Called (sync or async) with the task and the error after every failed run."""
+    unknown_type: Literal["retry", "archive"] = "retry"
+    """A task whose type has no handler: "retry" (it may reach a worker that knows it, as in a
+    rolling deploy) or "archive" at once. Either way it is logged once per type."""
     on_state_change: StateChangeCallback | None = None
     """Called (sync or async) with a TaskEvent for every transition this worker makes: a task
     starts (pending -> active) and its outcome is written (completed, retry, archived,

@@ -20,7 +20,12 @@ import anyio
 from .._backoff import Backoff
 from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
-from .._errors import BrokerError, DecodeError, LeaseExpiredError
+from .._errors import (
+    BrokerError,
+    DecodeError,
+    HandlerNotFoundError,
+    LeaseExpiredError,
+)
 from .._log import get_logger
 from .._message import TaskMessage, decode_message
 from .._outage import Outage
@@ -107,6 +112,7 @@ class Processor:
         self._slot_free = asyncio.Event()
         self._all_done = asyncio.Event()
         self._forced = asyncio.Event()  # a second stop request: do not wait for handlers
+        self._unknown_types: set[str] = set()  # task types already reported as unhandled
         self._all_done.set()
         self.fetching = True
         self.processed = 0
@@ -373,6 +379,20 @@ class Processor:
         task = run.task
         text = error_text(exc)
         log = self._log.bind(task_id=run.id, queue=run.queue, type=run.msg.type)
+        if isinstance(exc, HandlerNotFoundError):
+            # A type nobody handles (a typo, or a rolling deploy): one warning per type, no
+            # traceback (it would only show asyncq's routing).
+            if run.msg.type not in self._unknown_types:
+                self._unknown_types.add(run.msg.type)
+                log.warning("no handler for this task type", error=text,
+                            policy=self._config.unknown_type)
+            outcome = (Outcome("archive", run.queue, run.id, error=text)
+                       if self._config.unknown_type == "archive"
+                       else failure_outcome(run.queue, run.id, task, exc, self._config,
+                                            self._clock, log))
+            self._settle(outcome)
+            self._failed_hooks(run, exc)
+            return
         outcome = failure_outcome(run.queue, run.id, task, exc, self._config, self._clock, log)
         if outcome.kind == "done":
             log.info("task revoked", error=text)

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import pytest
+import structlog.testing
 from dataplane_helpers import task_hash
 from processor_helpers import (
     never_soon,
@@ -173,3 +174,27 @@ async def test_a_cancel_arriving_after_the_handler_returned_does_not_fail_the_ta
 )
 def test_stored_error_text_is_type_and_message(exc: BaseException, text: str) -> None:
     assert error_text(exc) == text
+
+
+@pytest.mark.parametrize("policy", ["retry", "archive"])
+async def test_an_unknown_type_is_logged_once_without_a_traceback(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str, redis_client: Redis,
+    policy: str,
+) -> None:
+    mux = ServeMux()
+
+    @mux.handler("known")
+    async def known(task: Task) -> None:
+        pass
+
+    ids = [(await asyncq_client.enqueue("typo:tpye", i, queue=asyncq_queue)).id
+           for i in range(3)]
+    with structlog.testing.capture_logs() as logs:
+        async with asyncq_worker(mux, queues={asyncq_queue: 1}, retry_delay=never_soon,
+                                 unknown_type=policy) as w:
+            await w.wait_drained()
+    unknown = [e for e in logs if "no handler" in e["event"] or e["event"].startswith("task ")]
+    assert [e["event"] for e in unknown] == ["no handler for this task type"]
+    assert "exc_info" not in unknown[0]
+    states = {(await task_hash(redis_client, asyncq_queue, i))["state"] for i in ids}
+    assert states == ({b"retry"} if policy == "retry" else {b"archived"})
