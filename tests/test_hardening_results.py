@@ -42,7 +42,7 @@ async def test_a_result_that_cannot_be_stored_fails_the_run(
     async with asyncq_worker(result_mux(), queues={asyncq_queue: 1},
                              retry_delay=lambda n, exc, task: 3600) as w:
         await w.wait_drained(asyncq_queue, timeout=10)
-        assert (w.worker.processor.processed, w.worker.processor.failed) == (1, 5)
+        assert (w.worker.processor.processed, w.worker.processor.failed) == (6, 5)
     async with Inspector(asyncq_redis_url) as inspector:
         got = {name: await inspector.task_info(asyncq_queue, info.id)
                for name, info in infos.items()}

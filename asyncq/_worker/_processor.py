@@ -115,7 +115,7 @@ class Processor:
         self._unknown_types: set[str] = set()  # task types already reported as unhandled
         self._all_done.set()
         self.fetching = True
-        self.processed = 0
+        self.processed = 0  # runs that finished, succeeded or failed (as the queue counters)
         self.failed = 0
 
     # -- fetching
@@ -375,6 +375,8 @@ class Processor:
         self._settle(outcome)
 
     def _fail(self, run: Running, exc: BaseException) -> None:
+        # "processed" counts every finished run, as the queues' counters do; failed a subset.
+        self.processed += 1
         self.failed += 1
         task = run.task
         text = error_text(exc)
