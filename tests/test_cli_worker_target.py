@@ -104,3 +104,28 @@ async def test_ctrl_c_says_what_shutdown_waits_for_and_a_second_one_requeues_at_
         assert said("second stop request: cancelling and requeueing the running tasks now")
         state = await redis_client.hget(K.queue_keys(asyncq_queue).task(info.id), "state")
         assert state == b"pending"  # given back, next in line
+
+
+@pytest.mark.parametrize(("flags", "expected"), [
+    ((), set()),
+    (("--log-success",), {("task succeeded", "info")}),
+    (("--log-level", "debug"), {("task started", "debug"), ("task succeeded", "debug")}),
+], ids=["default", "log-success", "debug"])
+async def test_per_task_log_lines_only_when_asked(
+    asyncq_redis_url: str, asyncq_queue: str, tmp_path: Path, flags: tuple[str, ...],
+    expected: set[tuple[str, str]],
+) -> None:
+    log = tmp_path / "w.log"
+    async with Client(asyncq_redis_url) as client, \
+            worker_process(asyncq_redis_url, asyncq_queue, log, *flags) as proc:
+        assert await client.apply("slow:echo", {"x": 1}, queue=asyncq_queue, timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(20):
+            await proc.wait()
+    per_task = {(e["event"], e["level"]) for e in log_events(log)
+                if e["event"].startswith("task ")}
+    assert per_task == expected
+    if expected:
+        done = next(e for e in log_events(log) if e["event"] == "task succeeded")
+        assert done["type"] == "slow:echo" and done["queue"] == asyncq_queue
+        assert done["duration_s"] >= 0 and done["outcome"] == "done"

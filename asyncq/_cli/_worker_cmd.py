@@ -49,6 +49,10 @@ def register(sub: Any) -> None:
     p.add_argument("--heartbeat-interval", type=float,
                    help=f"seconds between lease renewals and state updates (default: the "
                         f"smaller of {DEFAULT_HEARTBEAT_INTERVAL:g} and a third of the lease)")
+    p.add_argument("--log-success", action="store_true",
+                   help="log every task that succeeded at info level (by default only "
+                        "failures are logged per task; --log-level debug logs each start and "
+                        "finish)")
     add_log_args(p)
     p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
     p.set_defaults(func=run)
@@ -66,6 +70,8 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
         "concurrency": args.concurrency, "strict_priority": args.strict or None,
         "shutdown_timeout": args.shutdown_timeout, "lease_duration": args.lease_duration,
         "heartbeat_interval": args.heartbeat_interval, "queues": parse_queue_weights(args.queue),
+        "task_logs": ("info" if getattr(args, "log_success", False)
+                      else "debug" if getattr(args, "log_level", None) == "debug" else None),
     }
     return {name: value for name, value in flags.items() if value is not None}
 

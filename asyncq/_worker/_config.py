@@ -86,6 +86,10 @@ class WorkerConfig:
     """Whether an error counts as a failure (False: retried without using up a retry)."""
     error_handler: ErrorHandler | None = None
     """Called (sync or async) with the task and the error after every failed run."""
+    task_logs: Literal["off", "debug", "info"] = "off"
+    """Per-task log lines: "debug" logs each start and finish (type, id, queue, duration,
+    outcome) at debug level; "info" logs each finish at info; "off" (the default) costs
+    nothing per task. Failures are logged as warnings whatever this says."""
     unknown_type: Literal["retry", "archive"] = "retry"
     """A task whose type has no handler: "retry" (it may reach a worker that knows it, as in a
     rolling deploy) or "archive" at once. Either way it is logged once per type."""

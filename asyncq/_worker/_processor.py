@@ -113,6 +113,7 @@ class Processor:
         self._all_done = asyncio.Event()
         self._forced = asyncio.Event()  # a second stop request: do not wait for handlers
         self._unknown_types: set[str] = set()  # task types already reported as unhandled
+        self._task_logs = config.task_logs
         self._all_done.set()
         self.fetching = True
         self.processed = 0  # runs that finished, succeeded or failed (as the queue counters)
@@ -241,6 +242,9 @@ class Processor:
         self._all_done.clear()
         if self._on_started is not None:
             self._on_started(msg, raw.retried)
+        if self._task_logs == "debug":
+            self._log.debug("task started", task_id=msg.id, queue=queue, type=msg.type,
+                            retried=raw.retried)
         if deadline and deadline <= now:
             run.reason = limit
             self._finish(run, None, cancelled=True)
@@ -372,6 +376,11 @@ class Processor:
             self._fail(run, exc)
             return
         self.processed += 1
+        if self._task_logs != "off":
+            log = self._log.info if self._task_logs == "info" else self._log.debug
+            log("task succeeded", task_id=run.id, queue=run.queue, type=run.msg.type,
+                duration_s=round((self._clock.now_ms() - run.started_ms) / 1000, 3),
+                outcome=outcome.kind)
         self._settle(outcome)
 
     def _fail(self, run: Running, exc: BaseException) -> None:
