@@ -29,6 +29,7 @@ from ._errors import (
 from ._events import EventsLost, TaskEvent
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, WorkerInfo
 from ._inspector import Inspector
+from ._log_setup import configure_logging
 from ._scheduler import (
     PeriodicTaskConfig,
     PeriodicTaskManager,
@@ -86,5 +87,6 @@ __all__ = [
     "WorkerConfig",
     "WorkerInfo",
     "__version__",
+    "configure_logging",
     "default_retry_delay",
 ]

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from worker_helpers import ROOT
 
-from asyncq import Client
+from asyncq import Client, configure_logging
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio
@@ -48,3 +48,20 @@ async def test_a_handler_error_cannot_forge_a_log_line(
         assert any(FORGED in json.dumps(d) or "payment accepted" in str(d) for d in docs)
     else:
         assert any("bad input\\n2026-11-23T00:00:00Z" in line for line in lines), text
+
+
+async def test_a_script_can_log_like_the_cli(tmp_path: Path, asyncq_redis_url: str) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import asyncio, asyncq\n"
+        "asyncq.configure_logging('info')  # stderr is a pipe here: JSON lines\n"
+        f"w = asyncq.Worker({asyncq_redis_url!r}, asyncq.ServeMux())\n"
+        "async def main():\n    async with w:\n        pass\n"
+        "asyncio.run(main())\n")
+    out = await anyio.run_process([sys.executable, str(script)], check=False,
+                                  env={"PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr.decode()
+    events = [json.loads(line)["event"] for line in out.stderr.decode().splitlines()]
+    assert "worker ready" in events and events[-1] == "worker stopped"
+    with pytest.raises(ValueError, match="level must be one of"):
+        configure_logging("verbose")  # refused before anything is configured

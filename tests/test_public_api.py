@@ -15,6 +15,7 @@ PUBLIC = {
     "SkipRetry", "SystemClock", "Task", "TaskEvent", "TaskFailedError", "TaskIDConflictError",
     "TaskInfo", "TaskNotFoundError",
     "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "__version__",
+    "configure_logging",
     "default_retry_delay",
 }
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from typing import Any
 
-import structlog
 from redis.exceptions import RedisError
 
 from .._connection import connect, redact
-from ._logsafe import escape_values, escaped_exception, truncate_values
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 REDIS_URL_ENV = "ASYNCQ_REDIS_URL"
@@ -37,32 +34,6 @@ def add_log_args(parser: argparse.ArgumentParser) -> None:
                         choices=["debug", "info", "warning", "error"], help="default: info")
     parser.add_argument("--log-format", default=None, choices=["console", "json"],
                         help="default: console on a terminal, json otherwise")
-
-
-def configure_logging(level: str, fmt: str | None) -> None:
-    """Set up structlog for a CLI process (the library itself never does this)."""
-    if fmt is None:
-        fmt = "console" if sys.stderr.isatty() else "json"
-    # Console lines escape what tasks put in them (a message with a newline cannot forge a
-    # line); JSON lines are one line per event by construction.
-    renderer: Any = (structlog.dev.ConsoleRenderer(exception_formatter=escaped_exception,
-                                                   colors=sys.stderr.isatty())
-                     if fmt == "console" else structlog.processors.JSONRenderer())
-    structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info if fmt == "json"
-            else structlog.processors.StackInfoRenderer(),
-            escape_values if fmt == "console" else truncate_values,
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            getattr(logging, level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
-    )
 
 
 def import_object(path: str) -> Any:

@@ -7,13 +7,13 @@ import asyncio
 from typing import Any
 
 from .._errors import AsyncqError
+from .._log_setup import configure_logging
 from .._scheduler import PeriodicTaskManager, Scheduler
 from ._common import (
     CLIError,
     add_log_args,
     add_redis_args,
     check_redis,
-    configure_logging,
     import_object,
 )
 

@@ -9,6 +9,7 @@ import functools
 from typing import Any, NoReturn
 
 from .._log import get_logger
+from .._log_setup import configure_logging
 from .._worker import Worker, WorkerConfig
 from .._worker._config import DEFAULT_HEARTBEAT_INTERVAL
 from ._common import (
@@ -16,7 +17,6 @@ from ._common import (
     add_log_args,
     add_redis_args,
     check_redis,
-    configure_logging,
     parse_queue_weights,
 )
 from ._target import ImportFailed, import_target, resolve_handler

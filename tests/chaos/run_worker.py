@@ -20,8 +20,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from asyncq import Worker  # noqa: E402
-from asyncq._cli._common import configure_logging  # noqa: E402
 from asyncq._cli._worker_cmd import _run_loop  # noqa: E402
+from asyncq._log_setup import configure_logging  # noqa: E402
 from tests.chaos.chaosapp import mux  # noqa: E402
 
 
