@@ -86,6 +86,22 @@ __all__ = [
     "wait_until",
 ]
 
+_OUR_ASYNC_FIXTURES = frozenset({"asyncq_client", "asyncq_worker", "asyncq_inspector",
+                                 "asyncq_fresh_redis", "redis_client"})
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked for pytest-asyncio (explicitly, or by its auto mode) that uses asyncq's
+    async fixtures fails at once with what to do: those fixtures run on anyio, and mixing the
+    two runs fixture and test on different event loops ("Event loop is closed")."""
+    used = _OUR_ASYNC_FIXTURES & set(getattr(item, "fixturenames", ()))
+    if (used and item.get_closest_marker("asyncio") is not None
+            and item.get_closest_marker("anyio") is None):
+        pytest.fail(f"asyncq's fixtures ({', '.join(sorted(used))}) run on anyio: mark the "
+                    "test @pytest.mark.anyio (or set pytestmark = pytest.mark.anyio) instead "
+                    "of @pytest.mark.asyncio", pytrace=False)
+
+
 #: Environment variable naming an existing Redis server to test against.
 REDIS_URL_ENV = "ASYNCQ_TEST_REDIS_URL"
 #: Set to 1 to let ``asyncq_fresh_redis`` empty the server ``REDIS_URL_ENV`` names.
