@@ -40,8 +40,6 @@ from ._scheduler._store import (
 )
 from ._task import STORED_STATES, TaskInfo, TaskState
 
-_log = get_logger("inspector")
-
 
 class ArchivedCount(int):
     """What ``archive_all`` returns: the number of tasks archived (an int), with ``trimmed``,
@@ -350,8 +348,10 @@ class Inspector:
             done, dropped = await self._ops.bulk(op, queue, st.value, g or None)
             total, trimmed = total + done, trimmed + dropped
         if trimmed:
-            _log.warning("archive over its cap: oldest archived tasks deleted", queue=queue,
-                         archived=total, deleted=trimmed, max_size=ARCHIVE_MAX_SIZE)
+            # (A logger made here, not at import: it follows the logging set up by then.)
+            get_logger("inspector").warning(
+                "archive over its cap: oldest archived tasks deleted", queue=queue,
+                archived=total, deleted=trimmed, max_size=ARCHIVE_MAX_SIZE)
         return ArchivedCount(total, trimmed)
 
     async def delete_all(self, queue: str, state: TaskState | str,

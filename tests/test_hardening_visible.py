@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import anyio
@@ -33,3 +34,16 @@ async def test_archive_all_beyond_the_cap_says_how_many_were_deleted(
                                    asyncq_redis_url], cwd=ROOT, check=False)
     assert out.returncode == 0, out.stderr.decode()
     assert "the 5 oldest archived task(s) were deleted" in out.stdout.decode()
+
+
+async def test_the_archive_warning_goes_to_stderr_so_json_stays_parseable(
+    asyncq_client: Client, asyncq_queue: str, asyncq_redis_url: str,
+) -> None:
+    await asyncq_client.enqueue_many([Task("t", i, queue=asyncq_queue) for i in range(10_005)])
+    out = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "archiveall", "-q",
+                                   asyncq_queue, "-s", "pending", "--json", "--redis-url",
+                                   asyncq_redis_url], cwd=ROOT, check=False)
+    assert out.returncode == 0, out.stderr.decode()
+    doc = json.loads(out.stdout)  # nothing but the document on stdout
+    assert (doc["count"], doc["archive_trimmed"]) == (10_005, 5)
+    assert b"archive over its cap" in out.stderr

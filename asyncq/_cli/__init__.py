@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from .._errors import AsyncqError
+from .._log_setup import configure_logging
 from .._text import printable
 from . import (
     _cron_cmd,
@@ -39,6 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``asyncq`` command; returns the exit code."""
     args = build_parser().parse_args(argv)
+    # What the library logs goes to stderr (warnings and up), so an ops command's stdout —
+    # its table or its --json document — is only its output; worker and scheduler set their
+    # own logging from their flags.
+    configure_logging("warning")
     try:
         code: int = args.func(args)
     except (CLIError, AsyncqError, ValueError) as exc:
