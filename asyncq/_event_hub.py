@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 import anyio
+from redis.exceptions import RedisError
 
-from ._broker import Broker
+from ._broker import Broker, EventFlush
 from ._errors import BrokerError
 from ._events import EventsLost, TaskEvent, decode_event
 from ._log import get_logger
@@ -77,6 +78,7 @@ class EventHub:
         self._progress = asyncio.Event()
         self._down_since: datetime | None = None
         self._task: asyncio.Task[None] | None = None
+        self._flush: EventFlush | None = None
         self._bad_events = 0
 
     # -- watching
@@ -108,6 +110,15 @@ class EventHub:
             if self._users[q] <= 0:
                 del self._users[q]
                 self._idle_since[q] = now
+
+    async def settle(self, queue: str) -> None:
+        """Return once every event of ``queue`` published before this call was dispatched
+        (a barrier on the subscription; returns at once when not subscribed or it fails)."""
+        flush = self._flush
+        if flush is None or queue not in self._subscribed:
+            return
+        with contextlib.suppress(BrokerError, TimeoutError, RedisError):
+            await flush(queue)
 
     def recent(self, queue: str, task_id: str) -> TaskEvent | None:
         """The final event of a task, if this hub heard it lately."""
@@ -183,6 +194,7 @@ class EventHub:
             except* Exception as group:  # a bug must not end every wait of this client
                 failure = group.exceptions[0]
                 self._log.error("task event listener failed unexpectedly", exc_info=failure)
+            self._flush = None
             if failure is not None:
                 if self._subscribed and self._down_since is None:
                     self._down_since = datetime.now(UTC)
@@ -204,7 +216,8 @@ class EventHub:
                 tg.cancel_scope.cancel()
 
             async for item in self._broker.listen_events(queues):
-                if item is None:
+                if not isinstance(item, tuple):
+                    self._flush = item
                     await self._broker.set_listening(queues, self._flag_ttl_ms)
                     self._outage.succeeded()
                     self._subscribed = frozenset(queues)

@@ -106,6 +106,10 @@ class Waiting:
             base = await self._read(queue, task_id)
             if base is not None and base.state in (TaskState.COMPLETED, TaskState.ARCHIVED):
                 return base, None
+            if base is None:
+                # Gone already: its final event may still be on its way to the subscription
+                # (the read took another connection), so let the subscription catch up first.
+                await self.hub.settle(queue)
             event = self.hub.recent(queue, task_id) or (fut.result() if fut.done() else None)
             if event is None and base is None:
                 raise _not_found(queue, task_id)

@@ -47,3 +47,14 @@ async def test_the_archive_warning_goes_to_stderr_so_json_stays_parseable(
     doc = json.loads(out.stdout)  # nothing but the document on stdout
     assert (doc["count"], doc["archive_trimmed"]) == (10_005, 5)
     assert b"archive over its cap" in out.stderr
+
+
+def test_an_ops_command_run_in_process_leaves_the_callers_logging_alone(
+    asyncq_redis_url: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from asyncq._cli import main
+
+    before = structlog.get_config()
+    assert main(["queue", "ls", "--redis-url", asyncq_redis_url]) == 0
+    assert structlog.get_config() == before
+    capsys.readouterr()

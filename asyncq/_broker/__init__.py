@@ -14,6 +14,7 @@ from ._protocol import (
     Broker,
     BulkOp,
     EnqueueCode,
+    EventFlush,
     FireCode,
     InspectOps,
     NewTask,
@@ -27,5 +28,5 @@ from ._protocol import (
 from ._redis import RedisBroker
 
 __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Broker",
-           "BulkOp", "EnqueueCode", "FireCode", "InspectOps", "NewTask", "Outcome",
+           "BulkOp", "EnqueueCode", "EventFlush", "FireCode", "InspectOps", "NewTask", "Outcome",
            "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]

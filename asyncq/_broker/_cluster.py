@@ -30,7 +30,13 @@ from typing import Any
 from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import ClusterNode
-from redis.exceptions import AskError, MovedError, SlotNotCoveredError, TryAgainError
+from redis.exceptions import (
+    AskError,
+    MaxConnectionsError,
+    MovedError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 
 from ._resp import exchange, pack
 from ._scripts import Script
@@ -42,6 +48,27 @@ _NODE_BITS = 10  # a cluster SCAN cursor is (node cursor << _NODE_BITS) | node i
 async def _primaries(redis: RedisCluster) -> list[ClusterNode]:
     await redis.initialize()  # no-op once the slots are known
     return sorted(redis.get_primaries(), key=lambda node: node.name)
+
+
+#: How long a call refused for want of a free connection (all max_connections busy) waits
+#: for one, retrying: it was not sent, so retrying is safe.
+POOL_WAIT_S = 20.0
+
+
+async def _free_connection(node: ClusterNode) -> Any:
+    """A connection of ``node``'s pool, waiting (with backoff, up to ``POOL_WAIT_S``) while
+    every one is busy: nothing was sent yet, so waiting is all it takes."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + POOL_WAIT_S
+    delay = 0.001
+    while True:
+        try:
+            return node.acquire_connection()
+        except MaxConnectionsError:
+            if loop.time() >= deadline:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
 
 async def pipeline(redis: RedisCluster, calls: Sequence[Call],
@@ -66,7 +93,7 @@ async def pipeline(redis: RedisCluster, calls: Sequence[Call],
     async def send(node: ClusterNode, indexes: list[int]) -> None:
         commands = loads + [pack(("EVALSHA", calls[i][0].sha, len(calls[i][1]), *calls[i][1],
                                   *calls[i][2])) for i in indexes]
-        conn = node.acquire_connection()
+        conn = await _free_connection(node)
         try:
             out = await exchange(conn, commands)
         finally:

@@ -8,7 +8,7 @@ reads and changes) and ``schedules`` (``ScheduleOps``: what schedulers write and
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
@@ -43,6 +43,8 @@ EnqueueCode = Literal[1, 0, -1]  # 1 stored, 0 id conflict, -1 unique duplicate
 FireCode = Literal[2, 1, 0, -1]  # 2 the tick was claimed elsewhere, else as EnqueueCode
 BulkOp = Literal["delete", "run", "archive"]
 RemoveMode = Literal["check", "remove", "force"]
+#: ``await flush(queue)``: every event of the queue published before the call was delivered.
+EventFlush = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,11 +321,12 @@ class Broker(Protocol):
 
     def listen_events(
         self, queues: Sequence[str]
-    ) -> AsyncIterator[tuple[str, bytes] | None]:
-        """Listen to the task events of ``queues``: yields None once subscribed, then
-        ``(queue, event bytes)`` pairs (see ``asyncq._events.decode_event``), until the
-        connection fails (BrokerError). Events are only published while some listener keeps
-        ``set_listening`` alive for the queue."""
+    ) -> AsyncIterator[tuple[str, bytes] | EventFlush]:
+        """Listen to the task events of ``queues``: yields an ``EventFlush`` once subscribed,
+        then ``(queue, event bytes)`` pairs (see ``asyncq._events.decode_event``), until the
+        connection fails (BrokerError). ``await flush(queue)`` returns once every event of
+        ``queue`` published before the call has been yielded. Events are only published while
+        some listener keeps ``set_listening`` alive for the queue."""
         ...
 
     async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal
 
@@ -22,11 +23,11 @@ from .._errors import BrokerError
 from ._calls import ScriptCall, batch_call, finish_call, store_call
 from ._inspect import RedisInspectOps
 from ._maintenance import MaintenanceOps
-from ._protocol import EnqueueCode, NewTask, Outcome, RawTask
+from ._protocol import EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from ._replies import enqueue_code, must_register, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
-from ._shard_listen import listen_shards
+from ._shard_listen import Flush, listen_shards
 
 _BATCH_RUN = 250  # tasks per enqueue_batch call
 _BATCH_CHUNK = 8  # enqueue_batch calls per round trip
@@ -223,13 +224,17 @@ class RedisBroker:
             with contextlib.suppress(RedisError):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
 
-    def listen_events(self, queues: Sequence[str]) -> AsyncIterator[tuple[str, bytes] | None]:
+    def listen_events(self,
+                      queues: Sequence[str]) -> AsyncIterator[tuple[str, bytes] | EventFlush]:
         channels = {K.queue_keys(q).events: q for q in queues}
 
-        async def events() -> AsyncIterator[tuple[str, bytes] | None]:
+        async def events() -> AsyncIterator[tuple[str, bytes] | EventFlush]:
             async for item in listen_shards(self.runner, list(channels), self.reply_timeout,
                                             self.ping_interval or None):
-                yield None if item is None else (channels.get(item[0], item[0]), item[1])
+                if isinstance(item, tuple):
+                    yield channels.get(item[0], item[0]), item[1]
+                else:
+                    yield functools.partial(_flush_queue, item)
         return events()
 
     async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
@@ -308,3 +313,7 @@ class RedisBroker:
 
     async def unpause(self, queue: str) -> bool:
         return await self.maintenance.unpause(queue)
+
+
+async def _flush_queue(flush: Flush, queue: str) -> None:
+    await flush(K.queue_keys(queue).events)

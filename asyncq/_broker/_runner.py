@@ -30,15 +30,14 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from .._errors import BrokerError
 from . import _cluster
 from ._calls import ScriptCall
+from ._cluster import POOL_WAIT_S
 from ._resp import pack, raw_pipeline, supports_raw_pipeline
 from ._scripts import Script, load_scripts
 
 PIPELINE_CHUNK = 1000  # script calls per round trip of run_many
 
 
-#: How long a call refused for want of a free connection (all max_connections busy) waits
-#: for one, retrying: it was not sent, so retrying is safe.
-POOL_WAIT_S = 20.0
+
 
 def reply_error(what: str, reply: Exception) -> BrokerError:
     """The BrokerError reporting an error reply of a pipelined call, chained from it."""
@@ -207,9 +206,11 @@ class ScriptRunner:
             raise await self._failed(what, exc) from exc
 
     async def commands(self, what: str, commands: Sequence[Sequence[Any]]) -> list[Any]:
-        """Plain commands pipelined (not a transaction), each naming at most one key (keys of
-        different slots are fine: a cluster pipeline sends each to its master); one reply per
-        command, in order; an error reply raises BrokerError."""
+        """Plain idempotent commands pipelined (not a transaction), each naming at most one
+        key (keys of different slots are fine: a cluster pipeline sends each to its master);
+        one reply per command, in order; an error reply raises BrokerError. Sent again whole
+        when a cluster node's pool had no free connection (some may have run: hence
+        idempotent)."""
         async def send() -> list[Any]:
             pipe = self.redis.pipeline(transaction=False)
             for command in commands:
@@ -218,9 +219,7 @@ class ScriptRunner:
 
         try:
             await self._ready()
-            if isinstance(self.redis, RedisCluster):
-                return await send()
-            return list(await self._when_connection_free(send))  # one connection, taken first
+            return list(await self._when_connection_free(send))
         except RedisError as exc:
             raise await self._failed(what, exc) from exc
 

@@ -2,13 +2,16 @@
 
 Task events are published with SPUBLISH from the transition scripts, on a channel in the
 queue's slot: on a cluster only the master owning that slot carries them, and redis-py's
-cluster pub/sub keeps one connection per master it needs.
+cluster pub/sub keeps one connection per master it needs. Each of those connections is read
+by its own reader, so a quiet master never holds back the events of another.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from redis.asyncio import RedisCluster
@@ -19,50 +22,97 @@ from .._errors import BrokerError
 from ._replies import text
 from ._runner import ScriptRunner
 
+#: Waits until every message published on a channel before the call has been yielded.
+Flush = Callable[[str], Awaitable[None]]
+
 
 async def listen_shards(runner: ScriptRunner, channels: Sequence[str],
                         reply_timeout: float, idle: float | None
-                        ) -> AsyncIterator[tuple[str, bytes] | None]:
-    """SSUBSCRIBE to ``channels``: yield None once every subscription is confirmed, then
-    ``(channel, data)`` pairs until the connection fails (BrokerError). On one node a
-    connection quiet for ``idle`` seconds is pinged, and replaced when the ping is not answered
-    within ``reply_timeout``."""
-    cluster = isinstance(runner.redis, RedisCluster)
+                        ) -> AsyncIterator[tuple[str, bytes] | Flush]:
+    """SSUBSCRIBE to ``channels``: yield a Flush once every subscription is confirmed, then
+    ``(channel, data)`` pairs until a connection fails (BrokerError). A connection quiet for
+    ``idle`` seconds is pinged, and replaced when the ping is not answered within
+    ``reply_timeout``."""
     pubsub: Any = await runner.pubsub()
+    readers: dict[asyncio.Task[dict[str, Any]], Any] = {}
+    flushes: dict[str, asyncio.Future[None]] = {}
+    tokens = itertools.count(1)
     try:
         try:
             await pubsub.ssubscribe(*channels)
+            if isinstance(runner.redis, RedisCluster):
+                by_channel = {}
+                for ch in channels:
+                    node = runner.redis.get_node_from_key(ch)
+                    if node is None or node.name not in pubsub.node_pubsub_mapping:
+                        raise BrokerError(f"no cluster node serves the channel {ch!r}")
+                    by_channel[ch] = pubsub.node_pubsub_mapping[node.name]
+                connections = list(pubsub.node_pubsub_mapping.values())
+            else:
+                by_channel = dict.fromkeys(channels, pubsub)
+                connections = [pubsub]
+
+            async def flush(channel: str) -> None:
+                """A PING sent now on the channel's connection is answered after every
+                message already published to it: its pong is the barrier."""
+                token = f"asyncq-flush-{next(tokens)}"
+                fut = flushes[token] = asyncio.get_running_loop().create_future()
+                try:
+                    await by_channel[channel].ping(token)
+                    await asyncio.wait_for(asyncio.shield(fut), reply_timeout)
+                finally:
+                    flushes.pop(token, None)
+
+            for conn in connections:
+                readers[asyncio.ensure_future(_next(conn, idle, reply_timeout))] = conn
             confirmed = 0
-            while confirmed < len(channels):
-                msg = await _next(pubsub, cluster, reply_timeout)
-                if msg is None:
-                    raise BrokerError("timed out waiting for the event subscription")
-                if msg["type"] == "ssubscribe":
-                    confirmed += 1
-            yield None
+            subscribed = False
             while True:
-                msg = await _next(pubsub, cluster, idle)
-                if msg is None:
-                    if idle is not None and not cluster:
-                        await pubsub.ping()
-                        if await _next(pubsub, cluster, reply_timeout) is None:
-                            raise BrokerError("no answer to a ping on the event connection "
-                                              f"within {reply_timeout:g}s")
-                    continue
-                if msg["type"] == "smessage":
-                    yield text(msg["channel"]), msg["data"]
+                wait = None if subscribed else reply_timeout
+                done, _ = await asyncio.wait(readers, timeout=wait,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if not done:
+                    raise BrokerError("timed out waiting for the event subscription")
+                for task in done:
+                    conn = readers.pop(task)
+                    msg = task.result()
+                    readers[asyncio.ensure_future(_next(conn, idle, reply_timeout))] = conn
+                    if msg["type"] == "ssubscribe":
+                        confirmed += 1
+                    elif msg["type"] == "smessage":
+                        yield text(msg["channel"]), msg["data"]
+                    elif msg["type"] == "pong":
+                        waiter = flushes.pop(text(msg["data"] or b""), None)
+                        if waiter is not None and not waiter.done():
+                            waiter.set_result(None)
+                if not subscribed and confirmed >= len(channels):
+                    subscribed = True
+                    yield flush
         except RedisError as exc:
             if isinstance(exc, RedisConnectionError):
                 runner.connection_broke()
             raise BrokerError(f"event subscription failed: {exc}") from exc
     finally:
+        for task in readers:
+            task.cancel()
+        for task in readers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         with contextlib.suppress(RedisError):
             await pubsub.aclose()
 
 
-async def _next(pubsub: Any, cluster: bool, timeout: float | None) -> dict[str, Any] | None:
-    if cluster:
-        msg: dict[str, Any] | None = await pubsub.get_sharded_message(timeout=timeout)
-    else:
-        msg = await pubsub.get_message(timeout=timeout)
-    return msg
+async def _next(conn: Any, idle: float | None, reply_timeout: float) -> dict[str, Any]:
+    """The next message of one connection (a pong included); pings it when quiet."""
+    while True:
+        msg: dict[str, Any] | None = await conn.get_message(timeout=idle)
+        if msg is not None:
+            return msg
+        if idle is None:
+            continue
+        await conn.ping()
+        msg = await conn.get_message(timeout=reply_timeout)
+        if msg is None:
+            raise BrokerError("no answer to a ping on the event connection "
+                              f"within {reply_timeout:g}s")
+        return msg

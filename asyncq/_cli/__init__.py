@@ -7,6 +7,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+import structlog
+
 from .. import __version__
 from .._errors import AsyncqError
 from .._log_setup import configure_logging
@@ -42,7 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # What the library logs goes to stderr (warnings and up), so an ops command's stdout —
     # its table or its --json document — is only its output; worker and scheduler set their
-    # own logging from their flags.
+    # own logging from their flags. The previous set-up is restored afterwards, so calling
+    # main() in-process (tests, embedding) leaves the caller's logging as it was.
+    previous = structlog.get_config()
     configure_logging("warning")
     try:
         code: int = args.func(args)
@@ -53,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _pipe_closed()
+    finally:
+        structlog.configure(**previous)
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from topology.cluster import LocalCluster
 
-from asyncq import Client, ServeMux, Task, TaskEvent, TaskFailedError, TaskState, Worker
+from asyncq import Client, EventsLost, ServeMux, Task, TaskEvent, TaskFailedError, TaskState, Worker
 
 from .conftest import Deployment
 from .test_cluster import queues_on_each_master
@@ -61,11 +61,44 @@ async def test_waits_on_queues_of_every_master_share_one_client(cluster: LocalCl
                 client.apply("double", i, queue=q, timeout=20)
                 for i, q in enumerate(queues * 5)])
             seen: set[str] = set()
-            async with asyncio.timeout(20):
+            async with asyncio.timeout(30):
                 async for event in events:
-                    assert isinstance(event, TaskEvent)
+                    if isinstance(event, EventsLost):
+                        # A shard's subscription was replaced under load and says so; the
+                        # events that follow still come from every master.
+                        continue
                     seen.add(event.queue)
                     if seen == set(queues):
                         break
         assert results == [2 * i for i in range(len(queues) * 5)]
         assert len(infos) == 15
+
+
+async def test_a_quiet_master_does_not_hold_back_the_events_of_another(
+    cluster: LocalCluster,
+) -> None:
+    """One event stream over a queue on each master: whichever master speaks, its event
+    arrives promptly, even while the others stay silent."""
+    queues = list(queues_on_each_master(cluster).values())
+    async with Client(cluster.url) as client, client.events(queues) as events:
+        for q in [*queues, *reversed(queues), *queues]:
+            info = await client.enqueue("double", 1, queue=q)
+            async with asyncio.timeout(5):
+                event = await anext(events)
+            assert isinstance(event, TaskEvent)
+            assert (event.queue, event.id, event.state) == (q, info.id, TaskState.PENDING)
+
+
+async def test_many_waits_for_tasks_that_end_at_once_all_get_their_result(
+    cluster: LocalCluster,
+) -> None:
+    """A wait that reads a task already gone must first hear the event still on its way
+    (the read and the subscription use different connections), not say 'not found'."""
+    queues = list(queues_on_each_master(cluster).values())
+    async with Client(cluster.url) as client, \
+            Worker(cluster.url, mux(), queues=dict.fromkeys(queues, 1), concurrency=50):
+        for _ in range(3):
+            results = await asyncio.gather(*[
+                client.apply("double", i, queue=queues[i % 3], timeout=20)
+                for i in range(300)])
+            assert results == [2 * i for i in range(300)]

@@ -196,12 +196,18 @@ async def test_event_stream_reports_lost_events_after_a_reconnect_and_goes_on(
 async def test_a_slow_stream_reader_is_told_what_it_missed(
     asyncq_client: Client, asyncq_queue: str,
 ) -> None:
-    async with asyncq_client.events(asyncq_queue, buffer=4) as events:
+    async with asyncq_client.events(asyncq_queue, buffer=4) as events, \
+            asyncq_client.events(asyncq_queue) as witness:
         ids = [info.id for info in await asyncq_client.enqueue_many(  # type: ignore[union-attr]
             [Task("t", i, queue=asyncq_queue) for i in range(9)])]
-        # Nine events arrive before the reader reads one: it is told it lost some, then reads
-        # the newest ones, and nothing after them is lost.
         await asyncq_client.enqueue("t", queue=asyncq_queue, task_id="last")
+        # Once a second (roomy) stream has seen "last", the small one was handed all ten
+        # events before its reader read one: it is told it lost some, then reads the newest
+        # ones, and nothing after them is lost.
+        async with asyncio.timeout(5):
+            async for item in witness:
+                if isinstance(item, TaskEvent) and item.id == "last":
+                    break
         items = []
         async with asyncio.timeout(5):
             async for item in events:
