@@ -38,11 +38,13 @@ from ._scheduler import (
     SchedulerEvent,
 )
 from ._task import Task, TaskInfo, TaskState
+from ._typed import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition
 from ._worker import Handler, Middleware, ServeMux, Worker, WorkerConfig, default_retry_delay
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncTaskDefinition",
     "AsyncqError",
     "Broker",
     "BrokerError",
@@ -74,8 +76,10 @@ __all__ = [
     "ServeMux",
     "ServerInfo",
     "SkipRetry",
+    "SyncTaskDefinition",
     "SystemClock",
     "Task",
+    "TaskDefinition",
     "TaskEvent",
     "TaskFailedError",
     "TaskIDConflictError",

@@ -17,6 +17,8 @@ PUBLIC = {
     "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "__version__",
     "configure_logging",
     "default_retry_delay",
+    # typed task definitions (@mux.task)
+    "AsyncTaskDefinition", "SyncTaskDefinition", "TaskDefinition",
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from .._errors import HandlerNotFoundError
 from .._task import Task
+from .._typed import TaskDecorator, TaskDefinition
 
 Handler = Callable[[Task], Awaitable[Any]]
 Middleware = Callable[[Handler], Handler]
@@ -99,6 +100,15 @@ class ServeMux:
 
     async def __call__(self, task: Task) -> Any:
         return await self._chain(task.type)(task)
+
+    def task(self, name: str, **options: Any) -> TaskDecorator:
+        """Decorator registering a function as the typed task ``name`` with default enqueue
+        ``options`` (queue, max_retry, timeout, retention...); returns its TaskDefinition:
+        ``await fn.enqueue(client, *args)``, ``await fn.result(client, info)``."""
+        def register(definition: TaskDefinition[Any, Any]) -> None:
+            self.handle(definition.name, definition.handler())
+
+        return TaskDecorator(name, options, register)
 
 
 async def _not_found(task: Task) -> Any:

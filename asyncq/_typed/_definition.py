@@ -1,0 +1,145 @@
+"""Typed task definitions: a function registered once on a ServeMux, enqueued with checked
+arguments and awaited for a typed result.
+
+``@mux.task("email:send", queue="mail")`` over ``async def send_email(to: str) -> Receipt``
+gives a ``TaskDefinition[[str], Receipt]``: ``await send_email.enqueue(client, "a@b.c")``
+binds and stores the arguments as a JSON object, the worker decodes them back to their
+annotated types, and ``await send_email.result(client, info)`` returns a ``Receipt``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Self, TypeVar
+
+import orjson
+
+from .._task import Task, TaskInfo
+from ._signature import TaskSignature
+
+if TYPE_CHECKING:
+    from .._client import Client
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: How long (seconds) a typed task that returns a value keeps its result by default.
+RESULT_RETENTION = 600.0
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TaskDefinition(Generic[P, R]):
+    """A task function registered on a ServeMux under ``name`` with default enqueue
+    options. Call it to run the function directly (unit tests)."""
+
+    name: str
+    fn: Callable[..., Any]
+    signature: TaskSignature = dataclasses.field(repr=False)
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def options(self, **options: Any) -> Self:
+        """The same task with some enqueue options changed (``process_in=60``,
+        ``queue="urgent"``, ``task_id=...``); bad options raise ValueError/TypeError here."""
+        merged = {**self.defaults, **options}
+        Task(self.name, **merged)  # validates
+        return dataclasses.replace(self, defaults=merged)
+
+    def task(self, *args: P.args, **kwargs: P.kwargs) -> Task:
+        """The Task a call would enqueue (for ``client.enqueue_many`` or a Task of your own);
+        a call the function would refuse raises TypeError."""
+        raw = self.signature.payload(args, kwargs)
+        return Task(self.name, orjson.Fragment(raw), **self.defaults)
+
+    async def enqueue(self, client: Client, /, *args: P.args, **kwargs: P.kwargs) -> TaskInfo:
+        """Store a call of this task; a wrong or missing argument raises TypeError before
+        anything is written."""
+        return await client.enqueue(self.task(*args, **kwargs))
+
+    @property
+    def queue(self) -> str:
+        """The queue this task is enqueued to unless ``options(queue=...)`` says otherwise."""
+        queue: str = self.defaults.get("queue", "default")
+        return queue
+
+    async def result(self, client: Client, task: TaskInfo | str, *,
+                     timeout: float | None = None) -> R:
+        """Wait for a run of this task (what ``enqueue`` returned, or its id in this task's
+        queue) and return its result decoded to the function's return type. Raises
+        TaskFailedError when it failed for good, TimeoutError after ``timeout`` seconds."""
+        value = await client.result(task, queue=self.queue, timeout=timeout)
+        decoded: R = self.signature.returns(value)
+        return decoded
+
+    def handler(self) -> Callable[[Task], Any]:
+        """The handler the mux runs for this task."""
+        raise NotImplementedError
+
+    def _direct_args(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (Task(self.name, **self.defaults), *args) if self.signature.takes_task else args
+
+
+class AsyncTaskDefinition(TaskDefinition[P, R]):
+    """A typed task whose function is a coroutine function."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R]:
+        coro: Coroutine[Any, Any, R] = self.fn(*self._direct_args(args), **kwargs)
+        return coro
+
+    def handler(self) -> Callable[[Task], Coroutine[Any, Any, Any]]:
+        """The handler the mux runs: decode the arguments, await the function, return its
+        value as JSON data."""
+        sig, fn = self.signature, self.fn
+        takes_task = sig.takes_task
+
+        async def run_task(task: Task) -> Any:
+            args, kwargs = sig.call_args(task.json())
+            if takes_task:
+                args = (task, *args)
+            return sig.result_value(await fn(*args, **kwargs))
+
+        run_task.__qualname__ = getattr(fn, "__qualname__", run_task.__qualname__)
+        return run_task
+
+
+class SyncTaskDefinition(TaskDefinition[P, R]):
+    """A typed task whose function is a plain function (run in a worker thread)."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        value: R = self.fn(*self._direct_args(args), **kwargs)
+        return value
+
+    def handler(self) -> Callable[[Task], Any]:
+        """The (sync) handler the mux runs in a worker thread."""
+        sig, fn = self.signature, self.fn
+        takes_task = sig.takes_task
+
+        def run_task(task: Task) -> Any:
+            args, kwargs = sig.call_args(task.json())
+            if takes_task:
+                args = (task, *args)
+            return sig.result_value(fn(*args, **kwargs))
+
+        run_task.__qualname__ = getattr(fn, "__qualname__", run_task.__qualname__)
+        return run_task
+
+
+def define(name: str, fn: Callable[..., Any], options: dict[str, Any]
+           ) -> AsyncTaskDefinition[Any, Any] | SyncTaskDefinition[Any, Any]:
+    """A definition of ``fn`` as the task ``name``; bad options or annotations that cannot
+    be resolved raise ValueError/TypeError here, when it is registered."""
+    if not callable(fn) or isinstance(fn, TaskDefinition):
+        raise TypeError(f"@mux.task({name!r}) decorates a function, got {fn!r}")
+    signature = TaskSignature(name, fn)
+    if "retention" not in options and not signature.returns_none:
+        # Kept a while, as every peer keeps results, so ``result()`` after ``enqueue()``
+        # finds it even when the task finished before anybody listened.
+        options = {**options, "retention": RESULT_RETENTION}
+    Task(name, **options)  # validates the name and the options
+    if inspect.iscoroutinefunction(fn):
+        return AsyncTaskDefinition(name, fn, signature, dict(options))
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        raise TypeError(f"task {name!r}: a generator function cannot be a task; return the "
+                        "values as a list instead")
+    return SyncTaskDefinition(name, fn, signature, dict(options))
