@@ -37,14 +37,15 @@ from benchmarks._table import render
 
 ROOT = _venvs.ROOT
 RESULTS_DIR = ROOT / "benchmarks" / "results"
-SCENARIOS = ["enqueue", "drain", "drain_listened", "io", "latency", "roundtrip", "memory",
-             "redis"]
+SCENARIOS = ["enqueue", "drain", "drain_typed", "drain_listened", "io", "latency", "roundtrip",
+             "memory", "redis"]
 
 # Sizes per mode. The full sizes are the ones issue 6 asks for.
 SIZES: dict[str, dict[str, Any]] = {
     "full": {
         "enqueue": {"n": 5000, "n_bulk": 20000, "deadline": 120},
         "drain": {"n": 20000, "deadline": 180},
+        "drain_typed": {"n": 20000, "deadline": 180},
         "drain_listened": {"n": 20000, "deadline": 180},
         "io": {"n": 5000, "deadline": 120},
         "latency": {"n": 200, "deadline": 150, "budget": 60},
@@ -55,6 +56,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {
         "enqueue": {"n": 1000, "n_bulk": 5000, "deadline": 60},
         "drain": {"n": 5000, "deadline": 90},
+        "drain_typed": {"n": 5000, "deadline": 90},
         "drain_listened": {"n": 5000, "deadline": 90},
         "io": {"n": 2000, "deadline": 60},
         "latency": {"n": 50, "deadline": 90, "budget": 20},
@@ -179,7 +181,7 @@ def one_line(r: dict[str, Any]) -> str:
                     f"{r.get('resume_p50_ms', float('nan')):.2f} ms; "
                     f"{r.get('concurrent_applies_s') or 0:.0f}/s with "
                     f"{r.get('concurrent_callers', 0)} callers")
-    elif sc in ("drain", "io", "drain_listened"):
+    elif sc in ("drain", "io", "drain_listened", "drain_typed"):
         bits.append(f"{r.get('tasks_s') or 0:.0f} tasks/s")
         if sc == "io":
             bits.append(f"{r.get('pct_ideal') or 0:.1f}% of ideal")

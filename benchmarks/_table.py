@@ -72,6 +72,10 @@ ROWS = [
         _sub("worker_cpu_us_per_task"), higher_better=None),
     Row("drain_redis_cpu", "  drain: redis-server CPU per task (us)", "drain",
         _sub("redis_cpu_us_per_task"), higher_better=None),
+    Row("drain_typed", "drain: no-op typed tasks (@mux.task), c=100 (tasks/s)", "drain_typed",
+        _sub("tasks_s"), higher_better=None),
+    Row("drain_typed_cpu", "  typed drain: worker CPU per task (us)", "drain_typed",
+        _sub("worker_cpu_us_per_task"), higher_better=None),
     Row("drain_listened", "drain while one process listens to task events (tasks/s)",
         "drain_listened", _sub("tasks_s"), higher_better=None),
     Row("drain_listened_cpu", "  worker CPU per task, listened (us)", "drain_listened",
@@ -149,7 +153,8 @@ def _exactly_once(results: dict[str, dict[str, Any]], lib: str) -> str:
             seen = True
             if not r.get("stored_ok"):
                 bad.append("enqueue: stored count")
-        if sc in ("drain", "drain_listened", "io", "memory") and r.get("pre_enqueue") is not None \
+        drains = ("drain", "drain_typed", "drain_listened", "io", "memory")
+        if sc in drains and r.get("pre_enqueue") is not None \
                 and not r["pre_enqueue"].get("stored_ok"):
             bad.append(f"{sc}: stored count")
     if not seen:

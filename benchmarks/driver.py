@@ -367,6 +367,15 @@ class Driver:
     async def sc_drain(self) -> None:
         await self.drain("noop", self.args.n)
 
+    async def sc_drain_typed(self) -> None:
+        """The no-op drain with the handler defined as a typed task (arguments decoded to
+        their annotations): what typing costs per task, next to ``drain``."""
+        if not getattr(self.adapter, "HAS_TYPED", False):
+            self.result["status"] = "skipped"
+            self.result["error"] = "no typed task definitions"
+            return
+        await self.drain("typed", self.args.n)
+
     async def sc_drain_listened(self) -> None:
         """The no-op drain while one other process listens to every task event of the queue
         (only libraries with events: ``start_listening``)."""
@@ -596,8 +605,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--lib", required=True)
     p.add_argument("--scenario", required=True,
-                   choices=["enqueue", "drain", "drain_listened", "io", "latency", "memory",
-                            "roundtrip"])
+                   choices=["enqueue", "drain", "drain_typed", "drain_listened", "io", "latency",
+                            "memory", "roundtrip"])
     p.add_argument("--url", required=True)
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--n-bulk", type=int, default=20000)

@@ -28,6 +28,8 @@ class Adapter:
     NOTES = ("defaults except concurrency=100; completed tasks are not retained "
              "(asyncq's default retention is 0)")
 
+    HAS_TYPED = True  # "typed": the no-op handler as @mux.task(...) async def typed(i: int)
+
     HAS_APPLY = True
     APPLY_API = "Client.apply (push: the completion event carries the result)"
 
@@ -90,6 +92,12 @@ class Adapter:
         @mux.handler("noop")
         async def noop(task: asyncq.Task) -> None:
             _probe.done(task.json()["i"])
+
+        typed_task = getattr(mux, "task", None)
+        if typed_task is not None:  # (older versions have no typed tasks)
+            @typed_task("typed")
+            async def typed(i: int) -> None:
+                _probe.done(i)
 
         @mux.handler("sleep")
         async def sleep(task: asyncq.Task) -> None:
