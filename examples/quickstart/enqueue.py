@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from tasks import send_email
+
 import asyncq
 
 
@@ -12,7 +14,8 @@ async def main(redis_url: str) -> list[str]:
     async with asyncq.Client(redis_url) as client:
         ids = []
         for to in ("ada@example.com", "alan@example.com", "grace@example.com"):
-            info = await client.enqueue("email:send", {"to": to}, retention=3600)
+            # A typed task: its arguments are checked here, before anything is written.
+            info = await send_email.options(retention=3600).enqueue(client, to)
             ids.append(info.id)
             print(f"enqueued {info.type} {info.id} -> {info.state.value}")
         info = await client.enqueue("image:resize", b"\x89PNG fake bytes", retention=3600)

@@ -9,12 +9,13 @@ import asyncq
 mux = asyncq.ServeMux()
 
 
-@mux.handler("email:send")
-async def send_email(task: asyncq.Task) -> dict[str, str]:
-    """Pretend to send an email; the return value is kept as the task's result."""
-    args = task.json()
+@mux.task("email:send", max_retry=5)
+async def send_email(to: str, subject: str = "Welcome") -> dict[str, str]:
+    """Pretend to send an email; the return value is the task's result. Enqueue it with
+    ``await send_email.enqueue(client, "ada@example.com")``, or from anywhere by its name:
+    ``client.enqueue("email:send", {"to": "ada@example.com"})``."""
     await asyncio.sleep(0.01)  # stands for the SMTP round trip
-    return {"sent_to": args["to"]}
+    return {"sent_to": to}
 
 
 @mux.handler("image:")
