@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -182,6 +183,26 @@ async def test_queue_info_of_empty_and_unknown_queue(
     assert (empty.size, empty.latency, empty.memory_usage) == (0, timedelta(0), 0)
     with pytest.raises(asyncq.QueueNotFoundError):
         await inspector.queue_info(asyncq_queue + "-x")
+
+
+async def test_queue_infos_reads_many_queues_at_once_like_queue_info(
+    asyncq_client: asyncq.Client, inspector: asyncq.Inspector, asyncq_queue: str
+) -> None:
+    queues = [f"{asyncq_queue}-{i}" for i in range(30)]
+    for i, q in enumerate(queues):
+        await asyncq_client.enqueue_many([asyncq.Task("t", n, queue=q) for n in range(i)]
+                                         or [asyncq.Task("t", queue=q, process_in=60)])
+    await inspector.pause(queues[3])
+    many = await inspector.queue_infos([*queues, asyncq_queue + "-unknown"])
+    one_by_one = [await inspector.queue_info(q) for q in queues]
+    strip = [dataclasses.replace(i, timestamp=T0, latency=timedelta(0)) for i in many[:-1]]
+    assert strip == [dataclasses.replace(i, timestamp=T0, latency=timedelta(0))
+                     for i in one_by_one]
+    assert [i.pending for i in many[:-1]] == list(range(30))
+    assert many[3].paused and many[0].scheduled == 1
+    assert many[-1].size == 0  # an unknown queue reads as empty
+    known = {i.queue for i in await inspector.queue_infos()}
+    assert set(queues) <= known
 
 
 # -- 63: history

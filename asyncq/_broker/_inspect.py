@@ -64,35 +64,32 @@ class RedisInspectOps:
             await register(self.runner, (queue,))
 
     async def queue_info(self, queue: str, now_ms: int) -> QueueInfo:
-        qk = K.queue_keys(queue)
+        return (await self.queue_infos([queue], now_ms))[0]
+
+    async def queue_infos(self, queues: Sequence[str], now_ms: int) -> list[QueueInfo]:
+        """Snapshots of many queues in one pipeline (two scripts per queue), so their cost
+        grows with the number of queues, not the round trips."""
         day = K.day_string(now_ms)
-        v = await self.runner.run(
-            "inspect_queue_info",
-            [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.paused,
-             qk.processed, qk.failed, qk.processed_day(day), qk.failed_day(day), qk.groups,
-             qk.aggregation_sets, qk.lease],
-            [qk.task_prefix, qk.group_prefix, now_ms],
-        )
-        (pending, active, scheduled, retry, archived, completed, aggregating, groups, processed,
-         failed, processed_total, failed_total, paused, oldest_pending_since,
-         expired_leases) = (number(x) for x in v)
-        memory = number(await self.runner.run(
-            "inspect_memory_usage",
-            [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.groups,
-             qk.lease],
-            [qk.task_prefix, qk.group_prefix, MEMORY_SAMPLE, MEMORY_GROUP_SAMPLE],
-        ))
-        latency_ms = now_ms - oldest_pending_since if oldest_pending_since else 0
-        return QueueInfo(
-            queue=queue,
-            size=pending + active + scheduled + retry + archived + completed + aggregating,
-            pending=pending, active=active, scheduled=scheduled, retry=retry, archived=archived,
-            completed=completed, aggregating=aggregating, groups=groups, processed=processed,
-            failed=failed, processed_total=processed_total, failed_total=failed_total,
-            paused=bool(paused), latency=timedelta(milliseconds=max(0, latency_ms)),
-            memory_usage=memory, expired_leases=expired_leases,
-            timestamp=ms_to_datetime(now_ms),
-        )
+        calls: list[ScriptCall] = []
+        for queue in queues:
+            qk = K.queue_keys(queue)
+            calls.append(ScriptCall(
+                "inspect_queue_info",
+                [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
+                 qk.paused, qk.processed, qk.failed, qk.processed_day(day),
+                 qk.failed_day(day), qk.groups, qk.aggregation_sets, qk.lease],
+                [qk.task_prefix, qk.group_prefix, now_ms]))
+            calls.append(ScriptCall(
+                "inspect_memory_usage",
+                [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
+                 qk.groups, qk.lease],
+                [qk.task_prefix, qk.group_prefix, MEMORY_SAMPLE, MEMORY_GROUP_SAMPLE]))
+        replies = await self.runner.run_many(calls)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply_error("reading a queue", reply)
+        return [_queue_info(queue, replies[2 * i], replies[2 * i + 1], now_ms)
+                for i, queue in enumerate(queues)]
 
     async def daily_counts(self, queue: str, days: Sequence[str]) -> list[tuple[int, int]]:
         if not days:
@@ -266,3 +263,20 @@ class RedisInspectOps:
         out = await self.runner.commands("reading workers", commands)
         workers = out[1:] if gone else out
         return [(doc, w) for (_, doc), w in zip(live, workers, strict=True)]
+
+
+def _queue_info(queue: str, counts: Sequence[Any], memory: Any, now_ms: int) -> QueueInfo:
+    (pending, active, scheduled, retry, archived, completed, aggregating, groups, processed,
+     failed, processed_total, failed_total, paused, oldest_pending_since,
+     expired_leases) = (number(x) for x in counts)
+    latency_ms = now_ms - oldest_pending_since if oldest_pending_since else 0
+    return QueueInfo(
+        queue=queue,
+        size=pending + active + scheduled + retry + archived + completed + aggregating,
+        pending=pending, active=active, scheduled=scheduled, retry=retry, archived=archived,
+        completed=completed, aggregating=aggregating, groups=groups, processed=processed,
+        failed=failed, processed_total=processed_total, failed_total=failed_total,
+        paused=bool(paused), latency=timedelta(milliseconds=max(0, latency_ms)),
+        memory_usage=number(memory), expired_leases=expired_leases,
+        timestamp=ms_to_datetime(now_ms),
+    )

@@ -102,6 +102,10 @@ class InspectOps(Protocol):
         latency of the oldest pending task and sampled memory use, as of ``now_ms``."""
         ...
 
+    async def queue_infos(self, queues: Sequence[str], now_ms: int) -> list[QueueInfo]:
+        """``queue_info`` of many queues in one pipeline, in the order given."""
+        ...
+
     async def daily_counts(self, queue: str, days: Sequence[str]) -> list[tuple[int, int]]:
         """``(processed, failed)`` for each UTC date (``YYYY-MM-DD``) of ``days``, in order."""
         ...
