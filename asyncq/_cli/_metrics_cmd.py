@@ -1,0 +1,38 @@
+"""``asyncq metrics``: serve the queue metrics of the whole deployment to Prometheus."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .._log_setup import configure_logging
+from ._common import CLIError, add_log_args, add_redis_args
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "metrics", help="serve queue metrics to Prometheus",
+        description="Serve every queue's metrics (sizes, latency, counters, live workers) in "
+                    "Prometheus's text format, read from Redis at each scrape. One exporter "
+                    "serves the whole deployment. Needs: pip install 'asyncq[prometheus]'.")
+    add_redis_args(p)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=9090, help="port (default 9090)")
+    add_log_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level, args.log_format)
+    try:
+        import uvicorn
+
+        from ..metrics import queue_metrics_app
+    except ImportError as exc:
+        raise CLIError(f"asyncq metrics needs the prometheus extra: pip install "
+                       f"'asyncq[prometheus]' ({exc})") from exc
+    app = queue_metrics_app(args.redis_url)
+    print(f"asyncq metrics on http://{args.host}:{args.port}/metrics", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
+    return 0

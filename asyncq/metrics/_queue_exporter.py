@@ -1,0 +1,187 @@
+"""The deployment-wide exporter: every queue's sizes, counters, latency and memory, every
+live worker, read from Redis when Prometheus scrapes (one pipeline for all queues).
+
+A scrape while Redis is unreachable still answers 200: ``asyncq_up`` is 0 and the queue
+metrics are absent (stale numbers would mislead), so an alert can fire on ``asyncq_up == 0``
+instead of on a storm of failed scrapes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, make_asgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from .._errors import AsyncqError
+from .._inspect_models import QueueInfo, ServerInfo
+from .._inspector import Inspector
+from .._log import get_logger
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+_STATES = ("pending", "active", "scheduled", "retry", "archived", "completed", "aggregating")
+
+
+class QueueExporter(Collector):
+    """A prometheus_client collector of queue metrics. ``await refresh()`` reads Redis;
+    ``collect()`` (called by the registry) reports what the last refresh read."""
+
+    def __init__(self, inspector: Inspector, *, timeout: float = 10.0,
+                 max_age: float = 1.0) -> None:
+        self._inspector = inspector
+        self._timeout = timeout
+        self._max_age = max_age
+        self._queues: list[QueueInfo] = []
+        self._servers: list[ServerInfo] = []
+        self._up = False
+        self._duration = 0.0
+        self._read_at = float("-inf")
+        self._failures = 0
+        self._lock = asyncio.Lock()
+        self._log = get_logger("metrics")
+
+    async def refresh(self) -> None:
+        """Read every queue and live worker; concurrent scrapes share one read, and a read
+        younger than ``max_age`` seconds is reused."""
+        async with self._lock:
+            if time.monotonic() - self._read_at < self._max_age:
+                return
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(self._timeout):
+                    queues = await self._inspector.queue_infos()
+                    servers = await self._inspector.servers()
+            except (AsyncqError, TimeoutError) as exc:
+                if self._up or self._failures == 0:
+                    self._log.warning("metrics scrape could not read Redis",
+                                      error=str(exc) or type(exc).__name__)
+                self._up, self._queues, self._servers = False, [], []
+                self._failures += 1
+            else:
+                self._up, self._queues, self._servers = True, queues, servers
+            self._duration = time.perf_counter() - started
+            self._read_at = time.monotonic()
+
+    def expire(self) -> None:
+        """Make the next ``refresh`` read Redis, however recent the last read."""
+        self._read_at = float("-inf")
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("asyncq_up", "1 when the last scrape read Redis, else 0")
+        up.add_metric([], 1.0 if self._up else 0.0)
+        yield up
+        took = GaugeMetricFamily("asyncq_scrape_duration_seconds",
+                                 "Time the last scrape spent reading Redis")
+        took.add_metric([], self._duration)
+        yield took
+        failures = CounterMetricFamily("asyncq_scrape_failures",
+                                       "Scrapes that could not read Redis")
+        failures.add_metric([], self._failures)
+        yield failures
+        if not self._up:
+            return
+        yield from _queue_metrics(self._queues)
+        yield from _server_metrics(self._servers)
+
+
+def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, labels=labels)
+
+
+def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
+    tasks = _gauge("asyncq_tasks", "Tasks in the queue by state", ["queue", "state"])
+    size = _gauge("asyncq_queue_size", "Tasks in the queue, every state", ["queue"])
+    latency = _gauge("asyncq_queue_latency_seconds",
+                     "How long the oldest pending task has waited", ["queue"])
+    memory = _gauge("asyncq_queue_memory_usage_bytes",
+                    "Approximate memory used by the queue's tasks and keys (sampled)",
+                    ["queue"])
+    paused = _gauge("asyncq_queue_paused", "1 when the queue is paused", ["queue"])
+    groups = _gauge("asyncq_queue_groups", "Groups holding aggregating tasks", ["queue"])
+    expired = _gauge("asyncq_queue_expired_leases",
+                     "Active tasks whose lease ran out (worker gone or stuck)", ["queue"])
+    processed_today = _gauge("asyncq_tasks_processed_today",
+                             "Runs finished today (UTC), succeeded or failed", ["queue"])
+    failed_today = _gauge("asyncq_tasks_failed_today", "Failed runs today (UTC)", ["queue"])
+    processed = CounterMetricFamily("asyncq_tasks_processed",
+                                    "Runs finished, succeeded or failed", labels=["queue"])
+    failed = CounterMetricFamily("asyncq_tasks_failed", "Failed runs", labels=["queue"])
+    count = GaugeMetricFamily("asyncq_queues", "Known queues")
+    count.add_metric([], len(queues))
+    for q in queues:
+        name = [q.queue]
+        for state in _STATES:
+            tasks.add_metric([q.queue, state], getattr(q, state))
+        size.add_metric(name, q.size)
+        latency.add_metric(name, q.latency.total_seconds())
+        memory.add_metric(name, q.memory_usage)
+        paused.add_metric(name, 1.0 if q.paused else 0.0)
+        groups.add_metric(name, q.groups)
+        expired.add_metric(name, q.expired_leases)
+        processed_today.add_metric(name, q.processed)
+        failed_today.add_metric(name, q.failed)
+        processed.add_metric(name, q.processed_total)
+        failed.add_metric(name, q.failed_total)
+    yield from (count, tasks, size, latency, memory, paused, groups, expired, processed_today,
+                failed_today, processed, failed)
+
+
+def _server_metrics(servers: list[ServerInfo]) -> Iterator[Metric]:
+    live = GaugeMetricFamily("asyncq_servers", "Live worker processes")
+    live.add_metric([], len(servers))
+    concurrency = _gauge("asyncq_server_concurrency", "Most tasks a worker runs at once",
+                         ["server", "host"])
+    busy = _gauge("asyncq_server_active_tasks", "Tasks a worker is running", ["server", "host"])
+    for s in servers:
+        labels = [s.id, s.host]
+        concurrency.add_metric(labels, s.concurrency)
+        busy.add_metric(labels, len(s.active_workers))
+    yield from (live, concurrency, busy)
+
+
+class QueueMetricsApp:
+    """An ASGI app answering every GET with the queue metrics in Prometheus's text format
+    (mount it at ``/metrics``). Its Inspector is closed by the ASGI lifespan's shutdown, or
+    by ``await app.aclose()`` where no lifespan runs (a mounted sub-app, tests)."""
+
+    def __init__(self, redis: Any, *, timeout: float = 10.0) -> None:
+        self.inspector = Inspector(redis)
+        self.exporter = QueueExporter(self.inspector, timeout=timeout)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self.exporter)
+        self._render = make_asgi_app(registry)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] == "http":
+            await self.exporter.refresh()
+        await self._render(scope, receive, send)
+
+    async def aclose(self) -> None:
+        await self.inspector.close()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def queue_metrics_app(redis: Any, *, timeout: float = 10.0) -> QueueMetricsApp:
+    """The queue metrics exporter as an ASGI app; ``redis``: what an Inspector takes (a URL,
+    a redis.asyncio client, a Broker). ``timeout`` bounds one scrape's reading of Redis."""
+    return QueueMetricsApp(redis, timeout=timeout)

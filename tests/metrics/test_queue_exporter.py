@@ -1,0 +1,156 @@
+"""The queue metrics exporter against a real Redis and worker: values after a known workload,
+the stand-alone `asyncq metrics` process, and a scrape while Redis is down."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import asyncq
+from asyncq._testing.redis_server import RedisServer
+from asyncq.metrics import queue_metrics_app
+from asyncq.testing import WorkerFactory, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of an exposition: {(name, sorted labels): value}."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+async def scrape(app: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://metrics") as http:
+        response = await http.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return samples(response.text)
+
+
+def q(name: str, queue: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return name, tuple(sorted({"queue": queue, **labels}.items()))
+
+
+async def test_a_scrape_reports_what_a_known_workload_left(
+    asyncq_client: asyncq.Client, asyncq_queue: str, asyncq_worker: WorkerFactory,
+    asyncq_redis_url: str,
+) -> None:
+    work, waiting, stopped = (f"{asyncq_queue}-{s}" for s in ("work", "wait", "stop"))
+    mux = asyncq.ServeMux()
+
+    @mux.handler("ok")
+    async def ok(task: asyncq.Task) -> None:
+        pass
+
+    @mux.handler("bad")
+    async def bad(task: asyncq.Task) -> None:
+        raise ValueError("no")
+
+    await asyncq_client.enqueue_many([asyncq.Task("ok", i, queue=work) for i in range(3)]
+                                     + [asyncq.Task("bad", i, queue=work, max_retry=0)
+                                        for i in range(2)])
+    await asyncq_client.enqueue_many([asyncq.Task("ok", i, queue=waiting) for i in range(5)]
+                                     + [asyncq.Task("ok", queue=waiting, process_in=600)] * 2)
+    await asyncq_client.enqueue("ok", queue=stopped)
+    async with asyncq.Inspector(asyncq_redis_url) as inspector:
+        await inspector.pause(stopped)
+    app = queue_metrics_app(asyncq_redis_url)
+    try:
+        async with asyncq_worker(mux, queues={work: 1}, concurrency=5) as w:
+            await w.wait_drained(work)
+            m = await scrape(app)
+            assert m[("asyncq_servers", ())] >= 1
+    finally:
+        await app.aclose()
+    assert m[("asyncq_up", ())] == 1
+    assert m[q("asyncq_tasks_processed_total", work)] == 5
+    assert m[q("asyncq_tasks_failed_total", work)] == 2
+    assert m[q("asyncq_tasks_processed_today", work)] == 5
+    assert m[q("asyncq_tasks", work, state="archived")] == 2
+    assert m[q("asyncq_tasks", work, state="pending")] == 0
+    assert m[q("asyncq_tasks", waiting, state="pending")] == 5
+    assert m[q("asyncq_tasks", waiting, state="scheduled")] == 2
+    assert m[q("asyncq_queue_size", waiting)] == 7
+    assert m[q("asyncq_queue_latency_seconds", waiting)] >= 0
+    assert m[q("asyncq_queue_memory_usage_bytes", waiting)] > 0
+    assert m[q("asyncq_queue_paused", stopped)] == 1
+    assert m[q("asyncq_queue_paused", waiting)] == 0
+    assert m[("asyncq_queues", ())] >= 3
+
+
+async def test_a_scrape_while_redis_is_down_answers_with_up_0_and_recovers() -> None:
+    with RedisServer() as server:
+        async with asyncq.Client(server.url) as client:
+            await client.enqueue("t", queue="q1")
+        app = queue_metrics_app(server.url, timeout=2)
+        try:
+            assert (await scrape(app))[("asyncq_up", ())] == 1
+            server.stop()
+            for _ in range(3):  # every scrape answers, none is a 500
+                app.exporter.expire()
+                down = await scrape(app)
+                assert down[("asyncq_up", ())] == 0
+                assert not any(name == "asyncq_tasks" for name, _ in down)
+            assert down[("asyncq_scrape_failures_total", ())] == 3
+            server.start()
+
+            async def back_up() -> bool:
+                app.exporter.expire()
+                return (await scrape(app))[("asyncq_up", ())] == 1
+            await wait_until(back_up, timeout=20, message="exporter reads Redis again")
+            async with asyncq.Client(server.url) as client:  # (a restarted test server is empty)
+                await client.enqueue("t", queue="q2")
+            app.exporter.expire()
+            assert (await scrape(app))[q("asyncq_tasks", "q2", state="pending")] == 1
+        finally:
+            await app.aclose()
+
+
+async def test_the_asyncq_metrics_command_serves_prometheus(
+    asyncq_client: asyncq.Client, asyncq_queue: str, asyncq_redis_url: str,
+) -> None:
+    await asyncq_client.enqueue("t", queue=asyncq_queue)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with await anyio.open_process(
+            [sys.executable, "-m", "asyncq", "metrics", "--port", str(port),
+             "--redis-url", asyncq_redis_url]) as proc:
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+                async def served() -> bool:
+                    try:
+                        return (await http.get("/metrics")).status_code == 200
+                    except httpx.TransportError:
+                        return False
+                await wait_until(served, timeout=20, message="asyncq metrics serving")
+                m = samples((await http.get("/metrics")).text)
+        finally:
+            proc.terminate()
+            await proc.wait()
+    assert m[("asyncq_up", ())] == 1
+    assert m[q("asyncq_tasks", asyncq_queue, state="pending")] == 1
+
+
+def test_without_the_extra_asyncq_imports_and_metrics_names_the_extra() -> None:
+    import subprocess
+
+    code = ("import sys; sys.modules['prometheus_client'] = None\n"
+            "import asyncq, asyncq._cli\n"
+            "assert 'asyncq.metrics' not in sys.modules\n"
+            "import asyncq.metrics\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert out.returncode == 1
+    assert "pip install 'asyncq[prometheus]'" in out.stderr
