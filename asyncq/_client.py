@@ -8,6 +8,7 @@ from typing import Any, Self, TypeVar
 
 import anyio
 
+from . import _tracing
 from ._backoff import Backoff
 from ._broker import Broker, NewTask
 from ._cancel import request_cancel
@@ -90,6 +91,13 @@ class Client:
             task = Task(task, payload)  # (a type that is not a str is refused there)
         now = self._clock.now_ms()
         new = prepare(task, options, now)
+        tracer = _tracing.active
+        if tracer is None:
+            return await self._store(new, now)
+        with tracer.producing([new]):
+            return await self._store(new, now)
+
+    async def _store(self, new: NewTask, now: int) -> TaskInfo:
         code, retried = await self._with_retries(lambda: self._broker.store(new))
         if code == 0 and retried:
             mine, _ = await self._with_retries(lambda: self._stored_by_us([new]))
@@ -120,6 +128,14 @@ class Client:
                 raise type(exc)(f"item {i}: {exc}") from exc
         if not prepared:
             return []
+        tracer = _tracing.active
+        if tracer is None:
+            return await self._store_many(prepared)
+        with tracer.producing(prepared):
+            return await self._store_many(prepared)
+
+    async def _store_many(self, prepared: list[NewTask]) -> list[TaskInfo | AsyncqError]:
+        now = prepared[0].msg.enqueued_at_ms
         try:
             codes, retried = await self._with_retries(
                 lambda: self._broker.store_many(prepared))
