@@ -27,6 +27,8 @@ class RawTask(NamedTuple):
     msg: bytes
     payload: bytes
     retried: int
+    #: when it last became pending (Unix ms; 0 when unknown): a dequeue's queue wait starts here
+    pending_since: int = 0
 
 
 class NewTask(NamedTuple):

@@ -150,7 +150,7 @@ class RedisBroker:
             [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
              request_id, lease_ms, qk.cancel_prefix],
         )
-        tasks, bad = raw_tasks(flat, 1)
+        tasks, bad = raw_tasks(flat, 1, width=5)
         await self.maintenance.quarantine(queue, bad)
         return tasks, int(flat[0]) + len(bad)
 

@@ -53,20 +53,23 @@ async def register(runner: ScriptRunner, queues: Sequence[str]) -> None:
         await runner.command("registering queues", "SADD", K.QUEUES, *queues)
 
 
-def raw_tasks(flat: Sequence[Any], start: int = 0) -> tuple[list[RawTask], list[bytes]]:
-    """``[id, msg, payload, retried, id, ...]`` from ``start`` as RawTasks, and apart the raw
-    ids that are not UTF-8 (a record written by hand or by another producer): those must be
-    quarantined, never decoded, so one of them cannot stop the others."""
+def raw_tasks(flat: Sequence[Any], start: int = 0,
+              width: int = 4) -> tuple[list[RawTask], list[bytes]]:
+    """``[id, msg, payload, retried, id, ...]`` (``width`` 5: each followed by its
+    pending-since time) from ``start`` as RawTasks, and apart the raw ids that are not UTF-8
+    (a record written by hand or by another producer): those must be quarantined, never
+    decoded, so one of them cannot stop the others."""
     tasks: list[RawTask] = []
     bad: list[bytes] = []
-    for i in range(start, len(flat), 4):
+    for i in range(start, len(flat), width):
         raw_id = flat[i]
         try:
             task_id = text(raw_id)
         except UnicodeDecodeError:
             bad.append(raw_id)
             continue
-        tasks.append(RawTask(task_id, flat[i + 1], flat[i + 2], count(flat[i + 3])))
+        since = count(flat[i + 4]) if width == 5 else 0
+        tasks.append(RawTask(task_id, flat[i + 1], flat[i + 2], count(flat[i + 3]), since))
     return tasks, bad
 
 

@@ -42,6 +42,7 @@ async def test_dequeue_leases_a_batch_in_fifo_order(
     assert isinstance(first, RawTask)
     assert first.payload == b"p0"
     assert first.retried == 0
+    assert first.pending_since == now  # when it became pending: where its queue wait starts
     stored = await task_hash(redis_client, asyncq_queue, ids[0])
     assert first.msg == stored["msg"]
     assert stored["state"] == b"active"

@@ -18,7 +18,8 @@
 -- ARGV[7] how long the last request is remembered, ms
 -- ARGV[8] cancel marker prefix asyncq:{q}:cancel: — a new run starts without the cancellation
 --   requested for an earlier one
--- Returns: {dropped, id1, msg1, payload1, retried1, id2, ...}. `dropped` counts ids popped
+-- Returns: {dropped, id1, msg1, payload1, retried1, pending_since1, id2, ...} (pending_since:
+--   Unix ms the task last became pending, '0' when unknown or re-sent). `dropped` counts ids popped
 --   without a usable task record (no hash, or a key of another type: removed from the lists and
 --   left alone). A hash without its message is leased and returned with an empty message, so
 --   the worker archives it with the reason. When fewer tasks than asked for are returned, the
@@ -40,6 +41,7 @@ if ARGV[6] ~= '' then
           out[#out + 1] = v[1] or ''
           out[#out + 1] = v[2] or ''
           out[#out + 1] = v[3] or '0'
+          out[#out + 1] = '0'
         end
       end
     end
@@ -60,7 +62,7 @@ while got < want do
     break
   end
   local key = ARGV[3] .. id
-  local v = redis.pcall('HMGET', key, 'msg', 'payload', 'retried')
+  local v = redis.pcall('HMGET', key, 'msg', 'payload', 'retried', 'pending_since')
   if v.err or (not v[1] and redis.call('EXISTS', key) == 0) then
     redis.call('LREM', KEYS[2], 1, id)
     out[1] = out[1] + 1
@@ -73,6 +75,7 @@ while got < want do
     out[#out + 1] = v[1] or ''
     out[#out + 1] = v[2] or ''
     out[#out + 1] = v[3] or '0'
+    out[#out + 1] = v[4] or '0'
     got = got + 1
     leased[got] = id
     if listening then
