@@ -1,7 +1,8 @@
 """Prometheus metrics (``pip install 'asyncq[prometheus]'``).
 
 ``queue_metrics_app(redis)`` is an ASGI app exporting every queue's state, read from Redis when
-scraped; ``asyncq metrics`` serves it stand-alone.
+scraped; ``asyncq metrics`` serves it stand-alone. ``WorkerMetrics`` is what a worker measures
+from inside (``Worker(metrics=WorkerMetrics())``, ``asyncq worker --metrics-port N``).
 """
 
 from __future__ import annotations
@@ -13,5 +14,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "asyncq.metrics needs prometheus_client: pip install 'asyncq[prometheus]'") from exc
 
 from ._queue_exporter import QueueExporter, QueueMetricsApp, queue_metrics_app
+from ._worker_metrics import WorkerMetrics
 
-__all__ = ["QueueExporter", "QueueMetricsApp", "queue_metrics_app"]
+__all__ = ["QueueExporter", "QueueMetricsApp", "WorkerMetrics", "queue_metrics_app"]

@@ -1,0 +1,38 @@
+"""The seam worker metrics plug into: nothing here imports a metrics library.
+
+A worker given ``metrics=`` calls these at each step of a run; without it the worker pays one
+``is None`` check per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal, Protocol
+
+#: How a run ended, as metrics label it.
+RunOutcome = Literal["succeeded", "retried", "archived", "cancelled", "revoked",
+                     "lease_lost", "requeued"]
+
+
+class RunObserver(Protocol):
+    def bind(self, *, concurrency: int, in_flight: Callable[[], int],
+             prefetched: Callable[[], int]) -> None:
+        """Called once when the worker starts: its concurrency and live counts."""
+        ...
+
+    def started(self, queue: str, task_type: str, wait_s: float | None) -> None:
+        """A handler started; ``wait_s``: since the task became pending, when known."""
+        ...
+
+    def finished(self, queue: str, task_type: str, outcome: RunOutcome, failed: bool,
+                 run_s: float) -> None:
+        """A run's outcome was decided (``failed``: the handler's failure caused it)."""
+        ...
+
+    def redis_error(self, operation: str) -> None:
+        """A Redis call of the worker failed (it will be retried)."""
+        ...
+
+    def lease_renewals_failed(self, count: int) -> None:
+        """Leases the worker could not renew."""
+        ...

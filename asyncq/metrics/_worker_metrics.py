@@ -1,0 +1,90 @@
+"""Metrics from inside a worker: run time and queue wait histograms, outcomes, in-flight and
+prefetched gauges, Redis errors and failed lease renewals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from .._observe import RunOutcome
+
+RUN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+               60, 300, 900, 3600)
+WAIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+                60, 300, 900, 3600, 21600, 86400)
+
+
+class WorkerMetrics:
+    """Prometheus metrics of one worker process, registered in ``registry`` (prometheus_client's
+    default unless given). ``task_types``: ``"all"`` labels each task type, ``"none"`` leaves
+    the type label empty, an iterable of names keeps those and labels the rest ``"other"`` —
+    so unbounded task types cannot blow up a Prometheus server."""
+
+    def __init__(self, registry: CollectorRegistry | None = REGISTRY, *,
+                 task_types: Literal["all", "none"] | Iterable[str] = "all",
+                 namespace: str = "asyncq_worker") -> None:
+        if task_types == "all":
+            self._type: Callable[[str], str] = _same
+        elif task_types == "none":
+            self._type = _blank
+        elif isinstance(task_types, str):
+            raise ValueError(f"task_types must be 'all', 'none' or a collection of task "
+                             f"types, got {task_types!r}")
+        else:
+            allowed = frozenset(task_types)
+            self._type = lambda t: t if t in allowed else "other"
+        labels = ["queue", "type"]
+        kw = {"registry": registry, "namespace": namespace}
+        self.run_time = Histogram("task_run_seconds", "Time a handler ran", labels,
+                                  buckets=RUN_BUCKETS, **kw)  # type: ignore[arg-type]
+        self.queue_wait = Histogram(
+            "task_queue_wait_seconds", "Time a task waited pending before it started",
+            labels, buckets=WAIT_BUCKETS, **kw)  # type: ignore[arg-type]
+        self.outcomes = Counter("task_outcomes", "Runs by how they ended",
+                                [*labels, "outcome"], **kw)  # type: ignore[arg-type]
+        self.failures = Counter("task_failures", "Runs whose handler failed", labels,
+                                **kw)  # type: ignore[arg-type]
+        self.in_flight = Gauge("tasks_in_flight", "Handlers running now",
+                               **kw)  # type: ignore[arg-type]
+        self.prefetched = Gauge("tasks_prefetched", "Tasks leased and waiting for a slot",
+                                **kw)  # type: ignore[arg-type]
+        self.concurrency = Gauge("concurrency", "Most handlers at once",
+                                 **kw)  # type: ignore[arg-type]
+        self.redis_errors = Counter("redis_errors", "Failed Redis calls by operation",
+                                    ["operation"], **kw)  # type: ignore[arg-type]
+        self.lease_failures = Counter("lease_renewals_failed", "Leases that could not be "
+                                      "renewed", **kw)  # type: ignore[arg-type]
+
+    def bind(self, *, concurrency: int, in_flight: Callable[[], int],
+             prefetched: Callable[[], int]) -> None:
+        self.concurrency.set(concurrency)
+        self.in_flight.set_function(in_flight)
+        self.prefetched.set_function(prefetched)
+
+    def started(self, queue: str, task_type: str, wait_s: float | None) -> None:
+        if wait_s is not None:
+            self.queue_wait.labels(queue, self._type(task_type)).observe(max(wait_s, 0.0))
+
+    def finished(self, queue: str, task_type: str, outcome: RunOutcome, failed: bool,
+                 run_s: float) -> None:
+        kind = self._type(task_type)
+        self.run_time.labels(queue, kind).observe(run_s)
+        self.outcomes.labels(queue, kind, outcome).inc()
+        if failed:
+            self.failures.labels(queue, kind).inc()
+
+    def redis_error(self, operation: str) -> None:
+        self.redis_errors.labels(operation).inc()
+
+    def lease_renewals_failed(self, count: int) -> None:
+        self.lease_failures.inc(count)
+
+
+def _same(task_type: str) -> str:
+    return task_type
+
+
+def _blank(task_type: str) -> str:
+    return ""
