@@ -6,7 +6,7 @@
 -- KEYS[4] paused flag        asyncq:{q}:paused
 -- KEYS[5] waiters flag       asyncq:{q}:waiters
 -- KEYS[6] last request       asyncq:{q}:dequeued:<owner>  (used only when ARGV[6] is set): a
---   hash '=' -> request id, 't:<id>' -> '' for each task it leased
+--   hash '=' -> request id, 't:<id>' -> its pending_since for each task it leased
 -- ARGV[1] lease expiry, Unix ms
 -- ARGV[2] most tasks to lease
 -- ARGV[3] task key prefix    asyncq:{q}:t:
@@ -19,7 +19,7 @@
 -- ARGV[8] cancel marker prefix asyncq:{q}:cancel: — a new run starts without the cancellation
 --   requested for an earlier one
 -- Returns: {dropped, id1, msg1, payload1, retried1, pending_since1, id2, ...} (pending_since:
---   Unix ms the task last became pending, '0' when unknown or re-sent). `dropped` counts ids popped
+--   Unix ms the task last became pending, '0' when unknown). `dropped` counts ids popped
 --   without a usable task record (no hash, or a key of another type: removed from the lists and
 --   left alone). A hash without its message is leased and returned with an empty message, so
 --   the worker archives it with the reason. When fewer tasks than asked for are returned, the
@@ -29,8 +29,9 @@
 local out = {0}
 if ARGV[6] ~= '' then
   if redis.call('HGET', KEYS[6], '=') == ARGV[6] then
-    local fields = redis.call('HKEYS', KEYS[6])
-    for _, field in ipairs(fields) do
+    local fields = redis.call('HGETALL', KEYS[6])
+    for f = 1, #fields, 2 do
+      local field = fields[f]
       if string.sub(field, 1, 2) == 't:' then
         local id = string.sub(field, 3)
         local v = redis.pcall('HMGET', ARGV[3] .. id, 'msg', 'payload', 'retried', 'state',
@@ -41,7 +42,7 @@ if ARGV[6] ~= '' then
           out[#out + 1] = v[1] or ''
           out[#out + 1] = v[2] or ''
           out[#out + 1] = v[3] or '0'
-          out[#out + 1] = '0'
+          out[#out + 1] = fields[f + 1]
         end
       end
     end
@@ -77,7 +78,7 @@ while got < want do
     out[#out + 1] = v[3] or '0'
     out[#out + 1] = v[4] or '0'
     got = got + 1
-    leased[got] = id
+    leased[got] = {id, v[4] or '0'}
     if listening then
       asyncq_emit(base, id, 'pending', 'active')
     end
@@ -89,9 +90,9 @@ end
 if ARGV[6] ~= '' and got > 0 then
   redis.call('DEL', KEYS[6])
   local fields = {'=', ARGV[6]}
-  for i, id in ipairs(leased) do
-    fields[#fields + 1] = 't:' .. id
-    fields[#fields + 1] = ''
+  for i, item in ipairs(leased) do
+    fields[#fields + 1] = 't:' .. item[1]
+    fields[#fields + 1] = item[2]
     if #fields >= 500 or i == #leased then
       redis.call('HSET', KEYS[6], unpack(fields))
       fields = {}
