@@ -83,13 +83,21 @@ async def events(request: Request) -> Response:
     queue, active = _params(request)
     dash = dashboard(request)
     queues = [queue] if queue else await dash.inspector.queues()
-    return StreamingResponse(_stream(dash, queues, queue, active, base_path(request)),
+    return StreamingResponse(_stream(request, dash, queues, queue, active),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
-async def _stream(dash: Dashboard, queues: list[str], queue: str | None, active: bool,
-                  base: str) -> AsyncIterator[bytes]:
+async def _disconnected(request: Request) -> None:
+    """Returns when the browser goes away (closed tab, navigation): the stream ends then,
+    not at its next write."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _stream(request: Request, dash: Dashboard, queues: list[str], queue: str | None,
+                  active: bool) -> AsyncIterator[bytes]:
+    base = base_path(request)
     changed = asyncio.Event()
     changed.set()  # the first document goes out at once
     async with dash.client.events(queues) as stream:
@@ -99,11 +107,16 @@ async def _stream(dash: Dashboard, queues: list[str], queue: str | None, active:
                     changed.set()
 
         pumping = asyncio.create_task(pump())
+        gone = asyncio.create_task(_disconnected(request))
         try:
-            yield b"retry: 5000\n\n"
-            while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), IDLE_REFRESH)
+            yield b"retry: 3000\n\n"
+            while not gone.done():
+                waiting = asyncio.create_task(changed.wait())
+                await asyncio.wait([waiting, gone], timeout=IDLE_REFRESH,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                waiting.cancel()
+                if gone.done():
+                    return
                 changed.clear()
                 try:
                     doc = await snapshot(dash, queue, active, base)
@@ -112,6 +125,7 @@ async def _stream(dash: Dashboard, queues: list[str], queue: str | None, active:
                 yield b"data: " + to_json(doc) + b"\n\n"
                 await asyncio.sleep(1 / MAX_RATE)
         finally:
-            pumping.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pumping
+            for task in (pumping, gone):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

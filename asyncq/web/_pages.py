@@ -37,7 +37,7 @@ def _int(request: Request, name: str, default: int) -> int:
 async def overview(request: Request) -> Response:
     dash = dashboard(request)
     inspector = dash.inspector
-    infos = await dash.queue_infos()
+    infos = await dash.queue_infos(fresh=True)
     histories = await asyncio.gather(*(_history(inspector, q) for q in infos))
     days = [d for h in histories for d in h]
     totals = {name: sum(getattr(i, name) for i in infos.values())
@@ -143,7 +143,7 @@ async def periodic_page(request: Request) -> Response:
 
 async def groups_page(request: Request) -> Response:
     dash = dashboard(request)
-    infos: dict[str, QueueInfo] = await dash.queue_infos()
+    infos: dict[str, QueueInfo] = await dash.queue_infos(fresh=True)
     with_groups = [q for q, i in infos.items() if i.groups]
     found = await asyncio.gather(*(dash.inspector.groups(q) for q in with_groups))
     return render(request, "groups.html", {

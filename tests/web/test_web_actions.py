@@ -139,7 +139,8 @@ async def test_read_only_shows_no_button_and_refuses_every_action(
     info = await asyncq_client.enqueue("t", None, queue=asyncq_queue, process_in=3600)
     async with web(read_only=True) as http:
         pages = [await http.get(p) for p in (
-            "/", f"/queue?q={asyncq_queue}&state=scheduled", f"/task?q={asyncq_queue}&id={info.id}")]
+            "/", f"/queue?q={asyncq_queue}&state=scheduled",
+            f"/task?q={asyncq_queue}&id={info.id}")]
         token = http.cookies.get("asyncq_csrf")
         answers = [await http.post(path, data={"csrf": token, "action": a, "queue": asyncq_queue,
                                                "id": info.id, "state": "scheduled",

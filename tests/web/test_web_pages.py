@@ -140,19 +140,18 @@ async def test_servers_periodic_and_groups_pages(
     queue = seeded["queue"]
     scheduler = asyncq.Scheduler(asyncq_redis_url)
     entry_id = scheduler.register("@every 1h", Task("report:daily", {"x": 1}, queue=queue))
-    async with scheduler:
-        async with web() as http:
-            active_id = seeded["ids"]["active"]
+    async with scheduler, web() as http:
+        active_id = seeded["ids"]["active"]
 
-            async def shows_running_task() -> str | None:
-                page = await http.get("/servers")
-                return page.text if active_id in page.text else None
+        async def shows_running_task() -> str | None:
+            page = await http.get("/servers")
+            return page.text if active_id in page.text else None
 
-            servers = await wait_until(shows_running_task, message="the heartbeat's tasks")
-            await wait_until(lambda: _has_entry(asyncq_redis_url, entry_id),
-                             message="the scheduler's entries published")
-            periodic = await http.get("/periodic")
-            groups = await http.get("/groups")
+        servers = await wait_until(shows_running_task, message="the heartbeat's tasks")
+        await wait_until(lambda: _has_entry(asyncq_redis_url, entry_id),
+                         message="the scheduler's entries published")
+        periodic = await http.get("/periodic")
+        groups = await http.get("/groups")
     assert queue in servers
     assert "report:daily" in periodic.text and entry_id in periodic.text
     assert "grp-1" in groups.text and queue in groups.text
