@@ -2,6 +2,7 @@
 #
 #   make venv        create .venv and install asyncq[dev] (editable); redone when pyproject.toml changes
 #   make redis-bin   make sure redis-server is installed (apt-get as root, else explain)
+#   make browser-bin make sure Debian's chromium is installed for the dashboard's browser tests
 #   make redis-up    start a local redis-server on 127.0.0.1:$(REDIS_PORT) (AOF on), state in .run/
 #   make redis-down  stop the server started by redis-up
 #   make test        run the test suite (tests start their own redis-server, or use
@@ -31,7 +32,7 @@ LINT_PATHS := $(wildcard asyncq tests examples benchmarks)
 # The test suite needs a redis-server binary unless it is pointed at a server.
 TEST_REDIS_DEP := $(if $(ASYNCQ_TEST_REDIS_URL),,redis-bin)
 
-.PHONY: venv redis-bin redis-up redis-down test test-chaos lint run bench clean distclean
+.PHONY: venv redis-bin browser-bin redis-up redis-down test test-chaos lint run bench clean distclean
 
 venv: $(STAMP)
 
@@ -48,6 +49,18 @@ redis-bin:
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server; \
 	else \
 		echo "redis-server not found: install it (Debian/Ubuntu: apt-get install redis-server) or set ASYNCQ_TEST_REDIS_URL" >&2; \
+		exit 1; \
+	fi
+
+# The dashboard's browser tests drive the system chromium (never a downloaded browser).
+browser-bin:
+	@if [ -x /usr/bin/chromium ]; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "chromium not found: installing it with apt-get"; \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium) || exit 1; \
+	else \
+		echo "chromium not found: install it (Debian/Ubuntu: apt-get install chromium) for the web dashboard's browser tests" >&2; \
 		exit 1; \
 	fi
 
@@ -96,7 +109,7 @@ redis-down:
 	fi; \
 	rm -f "$(REDIS_PID)"
 
-test: venv $(TEST_REDIS_DEP)
+test: venv $(TEST_REDIS_DEP) browser-bin
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 test-chaos: venv redis-bin

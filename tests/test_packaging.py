@@ -24,7 +24,9 @@ def test_the_wheel_describes_itself_with_the_readme(tmp_path: Path) -> None:
     body = meta.get_payload()
     assert isinstance(body, str)
     assert body.strip() == (ROOT / "README.md").read_text(encoding="utf-8").strip()
-    assert {"testing", "dev", "fast"} <= set(meta.get_all("Provides-Extra") or [])
+    assert {"testing", "dev", "fast", "web"} <= set(meta.get_all("Provides-Extra") or [])
     assert "asyncq/py.typed" in names
     assert "asyncq/_broker/lua/dequeue.lua" in names
+    assert {"asyncq/web/templates/base.html", "asyncq/web/templates/overview.html",
+            "asyncq/web/static/app.css", "asyncq/web/static/app.js"} <= set(names)
     assert not [n for n in names if n.startswith("tests/") or "topology" in n]

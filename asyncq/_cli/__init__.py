@@ -23,13 +23,14 @@ from . import (
     _server_cmd,
     _stats_cmd,
     _task_cmd,
+    _web_cmd,
     _worker_cmd,
 )
 from ._common import CLIError
 
 COMMANDS = [_worker_cmd, _scheduler_cmd, _cron_cmd,
             _stats_cmd, _queue_cmd, _task_cmd, _group_cmd, _server_cmd, _dash_cmd,
-            _metrics_cmd]
+            _metrics_cmd, _web_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

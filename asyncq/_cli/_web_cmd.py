@@ -1,0 +1,83 @@
+"""``asyncq web``: serve the web dashboard with uvicorn, on loopback unless told otherwise.
+
+A host other than loopback without auth is refused (anyone who reaches the port could delete
+every task) unless ``--allow-public-without-auth`` says the operator means it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import os
+from typing import Any
+
+from ._common import CLIError, add_redis_args, check_redis
+
+PASSWORD_ENV = "ASYNCQ_WEB_PASSWORD"
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "web", help="serve the web dashboard (needs the web extra: pip install 'asyncq[web]')")
+    add_redis_args(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    p.add_argument("--port", type=int, default=8080, help="default 8080")
+    p.add_argument("--read-only", action="store_true", help="show, but allow no action")
+    p.add_argument("--basic-auth", metavar="USER:PASSWORD", default=None,
+                   help=f"require HTTP basic auth; USER alone takes the password from "
+                        f"${PASSWORD_ENV}")
+    p.add_argument("--title", default="asyncq", help="shown in the header")
+    p.add_argument("--root-path", default="",
+                   help="the path prefix a reverse proxy serves the dashboard under")
+    p.add_argument("--allow-public-without-auth", action="store_true",
+                   help="listen on a non-loopback address without --basic-auth")
+    p.set_defaults(func=cmd_web)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_basic_auth(value: str | None) -> tuple[str, str] | None:
+    """``user:password``, or ``user`` with the password in $ASYNCQ_WEB_PASSWORD."""
+    if value is None:
+        return None
+    user, sep, password = value.partition(":")
+    if not sep:
+        password = os.environ.get(PASSWORD_ENV, "")
+        if not password:
+            raise CLIError(f"--basic-auth {user!r} has no password: give USER:PASSWORD or "
+                           f"set {PASSWORD_ENV}")
+    if not user or not password:
+        raise CLIError("--basic-auth expects USER:PASSWORD, both non-empty")
+    return user, password
+
+
+def cmd_web(args: argparse.Namespace) -> int:
+    credentials = parse_basic_auth(args.basic_auth)
+    if credentials is None and not is_loopback(args.host) and not args.allow_public_without_auth:
+        raise CLIError(f"refusing to serve the dashboard on {args.host} without auth: add "
+                       f"--basic-auth USER:PASSWORD (or --allow-public-without-auth)")
+    if not 0 < args.port < 65536:
+        raise CLIError(f"--port must be 1-65535, got {args.port}")
+    try:
+        import uvicorn
+
+        from ..web import basic_auth, create_app
+    except ImportError as exc:
+        raise CLIError(f"{exc}; asyncq web needs the web extra: pip install 'asyncq[web]'"
+                       ) from None
+    asyncio.run(check_redis(args.redis_url))
+    auth = basic_auth(*credentials) if credentials else None
+    app = create_app(args.redis_url, read_only=args.read_only, auth=auth, title=args.title)
+    print(f"asyncq web: http://{args.host}:{args.port}{args.root_path}/"
+          f"{' (read-only)' if args.read_only else ''}", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, root_path=args.root_path,
+                log_level="warning", timeout_graceful_shutdown=3)
+    return 0

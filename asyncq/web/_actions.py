@@ -1,0 +1,142 @@
+"""The actions (POST only): run / archive / delete / cancel a task, the same for every task of
+a state (after a confirmation page), pause / unpause a queue. Each is refused with 403 in
+read-only mode or without the CSRF token, goes through the Inspector, and redirects back with
+its outcome, or the Inspector's error, in the query string (shown escaped by the page)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from .._errors import AsyncqError
+from .._inspector import Inspector
+from ._pages import STATES
+from ._render import base_path, dashboard, render
+from ._security import CSRF_FIELD, csrf_ok
+
+_TASK_ACTIONS = ("run", "archive", "delete", "cancel")
+_BULK_ACTIONS = ("run", "archive", "delete")
+_QUEUE_ACTIONS = ("pause", "unpause")
+
+
+async def _checked_form(request: Request) -> FormData | Response:
+    """The posted form, or the refusal: read-only mode, or a missing/wrong CSRF token."""
+    if dashboard(request).settings.read_only:
+        return PlainTextResponse("the dashboard is read-only", 403)
+    form = await request.form()
+    if not csrf_ok(request, form.get(CSRF_FIELD)):
+        return PlainTextResponse("CSRF token missing or wrong: reload the page and retry", 403)
+    return form
+
+
+def _field(form: FormData, name: str) -> str:
+    value = form.get(name, "")
+    return value if isinstance(value, str) else ""
+
+
+def safe_next(request: Request, target: str) -> str:
+    """``target`` when it is a path of this dashboard, else the overview: a form's ``next``
+    can never send the browser elsewhere (no open redirect, no ``javascript:`` link)."""
+    base = base_path(request)
+    parts = urlsplit(target)
+    if (parts.scheme or parts.netloc or not parts.path.startswith(f"{base}/")
+            or target.startswith("//") or "\\" in target):
+        return f"{base}/"
+    return target
+
+
+def back(request: Request, form: FormData, **flash: str) -> RedirectResponse:
+    """Redirect to the form's ``next`` page with ``ok=`` or ``error=`` replacing any earlier
+    message."""
+    parts = urlsplit(safe_next(request, _field(form, "next")))
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k not in ("ok", "error")]
+    query += list(flash.items())
+    return RedirectResponse(f"{parts.path}?{urlencode(query)}", 303)
+
+
+async def _outcome(request: Request, form: FormData,
+                   call: Callable[[], Awaitable[str]]) -> RedirectResponse:
+    try:
+        message = await call()
+    except (AsyncqError, ValueError, TypeError) as exc:
+        return back(request, form, error=str(exc))
+    return back(request, form, ok=message)
+
+
+async def task_action(request: Request) -> Response:
+    form = await _checked_form(request)
+    if isinstance(form, Response):
+        return form
+    inspector = dashboard(request).inspector
+    action, queue, task_id = (_field(form, n) for n in ("action", "queue", "id"))
+
+    async def call() -> str:
+        if action not in _TASK_ACTIONS:
+            raise ValueError(f"unknown action {action!r}")
+        if action == "cancel":
+            if not await inspector.cancel(task_id, queue=queue):
+                raise ValueError(f"task {task_id!r} is not running: nothing to cancel")
+            return f"cancellation of task {task_id} requested"
+        operation = {"run": inspector.run_task, "archive": inspector.archive_task,
+                     "delete": inspector.delete_task}[action]
+        await operation(queue, task_id)
+        return f"task {task_id}: {action} done"
+
+    return await _outcome(request, form, call)
+
+
+async def state_action(request: Request) -> Response:
+    """Every task of a state: the first POST shows a confirmation page, whose form posts
+    again with ``confirmed=1``."""
+    form = await _checked_form(request)
+    if isinstance(form, Response):
+        return form
+    inspector = dashboard(request).inspector
+    action, queue, state = (_field(form, n) for n in ("action", "queue", "state"))
+    group = _field(form, "group") or None
+    if action in _BULK_ACTIONS and _field(form, "confirmed") != "1":
+        return await _confirm(request, form, inspector, queue, state, group)
+
+    async def call() -> str:
+        if action not in _BULK_ACTIONS:
+            raise ValueError(f"unknown action {action!r}")
+        operation = {"run": inspector.run_all, "archive": inspector.archive_all,
+                     "delete": inspector.delete_all}[action]
+        count = int(await operation(queue, state, group))
+        return f"{action}: {count} {state} task(s) of queue {queue}"
+
+    return await _outcome(request, form, call)
+
+
+async def _confirm(request: Request, form: FormData, inspector: Inspector, queue: str,
+                   state: str, group: str | None) -> Response:
+    try:
+        info = await inspector.queue_info(queue)
+    except (AsyncqError, ValueError, TypeError) as exc:
+        return back(request, form, error=str(exc))
+    return render(request, "confirm.html", {
+        "nav": "", "action": _field(form, "action"), "queue": queue, "state": state,
+        "group": group, "count": getattr(info, state) if state in STATES else 0,
+        "next": safe_next(request, _field(form, "next")),
+    })
+
+
+async def queue_action(request: Request) -> Response:
+    form = await _checked_form(request)
+    if isinstance(form, Response):
+        return form
+    inspector = dashboard(request).inspector
+    action, queue = _field(form, "action"), _field(form, "queue")
+
+    async def call() -> str:
+        if action not in _QUEUE_ACTIONS:
+            raise ValueError(f"unknown action {action!r}")
+        changed = await (inspector.pause if action == "pause" else inspector.unpause)(queue)
+        done = "paused" if action == "pause" else "unpaused"
+        return f"queue {queue} {done}" if changed else f"queue {queue} was already {done}"
+
+    return await _outcome(request, form, call)

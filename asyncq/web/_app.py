@@ -1,0 +1,66 @@
+"""``create_app``: the dashboard as a Starlette app, its routes, static files and lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .._broker import Broker
+from .._connection import RedisLike
+from . import _actions, _live, _pages
+from ._security import AuthHook, SecurityMiddleware
+from ._state import Dashboard, Settings
+
+
+def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
+               auth: AuthHook | None = None, title: str = "asyncq") -> Starlette:
+    """The dashboard: an ASGI app showing and operating the queues of ``redis`` (a URL, a
+    ``redis.asyncio`` client, or a Broker: ``create_app(client.broker)``).
+
+    Serve it alone (``uvicorn``, ``asyncq web``) or mount it: ``app.mount("/admin/queues",
+    create_app(url, auth=basic_auth("admin", pw)))``; links follow the mount path and a
+    proxy's ``root_path``. ``read_only`` hides every action and refuses them (403). ``auth``
+    receives each request and returns (or awaits to) True to let it in, else 401.
+
+    The connection opens on the first request; the app's lifespan closes it when it is served
+    on its own. Mounted, where Starlette runs only the parent's lifespan, call
+    ``await app.state.dashboard.close()`` in that lifespan to close it at shutdown.
+    """
+    if not isinstance(read_only, bool):
+        raise TypeError(f"read_only must be a bool, got {read_only!r}")
+    if auth is not None and not callable(auth):
+        raise TypeError(f"auth must be a callable(request) -> bool, got {auth!r}")
+    if not isinstance(title, str) or not title.strip():
+        raise ValueError("title must be a non-empty str")
+    dashboard = Dashboard(redis, Settings(read_only=read_only, title=title))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await dashboard.close()
+
+    routes = [
+        Route("/", _pages.overview, name="overview"),
+        Route("/queue", _pages.queue_page, name="queue"),
+        Route("/task", _pages.task_page, name="task"),
+        Route("/servers", _pages.servers_page, name="servers"),
+        Route("/periodic", _pages.periodic_page, name="periodic"),
+        Route("/groups", _pages.groups_page, name="groups"),
+        Route("/live", _live.live, name="live"),
+        Route("/events", _live.events, name="events"),
+        Route("/action/task", _actions.task_action, methods=["POST"]),
+        Route("/action/state", _actions.state_action, methods=["POST"]),
+        Route("/action/queue", _actions.queue_action, methods=["POST"]),
+        Mount("/static", StaticFiles(packages=[("asyncq.web", "static")]), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    middleware=[Middleware(SecurityMiddleware, auth=auth)])
+    app.state.dashboard = dashboard
+    return app

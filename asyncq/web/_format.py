@@ -1,0 +1,140 @@
+"""How values are shown on the pages: payloads and results, sizes, durations, times, and the
+geometry of the server-drawn SVG charts (no chart library, no JavaScript)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+import orjson
+
+from .._inspect_models import DailyStats
+
+#: Longest payload or result shown on a page; the rest is cut with a note.
+MAX_SHOWN = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A payload or result as the page shows it: ``kind`` is json, text, hex or none."""
+
+    kind: str
+    text: str
+    size: int
+    cut: bool = False
+
+
+def show_data(data: bytes | None, encoding: str) -> Shown:
+    """JSON pretty-printed; bytes as text when they are UTF-8, else as hex."""
+    if data is None or encoding == "n":
+        return Shown("none", "", 0)
+    size = len(data)
+    if encoding == "j":
+        try:
+            text = orjson.dumps(orjson.loads(data), option=orjson.OPT_INDENT_2).decode()
+            return _cut("json", text, size)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return _cut("text", data.decode("utf-8"), size)
+    except UnicodeDecodeError:
+        shown = data[:MAX_SHOWN // 3]
+        lines = (shown[i:i + 16].hex(" ") for i in range(0, len(shown), 16))
+        return Shown("hex", "\n".join(lines), size, len(shown) < size)
+
+
+def _cut(kind: str, text: str, size: int) -> Shown:
+    if len(text) <= MAX_SHOWN:
+        return Shown(kind, text, size)
+    return Shown(kind, text[:MAX_SHOWN], size, True)
+
+
+def human_bytes(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # unreachable
+
+
+def human_duration(value: timedelta | None) -> str:
+    if value is None:
+        return ""
+    seconds = value.total_seconds()
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172_800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86_400:.1f} d"
+
+
+def when(value: datetime | None) -> str:
+    """A time as UTC ISO text to the second (the tooltip of a relative time)."""
+    if value is None:
+        return ""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def ago(value: datetime | None, now: datetime | None = None) -> str:
+    """``3 min ago`` / ``in 2.0 h``."""
+    if value is None:
+        return ""
+    delta = value - (now or datetime.now(UTC))
+    text = human_duration(abs(delta))
+    return f"in {text}" if delta.total_seconds() > 0 else f"{text} ago"
+
+
+def error_rate(processed: int, failed: int) -> str:
+    return f"{100 * failed / processed:.1f} %" if processed else "-"
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    x: float
+    y: float
+    height: float
+    kind: str  # "processed" or "failed"
+    value: int
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    width: int
+    height: int
+    bars: tuple[Bar, ...]
+    labels: tuple[tuple[float, str], ...]  # (x, text) under each day
+    top: int  # the value of the full height
+    bar_width: float
+
+
+def daily_chart(days: Sequence[DailyStats], *, width: int = 560, height: int = 160) -> Chart:
+    """Processed and failed bars per day, oldest on the left (``days`` as the Inspector gives
+    them: newest first, possibly of several queues, summed per date)."""
+    totals: dict[date, list[int]] = {}
+    for d in days:
+        t = totals.setdefault(d.date, [0, 0])
+        t[0] += d.processed
+        t[1] += d.failed
+    dates = sorted(totals)
+    top = max([1, *(v[0] for v in totals.values()), *(v[1] for v in totals.values())])
+    plot = height - 20
+    slot = width / max(1, len(dates))
+    bar_width = max(2.0, slot * 0.35)
+    bars: list[Bar] = []
+    labels: list[tuple[float, str]] = []
+    for i, day in enumerate(dates):
+        processed, failed = totals[day]
+        x = i * slot + slot * 0.12
+        for j, (kind, value) in enumerate((("processed", processed), ("failed", failed))):
+            h = plot * value / top
+            bars.append(Bar(round(x + j * bar_width, 1), round(plot - h, 1), round(h, 1), kind,
+                            value, f"{day}: {value} {kind}"))
+        labels.append((round(i * slot + slot / 2, 1), str(day)[5:]))
+    return Chart(width, height, tuple(bars), tuple(labels), top, round(bar_width, 1))

@@ -1,0 +1,131 @@
+"""Live updates: ``/events`` streams server-sent events, one JSON document of queue counts
+(and the active list of a queue page) each time task events say something changed, at most
+``MAX_RATE`` a second per tab and at least every ``IDLE_REFRESH`` seconds; ``/live`` answers
+the same document once, for browsers whose event stream fails (they poll it slowly).
+
+Counts come from the dashboard's shared snapshot cache, so Redis sees a bounded number of
+reads whatever the number of open tabs; the events themselves arrive on the one subscription
+the dashboard's Client holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from .._errors import AsyncqError, QueueNotFoundError
+from .._events import EventsLost, TaskEvent
+from .._inspect_models import QueueInfo
+from .._task import STORED_STATES
+from . import _format
+from ._render import base_path, dashboard, render_fragment
+from ._state import Dashboard
+
+#: Most updates a second sent to one tab.
+MAX_RATE = 2.0
+#: Seconds after which an update is sent even when no event came (servers, new queues).
+IDLE_REFRESH = 10.0
+#: Active tasks shown in a live list.
+ACTIVE_ROWS = 25
+
+
+def counts(info: QueueInfo) -> dict[str, Any]:
+    doc: dict[str, Any] = {s.value: getattr(info, s.value) for s in STORED_STATES}
+    doc.update(size=info.size, processed=info.processed, failed=info.failed,
+               error_rate=_format.error_rate(info.processed, info.failed),
+               latency=_format.human_duration(info.latency), paused=info.paused,
+               memory=_format.human_bytes(info.memory_usage))
+    return doc
+
+
+async def snapshot(dash: Dashboard, queue: str | None, active: bool,
+                   base: str) -> dict[str, Any]:
+    """The live document: counts per queue, and the rendered rows of the active list."""
+    infos = await dash.queue_infos(None if queue is None else [queue])
+    doc: dict[str, Any] = {"queues": {q: counts(i) for q, i in infos.items()}}
+    if queue is not None and active:
+        try:
+            tasks = await dash.inspector.list_tasks(queue, "active", 1, ACTIVE_ROWS)
+        except QueueNotFoundError:
+            tasks = []
+        doc["active_html"] = render_fragment("_active_rows.html",
+                                             {"tasks": tasks, "base": base})
+    return doc
+
+
+def to_json(doc: dict[str, Any]) -> bytes:
+    """JSON with every ``<`` written ``\\u003c`` (it only occurs inside strings): a queue name
+    or a task type can never read as markup, whoever parses the document."""
+    return orjson.dumps(doc).replace(b"<", b"\\u003c")
+
+
+def _params(request: Request) -> tuple[str | None, bool]:
+    return request.query_params.get("q") or None, request.query_params.get("active") == "1"
+
+
+async def live(request: Request) -> Response:
+    queue, active = _params(request)
+    try:
+        doc = await snapshot(dashboard(request), queue, active, base_path(request))
+    except AsyncqError as exc:
+        return JSONResponse({"error": str(exc)}, 503)
+    return Response(to_json(doc), media_type="application/json",
+                    headers={"Cache-Control": "no-store"})
+
+
+async def events(request: Request) -> Response:
+    queue, active = _params(request)
+    dash = dashboard(request)
+    queues = [queue] if queue else await dash.inspector.queues()
+    return StreamingResponse(_stream(request, dash, queues, queue, active),
+                             media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the browser goes away (closed tab, navigation): the stream ends then,
+    not at its next write."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _stream(request: Request, dash: Dashboard, queues: list[str], queue: str | None,
+                  active: bool) -> AsyncIterator[bytes]:
+    base = base_path(request)
+    changed = asyncio.Event()
+    changed.set()  # the first document goes out at once
+    async with dash.client.events(queues) as stream:
+        async def pump() -> None:
+            async for item in stream:
+                if isinstance(item, TaskEvent | EventsLost):
+                    changed.set()
+
+        pumping = asyncio.create_task(pump())
+        gone = asyncio.create_task(_disconnected(request))
+        try:
+            yield b"retry: 3000\n\n"
+            while not gone.done():
+                waiting = asyncio.create_task(changed.wait())
+                await asyncio.wait([waiting, gone], timeout=IDLE_REFRESH,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                waiting.cancel()
+                if gone.done():
+                    return
+                changed.clear()
+                try:
+                    doc = await snapshot(dash, queue, active, base)
+                except AsyncqError as exc:
+                    doc = {"error": str(exc)}
+                yield b"data: " + to_json(doc) + b"\n\n"
+                await asyncio.sleep(1 / MAX_RATE)
+        finally:
+            for task in (pumping, gone):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

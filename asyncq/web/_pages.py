@@ -1,0 +1,151 @@
+"""The pages (GET only, nothing changes): overview, queue (a tab per state), task, servers,
+periodic entries, groups. Every read goes through the public Inspector API."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from .._errors import AsyncqError, QueueNotFoundError, TaskNotFoundError
+from .._inspect_models import DailyStats, QueueInfo
+from .._inspector import Inspector
+from .._task import STORED_STATES, TaskInfo, TaskState
+from . import _format
+from ._render import dashboard, link, render
+
+PAGE_SIZE = 25
+HISTORY_DAYS = 7
+#: Scheduler events shown under each periodic entry.
+ENTRY_HISTORY = 8
+
+STATES = tuple(s.value for s in STORED_STATES)
+RUNNABLE = frozenset({"scheduled", "retry", "archived", "completed", "aggregating"})
+ARCHIVABLE = frozenset({"pending", "scheduled", "retry", "completed", "aggregating"})
+DELETABLE = frozenset(STATES) - {"active"}
+
+
+def _int(request: Request, name: str, default: int) -> int:
+    try:
+        return max(1, int(request.query_params.get(name, default)))
+    except ValueError:
+        return default
+
+
+async def overview(request: Request) -> Response:
+    dash = dashboard(request)
+    inspector = dash.inspector
+    infos = await dash.queue_infos(fresh=True)
+    histories = await asyncio.gather(*(_history(inspector, q) for q in infos))
+    days = [d for h in histories for d in h]
+    totals = {name: sum(getattr(i, name) for i in infos.values())
+              for name in ("size", "processed", "failed", "memory_usage", *STATES)}
+    return render(request, "overview.html", {
+        "nav": "overview", "queues": list(infos.values()), "totals": totals,
+        "states": STATES, "chart": _format.daily_chart(days),
+        "redis": await inspector.redis_info(), "live": {},
+    })
+
+
+async def _history(inspector: Inspector, queue: str) -> list[DailyStats]:
+    try:
+        return await inspector.history(queue, HISTORY_DAYS)
+    except QueueNotFoundError:
+        return []
+
+
+async def queue_page(request: Request) -> Response:
+    inspector = dashboard(request).inspector
+    queue = request.query_params.get("q", "")
+    state = request.query_params.get("state", "pending")
+    if state not in STATES:
+        state = "pending"
+    group = request.query_params.get("group") or None
+    page = _int(request, "page", 1)
+    try:
+        info = await inspector.queue_info(queue)
+    except QueueNotFoundError as exc:
+        return render(request, "error.html", {"nav": "", "message": str(exc)}, 404)
+    search_error = None
+    task_id = request.query_params.get("id", "").strip()
+    if task_id:
+        try:
+            await inspector.task_info(queue, task_id)
+        except (TaskNotFoundError, ValueError, TypeError) as exc:
+            search_error = str(exc)
+        else:
+            return RedirectResponse(link(request, "/task", q=queue, id=task_id), 303)
+    groups = await inspector.groups(queue) if state == "aggregating" else []
+    tasks: list[TaskInfo] = []
+    total = getattr(info, state)
+    if state != "aggregating" or group:
+        tasks = await inspector.list_tasks(queue, state, page, PAGE_SIZE, group)
+        if group:
+            total = next((g.size for g in groups if g.group == group), 0)
+    return render(request, "queue.html", {
+        "nav": "", "info": info, "state": state, "states": STATES, "tasks": tasks,
+        "group": group, "groups": groups, "page": page,
+        "pages": max(1, math.ceil(total / PAGE_SIZE)), "search_error": search_error,
+        "search_id": task_id, "actions": _bulk_actions(state, group),
+        "row_actions": _bulk_actions(state, group),
+        "live": {"q": queue, "active": "1" if state == "active" and page == 1 else None},
+    })
+
+
+def _bulk_actions(state: str, group: str | None) -> list[str]:
+    if state == "aggregating" and not group:
+        return []
+    return [name for name, allowed in (("run", RUNNABLE), ("archive", ARCHIVABLE),
+                                       ("delete", DELETABLE)) if state in allowed]
+
+
+def task_actions(task: TaskInfo) -> list[str]:
+    """The actions the task's state allows, as the Inspector would accept them."""
+    if task.state is TaskState.ACTIVE:
+        return ["cancel"]
+    return [name for name, allowed in (("run", RUNNABLE), ("archive", ARCHIVABLE),
+                                       ("delete", DELETABLE)) if task.state.value in allowed]
+
+
+async def task_page(request: Request) -> Response:
+    inspector = dashboard(request).inspector
+    queue = request.query_params.get("q", "")
+    task_id = request.query_params.get("id", "")
+    try:
+        task = await inspector.task_info(queue, task_id)
+    except (AsyncqError, ValueError, TypeError) as exc:
+        return render(request, "error.html", {"nav": "", "message": str(exc)}, 404)
+    return render(request, "task.html", {
+        "nav": "", "task": task, "actions": task_actions(task),
+        "payload": _format.show_data(task.payload, task.encoding),
+        "result": _format.show_data(task.result, task.result_encoding),
+    })
+
+
+async def servers_page(request: Request) -> Response:
+    servers = await dashboard(request).inspector.servers()
+    return render(request, "servers.html", {"nav": "servers", "servers": servers})
+
+
+async def periodic_page(request: Request) -> Response:
+    inspector = dashboard(request).inspector
+    entries = await inspector.scheduler_entries()
+    histories = await asyncio.gather(
+        *(inspector.scheduler_history(e.id, 1, ENTRY_HISTORY) for e in entries))
+    return render(request, "periodic.html", {
+        "nav": "periodic",
+        "entries": [(e, _format.show_data(e.payload, e.encoding), h)
+                    for e, h in zip(entries, histories, strict=True)],
+    })
+
+
+async def groups_page(request: Request) -> Response:
+    dash = dashboard(request)
+    infos: dict[str, QueueInfo] = await dash.queue_infos(fresh=True)
+    with_groups = [q for q, i in infos.items() if i.groups]
+    found = await asyncio.gather(*(dash.inspector.groups(q) for q in with_groups))
+    return render(request, "groups.html", {
+        "nav": "groups", "groups": list(zip(with_groups, found, strict=True)),
+    })

@@ -1,0 +1,94 @@
+"""What one dashboard app holds: its Inspector (opened on first use), a Client on the same
+connection for task events, and a short-lived cache of queue snapshots shared by every open
+tab, so live updates cost Redis a bounded number of reads however many people watch."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from .._broker import Broker
+from .._client import Client
+from .._connection import RedisLike
+from .._errors import QueueNotFoundError
+from .._inspect_models import QueueInfo
+from .._inspector import Inspector
+
+#: Snapshots younger than this are served from the cache (seconds).
+SNAPSHOT_TTL = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What ``create_app`` was told."""
+
+    read_only: bool
+    title: str
+
+
+class Dashboard:
+    """The app's connection to Redis. Starlette does not run a mounted app's lifespan, so the
+    Inspector opens lazily on the first request; ``close`` (run by the app's own lifespan when
+    it is served stand-alone) closes what was opened."""
+
+    def __init__(self, redis: RedisLike | Broker, settings: Settings) -> None:
+        self._redis = redis
+        self.settings = settings
+        self._inspector: Inspector | None = None
+        self._client: Client | None = None
+        self._cache: tuple[float, dict[str, QueueInfo]] | None = None
+        self._cache_lock = asyncio.Lock()
+
+    @property
+    def inspector(self) -> Inspector:
+        if self._inspector is None:
+            self._inspector = Inspector(self._redis)
+        return self._inspector
+
+    @property
+    def client(self) -> Client:
+        """A Client sharing the Inspector's connection, used only to listen to task events."""
+        if self._client is None:
+            self._client = Client(self.inspector.broker)
+        return self._client
+
+    async def close(self) -> None:
+        client, inspector = self._client, self._inspector
+        self._client = self._inspector = None
+        if client is not None:
+            await client.close()
+        if inspector is not None:
+            await inspector.close()
+
+    async def queue_infos(self, queues: list[str] | None = None, *,
+                          fresh: bool = False) -> dict[str, QueueInfo]:
+        """Snapshots of ``queues`` (every queue when None), by name, read at most every
+        ``SNAPSHOT_TTL`` seconds for all callers together unless ``fresh``."""
+        async with self._cache_lock:
+            cached = self._cache
+            if fresh or cached is None or time.monotonic() - cached[0] > SNAPSHOT_TTL:
+                cached = (time.monotonic(), await self._read_all())
+                self._cache = cached
+        infos = cached[1]
+        if queues is None:
+            return infos
+        missing = [q for q in queues if q not in infos]
+        if missing:  # a queue created since the last read
+            infos = {**infos, **await self._read(missing)}
+        return {q: infos[q] for q in queues if q in infos}
+
+    async def _read_all(self) -> dict[str, QueueInfo]:
+        return await self._read(await self.inspector.queues())
+
+    async def _read(self, queues: list[str]) -> dict[str, QueueInfo]:
+        inspector = self.inspector
+
+        async def one(queue: str) -> QueueInfo | None:
+            try:
+                return await inspector.queue_info(queue)
+            except QueueNotFoundError:
+                return None  # deleted meanwhile
+
+        infos = await asyncio.gather(*(one(q) for q in queues))
+        return {info.queue: info for info in infos if info is not None}
