@@ -101,3 +101,62 @@ async def test_the_readme_quickstart_path_works(asyncq_redis_url: str, tmp_path:
                 await worker.wait()
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().strip() == expected.strip()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.mark.anyio
+async def test_fastapi_app_enqueues_typed_tasks_and_awaits_their_results(
+    asyncq_fresh_redis: str, tmp_path: Path,
+) -> None:
+    """The FastAPI example as a user runs it: uvicorn serving the app and `asyncq worker
+    tasks:mux` (typed tasks, a lifespan database, a sync task in a thread), over HTTP."""
+    here = EXAMPLES / "fastapi_app"
+    env = {**os.environ, "ASYNCQ_REDIS_URL": asyncq_fresh_redis}
+    port = _free_port()
+    with (tmp_path / "web.log").open("wb") as web_log, \
+            (tmp_path / "worker.log").open("wb") as worker_log:
+        async with await anyio.open_process(
+                [sys.executable, "-m", "uvicorn", "app:app", "--port", str(port)],
+                cwd=here, env=env, stdout=web_log, stderr=web_log) as web:
+            try:
+                async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+                    async def up() -> bool:
+                        try:
+                            await http.get("/docs")
+                        except httpx.TransportError:
+                            return False
+                        return True
+                    await wait_until(up, timeout=20, message="uvicorn serving the example")
+                    # No worker yet: the summary times out with 504, the text is accepted.
+                    slow = await http.get("/reports/r1/summary", params={"timeout": 0.2})
+                    added = await http.post("/reports/r1", json={"text": "b a b c b a"})
+                    async with await anyio.open_process(
+                            [sys.executable, "-m", "asyncq", "worker", "tasks:mux",
+                             "--redis-url", asyncq_fresh_redis],
+                            cwd=here, env=env, stdout=worker_log, stderr=worker_log) as worker:
+                        try:
+                            async with asyncq.Client(asyncq_fresh_redis) as client:
+                                stored = await client.result(added.json()["task_id"],
+                                                             timeout=20)
+                            done = await http.get("/reports/r1/summary",
+                                                  params={"timeout": 20})
+                        finally:
+                            worker.terminate()
+                            await worker.wait()
+            finally:
+                web.terminate()
+                await web.wait()
+    logs = (tmp_path / "worker.log").read_text() + (tmp_path / "web.log").read_text()
+    assert slow.status_code == 504, slow.text
+    assert added.status_code == 202 and added.json()["state"] == "pending", added.text
+    assert done.status_code == 200, done.text + logs
+    # Both tasks saw the worker's lifespan database.
+    assert stored == 6
+    assert done.json() == {"report": "r1", "words": 6, "top": ["b", "a"]}, logs
+    assert worker.returncode == 0, logs

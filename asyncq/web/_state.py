@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from .._broker import Broker
 from .._client import Client
 from .._connection import RedisLike
-from .._errors import QueueNotFoundError
 from .._inspect_models import QueueInfo
 from .._inspector import Inspector
 
@@ -82,13 +81,7 @@ class Dashboard:
         return await self._read(await self.inspector.queues())
 
     async def _read(self, queues: list[str]) -> dict[str, QueueInfo]:
-        inspector = self.inspector
-
-        async def one(queue: str) -> QueueInfo | None:
-            try:
-                return await inspector.queue_info(queue)
-            except QueueNotFoundError:
-                return None  # deleted meanwhile
-
-        infos = await asyncio.gather(*(one(q) for q in queues))
-        return {info.queue: info for info in infos if info is not None}
+        """Every queue in one pipeline (Inspector.queue_infos): the overview of 100 queues
+        costs a round trip or two, not 200."""
+        infos = await self.inspector.queue_infos(queues)
+        return {info.queue: info for info in infos}
