@@ -214,6 +214,8 @@ class Worker:
                 tg.start_soon(self.healthchecker.run)
             if self.notifier is not None:
                 tg.start_soon(self.notifier.run)
+            if self.burst is not None:
+                tg.start_soon(self.burst.run)
             self._ready.set()
             task_status.started()
             self._log.info("worker ready")
