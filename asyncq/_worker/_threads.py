@@ -117,7 +117,6 @@ def threaded(fn: Callable[[Task], Any]) -> Callable[[Task], Any]:
             result = await result
         return result
 
-    run_in_thread.__asyncq_sync__ = fn  # type: ignore[attr-defined]
     return run_in_thread
 
 
