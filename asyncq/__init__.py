@@ -25,6 +25,7 @@ from ._errors import (
     TaskIDConflictError,
     TaskNotFoundError,
     TaskStateError,
+    WorkerStartupError,
 )
 from ._events import EventsLost, TaskEvent
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, WorkerInfo
@@ -90,6 +91,7 @@ __all__ = [
     "Worker",
     "WorkerConfig",
     "WorkerInfo",
+    "WorkerStartupError",
     "__version__",
     "configure_logging",
     "default_retry_delay",

@@ -12,6 +12,7 @@
     ├── LeaseExpiredError             the worker lost the lease of a running task
     ├── HandlerNotFoundError          no handler is registered for the task type
     ├── DecodeError                   a stored task message could not be decoded
+    ├── WorkerStartupError            Worker.run: the worker's lifespan failed to start
     └── BrokerError                   Redis failed (the redis error is chained as __cause__)
 
 Handler signals (raised by a handler to steer what happens next; not failures of asyncq):
@@ -99,6 +100,11 @@ class HandlerNotFoundError(AsyncqError):
 
 class DecodeError(AsyncqError):
     """A stored task message could not be decoded; the task is archived with the reason."""
+
+
+class WorkerStartupError(AsyncqError):
+    """``Worker.run``: the worker's ``lifespan`` failed to start (its error is chained as
+    ``__cause__``); no task was fetched and the worker stopped."""
 
 
 class BrokerError(AsyncqError):

@@ -48,7 +48,7 @@ class Task:
     Task too, with ``id``, ``queue``, ``retried`` and friends filled in from Redis.
     """
 
-    __slots__ = ("_enc", "_writer", "deadline", "headers", "id", "max_retry", "options",
+    __slots__ = ("_enc", "_state", "_writer", "deadline", "headers", "id", "max_retry", "options",
                  "payload", "queue", "retried", "type")
 
     def __init__(self, type: str, payload: object = None, **options: Any) -> None:
@@ -63,6 +63,13 @@ class Task:
         self.retried = 0
         self.deadline: datetime | None = None
         self._writer: ResultWriter | None = None
+        self._state: Any = None
+
+    @property
+    def state(self) -> Any:
+        """What the worker's ``lifespan`` yielded (a DB pool, an HTTP client...), shared by
+        every task the worker runs; None without a lifespan and outside a worker."""
+        return self._state
 
     @property
     def encoding(self) -> Encoding:
@@ -85,7 +92,7 @@ class Task:
 
 
 def task_for_handler(msg: TaskMessage, payload: bytes, retried: int, deadline_ms: int,
-                     writer: ResultWriter | None) -> Task:
+                     writer: ResultWriter | None, state: Any = None) -> Task:
     """The Task a handler (or a hook) receives for a stored message; no validation: the
     message was validated when it was enqueued."""
     task = Task.__new__(Task)
@@ -100,6 +107,7 @@ def task_for_handler(msg: TaskMessage, payload: bytes, retried: int, deadline_ms
     task.retried = retried
     task.deadline = ms_to_datetime(deadline_ms) if deadline_ms else None
     task._writer = writer
+    task._state = state
     return task
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import threading
 from typing import Any
 
 import pytest
@@ -77,8 +79,11 @@ def test_duplicate_pattern_is_rejected() -> None:
 
 def test_non_callable_handler_and_middleware_are_rejected() -> None:
     mux = ServeMux()
-    with pytest.raises(TypeError, match="must be an async function"):
+    with pytest.raises(TypeError, match="must be a function taking the task"):
         mux.handle("a", "not a handler")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be a function taking the task"):
+        mux.handle("b", None)  # type: ignore[arg-type]
+    assert mux.patterns() == []
     with pytest.raises(TypeError, match="callable"):
         mux.use(42)  # type: ignore[arg-type]
 
@@ -136,24 +141,40 @@ async def test_registering_after_a_dispatch_takes_effect() -> None:
     assert await mux(Task("a:b")) == "exact"
 
 
-def test_a_sync_handler_is_refused_when_registered() -> None:
-    """A regular function registered on a mux would run on the event loop, then fail every
-    retry (the mux awaits what it returns): refused when registered."""
+async def test_a_sync_handler_is_registered_to_run_in_a_thread() -> None:
+    """A regular function (or an object with a sync __call__) is a handler: the mux awaits it
+    in a worker thread, never on the event loop; async ones are registered as they are."""
     mux = ServeMux()
-    ran: list[str] = []
+    loop_thread = threading.get_ident()
+    ran: list[tuple[str, bool]] = []
 
-    def sync_handler(task: Task) -> None:
-        ran.append(task.type)
+    def sync_handler(task: Task) -> str:
+        ran.append((task.type, threading.get_ident() != loop_thread))
+        return f"sync {task.type}"
 
-    with pytest.raises(TypeError, match=r"sync_handler: define it with `async def"):
-        mux.handle("a", sync_handler)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="must be an async function"):
-        mux.handler("b")(lambda task: None)  # type: ignore[arg-type]
-    assert mux.patterns() == [] and ran == []
+    class SyncCallable:
+        def __call__(self, task: Task) -> str:
+            ran.append((task.type, threading.get_ident() != loop_thread))
+            return "object"
+
+    assert mux.handler("a")(sync_handler) is sync_handler  # the decorator returns it as is
+    mux.handle("b", SyncCallable())
+    mux.handler("c")(lambda task: task.type.upper())
+    assert await mux(Task("a")) == "sync a"
+    assert await mux(Task("b")) == "object"
+    assert await mux(Task("c")) == "C"
+    assert ran == [("a", True), ("b", True)]
+    wrapper = mux.match("a")
+    assert wrapper is not None and inspect.iscoroutinefunction(wrapper)
+    assert getattr(wrapper, "__wrapped__", None) is sync_handler
 
     class Callable:
         async def __call__(self, task: Task) -> None: ...
 
-    mux.handle("c", Callable())  # an object with an async __call__ is a handler
-    mux.handle("d", functools.partial(_named("p")))  # so is a partial of an async function
+    async_object = Callable()
+    mux.handle("d", async_object)  # an object with an async __call__ is registered as is
+    partial = functools.partial(_named("p"))
+    mux.handle("e", partial)  # so is a partial of an async function
+    assert mux.match("d") is async_object and mux.match("e") is partial
     asyncq.Worker("redis://127.0.0.1:1/0", mux)
+    asyncq.Worker("redis://127.0.0.1:1/0", sync_handler)

@@ -14,7 +14,8 @@ PUBLIC = {
     "RevokeTask", "Scheduler", "SchedulerEntry", "SchedulerEvent", "ServeMux", "ServerInfo",
     "SkipRetry", "SystemClock", "Task", "TaskEvent", "TaskFailedError", "TaskIDConflictError",
     "TaskInfo", "TaskNotFoundError",
-    "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "__version__",
+    "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "WorkerStartupError",
+    "__version__",
     "configure_logging",
     "default_retry_delay",
     # typed task definitions (@mux.task)

@@ -11,6 +11,7 @@ from ._protocol import (
     CANCEL_REQUESTED,
     LEASE_KEPT,
     LEASE_LOST,
+    Backlog,
     Broker,
     BulkOp,
     EnqueueCode,
@@ -27,6 +28,6 @@ from ._protocol import (
 )
 from ._redis import RedisBroker
 
-__all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Broker",
+__all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Backlog", "Broker",
            "BulkOp", "EnqueueCode", "EventFlush", "FireCode", "InspectOps", "NewTask", "Outcome",
            "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]

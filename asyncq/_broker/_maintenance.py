@@ -9,7 +9,7 @@ from typing import Any, Literal
 from .. import _keys as K
 from .._clock import Clock
 from ._calls import finish_call
-from ._protocol import Outcome, RawTask
+from ._protocol import Backlog, Outcome, RawTask
 from ._replies import quarantine_id, raw_tasks, text
 from ._runner import ScriptRunner
 
@@ -131,6 +131,12 @@ class MaintenanceOps:
             ("ZREM", K.SERVERS, skey), ("ZREM", K.WORKERS, wkey)])
 
     # -- groups
+
+    async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
+        qk = K.queue_keys(queue)
+        pending, due, groups, paused = await self.runner.run(
+            "backlog", [qk.pending, qk.scheduled, qk.retry, qk.groups, qk.paused], [horizon_ms])
+        return Backlog(int(pending), int(due), int(groups), bool(paused))
 
     async def list_groups(self, queue: str) -> list[str]:
         members = await self.runner.command("listing groups", "SMEMBERS",

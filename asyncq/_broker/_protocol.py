@@ -64,6 +64,15 @@ class Outcome:
     result_enc: str = "b"  # "b" bytes or "j" JSON: how `result` was encoded
 
 
+class Backlog(NamedTuple):
+    """What a queue holds for workers to run now or soon (``Broker.backlog``)."""
+
+    pending: int
+    due: int  # scheduled and retry tasks due by the horizon asked for
+    groups: int  # groups holding tasks (aggregated into pending tasks later)
+    paused: bool
+
+
 class TaskRecord(NamedTuple):
     """A task hash as read by the inspector, before its message is decoded."""
 
@@ -396,6 +405,11 @@ class Broker(Protocol):
 
     async def clear_server_state(self, server_id: str) -> None:
         """Remove a server's published state."""
+        ...
+
+    async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
+        """What ``queue`` holds to run now or soon, read atomically: pending tasks, scheduled
+        and retry tasks due by ``horizon_ms`` (Unix ms), groups, and whether it is paused."""
         ...
 
     async def list_groups(self, queue: str) -> list[str]:

@@ -23,7 +23,7 @@ from .._errors import BrokerError
 from ._calls import ScriptCall, batch_call, finish_call, store_call
 from ._inspect import RedisInspectOps
 from ._maintenance import MaintenanceOps
-from ._protocol import EnqueueCode, EventFlush, NewTask, Outcome, RawTask
+from ._protocol import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from ._replies import enqueue_code, must_register, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
@@ -287,6 +287,9 @@ class RedisBroker:
 
     async def clear_server_state(self, server_id: str) -> None:
         await self.maintenance.clear_server_state(server_id)
+
+    async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
+        return await self.maintenance.backlog(queue, horizon_ms)
 
     async def list_groups(self, queue: str) -> list[str]:
         return await self.maintenance.list_groups(queue)

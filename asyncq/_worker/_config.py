@@ -8,6 +8,7 @@ import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
@@ -23,6 +24,9 @@ ErrorHandler = Callable[[Task, BaseException], Awaitable[None] | None]
 StateChangeCallback = Callable[[TaskEvent], Awaitable[object] | object]
 HealthCheck = Callable[[BaseException | None], Awaitable[None] | None]
 GroupAggregator = Callable[[str, list[Task]], Task | Awaitable[Task]]
+Lifespan = Callable[[], AbstractAsyncContextManager[Any]]
+"""A function without arguments returning an async context manager, e.g. an
+``@contextlib.asynccontextmanager`` function; what it yields is every task's ``state``."""
 
 DEFAULT_HEARTBEAT_INTERVAL = 5.0
 _DERIVED: Any = None  # a field computed from others unless given
@@ -109,6 +113,16 @@ class WorkerConfig:
     """A group is aggregated once its oldest task waited this long (0: no limit)."""
     group_max_size: int = 0
     """A group is aggregated once it holds this many tasks (0: no limit)."""
+    lifespan: Lifespan | None = None
+    """Entered before the first task is fetched, exited after the last outcome is written at
+    shutdown; what it yields is ``task.state`` for every task (a DB pool, an HTTP client).
+    A lifespan that fails to start stops the worker: ``run`` raises WorkerStartupError."""
+    sync_threads: int | None = field(default=None, metadata=NONZERO)
+    """Most threads running sync (plain ``def``) handlers at once (default: concurrency). A
+    thread whose task timed out or was cancelled keeps its slot until it returns."""
+    burst: bool = False
+    """Return from ``run`` (after a graceful shutdown) once the served queues have no pending
+    task, none due within max(1 s, forward_interval), and this worker runs nothing."""
     server_id: str = field(default_factory=_default_server_id)
     """Identity of this worker process in Redis (host:pid:random by default)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -139,11 +153,30 @@ class WorkerConfig:
         for name in ("retry_delay", "is_failure"):
             if not callable(getattr(self, name)):
                 raise TypeError(f"{name} must be callable")
+        check_lifespan(self.lifespan)
+
+    @property
+    def burst_horizon(self) -> float:
+        """Burst mode: tasks due within this many seconds still count as waiting."""
+        return max(1.0, self.forward_interval)
 
     @property
     def lease_ms(self) -> int:
         """lease_duration in whole milliseconds, rounded as every stored duration is."""
         return round(self.lease_duration * 1000)
+
+
+def check_lifespan(lifespan: object) -> None:
+    """A lifespan is a function returning an async context manager, not the manager itself."""
+    if lifespan is None:
+        return
+    if hasattr(lifespan, "__aenter__"):
+        raise TypeError("lifespan must be a function returning an async context manager, got "
+                        "the context manager itself: pass the function (lifespan=my_lifespan, "
+                        "not lifespan=my_lifespan())")
+    if not callable(lifespan):
+        raise TypeError(f"lifespan must be a function returning an async context manager "
+                        f"(an @contextlib.asynccontextmanager function), got {lifespan!r}")
 
 
 def check_option_names(options: Mapping[str, Any]) -> None:

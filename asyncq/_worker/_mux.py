@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from .._errors import HandlerNotFoundError
 from .._task import Task
 from .._typed import TaskDecorator, TaskDefinition
+from ._config import Lifespan, check_lifespan
+from ._threads import is_sync_handler, threaded
 
 Handler = Callable[[Task], Awaitable[Any]]
+SyncOrAsyncHandler = Handler | Callable[[Task], Any]
+"""What ``ServeMux.handle`` and ``Worker`` take: an async handler, or a sync one (threaded)."""
+H = TypeVar("H", bound=SyncOrAsyncHandler)
 Middleware = Callable[[Handler], Handler]
 
 
 def check_handler(handler: object, what: str) -> Handler:
-    """Refuse, when it is registered, what the worker could not await: a regular (sync)
-    function would run its body on the event loop and then fail on every retry."""
-    if (isinstance(handler, ServeMux) or inspect.iscoroutinefunction(handler)
-            or inspect.iscoroutinefunction(getattr(handler, "__call__", None))):  # noqa: B004
-        return cast(Handler, handler)
+    """The handler the worker awaits for ``handler``: an async function, an object with an
+    async ``__call__`` or a ServeMux as it is; a regular (sync) function or callable object
+    wrapped to run in a worker thread (see ``_threads``). Anything else is a TypeError."""
+    if is_sync_handler(handler):
+        return cast(Handler, threaded(cast(Callable[[Task], Any], handler)))
     if callable(handler):
-        name = getattr(handler, "__qualname__", None) or repr(handler)
-        raise TypeError(
-            f"{what} must be an async function, got the regular function {name}: define it "
-            "with `async def handler(task): ...` (run blocking work inside it with "
-            "`await asyncio.to_thread(...)`), or pass an object whose __call__ is async")
-    raise TypeError(f"{what} must be an async function (async def handler(task): ...) or a "
-                    f"ServeMux, got {handler!r}")
+        return cast(Handler, handler)
+    raise TypeError(f"{what} must be a function taking the task (async def handler(task): "
+                    f"..., or a plain def run in a thread) or a ServeMux, got {handler!r}")
 
 
 class ServeMux:
@@ -38,30 +38,37 @@ class ServeMux:
     with ``use`` wrap every handler, the first added being the outermost.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, lifespan: Lifespan | None = None) -> None:
+        check_lifespan(lifespan)
+        #: What a worker running this mux enters before its first task (its value is every
+        #: task's ``state``) unless the Worker is given its own ``lifespan``; so
+        #: ``asyncq worker app:mux`` runs the app's lifespan too.
+        self.lifespan = lifespan
         self._exact: dict[str, Handler] = {}
         self._prefixes: list[tuple[str, Handler]] = []  # longest first
         self._middlewares: list[Middleware] = []
         self._chains: dict[str, Handler] = {}
 
-    def handle(self, pattern: str, handler: Handler) -> None:
+    def handle(self, pattern: str, handler: SyncOrAsyncHandler) -> None:
         """Register ``handler`` for ``pattern``; a blank or duplicate pattern, or a handler
-        that is not an async function (or an object with an async ``__call__``), is an
-        error."""
+        that is not callable, is an error. A sync handler (a plain ``def``) runs in a worker
+        thread: it is registered wrapped in an async handler (so ``match`` returns that
+        wrapper, whose ``__wrapped__`` is the function) and middlewares wrap it like any."""
         if not isinstance(pattern, str) or not pattern.strip():
             raise ValueError("handler pattern must be a non-blank string")
-        check_handler(handler, f"the handler for {pattern!r}")
+        wrapped = check_handler(handler, f"the handler for {pattern!r}")
         if pattern in self._exact:
             raise ValueError(f"a handler is already registered for {pattern!r}")
-        self._exact[pattern] = handler
-        self._prefixes.append((pattern, handler))
+        self._exact[pattern] = wrapped
+        self._prefixes.append((pattern, wrapped))
         self._prefixes.sort(key=lambda item: -len(item[0]))
         self._chains.clear()
 
-    def handler(self, pattern: str) -> Callable[[Handler], Handler]:
-        """Decorator form of ``handle``: ``@mux.handler("email:deliver")``."""
+    def handler(self, pattern: str) -> Callable[[H], H]:
+        """Decorator form of ``handle``: ``@mux.handler("email:deliver")``; the function is
+        returned as it is (a sync one stays callable directly)."""
 
-        def register(fn: Handler) -> Handler:
+        def register(fn: H) -> H:
             self.handle(pattern, fn)
             return fn
 

@@ -43,6 +43,7 @@ from ._outcomes import (
 )
 from ._retry import QueueOrder
 from ._running import Running, limit_of
+from ._threads import SyncThreads, use_threads
 
 
 class HandlerExit(Exception):
@@ -89,6 +90,10 @@ class Processor:
         self._on_started = on_started  # the on_state_change notifier
         self._config = config
         self._handler = handler
+        self.threads = SyncThreads(config.sync_threads or config.concurrency)
+        """Where sync handlers run (see ``_threads``)."""
+        self.state: Any = None
+        """What the worker's lifespan yielded: every Task's ``state``."""
         self._acker = acker
         self._leases = leases
         self._clock = clock
@@ -229,7 +234,7 @@ class Processor:
                                   f"but is stored as {raw.id!r} in {queue!r}")
             deadline, limit = limit_of(now, msg)
             task = task_for_handler(msg, raw.payload, raw.retried, deadline,
-                                    self._writer(queue, msg.id))
+                                    self._writer(queue, msg.id), self.state)
         except Exception as exc:  # DecodeError, or a time beyond what datetime can hold
             error = exc if isinstance(exc, DecodeError) else DecodeError(
                 f"stored task cannot be started: {error_text(exc)}")
@@ -260,6 +265,7 @@ class Processor:
         """Call the handler: whatever calling it raises (it takes no argument, the target is
         not a handler, it raises ``SystemExit``...) is this task's failure, never the
         worker's. Only a cancellation passes through as itself."""
+        use_threads(self.threads)  # in this handler's own context: where sync handlers run
         try:
             result = self._handler(task)
             if inspect.isawaitable(result):
@@ -436,6 +442,10 @@ class Processor:
             exc = hook_task.exception()
             if exc is not None:
                 self._log.error("error_handler raised", error=error_text(exc))
+
+    async def wait_idle(self) -> None:
+        """Return once no handler is running (at once when none is)."""
+        await self._all_done.wait()
 
     # -- shutdown
 

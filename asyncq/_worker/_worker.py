@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import signal
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Self
 
@@ -15,23 +17,26 @@ from anyio.abc import TaskStatus
 from .._broker import Broker
 from .._clock import SYSTEM_CLOCK, Clock
 from .._connection import ConnectionOptions, RedisLike, open_broker
-from .._errors import BrokerError
+from .._errors import BrokerError, WorkerStartupError
 from .._lifecycle import start_background, stop_background
 from .._log import get_logger
 from .._signals import signal_handlers
 from ._acker import Acker
 from ._aggregator import Aggregator
+from ._burst import BurstWatch
 from ._config import WorkerConfig, check_option_names
 from ._forwarder import Forwarder
 from ._healthcheck import HealthChecker
 from ._heartbeat import Heartbeat
 from ._janitor import Janitor
 from ._leases import Leases
-from ._mux import Handler, ServeMux
+from ._mux import Handler, ServeMux, SyncOrAsyncHandler, check_handler
 from ._notifier import Notifier
+from ._outcomes import error_text
 from ._processor import Processor
 from ._recoverer import Recoverer
 from ._subscriber import Subscriber
+from ._threads import log_left_behind
 
 
 class Worker:
@@ -48,13 +53,14 @@ class Worker:
     ``config=WorkerConfig(...)`` (not both).
     """
 
-    def __init__(self, redis: RedisLike | Broker | None = None, handler: Handler | None = None,
+    def __init__(self, redis: RedisLike | Broker | None = None,
+                 handler: SyncOrAsyncHandler | None = None,
                  *, broker: Broker | None = None, config: WorkerConfig | None = None,
                  clock: Clock | None = None, connection: ConnectionOptions | None = None,
                  **options: Any) -> None:
         if not callable(handler):
-            raise TypeError(f"handler must be callable (a ServeMux or async function), "
-                            f"got {handler!r}")
+            raise TypeError(f"handler must be callable (a ServeMux, an async function, or a "
+                            f"plain function run in a thread), got {handler!r}")
         if config is None:
             check_option_names(options)
             config = WorkerConfig(**options)
@@ -63,7 +69,7 @@ class Worker:
         elif options:
             raise TypeError(f"give either config= or worker options ({', '.join(options)}), "
                             f"not both: use dataclasses.replace(config, ...) to change a config")
-        self.handler: Handler = handler
+        self.handler: Handler = check_handler(handler, "handler")
         self.config = cfg = config
         self.clock = clock or SYSTEM_CLOCK
         self.broker, self._owns_broker = open_broker(redis, broker, clock=self.clock,
@@ -78,7 +84,7 @@ class Worker:
         self.acker = Acker(self.broker, cfg.server_id, self.leases,
                            on_retry_written=self.forwarder.poke,
                            on_written=notifier.written if notifier else None)
-        self.processor = Processor(self.broker, cfg, handler, self.acker, self.leases,
+        self.processor = Processor(self.broker, cfg, self.handler, self.acker, self.leases,
                                    self.clock, on_started=notifier.started if notifier else None)
         self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
                                    self.clock)
@@ -91,6 +97,8 @@ class Worker:
                                      on_reconnect=self.heartbeat.renew_now)
         self.aggregator = (Aggregator(self.broker, cfg, self.clock)
                            if cfg.group_aggregator is not None else None)
+        self.burst = (BurstWatch(self.broker, cfg, self.processor, self.acker, self.clock,
+                                 self.stop) if cfg.burst else None)
         self.healthchecker = (HealthChecker(self.broker, cfg.health_check,
                                             cfg.health_check_interval)
                               if cfg.health_check is not None else None)
@@ -161,40 +169,13 @@ class Worker:
                               "@mux.handler(...) before starting the worker")
         try:
             with self._signals(handle_signals):
-                async with anyio.create_task_group() as tg:
-                    # The subscriber is subscribed before the first dequeue, so no cancellation
-                    # or wake-up published after a task is leased can be missed. While Redis
-                    # cannot be reached this waits, but stop() still ends the worker.
-                    if not await self._subscribe(tg):
-                        tg.cancel_scope.cancel()
-                        return
-                    with contextlib.suppress(BrokerError):  # (else the heartbeat does it)
-                        await self.broker.register_queues(list(cfg.queues))
-                        # Published before the first task is leased, so no running task of
-                        # this worker can look like one whose worker is gone.
-                        self.heartbeat.started_ms = self.clock.now_ms()
-                        await self.heartbeat.write_state()
-                    tg.start_soon(self.acker.run)
-                    tg.start_soon(self.heartbeat.run)
-                    tg.start_soon(self.forwarder.run)
-                    tg.start_soon(self.recoverer.run)
-                    tg.start_soon(self.janitor.run)
-                    if self.aggregator is not None:
-                        tg.start_soon(self.aggregator.run)
-                    if self.healthchecker is not None:
-                        tg.start_soon(self.healthchecker.run)
-                    if self.notifier is not None:
-                        tg.start_soon(self.notifier.run)
-                    self._ready.set()
-                    task_status.started()
-                    self._log.info("worker ready")
-                    try:
-                        await self.processor.run()
-                        await self._shutdown.wait()  # after SIGTSTP: keep running until told
-                    finally:
+                lifespan = await self._enter_lifespan()
+                try:  # (after a stop() during the lifespan's start, this returns at once)
+                    await self._serve(task_status)
+                finally:
+                    if lifespan is not None:
                         with anyio.CancelScope(shield=True):
-                            await self._drain()
-                        tg.cancel_scope.cancel()
+                            await self._exit_lifespan(lifespan)
         finally:
             with anyio.CancelScope(shield=True):
                 # 6. Clear the server state, after every other component has stopped.
@@ -205,6 +186,81 @@ class Worker:
             self._log.info("worker stopped", processed=self.processor.processed,
                            failed=self.processor.failed,
                            abandoned=len(self.processor.abandoned))
+
+    async def _serve(self, task_status: TaskStatus[None]) -> None:
+        """Every component in one task group, until stopped and drained."""
+        cfg = self.config
+        async with anyio.create_task_group() as tg:
+            # The subscriber is subscribed before the first dequeue, so no cancellation
+            # or wake-up published after a task is leased can be missed. While Redis
+            # cannot be reached this waits, but stop() still ends the worker.
+            if not await self._subscribe(tg):
+                tg.cancel_scope.cancel()
+                return
+            with contextlib.suppress(BrokerError):  # (else the heartbeat does it)
+                await self.broker.register_queues(list(cfg.queues))
+                # Published before the first task is leased, so no running task of
+                # this worker can look like one whose worker is gone.
+                self.heartbeat.started_ms = self.clock.now_ms()
+                await self.heartbeat.write_state()
+            tg.start_soon(self.acker.run)
+            tg.start_soon(self.heartbeat.run)
+            tg.start_soon(self.forwarder.run)
+            tg.start_soon(self.recoverer.run)
+            tg.start_soon(self.janitor.run)
+            if self.aggregator is not None:
+                tg.start_soon(self.aggregator.run)
+            if self.healthchecker is not None:
+                tg.start_soon(self.healthchecker.run)
+            if self.notifier is not None:
+                tg.start_soon(self.notifier.run)
+            if self.burst is not None:
+                tg.start_soon(self.burst.run)
+            self._ready.set()
+            task_status.started()
+            self._log.info("worker ready")
+            try:
+                await self.processor.run()
+                await self._shutdown.wait()  # after SIGTSTP: keep running until told
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._drain()
+                tg.cancel_scope.cancel()
+
+    async def _enter_lifespan(self) -> AbstractAsyncContextManager[Any] | None:
+        """Enter the lifespan (its value becomes every task's ``state``): the entered context
+        manager, None without a lifespan or when stop() came first. A failure to start is
+        WorkerStartupError."""
+        factory = self.config.lifespan or getattr(self.handler, "lifespan", None)
+        if factory is None or self._shutdown.is_set():
+            return None
+        name = getattr(factory, "__qualname__", None) or repr(factory)
+        with anyio.CancelScope() as scope:
+            self._startup = scope
+            try:
+                manager = factory()
+                if not hasattr(manager, "__aenter__") or not hasattr(manager, "__aexit__"):
+                    if inspect.iscoroutine(manager):
+                        manager.close()
+                    raise TypeError(f"it returned {manager!r}, not an async context manager "
+                                    f"(decorate it with @contextlib.asynccontextmanager)")
+                self.processor.state = await manager.__aenter__()
+            except Exception as exc:
+                self._log.error("worker lifespan failed to start", lifespan=name,
+                                error=error_text(exc), exc_info=exc)
+                raise WorkerStartupError(f"the worker's lifespan {name} failed to start: "
+                                         f"{error_text(exc)}") from exc
+        self._startup = None
+        return None if scope.cancelled_caught else manager
+
+    async def _exit_lifespan(self, manager: AbstractAsyncContextManager[Any]) -> None:
+        """Exit the lifespan after the last outcome was written; a failure is logged (the
+        worker has stopped cleanly by then)."""
+        try:
+            await manager.__aexit__(None, None, None)
+        except Exception as exc:
+            self._log.error("worker lifespan failed to exit cleanly", error=error_text(exc),
+                            exc_info=exc)
 
     async def _subscribe(self, tg: anyio.abc.TaskGroup) -> bool:
         """Start the subscriber; False when stop() came first."""
@@ -227,6 +283,7 @@ class Worker:
         # 6. clear the server state (in run's finally).
         self.heartbeat.status = "stopping"
         await self.processor.drain(self.config.shutdown_timeout)
+        log_left_behind(self.processor.threads, self.config.server_id)
         if not await self.acker.drain(self.config.lease_duration + 1.0):
             self._log.error("outcomes left unwritten at shutdown; the recoverer will retry "
                             "those tasks", count=len(self.acker.pending))

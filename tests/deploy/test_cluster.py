@@ -167,6 +167,7 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         await broker.repair_tasks(q, [later.id], 10)
         await broker.write_server_state("srv-1", b"{}", {"t1": b"{}"}, 10_000)
         await broker.clear_server_state("srv-1")
+        assert (await broker.backlog(q, now + 1000)).pending > 0
         assert await broker.aggregation_check(q, "g1", "set1", 0, 0, 0, now + 60_000) == 1
         assert len(await broker.read_aggregation_set(q, "g1", "set1")) == 1
         await broker.reclaim_stale_aggregation_sets(q)

@@ -1,0 +1,128 @@
+"""Sync handlers: a plain ``def handler(task)`` runs in a worker thread, never on the event loop.
+
+A thread cannot be killed. When the task running it is cancelled (timeout, deadline, cancel
+request, lost lease, shutdown) the worker stops waiting at once and writes the task's outcome;
+the thread runs on to its end, its result is discarded, and it keeps its slot of the worker's
+thread limit until it returns, so runaway threads cannot pile up beyond that limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import math
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from .._log import get_logger
+from .._task import Task
+
+
+class SyncThreads:
+    """The threads one worker runs sync handlers in: at most ``size`` at once, counting the
+    threads whose task was abandoned but which have not returned yet (``left_behind``)."""
+
+    def __init__(self, size: int) -> None:
+        self.limiter = anyio.CapacityLimiter(size)
+        # anyio's own limit is replaced by ours (a slot is held until the thread returns,
+        # not until the awaiting task is cancelled); this one never makes anything wait.
+        self._unbounded = anyio.CapacityLimiter(math.inf)
+        self.left_behind = 0
+        """Threads still running a handler whose task the worker no longer waits for."""
+
+    @property
+    def busy(self) -> int:
+        """Threads running a handler now (left behind ones included)."""
+        return int(self.limiter.borrowed_tokens)
+
+    async def run(self, fn: Callable[[Task], Any], task: Task) -> Any:
+        """``fn(task)`` in a thread once a slot is free; cancelling this abandons the thread."""
+        token = object()
+        await self.limiter.acquire_on_behalf_of(token)
+        loop = asyncio.get_running_loop()
+        lock = threading.Lock()
+        state = {"started": False, "finished": False, "skip": False, "abandoned": False}
+
+        def release() -> None:  # on the loop, once the thread returned
+            self.limiter.release_on_behalf_of(token)
+            if state["abandoned"]:
+                self.left_behind -= 1
+
+        def call() -> Any:
+            with lock:
+                if state["skip"]:  # cancelled before the thread picked it up
+                    return None
+                state["started"] = True
+            try:
+                return fn(task)
+            finally:
+                with lock:
+                    state["finished"] = True
+                with contextlib.suppress(RuntimeError):  # a closed loop: nothing to release
+                    loop.call_soon_threadsafe(release)
+
+        try:
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True,
+                                                  limiter=self._unbounded)
+        except BaseException:
+            with lock:
+                if not state["started"]:
+                    state["skip"] = True
+                elif not state["finished"]:
+                    state["abandoned"] = True
+            if state["skip"]:
+                self.limiter.release_on_behalf_of(token)
+            elif state["abandoned"]:
+                self.left_behind += 1
+            raise
+
+
+_CURRENT: ContextVar[SyncThreads | None] = ContextVar("asyncq_sync_threads", default=None)
+
+
+def use_threads(threads: SyncThreads) -> None:
+    """Make ``threads`` the pool of sync handlers called from the current context (set by the
+    processor in each handler's own asyncio task)."""
+    _CURRENT.set(threads)
+
+
+def is_sync_handler(handler: object) -> bool:
+    """A callable that is neither an async function nor an object with an async ``__call__``
+    (a ServeMux is async)."""
+    if not callable(handler) or inspect.iscoroutinefunction(handler):
+        return False
+    call = getattr(handler, "__call__", None)  # noqa: B004
+    return not inspect.iscoroutinefunction(call)
+
+
+def threaded(fn: Callable[[Task], Any]) -> Callable[[Task], Any]:
+    """The async handler that runs the sync handler ``fn`` in a worker thread. A sync function
+    that returns an awaitable (a wrapper of an async handler) has it awaited on the loop."""
+
+    @functools.wraps(fn)
+    async def run_in_thread(task: Task) -> Any:
+        threads = _CURRENT.get()
+        if threads is None:  # called outside a worker (e.g. a unit test awaiting the mux)
+            result = await anyio.to_thread.run_sync(fn, task, abandon_on_cancel=True)
+        else:
+            result = await threads.run(fn, task)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    return run_in_thread
+
+
+def log_left_behind(threads: SyncThreads, server_id: str) -> None:
+    """At shutdown: say how many sync handler threads still run (they cannot be stopped)."""
+    if threads.busy:
+        get_logger("worker", server_id=server_id).warning(
+            "sync handler threads still running after shutdown: a thread cannot be stopped, "
+            "they run to their end and their results are discarded", count=threads.busy)

@@ -1,0 +1,72 @@
+"""Every worker option behaves the same given in Python (``Worker(**options)``) and as the
+``asyncq worker`` flag: same value, same defaults, same derived settings."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from asyncq import ServeMux, Worker, WorkerConfig
+from asyncq._cli import build_parser
+from asyncq._cli._worker_cmd import worker_options
+
+URL = "redis://127.0.0.1:1/0"  # never connected to
+
+#: flag dest -> (flags, the same options in Python). A flag missing from the parser (added by
+#: another change later) is skipped; a config flag missing from this table fails the test.
+SAMPLES: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "concurrency": (["-c", "4"], {"concurrency": 4}),  # derives prefetch
+    "queue": (["-q", "a=2", "-q", "b"], {"queues": {"a": 2, "b": 1}}),
+    "strict": (["--strict"], {"strict_priority": True}),
+    "shutdown_timeout": (["--shutdown-timeout", "1.5"], {"shutdown_timeout": 1.5}),
+    "lease_duration": (["--lease-duration", "3"], {"lease_duration": 3}),  # derives heartbeat
+    "heartbeat_interval": (["--lease-duration", "10", "--heartbeat-interval", "2"],
+                           {"lease_duration": 10, "heartbeat_interval": 2}),
+    "log_success": (["--log-success"], {"task_logs": "info"}),
+    "burst": (["--burst"], {"burst": True}),
+}
+#: dests of flags that map to a WorkerConfig field under another name
+RENAMED = {"queue": "queues", "strict": "strict_priority", "log_success": "task_logs"}
+FIELDS = {f.name for f in dataclasses.fields(WorkerConfig)}
+
+
+def _worker_flags() -> dict[str, str]:
+    """dest -> first option string, for the worker command's flags."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    worker = sub.choices["worker"]  # type: ignore[index]
+    return {a.dest: a.option_strings[0] for a in worker._actions if a.option_strings}
+
+
+def _from_cli(flags: list[str]) -> WorkerConfig:
+    args = build_parser().parse_args(["worker", "app:mux", *flags])
+    return Worker(URL, ServeMux(), **worker_options(args), server_id="s").config
+
+
+def _from_python(options: dict[str, Any]) -> WorkerConfig:
+    return Worker(URL, ServeMux(), **options, server_id="s").config
+
+
+def test_every_config_flag_of_the_worker_command_is_checked_here() -> None:
+    config_flags = {dest for dest in _worker_flags() if dest in FIELDS or dest in RENAMED}
+    missing = config_flags - set(SAMPLES)
+    assert not missing, f"worker flags without a parity sample: add them to SAMPLES: {missing}"
+
+
+@pytest.mark.parametrize("dest", sorted(SAMPLES))
+def test_a_flag_and_its_python_option_give_the_same_worker_config(dest: str) -> None:
+    if dest not in _worker_flags():
+        pytest.skip(f"the worker command has no flag for {dest} (yet)")
+    flags, options = SAMPLES[dest]
+    assert _from_cli(flags) == _from_python(options)
+
+
+def test_defaults_and_derived_settings_are_the_same() -> None:
+    assert _from_cli([]) == _from_python({}) == WorkerConfig(server_id="s")
+    # The lease alone derives the heartbeat (a third of it) on both sides; nobody is told
+    # about a heartbeat_interval they never set.
+    assert _from_python({"lease_duration": 3}).heartbeat_interval == 1.0
+    assert _from_cli(["--lease-duration", "3"]).heartbeat_interval == 1.0
+    assert _from_python({"concurrency": 8}).prefetch == _from_cli(["-c", "8"]).prefetch == 2
