@@ -260,3 +260,36 @@ async def _unresolvable(x: NotDefinedAnywhere) -> None:  # type: ignore[name-def
 
 def _gen(x: int) -> Any:
     yield x
+
+
+async def test_a_sync_typed_task_runs_in_a_thread_with_the_mux_lifespan_state(
+    asyncq_client: Client, asyncq_queue: str, asyncq_worker: WorkerFactory,
+) -> None:
+    import contextlib
+    import threading
+    from collections.abc import AsyncIterator
+
+    @contextlib.asynccontextmanager
+    async def mux_state() -> AsyncIterator[str]:
+        yield "from the mux"
+
+    @contextlib.asynccontextmanager
+    async def worker_state() -> AsyncIterator[str]:
+        yield "from the worker"
+
+    mux = ServeMux(lifespan=mux_state)
+    loop_thread = threading.get_ident()
+
+    @mux.task("typed:sync", queue=asyncq_queue)
+    def add(task: Task, a: int, b: int = 1) -> dict[str, Any]:
+        return {"sum": a + b, "state": task.state,
+                "in_a_thread": threading.get_ident() != loop_thread}
+
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}):
+        info = await add.enqueue(asyncq_client, 2, b=3)
+        assert await add.result(asyncq_client, info, timeout=10) == {
+            "sum": 5, "state": "from the mux", "in_a_thread": True}
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, lifespan=worker_state):
+        info = await add.enqueue(asyncq_client, 1)
+        assert (await add.result(asyncq_client, info, timeout=10))["state"] == "from the worker"
+    assert add(4) == {"sum": 5, "state": None, "in_a_thread": False}  # a Task is passed
