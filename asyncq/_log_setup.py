@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 import structlog
 
+from . import _tracing
 from ._text import printable
 
 #: Longest value written to a log line; longer ones are cut (a 10 KB queue name is not logged
@@ -59,6 +60,16 @@ def truncate_values(_logger: Any, _name: str,
 LEVELS = ("debug", "info", "warning", "error")
 
 
+def add_trace_ids(logger: Any, method: str,
+                  event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """With tracing on, a line logged inside a traced run (a handler's own logging, the
+    worker's lines about it) carries the run's trace_id and span_id."""
+    tracer = _tracing.active
+    if tracer is not None:
+        event.update(tracer.log_context())
+    return event
+
+
 def configure_logging(level: str = "info", fmt: str | None = None) -> None:
     """Set up structlog for this process as ``asyncq worker`` does: ``fmt`` "console" or
     "json" (default: console on a terminal, JSON lines otherwise), at ``level``. asyncq never
@@ -77,6 +88,7 @@ def configure_logging(level: str = "info", fmt: str | None = None) -> None:
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            add_trace_ids,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info if fmt == "json"

@@ -13,6 +13,7 @@ not thousands.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from structlog.typing import FilteringBoundLogger
@@ -28,6 +29,8 @@ class Outage:
                  cap: float = 5.0) -> None:
         self._log = log
         self.operation = operation
+        #: Called with the operation at each failure (worker metrics count Redis errors).
+        self.on_failure: Callable[[str], None] | None = None
         self.backoff = Backoff(base=base, cap=cap)
         self.failures = 0
         """Consecutive failures (0 while healthy)."""
@@ -42,6 +45,8 @@ class Outage:
     def failed(self, exc: BaseException, *, exc_info: bool = False, **context: Any) -> float:
         """Count a failure (logging the first one, with the traceback if ``exc_info``); return
         how long to wait before retrying."""
+        if self.on_failure is not None:
+            self.on_failure(self.operation)
         self.failures += 1
         if self.failures == 1:
             self.outages += 1

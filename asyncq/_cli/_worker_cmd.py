@@ -53,6 +53,11 @@ def register(sub: Any) -> None:
                    help="log every task that succeeded at info level (by default only "
                         "failures are logged per task; --log-level debug logs each start and "
                         "finish)")
+    p.add_argument("--metrics-port", type=int, metavar="PORT",
+                   help="serve this worker's Prometheus metrics on PORT (needs "
+                        "asyncq[prometheus]; one port per worker process)")
+    p.add_argument("--metrics-host", default="127.0.0.1",
+                   help="address of the metrics endpoint (default 127.0.0.1)")
     add_log_args(p)
     p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
     p.set_defaults(func=run)
@@ -85,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
             raise exc.original from None
         raise
     options = worker_options(args)
+    if args.metrics_port is not None:
+        options["metrics"] = _serve_metrics(args.metrics_host, args.metrics_port)
 
     async def main() -> None:
         handler = await resolve_handler(args.target, target, factory=args.factory)
@@ -97,6 +104,22 @@ def run(args: argparse.Namespace) -> int:
 
     _run_loop(main())
     return 0
+
+
+def _serve_metrics(host: str, port: int) -> Any:
+    """This worker's metrics on http://host:port/metrics (prometheus_client's server)."""
+    try:
+        from prometheus_client import start_http_server
+
+        from ..metrics import WorkerMetrics
+    except ImportError as exc:
+        raise CLIError("--metrics-port needs the prometheus extra: pip install "
+                       f"'asyncq[prometheus]' ({exc})") from exc
+    try:
+        start_http_server(port, addr=host)
+    except OSError as exc:
+        raise CLIError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
+    return WorkerMetrics()
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from .._events import TaskEvent
 from .._keys import validate_queue_name
+from .._observe import RunObserver
 from .._task import Task
 from .._validate import NONZERO, check_fields, to_int, to_seconds
 from ._retry import default_retry_delay
@@ -117,6 +118,9 @@ class WorkerConfig:
     """Entered before the first task is fetched, exited after the last outcome is written at
     shutdown; what it yields is ``task.state`` for every task (a DB pool, an HTTP client).
     A lifespan that fails to start stops the worker: ``run`` raises WorkerStartupError."""
+    metrics: RunObserver | None = None
+    """Worker metrics (``asyncq.metrics.WorkerMetrics()``): run times, queue waits, outcomes,
+    Redis errors; None measures nothing and costs nothing."""
     sync_threads: int | None = field(default=None, metadata=NONZERO)
     """Most threads running sync (plain ``def``) handlers at once (default: concurrency). A
     thread whose task timed out or was cancelled keeps its slot until it returns."""

@@ -81,6 +81,8 @@ class Heartbeat:
                                                          lease_ms)
             except BrokerError as exc:
                 error = exc
+                if self._config.metrics is not None:
+                    self._config.metrics.lease_renewals_failed(len(ids))
                 continue
             for task_id, kept in zip(ids, flags, strict=True):
                 lease = self._leases.get(task_id)  # (its holder may have changed meanwhile)
@@ -91,10 +93,13 @@ class Heartbeat:
                     if kept == CANCEL_REQUESTED and self._processor.cancel(task_id, "cancel"):
                         self._log.info("task cancelled on request", task_id=task_id,
                                        seen_by="lease renewal")
-                elif lease.holder == OUTCOME:
-                    self._acker.lease_lost(task_id)
                 else:
-                    self._processor.lease_lost(task_id)
+                    if self._config.metrics is not None:
+                        self._config.metrics.lease_renewals_failed(1)
+                    if lease.holder == OUTCOME:
+                        self._acker.lease_lost(task_id)
+                    else:
+                        self._processor.lease_lost(task_id)
         return error
 
     def watch(self) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from .. import _tracing
 from .._backoff import Backoff
 from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
@@ -28,6 +29,7 @@ from .._errors import (
 )
 from .._log import get_logger
 from .._message import TaskMessage, decode_message
+from .._observe import RunOutcome
 from .._outage import Outage
 from .._task import Task, task_for_handler
 from ._acker import Acker
@@ -101,6 +103,7 @@ class Processor:
         self._order = QueueOrder(config.queues, config.strict_priority)
         self._log = get_logger("processor", server_id=config.server_id)
         self.outages: dict[str, Outage] = {}
+        self._observer = config.metrics
         """Per queue: a queue whose dequeue fails (Redis down, a poisoned key) is retried each
         round without holding up the other queues."""
         self._backoff = Backoff(base=0.1, cap=5.0)
@@ -167,6 +170,8 @@ class Processor:
         outage = self.outages.get(queue)
         if outage is None:
             outage = self.outages[queue] = Outage(self._log.bind(queue=queue), "dequeue")
+            if self._observer is not None:
+                outage.on_failure = self._observer.redis_error
         return outage
 
     @property
@@ -247,6 +252,9 @@ class Processor:
         self._all_done.clear()
         if self._on_started is not None:
             self._on_started(msg, raw.retried)
+        if self._observer is not None:
+            wait = (now - raw.pending_since) / 1000 if raw.pending_since else None
+            self._observer.started(queue, msg.type, wait)
         if self._task_logs == "debug":
             self._log.debug("task started", task_id=msg.id, queue=queue, type=msg.type,
                             retried=raw.retried)
@@ -255,17 +263,25 @@ class Processor:
             self._finish(run, None, cancelled=True)
             return
         loop = asyncio.get_running_loop()
-        atask: asyncio.Task[Any] = loop.create_task(self._invoke(task))
+        atask: asyncio.Task[Any] = loop.create_task(self._invoke(task, msg))
         run.atask = atask
         if deadline:
             run.timer = loop.call_later((deadline - now) / 1000, self.cancel, run.id, limit)
         atask.add_done_callback(functools.partial(self._on_done, run))
 
-    async def _invoke(self, task: Task) -> Any:
-        """Call the handler: whatever calling it raises (it takes no argument, the target is
-        not a handler, it raises ``SystemExit``...) is this task's failure, never the
-        worker's. Only a cancellation passes through as itself."""
+    async def _invoke(self, task: Task, msg: TaskMessage) -> Any:
+        """Call the handler (inside a CONSUMER span when tracing is on): whatever calling it
+        raises (it takes no argument, the target is not a handler, it raises
+        ``SystemExit``...) is this task's failure, never the worker's. Only a cancellation
+        passes through as itself."""
         use_threads(self.threads)  # in this handler's own context: where sync handlers run
+        tracer = _tracing.active
+        if tracer is None:
+            return await self._call(task)
+        with tracer.consuming(msg, task):
+            return await self._call(task)
+
+    async def _call(self, task: Task) -> Any:
         try:
             result = self._handler(task)
             if inspect.isawaitable(result):
@@ -356,9 +372,11 @@ class Processor:
         self._slot_free.set()
         reason = run.reason
         if reason == "shutdown":
+            self._observe(run, "requeued", False)
             self._settle(Outcome("requeue", run.queue, run.id))
             return
         if reason == "lease":
+            self._observe(run, "lease_lost", False)
             self._leases.release(run.id, RUNNING)
             self._failed_hooks(run, LeaseExpiredError("task lease expired"))
             return
@@ -382,6 +400,7 @@ class Processor:
             self._fail(run, exc)
             return
         self.processed += 1
+        self._observe(run, "succeeded", False)
         if self._task_logs != "off":
             log = self._log.info if self._task_logs == "info" else self._log.debug
             log("task succeeded", task_id=run.id, queue=run.queue, type=run.msg.type,
@@ -407,10 +426,12 @@ class Processor:
                        if self._config.unknown_type == "archive"
                        else failure_outcome(run.queue, run.id, task, exc, self._config,
                                             self._clock, log))
+            self._observe_failure(run, outcome)
             self._settle(outcome)
             self._failed_hooks(run, exc)
             return
         outcome = failure_outcome(run.queue, run.id, task, exc, self._config, self._clock, log)
+        self._observe_failure(run, outcome)
         if outcome.kind == "done":
             log.info("task revoked", error=text)
         elif outcome.kind == "archive":
@@ -421,6 +442,21 @@ class Processor:
                         exc_info=exc)
         self._settle(outcome)
         self._failed_hooks(run, exc)
+
+    def _observe(self, run: Running, outcome: RunOutcome, failed: bool) -> None:
+        if self._observer is not None:
+            run_s = (self._clock.now_ms() - run.started_ms) / 1000
+            self._observer.finished(run.queue, run.msg.type, outcome, failed, run_s)
+
+    def _observe_failure(self, run: Running, outcome: Outcome) -> None:
+        if self._observer is None:
+            return
+        if outcome.kind == "done":
+            self._observe(run, "revoked", False)
+        elif run.reason == "cancel":
+            self._observe(run, "cancelled", False)
+        else:
+            self._observe(run, "retried" if outcome.kind == "retry" else "archived", True)
 
     def _failed_hooks(self, run: Running, exc: BaseException) -> None:
         hook = self._config.error_handler

@@ -88,6 +88,13 @@ class Worker:
                                    self.clock, on_started=notifier.started if notifier else None)
         self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
                                    self.clock)
+        if cfg.metrics is not None:
+            processor = self.processor
+            cfg.metrics.bind(concurrency=cfg.concurrency,
+                             in_flight=lambda: len(processor.running),
+                             prefetched=lambda: len(processor.buffer))
+            self.acker.outage.on_failure = cfg.metrics.redis_error
+            self.heartbeat.outage.on_failure = cfg.metrics.redis_error
         self.recoverer = Recoverer(self.broker, cfg, self.clock,
                                    on_retry_scheduled=self.forwarder.poke, held=self.leases)
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,

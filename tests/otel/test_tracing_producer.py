@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import asyncq
+import asyncq._message
 import asyncq.otel
 from asyncq import _tracing
 
@@ -82,3 +83,19 @@ async def test_without_instrument_nothing_is_added_to_the_headers(
     assert _tracing.active is None
     info = await asyncq_client.enqueue("t", queue=asyncq_queue)
     assert (await asyncq_inspector.task_info(asyncq_queue, info.id)).headers == {}
+
+
+def test_log_lines_written_inside_a_traced_run_carry_its_ids(
+    spans: InMemorySpanExporter,
+) -> None:
+    from asyncq._log_setup import add_trace_ids
+
+    assert add_trace_ids(None, "info", {"event": "outside"}) == {"event": "outside"}
+    tracer = _tracing.active
+    assert tracer is not None
+    with tracer.consuming(asyncq._message.TaskMessage(id="t1", type="x", queue="q"),
+                          asyncq.Task("x")) as span:
+        line = add_trace_ids(None, "info", {"event": "inside"})
+    ctx = span.get_span_context()  # type: ignore[attr-defined]
+    assert line == {"event": "inside", "trace_id": f"{ctx.trace_id:032x}",
+                    "span_id": f"{ctx.span_id:016x}"}
