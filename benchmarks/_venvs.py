@@ -32,7 +32,7 @@ _COMMON = ["psutil", "uvloop", "py-spy"]
 # What each library's venv installs (pip requirement strings). asyncq is installed editable
 # from this checkout, so the benchmark always measures the working tree.
 REQUIREMENTS: dict[str, list[str]] = {
-    "asyncq": ["-e", str(ROOT)],
+    "asyncq": ["-e", f"{ROOT}[prometheus,otel]", "opentelemetry-sdk"],
     "arq": ["arq"],                                   # pulls redis[hiredis]<6
     # saq 0.26.4 imports typing_extensions without declaring it as a dependency.
     "saq": ["saq[redis,hiredis]", "typing-extensions"],  # redis<8

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,8 +113,28 @@ class Adapter:
             _probe.done(i)
             return int(i)
 
+        # ASYNCQ_BENCH_WORKER=metrics|otel measures what worker metrics / tracing cost per
+        # task (compare with the same scenario without it).
+        extra: dict[str, Any] = {}
+        feature = os.environ.get("ASYNCQ_BENCH_WORKER", "")
+        if feature == "metrics":
+            from asyncq.metrics import WorkerMetrics
+            extra["metrics"] = WorkerMetrics()
+        elif feature == "otel":
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+            from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+                InMemorySpanExporter,
+            )
+
+            from asyncq.otel import instrument
+            provider = TracerProvider()
+            provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
+            instrument(provider)
+
         async def main() -> None:
-            worker = asyncq.Worker(url, mux, concurrency=concurrency, queues={"default": 1})
+            worker = asyncq.Worker(url, mux, concurrency=concurrency, queues={"default": 1},
+                                   **extra)
             await worker.run()
 
         run_loop(main(), loop)
