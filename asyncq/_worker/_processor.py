@@ -263,13 +263,13 @@ class Processor:
             self._finish(run, None, cancelled=True)
             return
         loop = asyncio.get_running_loop()
-        atask: asyncio.Task[Any] = loop.create_task(self._invoke(task, msg))
+        atask: asyncio.Task[Any] = loop.create_task(self._invoke(task, msg, run))
         run.atask = atask
         if deadline:
             run.timer = loop.call_later((deadline - now) / 1000, self.cancel, run.id, limit)
         atask.add_done_callback(functools.partial(self._on_done, run))
 
-    async def _invoke(self, task: Task, msg: TaskMessage) -> Any:
+    async def _invoke(self, task: Task, msg: TaskMessage, run: Running) -> Any:
         """Call the handler (inside a CONSUMER span when tracing is on): whatever calling it
         raises (it takes no argument, the target is not a handler, it raises
         ``SystemExit``...) is this task's failure, never the worker's. Only a cancellation
@@ -279,6 +279,7 @@ class Processor:
         if tracer is None:
             return await self._call(task)
         with tracer.consuming(msg, task):
+            run.trace = tracer.log_context()
             return await self._call(task)
 
     async def _call(self, task: Task) -> Any:
@@ -403,7 +404,7 @@ class Processor:
         self._observe(run, "succeeded", False)
         if self._task_logs != "off":
             log = self._log.info if self._task_logs == "info" else self._log.debug
-            log("task succeeded", task_id=run.id, queue=run.queue, type=run.msg.type,
+            log("task succeeded", task_id=run.id, queue=run.queue, type=run.msg.type, **run.trace,
                 duration_s=round((self._clock.now_ms() - run.started_ms) / 1000, 3),
                 outcome=outcome.kind)
         self._settle(outcome)
@@ -414,7 +415,7 @@ class Processor:
         self.failed += 1
         task = run.task
         text = error_text(exc)
-        log = self._log.bind(task_id=run.id, queue=run.queue, type=run.msg.type)
+        log = self._log.bind(task_id=run.id, queue=run.queue, type=run.msg.type, **run.trace)
         if isinstance(exc, HandlerNotFoundError):
             # A type nobody handles (a typo, or a rolling deploy): one warning per type, no
             # traceback (it would only show asyncq's routing).

@@ -15,7 +15,7 @@ class Running:
     Its lease is in the worker's lease table."""
 
     __slots__ = ("atask", "deadline_ms", "grace_timer", "id", "msg", "queue", "reason",
-                 "started_ms", "task", "timer")
+                 "started_ms", "task", "timer", "trace")
 
     def __init__(self, msg: TaskMessage, task: Task, started_ms: int, deadline_ms: int) -> None:
         self.id = msg.id
@@ -28,6 +28,8 @@ class Running:
         self.atask: asyncio.Task[Any] | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.grace_timer: asyncio.TimerHandle | None = None
+        #: trace_id/span_id of its run when tracing is on, for the worker's lines about it
+        self.trace: dict[str, Any] = {}
 
 
 def compute_deadline(now_ms: int, msg: TaskMessage) -> int:

@@ -78,6 +78,13 @@ async def test_a_handler_run_is_a_consumer_span_in_the_producers_trace(
     assert consumed[1]["status"]["status_code"] == "ERROR"
     assert any(e["name"] == "exception" and "broken on purpose" in json.dumps(e)
                for e in consumed[1]["events"])
+    # The worker's own line about the failed run carries the run's trace and span ids.
+    lines = [json.loads(line) for line in (tmp_path / "worker.log").read_text().splitlines()
+             if line.startswith("{")]
+    [archived] = [line for line in lines if line.get("event") == "task archived"]
+    assert "0x" + archived["trace_id"] == consumed[1]["context"]["trace_id"]
+    assert "0x" + archived["span_id"] == consumed[1]["context"]["span_id"]
+    assert archived["type"] == "traced:fail" and archived["queue"] == asyncq_queue
     metrics = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in text_string_to_metric_families(text) for s in f.samples}
     ok = ("asyncq_worker_task_outcomes_total",
