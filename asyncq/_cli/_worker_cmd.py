@@ -6,7 +6,10 @@ import argparse
 import asyncio
 import dataclasses
 import functools
+import os
 from typing import Any, NoReturn
+
+import anyio
 
 from .._log import get_logger
 from .._log_setup import configure_logging
@@ -19,6 +22,8 @@ from ._common import (
     check_redis,
     parse_queue_weights,
 )
+from ._reload import Reloader, check_watchfiles
+from ._supervisor import Supervisor, child_argv, watch_supervisor
 from ._target import ImportFailed, import_target, resolve_handler
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(WorkerConfig)}
@@ -53,9 +58,20 @@ def register(sub: Any) -> None:
                    help="log every task that succeeded at info level (by default only "
                         "failures are logged per task; --log-level debug logs each start and "
                         "finish)")
+    p.add_argument("--burst", action="store_true",
+                   help="exit (status 0) once the queues have no pending tasks and none due "
+                        "soon: for CI and batch jobs")
+    p.add_argument("--processes", "-p", type=int, default=1, metavar="N",
+                   help="run N worker processes under a supervisor that restarts one that "
+                        "dies and passes SIGTERM/SIGINT on (default 1: no supervisor)")
+    p.add_argument("--reload", action="store_true",
+                   help="development: restart the worker when a .py file changes (needs "
+                        "pip install 'asyncq[reload]')")
+    p.add_argument("--reload-dir", action="append", metavar="DIR",
+                   help="directory --reload watches, repeatable (default: the current one)")
     add_log_args(p)
     p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, child_argv=functools.partial(child_argv, p))
 
 
 def _one_line_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
@@ -72,12 +88,19 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
         "heartbeat_interval": args.heartbeat_interval, "queues": parse_queue_weights(args.queue),
         "task_logs": ("info" if getattr(args, "log_success", False)
                       else "debug" if getattr(args, "log_level", None) == "debug" else None),
+        "burst": True if getattr(args, "burst", False) else None,
     }
     return {name: value for name, value in flags.items() if value is not None}
 
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
+    supervised = _check_supervisor_flags(args)
+    if args.reload:
+        return asyncio.run(Reloader(args.child_argv(args), args.reload_dir or []).run())
+    if supervised:
+        return asyncio.run(Supervisor(args.child_argv(args), args.processes,
+                                      burst=args.burst).run())
     try:
         target = import_target(args.target)
     except ImportFailed as exc:
@@ -93,10 +116,33 @@ def run(args: argparse.Namespace) -> int:
         except (ValueError, TypeError) as exc:
             raise CLIError(str(exc)) from None
         await check_redis(args.redis_url)
-        await worker.run()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_supervisor, worker.stop)  # returns at once unless supervised
+            await worker.run()
+            tg.cancel_scope.cancel()
 
     _run_loop(main())
     return 0
+
+
+def _check_supervisor_flags(args: argparse.Namespace) -> bool:
+    """Reject combinations of --processes/--reload that make no sense (before anything
+    starts); True when a supervisor runs the workers."""
+    if args.processes < 1:
+        raise CLIError(f"--processes must be at least 1, got {args.processes}")
+    if args.reload_dir and not args.reload:
+        raise CLIError("--reload-dir needs --reload")
+    if args.reload:
+        if args.processes > 1:
+            raise CLIError("--reload runs one worker process: drop --processes (or --reload)")
+        if args.burst:
+            raise CLIError("--reload and --burst do not go together: a burst worker exits "
+                           "when its queues are empty")
+        check_watchfiles()
+        for directory in args.reload_dir or []:
+            if not os.path.isdir(directory):
+                raise CLIError(f"--reload-dir {directory!r} is not a directory")
+    return bool(args.processes > 1)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
