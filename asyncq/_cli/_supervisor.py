@@ -171,8 +171,12 @@ class Supervisor:
         self._log.info("supervisor starting", processes=self._processes, burst=self._burst,
                        supervisor_pid=os.getpid())
         with self._stops.handlers():
-            async with asyncio.TaskGroup() as tg:
-                slots = [tg.create_task(self._run_slot(n)) for n in range(1, self._processes + 1)]
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    slots = [tg.create_task(self._run_slot(n))
+                             for n in range(1, self._processes + 1)]
+            finally:  # (on an unexpected error: no worker process is left running alone)
+                self._stops.forward(signal.SIGTERM)
         if self._failure is not None:
             raise CLIError(self._failure)
         unclean = [(n, status) for n, status in enumerate((s.result() for s in slots), 1)
