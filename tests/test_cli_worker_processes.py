@@ -19,9 +19,9 @@ from anyio.abc import Process
 from redis.asyncio import Redis
 from worker_helpers import ROOT, log_events
 
-from asyncq import Client, Inspector
+from asyncq import AsyncqError, Client, Inspector, Worker
 from asyncq import _keys as K
-from asyncq._cli import build_parser
+from asyncq._cli import build_parser, main
 from asyncq._cli._supervisor import POLICY_ENV
 from asyncq.testing import wait_until
 
@@ -192,3 +192,17 @@ def test_flags_that_do_not_go_together_are_one_line(flags: list[str], message: s
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1
     assert len(lines) == 1 and lines[0].startswith("asyncq: error: ") and message in lines[0]
+
+
+def test_a_worker_that_fails_to_start_is_one_line_and_exit_1(
+    asyncq_redis_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # What a failing lifespan start-up raises from Worker.run: the command's one-line error,
+    # not a traceback (a supervisor counts that exit 1 as a crash).
+    async def failing_start(self: Worker, **_: object) -> None:
+        raise AsyncqError("worker start-up failed: database unreachable")
+
+    monkeypatch.setattr(Worker, "run", failing_start)
+    assert main(["worker", APP, "--redis-url", asyncq_redis_url, "--log-level", "error"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "asyncq: error: worker start-up failed: database unreachable"]

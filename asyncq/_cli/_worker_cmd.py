@@ -9,8 +9,6 @@ import functools
 import os
 from typing import Any, NoReturn
 
-import anyio
-
 from .._log import get_logger
 from .._log_setup import configure_logging
 from .._worker import Worker, WorkerConfig
@@ -116,10 +114,13 @@ def run(args: argparse.Namespace) -> int:
         except (ValueError, TypeError) as exc:
             raise CLIError(str(exc)) from None
         await check_redis(args.redis_url)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch_supervisor, worker.stop)  # returns at once unless supervised
+        # A task beside the worker, not a task group: an error of worker.run (a failing
+        # start-up) must reach main() as itself for its one-line message, not in a group.
+        watchdog = asyncio.ensure_future(watch_supervisor(worker.stop))  # ends unless supervised
+        try:
             await worker.run()
-            tg.cancel_scope.cancel()
+        finally:
+            watchdog.cancel()
 
     _run_loop(main())
     return 0
