@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import dataclasses
 import functools
+import os
 from typing import Any, NoReturn
 
 from .._log import get_logger
@@ -19,6 +20,8 @@ from ._common import (
     check_redis,
     parse_queue_weights,
 )
+from ._reload import Reloader, check_watchfiles
+from ._supervisor import Supervisor, child_argv, watch_supervisor
 from ._target import ImportFailed, import_target, resolve_handler
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(WorkerConfig)}
@@ -58,9 +61,20 @@ def register(sub: Any) -> None:
                         "asyncq[prometheus]; one port per worker process)")
     p.add_argument("--metrics-host", default="127.0.0.1",
                    help="address of the metrics endpoint (default 127.0.0.1)")
+    p.add_argument("--burst", action="store_true",
+                   help="exit (status 0) once the queues have no pending tasks and none due "
+                        "soon: for CI and batch jobs")
+    p.add_argument("--processes", "-p", type=int, default=1, metavar="N",
+                   help="run N worker processes under a supervisor that restarts one that "
+                        "dies and passes SIGTERM/SIGINT on (default 1: no supervisor)")
+    p.add_argument("--reload", action="store_true",
+                   help="development: restart the worker when a .py file changes (needs "
+                        "pip install 'asyncq[reload]')")
+    p.add_argument("--reload-dir", action="append", metavar="DIR",
+                   help="directory --reload watches, repeatable (default: the current one)")
     add_log_args(p)
     p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, child_argv=functools.partial(child_argv, p))
 
 
 def _one_line_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
@@ -77,12 +91,19 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
         "heartbeat_interval": args.heartbeat_interval, "queues": parse_queue_weights(args.queue),
         "task_logs": ("info" if getattr(args, "log_success", False)
                       else "debug" if getattr(args, "log_level", None) == "debug" else None),
+        "burst": True if getattr(args, "burst", False) else None,
     }
     return {name: value for name, value in flags.items() if value is not None}
 
 
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
+    supervised = _check_supervisor_flags(args)
+    if args.reload:
+        return asyncio.run(Reloader(args.child_argv(args), args.reload_dir or []).run())
+    if supervised:
+        return asyncio.run(Supervisor(args.child_argv(args), args.processes,
+                                      burst=args.burst).run())
     try:
         target = import_target(args.target)
     except ImportFailed as exc:
@@ -100,7 +121,13 @@ def run(args: argparse.Namespace) -> int:
         except (ValueError, TypeError) as exc:
             raise CLIError(str(exc)) from None
         await check_redis(args.redis_url)
-        await worker.run()
+        # A task beside the worker, not a task group: an error of worker.run (a failing
+        # start-up) must reach main() as itself for its one-line message, not in a group.
+        watchdog = asyncio.ensure_future(watch_supervisor(worker.stop))  # ends unless supervised
+        try:
+            await worker.run()
+        finally:
+            watchdog.cancel()
 
     _run_loop(main())
     return 0
@@ -120,6 +147,29 @@ def _serve_metrics(host: str, port: int) -> Any:
     except OSError as exc:
         raise CLIError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
     return WorkerMetrics()
+
+
+def _check_supervisor_flags(args: argparse.Namespace) -> bool:
+    """Reject combinations of --processes/--reload that make no sense (before anything
+    starts); True when a supervisor runs the workers."""
+    if args.processes < 1:
+        raise CLIError(f"--processes must be at least 1, got {args.processes}")
+    if args.reload_dir and not args.reload:
+        raise CLIError("--reload-dir needs --reload")
+    if args.metrics_port is not None and args.processes > 1:
+        raise CLIError("--metrics-port serves one process: with several, run one "
+                       "'asyncq worker' per process, each with its own --metrics-port")
+    if args.reload:
+        if args.processes > 1:
+            raise CLIError("--reload runs one worker process: drop --processes (or --reload)")
+        if args.burst:
+            raise CLIError("--reload and --burst do not go together: a burst worker exits "
+                           "when its queues are empty")
+        check_watchfiles()
+        for directory in args.reload_dir or []:
+            if not os.path.isdir(directory):
+                raise CLIError(f"--reload-dir {directory!r} is not a directory")
+    return bool(args.processes > 1)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

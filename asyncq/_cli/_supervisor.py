@@ -1,0 +1,250 @@
+"""``asyncq worker --processes N``: a parent process that runs N worker processes, restarts one
+that dies (with backoff), passes stop signals on, and gives up when they keep crashing.
+
+The supervisor does no Redis work: each worker process is ``python -m asyncq worker`` with the
+same target and flags, so it behaves exactly like a worker started by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .._log import get_logger
+from .._signals import signal_handlers
+from ._common import CLIError
+
+#: Set in a worker process's environment to its supervisor's pid: the worker stops gracefully
+#: when that parent is gone (killed with SIGKILL, it could not pass the stop on).
+SUPERVISOR_ENV = "ASYNCQ_SUPERVISOR_PID"
+#: Overrides of the restart policy, for tests: ``first_delay=0.05,max_quick_crashes=3``.
+POLICY_ENV = "ASYNCQ_SUPERVISOR_POLICY"
+#: The flags of the supervisor itself, not passed on to the worker processes.
+SUPERVISOR_FLAGS = frozenset({"processes", "reload", "reload_dir"})
+#: Exit statuses of a worker process that ended because it was told to stop: done (0),
+#: interrupted before its handlers were installed (130, or killed by the signal itself).
+STOPPED = frozenset({0, 130, -signal.SIGTERM, -signal.SIGINT})
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """When a worker process that died is started again, and when the supervisor gives up."""
+
+    first_delay: float = 0.5      # seconds before the first restart; doubles each time
+    max_delay: float = 30.0       # the longest wait between restarts
+    stable_after: float = 30.0    # a process that ran this long is healthy: backoff resets
+    max_quick_crashes: int = 5    # crashes in a row, each before stable_after: give up
+
+    @classmethod
+    def from_env(cls) -> RestartPolicy:
+        """The defaults, with the overrides of ``ASYNCQ_SUPERVISOR_POLICY`` (for tests)."""
+        text = os.environ.get(POLICY_ENV, "").strip()
+        if not text:
+            return cls()
+        kinds = {f.name: f.type for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for item in text.split(","):
+            name, _, value = item.partition("=")
+            name = name.strip()
+            if name not in kinds:
+                raise CLIError(f"{POLICY_ENV}: unknown setting {name!r} "
+                               f"(known: {', '.join(kinds)})")
+            values[name] = int(value) if kinds[name] == "int" else float(value)
+        return cls(**values)
+
+
+def child_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The ``asyncq worker`` arguments of a worker process: the flags given to the supervisor,
+    less its own. A flag left at its default is left out (the Redis URL from the environment
+    stays there, out of the process list)."""
+    argv: list[str] = []
+    for action in parser._actions:
+        if action.dest in SUPERVISOR_FLAGS or action.dest == argparse.SUPPRESS:
+            continue
+        value = getattr(args, action.dest, None)
+        if not action.option_strings:
+            argv.append(str(value))
+            continue
+        if value is None or value == action.default or action.dest == "help":
+            continue
+        flag = max(action.option_strings, key=len)
+        if action.nargs == 0:  # store_true
+            argv.append(flag)
+        elif isinstance(value, list):  # append
+            argv.extend(f"{flag}={item}" for item in value)
+        else:
+            argv.append(f"{flag}={value}")
+    return argv
+
+
+def describe_exit(code: int) -> str:
+    """``exited with status 1`` / ``killed by SIGKILL``."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+async def spawn(argv: list[str]) -> asyncio.subprocess.Process:
+    """Start ``python -m asyncq worker ARGV`` sharing our stdout/stderr, in its own process
+    group: a Ctrl-C in the terminal reaches the supervisor only, which passes it on once."""
+    env = {**os.environ, SUPERVISOR_ENV: str(os.getpid())}
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "asyncq", "worker", *argv,
+        stdin=subprocess.DEVNULL, env=env, process_group=0)
+
+
+def send(proc: asyncio.subprocess.Process | None, sig: signal.Signals) -> None:
+    """Signal ``proc`` unless it has already ended."""
+    if proc is not None and proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
+
+
+class StopRequests:
+    """SIGTERM/SIGINT for a supervisor: the first and second are passed on to the worker
+    processes (graceful stop, then "requeue running tasks now", as for one worker); a third
+    kills them. SIGTSTP is passed on (the workers stop fetching)."""
+
+    def __init__(self, children: Callable[[], list[asyncio.subprocess.Process]]) -> None:
+        self._children = children
+        self.count = 0
+        self.event = asyncio.Event()
+        self._log = get_logger("supervisor")
+
+    def handlers(self, enabled: bool = True) -> contextlib.AbstractContextManager[None]:
+        return signal_handlers(enabled, {
+            signal.SIGTERM: lambda: self.stop(signal.SIGTERM),
+            signal.SIGINT: lambda: self.stop(signal.SIGINT),
+            signal.SIGTSTP: lambda: self.forward(signal.SIGTSTP),
+        })
+
+    def forward(self, sig: signal.Signals) -> None:
+        for proc in self._children():
+            send(proc, sig)
+
+    def stop(self, sig: signal.Signals) -> None:
+        self.count += 1
+        if self.count == 1:
+            self._log.info("stopping the worker processes", signal=sig.name,
+                           hint="stop again (Ctrl-C) to requeue their running tasks at once")
+        elif self.count == 2:
+            self._log.warning("second stop request: the worker processes requeue their "
+                              "running tasks now", hint="a third one kills them")
+        else:
+            self._log.warning("third stop request: killing the worker processes")
+            sig = signal.SIGKILL
+        self.event.set()
+        self.forward(sig)
+
+
+class Supervisor:
+    """Runs ``processes`` worker processes until stopped (or, in burst mode, until each has
+    exited 0); see ``run``."""
+
+    def __init__(self, argv: list[str], processes: int, *, burst: bool = False,
+                 policy: RestartPolicy | None = None) -> None:
+        self._argv = argv
+        self._processes = processes
+        self._burst = burst
+        self._policy = policy or RestartPolicy.from_env()
+        self._children: dict[int, asyncio.subprocess.Process] = {}
+        self._stops = StopRequests(lambda: list(self._children.values()))
+        self._failure: str | None = None
+        self._log = get_logger("supervisor")
+
+    async def run(self) -> int:
+        """Run until a stop signal (then wait for every worker process to stop; exit 0 if each
+        stopped cleanly), or in burst mode until each exited 0. Raises CLIError when a worker
+        process keeps crashing: the others are stopped first."""
+        self._log.info("supervisor starting", processes=self._processes, burst=self._burst,
+                       supervisor_pid=os.getpid())
+        with self._stops.handlers():
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    slots = [tg.create_task(self._run_slot(n))
+                             for n in range(1, self._processes + 1)]
+            finally:  # (on an unexpected error: no worker process is left running alone)
+                self._stops.forward(signal.SIGTERM)
+        if self._failure is not None:
+            raise CLIError(self._failure)
+        unclean = [(n, status) for n, status in enumerate((s.result() for s in slots), 1)
+                   if status is not None and status not in STOPPED]
+        self._log.info("supervisor stopped")
+        if unclean:
+            n, status = unclean[0]
+            raise CLIError(f"worker process {n} {describe_exit(status)} while stopping")
+        return 0
+
+    def _give_up(self, slot: int, pid: int, code: int, crashes: int) -> None:
+        self._failure = (f"worker process {slot} crashed {crashes} times in a row, each within "
+                         f"{self._policy.stable_after:g} s of starting (last: pid {pid} "
+                         f"{describe_exit(code)}); stopped all worker processes")
+        self._stops.event.set()
+        self._stops.forward(signal.SIGTERM)
+
+    async def _run_slot(self, slot: int) -> int | None:
+        """Keep one worker process running; returns its last exit status (None: it was never
+        started, or burst mode ended it with 0)."""
+        policy = self._policy
+        loop = asyncio.get_running_loop()
+        delay, crashes = policy.first_delay, 0
+        while not self._stops.event.is_set():
+            proc = self._children[slot] = await spawn(self._argv)
+            if self._stops.event.is_set():  # a stop came while it was being started
+                send(proc, signal.SIGTERM)
+            began = loop.time()
+            self._log.info("worker process started", slot=slot, pid=proc.pid)
+            code = await proc.wait()
+            del self._children[slot]
+            ran = loop.time() - began
+            if self._stops.event.is_set():
+                self._log.info("worker process stopped", slot=slot, pid=proc.pid,
+                               status=describe_exit(code))
+                return code
+            if code == 0 and self._burst:
+                self._log.info("worker process finished its burst", slot=slot, pid=proc.pid)
+                return None
+            if ran >= policy.stable_after:
+                delay, crashes = policy.first_delay, 0
+            if code != 0:
+                crashes += 1
+                if crashes >= policy.max_quick_crashes:
+                    self._give_up(slot, proc.pid, code, crashes)
+                    return code
+            self._log.warning("worker process ended unexpectedly; restarting", slot=slot,
+                              pid=proc.pid, status=describe_exit(code), ran_s=round(ran, 3),
+                              restart_in_s=delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stops.event.wait(), delay)
+            delay = min(delay * 2, policy.max_delay)
+        return None
+
+
+async def watch_supervisor(stop: Callable[[], None], interval: float = 1.0) -> None:
+    """In a worker process started by a supervisor: call ``stop`` once the supervisor is gone
+    (our parent changed), so a worker is never left running on its own. Returns at once in a
+    worker started otherwise."""
+    # Read once and dropped: a process the worker's handlers start is not supervised.
+    expected = os.environ.pop(SUPERVISOR_ENV, "")
+    if not expected.isdigit():
+        return
+    parent = int(expected)
+    while True:
+        if os.getppid() != parent:
+            get_logger("worker").warning("the supervisor process is gone: stopping",
+                                         supervisor_pid=parent)
+            stop()
+            return
+        await asyncio.sleep(interval)
