@@ -81,7 +81,7 @@ async def test_the_readme_quickstart_path_works(asyncq_redis_url: str, tmp_path:
     readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
     quick = readme[readme.index("## Quickstart"):readme.index("## Enqueueing tasks")]
     lines = quick.splitlines()
-    [worker_line] = [ln for ln in lines if ln.startswith("$ asyncq worker tasks:mux")]
+    [worker_line] = [ln for ln in lines if ln.startswith("$ asyncq worker tasks:mux --redis-url")]
     [producer_i] = [i for i, ln in enumerate(lines) if ln.startswith('$ python -c "')]
     producer, expected = lines[producer_i], lines[producer_i + 1]
     readme_url = "redis://127.0.0.1:6379/0"
