@@ -8,12 +8,22 @@ import os
 import subprocess
 import sys
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import anyio
 import pytest
 from redis.asyncio import Redis
 
-from asyncq import Client, Inspector, ServeMux, Task, TaskNotFoundError, TaskState, TaskStateError
+from asyncq import (
+    Client,
+    FakeClock,
+    Inspector,
+    ServeMux,
+    Task,
+    TaskNotFoundError,
+    TaskState,
+    TaskStateError,
+)
 from asyncq._connection import make_broker
 from asyncq.testing import WorkerFactory, wait_until
 
@@ -70,8 +80,9 @@ async def test_an_expired_lease_is_recovered_even_if_its_worker_lives(
     q = asyncq_queue
     task_id = await strand(asyncq_redis_url, q, asyncq_client, lease_ms=1, alive=True,
                            max_retry=0)
-    await anyio.sleep(0.01)
-    async with Inspector(asyncq_redis_url) as inspector:
+    # Read a second later (a clock of its own), the 1 ms lease has run out.
+    later = FakeClock(datetime.now(UTC) + timedelta(seconds=1))
+    async with Inspector(asyncq_redis_url, clock=later) as inspector:
         await inspector.recover_task(q, task_id)
         info = await inspector.task_info(q, task_id)
         assert info.state is TaskState.ARCHIVED  # no retries left

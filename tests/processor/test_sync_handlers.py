@@ -175,8 +175,10 @@ async def test_a_timed_out_sync_handler_fails_at_once_and_its_thread_keeps_its_s
         nxt = await asyncq_client.enqueue("quick", queue=asyncq_queue, retention=60)
         await wait_until(lambda: nxt.id in w.worker.processor.running,
                          message="quick task leased")
-        await anyio.sleep(0.3)  # a negative check: it must not start meanwhile
-        assert events == ["slow started"]  # waiting for the only thread slot
+        # Its handler is queued on the thread limiter (not run): the slot is still held.
+        await wait_until(lambda: threads.limiter.statistics().tasks_waiting == 1,
+                         message="quick task waiting for the thread slot")
+        assert events == ["slow started"]
         gate.set()
         assert await asyncq_client.result(nxt.id, queue=asyncq_queue, timeout=10) == "quick"
         assert events == ["slow started", "slow returned", "quick ran"]

@@ -106,9 +106,14 @@ async def test_a_paused_queue_is_not_worked_on(
     async with web() as http:
         await asyncq_client.enqueue("t", None, queue=asyncq_queue)
         await post_action(http, "/", "/action/queue", action="pause", queue=asyncq_queue)
-        async with asyncq_worker(mux, queues={asyncq_queue: 1}) as w:
+        other = f"{asyncq_queue}-other"
+        async with asyncq_worker(mux, queues={asyncq_queue: 1, other: 1},
+                                 strict_priority=True) as w:
             await asyncq_client.enqueue("t", None, queue=asyncq_queue)
-            await asyncio.sleep(0.3)  # a worker that ignored the pause would have run both
+            # The worker drains a lower-priority queue it serves too: it tried the paused
+            # one first each time, and a worker that ignored the pause would have run both.
+            await asyncq_client.enqueue("t", None, queue=other)
+            await w.wait_drained(other)
             assert len(await asyncq_inspector.list_tasks(asyncq_queue, "pending")) == 2
             await post_action(http, "/", "/action/queue", action="unpause", queue=asyncq_queue)
             await w.wait_drained(asyncq_queue)
