@@ -10,62 +10,30 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
-from .. import _tracing
 from .._backoff import Backoff
 from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
-from .._errors import (
-    BrokerError,
-    DecodeError,
-    HandlerNotFoundError,
-    LeaseExpiredError,
-)
+from .._errors import BrokerError, DecodeError
 from .._log import get_logger
 from .._message import TaskMessage, decode_message
-from .._observe import RunOutcome
 from .._outage import Outage
-from .._task import Task, task_for_handler
+from .._task import task_for_handler
 from ._acker import Acker
 from ._config import WorkerConfig
+from ._endings import Endings
+from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler
-from ._outcomes import (
-    ResultError,
-    TaskCancelledError,
-    error_text,
-    failure_outcome,
-    success_outcome,
-)
+from ._outcomes import TaskCancelledError, error_text
 from ._retry import QueueOrder
 from ._running import Running, limit_of
-from ._threads import SyncThreads, use_threads
-
-
-class HandlerExit(Exception):
-    """Carries a ``BaseException`` a handler raised (``SystemExit``, ``KeyboardInterrupt``) out
-    of its asyncio task: raised as itself it would stop the event loop and the worker."""
-
-    def __init__(self, original: BaseException) -> None:
-        super().__init__(error_text(original))
-        self.original = original
-
-
-async def contained(awaitable: Awaitable[Any]) -> Any:
-    """Await user code (a hook) so that a ``SystemExit``/``KeyboardInterrupt`` it raises comes
-    out as ``HandlerExit``; only a cancellation passes through as itself."""
-    try:
-        return await awaitable
-    except (Exception, asyncio.CancelledError):
-        raise
-    except BaseException as exc:
-        raise HandlerExit(exc) from exc
+from ._threads import SyncThreads
 
 
 class Buffered:
@@ -115,17 +83,24 @@ class Processor:
         """Prefetched tasks (leased, lease renewed, not started), oldest first."""
         self._capacity = config.concurrency + (config.prefetch or 0)
         self.abandoned: set[asyncio.Task[Any]] = set()
-        self._hooks: set[asyncio.Future[Any]] = set()
         self.wake = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._all_done = asyncio.Event()
         self._forced = asyncio.Event()  # a second stop request: do not wait for handlers
-        self._unknown_types: set[str] = set()  # task types already reported as unhandled
         self._task_logs = config.task_logs
+        self.endings = Endings(config, clock, self._log, self._settle)
+        """Decides, logs, measures and settles how each run ended."""
         self._all_done.set()
         self.fetching = True
-        self.processed = 0  # runs that finished, succeeded or failed (as the queue counters)
-        self.failed = 0
+
+    @property
+    def processed(self) -> int:
+        """Runs that finished, succeeded or failed (as the queue counters count them)."""
+        return self.endings.processed
+
+    @property
+    def failed(self) -> int:
+        return self.endings.failed
 
     # -- fetching
 
@@ -263,35 +238,12 @@ class Processor:
             self._finish(run, None, cancelled=True)
             return
         loop = asyncio.get_running_loop()
-        atask: asyncio.Task[Any] = loop.create_task(self._invoke(task, msg, run))
+        atask: asyncio.Task[Any] = loop.create_task(
+            invoke(self._handler, self.threads, task, msg, run))
         run.atask = atask
         if deadline:
             run.timer = loop.call_later((deadline - now) / 1000, self.cancel, run.id, limit)
         atask.add_done_callback(functools.partial(self._on_done, run))
-
-    async def _invoke(self, task: Task, msg: TaskMessage, run: Running) -> Any:
-        """Call the handler (inside a CONSUMER span when tracing is on): whatever calling it
-        raises (it takes no argument, the target is not a handler, it raises
-        ``SystemExit``...) is this task's failure, never the worker's. Only a cancellation
-        passes through as itself."""
-        use_threads(self.threads)  # in this handler's own context: where sync handlers run
-        tracer = _tracing.active
-        if tracer is None:
-            return await self._call(task)
-        with tracer.consuming(msg, task):
-            run.trace = tracer.log_context()
-            return await self._call(task)
-
-    async def _call(self, task: Task) -> Any:
-        try:
-            result = self._handler(task)
-            if inspect.isawaitable(result):
-                result = await result
-            return result
-        except (Exception, asyncio.CancelledError):
-            raise
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit...
-            raise HandlerExit(exc) from exc
 
     def _writer(self, queue: str, task_id: str) -> Any:
         async def write(data: bytes, encoding: str) -> int:
@@ -373,13 +325,11 @@ class Processor:
         self._slot_free.set()
         reason = run.reason
         if reason == "shutdown":
-            self._observe(run, "requeued", False)
-            self._settle(Outcome("requeue", run.queue, run.id))
+            self.endings.requeued(run)
             return
         if reason == "lease":
-            self._observe(run, "lease_lost", False)
             self._leases.release(run.id, RUNNING)
-            self._failed_hooks(run, LeaseExpiredError("task lease expired"))
+            self.endings.lease_lost(run)
             return
         if reason == "deadline":
             exc = TimeoutError("task deadline passed (the deadline it was enqueued with)")
@@ -390,95 +340,9 @@ class Processor:
         elif cancelled:
             exc = asyncio.CancelledError("handler was cancelled")
         if exc is None:
-            self._succeed(run, None if result_task is None else result_task.result())
+            self.endings.succeeded(run, None if result_task is None else result_task.result())
         else:
-            self._fail(run, exc)
-
-    def _succeed(self, run: Running, value: Any) -> None:
-        try:
-            outcome = success_outcome(run.msg, value, self._log)
-        except ResultError as exc:  # a result that cannot be stored fails the run
-            self._fail(run, exc)
-            return
-        self.processed += 1
-        self._observe(run, "succeeded", False)
-        if self._task_logs != "off":
-            log = self._log.info if self._task_logs == "info" else self._log.debug
-            log("task succeeded", task_id=run.id, queue=run.queue, type=run.msg.type, **run.trace,
-                duration_s=round((self._clock.now_ms() - run.started_ms) / 1000, 3),
-                outcome=outcome.kind)
-        self._settle(outcome)
-
-    def _fail(self, run: Running, exc: BaseException) -> None:
-        # "processed" counts every finished run, as the queues' counters do; failed a subset.
-        self.processed += 1
-        self.failed += 1
-        task = run.task
-        text = error_text(exc)
-        log = self._log.bind(task_id=run.id, queue=run.queue, type=run.msg.type, **run.trace)
-        if isinstance(exc, HandlerNotFoundError):
-            # A type nobody handles (a typo, or a rolling deploy): one warning per type, no
-            # traceback (it would only show asyncq's routing).
-            if run.msg.type not in self._unknown_types:
-                self._unknown_types.add(run.msg.type)
-                log.warning("no handler for this task type", error=text,
-                            policy=self._config.unknown_type)
-            outcome = (Outcome("archive", run.queue, run.id, error=text)
-                       if self._config.unknown_type == "archive"
-                       else failure_outcome(run.queue, run.id, task, exc, self._config,
-                                            self._clock, log))
-            self._observe_failure(run, outcome)
-            self._settle(outcome)
-            self._failed_hooks(run, exc)
-            return
-        outcome = failure_outcome(run.queue, run.id, task, exc, self._config, self._clock, log)
-        self._observe_failure(run, outcome)
-        if outcome.kind == "done":
-            log.info("task revoked", error=text)
-        elif outcome.kind == "archive":
-            log.warning("task archived", error=text, retried=task.retried, exc_info=exc)
-        else:
-            log.warning("task failed; will retry", error=text, retried=task.retried,
-                        retry_in=(outcome.retry_at_ms - self._clock.now_ms()) / 1000,
-                        exc_info=exc)
-        self._settle(outcome)
-        self._failed_hooks(run, exc)
-
-    def _observe(self, run: Running, outcome: RunOutcome, failed: bool) -> None:
-        if self._observer is not None:
-            run_s = (self._clock.now_ms() - run.started_ms) / 1000
-            self._observer.finished(run.queue, run.msg.type, outcome, failed, run_s)
-
-    def _observe_failure(self, run: Running, outcome: Outcome) -> None:
-        if self._observer is None:
-            return
-        if outcome.kind == "done":
-            self._observe(run, "revoked", False)
-        elif run.reason == "cancel":
-            self._observe(run, "cancelled", False)
-        else:
-            self._observe(run, "retried" if outcome.kind == "retry" else "archived", True)
-
-    def _failed_hooks(self, run: Running, exc: BaseException) -> None:
-        hook = self._config.error_handler
-        if hook is None:
-            return
-        try:
-            result = hook(run.task, exc)
-        except BaseException:  # even SystemExit: a hook must not stop the worker
-            self._log.exception("error_handler raised", task_id=run.id)
-            return
-        if inspect.isawaitable(result):
-            hook_task = asyncio.ensure_future(contained(result))
-            self._hooks.add(hook_task)
-            hook_task.add_done_callback(self._hook_done)
-
-    def _hook_done(self, hook_task: asyncio.Future[Any]) -> None:
-        self._hooks.discard(hook_task)
-        if not hook_task.cancelled():
-            exc = hook_task.exception()
-            if exc is not None:
-                self._log.error("error_handler raised", error=error_text(exc))
+            self.endings.run_failed(run, exc)
 
     async def wait_idle(self) -> None:
         """Return once no handler is running (at once when none is)."""
@@ -525,6 +389,4 @@ class Processor:
                     self._log.error("leased task never started; requeued", task_id=task_id,
                                     queue=queue)
                     self._settle(Outcome("requeue", queue, task_id))
-        if self._hooks:
-            with anyio.move_on_after(1.0):
-                await asyncio.gather(*self._hooks, return_exceptions=True)
+        await self.endings.hooks_done(1.0)

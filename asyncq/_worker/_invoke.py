@@ -1,0 +1,62 @@
+"""Calling user code from the worker: a handler run (traced when tracing is on) or a hook,
+so that whatever it raises — even ``SystemExit`` — is that task's failure, never the worker's."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .. import _tracing
+from .._message import TaskMessage
+from .._task import Task
+from ._outcomes import error_text
+from ._running import Running
+from ._threads import SyncThreads, use_threads
+
+
+class HandlerExit(Exception):
+    """Carries a ``BaseException`` a handler raised (``SystemExit``, ``KeyboardInterrupt``) out
+    of its asyncio task: raised as itself it would stop the event loop and the worker."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(error_text(original))
+        self.original = original
+
+
+async def contained(awaitable: Awaitable[Any]) -> Any:
+    """Await user code so that a ``SystemExit``/``KeyboardInterrupt`` it raises comes out as
+    ``HandlerExit``; only a cancellation passes through as itself."""
+    try:
+        return await awaitable
+    except (Exception, asyncio.CancelledError):
+        raise
+    except BaseException as exc:
+        raise HandlerExit(exc) from exc
+
+
+async def invoke(handler: Callable[[Task], Any], threads: SyncThreads, task: Task,
+                 msg: TaskMessage, run: Running) -> Any:
+    """Run the handler for ``task`` (inside a CONSUMER span when tracing is on, its ids kept
+    on ``run`` for the worker's log lines): what calling it raises (it takes no argument, the
+    target is not a handler...) is this task's failure."""
+    use_threads(threads)  # in this handler's own context: where sync handlers run
+    tracer = _tracing.active
+    try:
+        if tracer is None:
+            return await _call(handler, task)
+        with tracer.consuming(msg, task):
+            run.trace = tracer.log_context()
+            return await _call(handler, task)
+    except (Exception, asyncio.CancelledError):
+        raise
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt, GeneratorExit...
+        raise HandlerExit(exc) from exc
+
+
+async def _call(handler: Callable[[Task], Any], task: Task) -> Any:
+    result = handler(task)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
