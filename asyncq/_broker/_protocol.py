@@ -8,233 +8,45 @@ reads and changes) and ``schedules`` (``ScheduleOps``: what schedulers write and
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Sequence
+from typing import Literal, Protocol, runtime_checkable
 
-from .._inspect_models import QueueInfo
-from .._message import TaskMessage
+from ._ops import InspectOps, ScheduleOps
+from ._values import (
+    CANCEL_REQUESTED,
+    LEASE_KEPT,
+    LEASE_LOST,
+    Backlog,
+    BulkOp,
+    EnqueueCode,
+    EventFlush,
+    FireCode,
+    NewTask,
+    Outcome,
+    RawTask,
+    RemoveMode,
+    TaskRecord,
+)
 
-LEASE_LOST = 0
-LEASE_KEPT = 1
-CANCEL_REQUESTED = 2  # lease kept, and a cancellation of the task was requested
-
-
-class RawTask(NamedTuple):
-    """A task as read from Redis, before its message is decoded."""
-
-    id: str
-    msg: bytes
-    payload: bytes
-    retried: int
-    #: when it last became pending (Unix ms; 0 when unknown): a dequeue's queue wait starts here
-    pending_since: int = 0
-
-
-class NewTask(NamedTuple):
-    """Everything needed to store a new task."""
-
-    msg: TaskMessage
-    payload: bytes
-    process_at_ms: int  # 0 or <= now: ready now
-    unique_key: str | None  # lock key name, None when not unique
-    unique_ttl_ms: int
-
-
-EnqueueCode = Literal[1, 0, -1]  # 1 stored, 0 id conflict, -1 unique duplicate
-FireCode = Literal[2, 1, 0, -1]  # 2 the tick was claimed elsewhere, else as EnqueueCode
-BulkOp = Literal["delete", "run", "archive"]
-RemoveMode = Literal["check", "remove", "force"]
-#: ``await flush(queue)``: every event of the queue published before the call was delivered.
-EventFlush = Callable[[str], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How a leased task ended, written back by the worker (one script per outcome)."""
-
-    kind: Literal["done", "complete", "retry", "archive", "requeue"]
-    queue: str
-    task_id: str
-    retention_ms: int = 0
-    retry_at_ms: int = 0
-    error: str = ""  # why it failed; for "done", why it was revoked ("" = it succeeded)
-    is_failure: bool = True
-    result: bytes | None = None  # the handler's return value, encoded
-    result_enc: str = "b"  # "b" bytes or "j" JSON: how `result` was encoded
-
-
-class Backlog(NamedTuple):
-    """What a queue holds for workers to run now or soon (``Broker.backlog``)."""
-
-    pending: int
-    due: int  # scheduled and retry tasks due by the horizon asked for
-    groups: int  # groups holding tasks (aggregated into pending tasks later)
-    paused: bool
-
-
-class TaskRecord(NamedTuple):
-    """A task hash as read by the inspector, before its message is decoded."""
-
-    id: str
-    msg: bytes
-    payload: bytes
-    state: str
-    retried: int
-    error: str
-    failed_at_ms: int
-    completed_at_ms: int
-    result: bytes | None
-    score: int | None  # zset score; lease expiry for active tasks; None when there is none
-    result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
-
-
-class InspectOps(Protocol):
-    """What the Inspector reads and changes. Bulk operations take at most ``batch_size`` tasks
-    per atomic script call, so a huge queue never blocks Redis for long. Every method raises
-    BrokerError when Redis fails."""
-
-    batch_size: int
-
-    async def queue_names(self) -> list[str]:
-        """Every registered queue name, sorted."""
-        ...
-
-    async def queue_exists(self, queue: str) -> bool:
-        """Whether ``queue`` is registered."""
-        ...
-
-    async def unregister_queue(self, queue: str) -> None:
-        """Drop ``queue`` from the registered queues (after its keys were removed)."""
-        ...
-
-    async def queue_info(self, queue: str, now_ms: int) -> QueueInfo:
-        """Sizes per state, counters of the UTC day of ``now_ms`` and all time, pause flag,
-        latency of the oldest pending task and sampled memory use, as of ``now_ms``."""
-        ...
-
-    async def queue_infos(self, queues: Sequence[str], now_ms: int) -> list[QueueInfo]:
-        """``queue_info`` of many queues in one pipeline, in the order given."""
-        ...
-
-    async def daily_counts(self, queue: str, days: Sequence[str]) -> list[tuple[int, int]]:
-        """``(processed, failed)`` for each UTC date (``YYYY-MM-DD``) of ``days``, in order."""
-        ...
-
-    async def groups(self, queue: str) -> list[tuple[str, int]]:
-        """``(group, tasks waiting in it)`` for every group of ``queue``, sorted by name."""
-        ...
-
-    async def remove_queue(self, queue: str, mode: RemoveMode,
-                           days: Sequence[str]) -> tuple[int, int, int]:
-        """Drop the keys of an emptied queue (``mode`` "check" changes nothing).
-
-        Returns ``(code, active, queued)``: code 1 removed (or removable), -1 tasks are
-        active, -2 tasks are queued, -3 completed tasks remain; ``days`` name the daily
-        counters to delete."""
-        ...
-
-    async def list_tasks(self, queue: str, state: str, group: str | None, offset: int,
-                         count: int) -> list[TaskRecord]:
-        """Up to ``count`` tasks of ``state`` from ``offset``, in processing order (pending
-        and active oldest first; the sorted sets by ascending score); aggregating tasks are
-        those of ``group`` (ValueError without one)."""
-        ...
-
-    async def task(self, queue: str, task_id: str) -> TaskRecord | None:
-        """One task, None when there is no such task."""
-        ...
-
-    async def tasks(self, keys: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
-        """Many tasks given as (queue, id) pairs, pipelined: one record or None per pair."""
-        ...
-
-    async def task_owner(self, queue: str, task_id: str) -> str | None:
-        """The server id of the worker holding ``task_id``'s lease (None: no owner)."""
-        ...
-
-    async def server_alive(self, server_id: str) -> bool:
-        """Whether worker ``server_id`` still publishes its state (its heartbeat runs)."""
-        ...
-
-    async def recover_task(self, outcome: Outcome, owner: str, lease_cutoff_ms: int | str) -> bool:
-        """Write ``outcome`` (retry or archive) for an active task: held by ``owner`` (any, if
-        ''), whose lease ended by ``lease_cutoff_ms`` (any lease, if ''). False: it was not."""
-        ...
-
-    async def delete_task(self, queue: str, task_id: str) -> int:
-        """Delete a task: 1 deleted, 0 not found, -1 active (not deleted)."""
-        ...
-
-    async def run_task(self, queue: str, task_id: str) -> int:
-        """Make a task pending now: 1 done, 0 not found, -1 active, -2 already pending."""
-        ...
-
-    async def archive_task(self, queue: str, task_id: str) -> int:
-        """Archive a task: 1 done, 0 not found, -1 active, -2 already archived."""
-        ...
-
-    async def update_payload(self, queue: str, task_id: str, old_msg: bytes, new_msg: bytes,
-                             payload: bytes) -> int:
-        """Replace a scheduled task's message and payload if its message is still
-        ``old_msg``: 1 updated, 0 not found, -1 not scheduled, -2 changed since read."""
-        ...
-
-    async def bulk(self, op: BulkOp, queue: str, state: str,
-                   group: str | None = None) -> tuple[int, int]:
-        """Apply ``op`` to every task of ``state`` (of ``group`` for aggregating), batch by
-        batch; returns how many tasks it applied to, and (archive only) how many of the oldest
-        archived tasks were deleted to keep the archive within its caps."""
-        ...
-
-    async def redis_info(self) -> dict[str, Any]:
-        """The server's INFO fields; on a cluster the first master's, with clients and memory
-        summed over the masters and ``cluster_masters`` set to their number."""
-        ...
-
-    async def servers(self, now_ms: int) -> list[tuple[bytes, dict[bytes, bytes]]]:
-        """``(state document, {task id: worker document})`` of every live server (JSON
-        bytes); entries that expired by ``now_ms`` are pruned."""
-        ...
-
-
-class ScheduleOps(Protocol):
-    """What schedulers write (claimed firings, history, published entries) and tools read.
-    Every method raises BrokerError when Redis fails."""
-
-    async def fire(self, task: NewTask, entry_id: str, tick_ms: int,
-                   prune_before_ms: int) -> FireCode:
-        """Claim the firing ``(entry_id, tick_ms)`` and store ``task`` in one atomic script.
-
-        Returns 2 when that tick (or a newer one) was already claimed, nothing stored; else
-        the store's EnqueueCode (the tick stays claimed whatever it is). Claims of ticks
-        older than ``prune_before_ms`` are dropped."""
-        ...
-
-    async def record_event(self, entry_id: str, event: bytes, at_ms: int, max_events: int,
-                           ttl_ms: int) -> None:
-        """Add ``event`` (JSON) to the entry's history at ``at_ms``, keeping the
-        ``max_events`` newest; the history expires ``ttl_ms`` after its last event."""
-        ...
-
-    async def publish_entries(self, scheduler_id: str, documents: Sequence[bytes],
-                              ttl_ms: int, now_ms: int) -> None:
-        """Replace the scheduler's published entries (JSON documents) for ``ttl_ms``."""
-        ...
-
-    async def clear_entries(self, scheduler_id: str) -> None:
-        """Remove the scheduler's published entries."""
-        ...
-
-    async def entry_documents(self) -> list[bytes]:
-        """The entry documents (JSON) of every live scheduler, scheduler by scheduler;
-        schedulers whose entries expired are pruned from the index."""
-        ...
-
-    async def event_documents(self, entry_id: str, start: int, stop: int) -> list[bytes]:
-        """Events (JSON) of an entry's history from rank ``start`` to ``stop`` (inclusive),
-        newest first; empty for an unknown entry."""
-        ...
+__all__ = [
+    "CANCEL_REQUESTED",
+    "LEASE_KEPT",
+    "LEASE_LOST",
+    "Backlog",
+    "Broker",
+    "BulkOp",
+    "EnqueueCode",
+    "EventFlush",
+    "FireCode",
+    "InspectOps",
+    "NewTask",
+    "Outcome",
+    "RawTask",
+    "RemoveMode",
+    "ScheduleOps",
+    "TaskRecord",
+    "is_broker",
+]
 
 
 @runtime_checkable

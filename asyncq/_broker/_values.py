@@ -1,0 +1,83 @@
+"""The values exchanged with a Broker: tasks as read and as stored, outcomes, records, and
+the codes its scripts return."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+from .._message import TaskMessage
+
+LEASE_LOST = 0
+LEASE_KEPT = 1
+CANCEL_REQUESTED = 2  # lease kept, and a cancellation of the task was requested
+
+
+class RawTask(NamedTuple):
+    """A task as read from Redis, before its message is decoded."""
+
+    id: str
+    msg: bytes
+    payload: bytes
+    retried: int
+    #: when it last became pending (Unix ms; 0 when unknown): a dequeue's queue wait starts here
+    pending_since: int = 0
+
+
+class NewTask(NamedTuple):
+    """Everything needed to store a new task."""
+
+    msg: TaskMessage
+    payload: bytes
+    process_at_ms: int  # 0 or <= now: ready now
+    unique_key: str | None  # lock key name, None when not unique
+    unique_ttl_ms: int
+
+
+EnqueueCode = Literal[1, 0, -1]  # 1 stored, 0 id conflict, -1 unique duplicate
+FireCode = Literal[2, 1, 0, -1]  # 2 the tick was claimed elsewhere, else as EnqueueCode
+BulkOp = Literal["delete", "run", "archive"]
+RemoveMode = Literal["check", "remove", "force"]
+#: ``await flush(queue)``: every event of the queue published before the call was delivered.
+EventFlush = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a leased task ended, written back by the worker (one script per outcome)."""
+
+    kind: Literal["done", "complete", "retry", "archive", "requeue"]
+    queue: str
+    task_id: str
+    retention_ms: int = 0
+    retry_at_ms: int = 0
+    error: str = ""  # why it failed; for "done", why it was revoked ("" = it succeeded)
+    is_failure: bool = True
+    result: bytes | None = None  # the handler's return value, encoded
+    result_enc: str = "b"  # "b" bytes or "j" JSON: how `result` was encoded
+
+
+class Backlog(NamedTuple):
+    """What a queue holds for workers to run now or soon (``Broker.backlog``)."""
+
+    pending: int
+    due: int  # scheduled and retry tasks due by the horizon asked for
+    groups: int  # groups holding tasks (aggregated into pending tasks later)
+    paused: bool
+
+
+class TaskRecord(NamedTuple):
+    """A task hash as read by the inspector, before its message is decoded."""
+
+    id: str
+    msg: bytes
+    payload: bytes
+    state: str
+    retried: int
+    error: str
+    failed_at_ms: int
+    completed_at_ms: int
+    result: bytes | None
+    score: int | None  # zset score; lease expiry for active tasks; None when there is none
+    result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
