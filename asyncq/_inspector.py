@@ -26,6 +26,17 @@ from ._errors import (
     TaskNotFoundError,
     TaskStateError,
 )
+from ._inspect_args import (
+    ARCHIVABLE,
+    COUNTER_DAYS,
+    DELETABLE,
+    QUEUED_STATES,
+    RUNNABLE,
+    ArchivedCount,
+    check_page,
+    check_state,
+    check_task_id,
+)
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
 from ._log import get_logger
 from ._message import decode_message
@@ -38,57 +49,7 @@ from ._scheduler._store import (
     list_scheduler_entries,
     list_scheduler_events,
 )
-from ._task import STORED_STATES, TaskInfo, TaskState
-
-
-class ArchivedCount(int):
-    """What ``archive_all`` returns: the number of tasks archived (an int), with ``trimmed``,
-    how many of the oldest archived tasks were deleted to keep the archive within its caps."""
-
-    trimmed: int
-
-    def __new__(cls, archived: int, trimmed: int = 0) -> ArchivedCount:
-        value = super().__new__(cls, archived)
-        value.trimmed = trimmed
-        return value
-
-
-_COUNTER_DAYS = 91  # daily counters live 90 days; one more covers a day boundary
-
-_DELETABLE = frozenset(s for s in STORED_STATES if s is not TaskState.ACTIVE)
-_RUNNABLE = frozenset({TaskState.SCHEDULED, TaskState.RETRY, TaskState.ARCHIVED,
-                       TaskState.COMPLETED, TaskState.AGGREGATING})
-_ARCHIVABLE = frozenset({TaskState.PENDING, TaskState.SCHEDULED, TaskState.RETRY,
-                         TaskState.COMPLETED, TaskState.AGGREGATING})
-_QUEUED_STATES = (TaskState.PENDING, TaskState.SCHEDULED, TaskState.RETRY, TaskState.ARCHIVED,
-                  TaskState.COMPLETED)
-
-
-def _state(state: TaskState | str) -> TaskState:
-    try:
-        found = TaskState(state)
-        if found in STORED_STATES:
-            return found
-    except ValueError:
-        pass
-    names = ", ".join(s.value for s in STORED_STATES)
-    raise ValueError(f"unknown task state {state!r}; expected one of {names}")
-
-
-def _page(page: int, page_size: int) -> None:
-    for name, value in (("page", page), ("page_size", page_size)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an int, got {value!r}")
-        if value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
-
-
-def _task_id(task_id: object) -> str:
-    if not isinstance(task_id, str):
-        raise TypeError(f"task id must be a str, got {task_id!r}")
-    if not task_id.strip():
-        raise ValueError("task id must not be blank")
-    return task_id
+from ._task import TaskInfo, TaskState
 
 
 class Inspector:
@@ -193,12 +154,12 @@ class Inspector:
         """
         await self._require_queue(queue)
         now = self._clock.now_ms()
-        days = [K.day_string(now - i * K.DAY_MS) for i in range(_COUNTER_DAYS)]
+        days = [K.day_string(now - i * K.DAY_MS) for i in range(COUNTER_DAYS)]
         code, active, queued = await self._ops.remove_queue(queue, "check", days)
         self._check_removable(queue, code, active, queued, force)
         for _ in range(10):
             if force:
-                for state in _QUEUED_STATES:
+                for state in QUEUED_STATES:
                     await self._ops.bulk("delete", queue, state.value)
                 for group, _size in await self._ops.groups(queue):
                     await self._ops.bulk("delete", queue, "aggregating", group)
@@ -236,8 +197,8 @@ class Inspector:
         aggregating: time added to the group, which ``group`` names). Active tasks whose lease
         ran out are marked ``is_orphaned``. A page past the end is empty.
         """
-        st = _state(state)
-        _page(page, page_size)
+        st = check_state(state)
+        check_page(page, page_size)
         if st is TaskState.AGGREGATING and not group:
             raise ValueError("aggregating tasks are listed per group: give the group")
         if st is not TaskState.AGGREGATING and group is not None:
@@ -258,7 +219,7 @@ class Inspector:
         """The task ``task_id`` in whichever queue holds it (its ids are UUIDs unless you chose
         them): one pipelined read over every queue. TaskNotFoundError when no queue has it,
         ValueError when several do (then name the queue)."""
-        task_id = _task_id(task_id)
+        task_id = check_task_id(task_id)
         queues = await self._ops.queue_names()
         records = await self._ops.tasks([(q, task_id) for q in queues])
         found = [(q, rec) for q, rec in zip(queues, records, strict=True) if rec is not None]
@@ -272,7 +233,7 @@ class Inspector:
 
     async def task_info(self, queue: str, task_id: str) -> TaskInfo:
         """One task, with its result and when it runs next (``next_process_at``)."""
-        task_id = _task_id(task_id)
+        task_id = check_task_id(task_id)
         await self._require_queue(queue)
         rec = await self._ops.task(queue, task_id)
         if rec is None:
@@ -287,7 +248,7 @@ class Inspector:
 
     async def delete_task(self, queue: str, task_id: str) -> None:
         """Delete a task in any state but active (releasing the unique lock it owns)."""
-        task_id = _task_id(task_id)
+        task_id = check_task_id(task_id)
         await self._require_queue(queue)
         code = await self._ops.delete_task(queue, task_id)
         self._check_code(code, queue, task_id,
@@ -296,7 +257,7 @@ class Inspector:
 
     async def run_task(self, queue: str, task_id: str) -> None:
         """Make a scheduled, retry, archived, completed or aggregating task pending now."""
-        task_id = _task_id(task_id)
+        task_id = check_task_id(task_id)
         await self._require_queue(queue)
         code = await self._ops.run_task(queue, task_id)
         self._check_code(code, queue, task_id, {-1: "the task is already running",
@@ -304,7 +265,7 @@ class Inspector:
 
     async def archive_task(self, queue: str, task_id: str) -> None:
         """Archive a pending, scheduled, retry, completed or aggregating task."""
-        task_id = _task_id(task_id)
+        task_id = check_task_id(task_id)
         await self._require_queue(queue)
         code = await self._ops.archive_task(queue, task_id)
         self._check_code(code, queue, task_id,
@@ -315,13 +276,13 @@ class Inspector:
         """Send back an active task whose lease expired or whose worker is gone (retried now,
         or archived when its retries are used up). TaskStateError when its lease is live:
         cancel it instead."""
-        task_id = _task_id(task_id)
+        task_id = check_task_id(task_id)
         await self._require_queue(queue)
         await recover_task(self._ops, self._clock, queue, task_id)
 
     async def update_task_payload(self, queue: str, task_id: str, payload: object) -> None:
         """Replace the payload of a scheduled task (bytes as they are, else JSON)."""
-        task_id = _task_id(task_id)
+        task_id = check_task_id(task_id)
         raw, enc = encode_payload(payload)
         await self._require_queue(queue)
         for _ in range(10):
@@ -339,7 +300,7 @@ class Inspector:
 
     async def _bulk(self, op: BulkOp, queue: str, state: TaskState | str, group: str | None,
                     allowed: frozenset[TaskState], verb: str) -> ArchivedCount:
-        st = _state(state)
+        st = check_state(state)
         if st not in allowed:
             ok = ", ".join(sorted(s.value for s in allowed))
             raise TaskStateError(f"cannot {verb} {st.value} tasks; {verb} applies to: {ok}")
@@ -365,12 +326,12 @@ class Inspector:
                          group: str | None = None) -> int:
         """Delete every task in ``state`` (not active); aggregating tasks of ``group``, or of
         every group when it is None. Returns how many were deleted."""
-        return int(await self._bulk("delete", queue, state, group, _DELETABLE, "delete"))
+        return int(await self._bulk("delete", queue, state, group, DELETABLE, "delete"))
 
     async def run_all(self, queue: str, state: TaskState | str, group: str | None = None) -> int:
         """Make every scheduled/retry/archived/completed/aggregating task of ``state`` pending,
         after the tasks already pending. Returns how many were moved."""
-        return int(await self._bulk("run", queue, state, group, _RUNNABLE, "run"))
+        return int(await self._bulk("run", queue, state, group, RUNNABLE, "run"))
 
     async def archive_all(self, queue: str, state: TaskState | str,
                           group: str | None = None) -> ArchivedCount:
@@ -380,13 +341,13 @@ class Inspector:
         archived tasks were deleted meanwhile: the archive keeps at most 10 000 tasks (and none
         older than 90 days). A trim is also logged as a warning.
         """
-        return await self._bulk("archive", queue, state, group, _ARCHIVABLE, "archive")
+        return await self._bulk("archive", queue, state, group, ARCHIVABLE, "archive")
 
     async def cancel(self, task_id: str, *, queue: str | None = None) -> bool:
         """Cancel ``task_id`` if it is running (the task then fails as usual: retry or
         archive); True when it was active and the cancellation is recorded, which its worker
         honours even if its pub/sub connection was reconnecting. See ``Client.cancel``."""
-        return await request_cancel(self._broker, _task_id(task_id), queue)
+        return await request_cancel(self._broker, check_task_id(task_id), queue)
 
     # -- servers, schedulers and Redis
 
@@ -414,5 +375,5 @@ class Inspector:
     async def scheduler_history(self, entry_id: str, page: int = 1,
                                 page_size: int = 30) -> list[SchedulerEvent]:
         """Enqueue events of one scheduler entry, newest first."""
-        _page(page, page_size)
+        check_page(page, page_size)
         return await list_scheduler_events(self._broker, entry_id, page, page_size)
