@@ -17,3 +17,13 @@ def printable(text: object) -> str:
     return "".join(c if c == " " or unicodedata.category(c) not in _UNSAFE
                    else c.encode("unicode_escape", "backslashreplace").decode("ascii")
                    for c in s)
+
+
+def scaled_bytes(n: int, units: tuple[str, str, str, str], sep: str = "") -> str:
+    """``n`` bytes in the largest of ``units`` (B, K, M, G by 1024) that keeps it under 1024:
+    ``2.5<sep>KiB``; whole bytes without a decimal."""
+    value, step = float(n), 0
+    while value >= 1024 and step < len(units) - 1:
+        value /= 1024
+        step += 1
+    return f"{value:.0f}{sep}{units[0]}" if step == 0 else f"{value:.1f}{sep}{units[step]}"

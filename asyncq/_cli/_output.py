@@ -15,7 +15,7 @@ import orjson
 from .._inspect_models import QueueInfo, ServerInfo
 from .._inspector import Inspector
 from .._task import TaskInfo
-from .._text import printable
+from .._text import printable, scaled_bytes
 from ._common import add_redis_args, check_redis
 
 PAYLOAD_WIDTH = 40
@@ -164,12 +164,7 @@ def fmt_duration(d: timedelta | float | None) -> str:
 
 
 def fmt_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f}{unit}" if unit == "B" else f"{value:.1f}{unit}"
-        value /= 1024
-    return f"{n}B"
+    return scaled_bytes(n, ("B", "KB", "MB", "GB"))
 
 
 def fmt_payload(t: TaskInfo, width: int = PAYLOAD_WIDTH) -> str:

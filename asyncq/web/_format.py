@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 import orjson
 
 from .._inspect_models import DailyStats
+from .._text import scaled_bytes
 
 #: Longest payload or result shown on a page; the rest is cut with a note.
 MAX_SHOWN = 64 * 1024
@@ -51,12 +52,7 @@ def _cut(kind: str, text: str, size: int) -> Shown:
 
 
 def human_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # unreachable
+    return scaled_bytes(n, ("B", "KiB", "MiB", "GiB"), " ")
 
 
 def human_duration(value: timedelta | None) -> str:

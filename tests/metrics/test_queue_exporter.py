@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
+from prom_helpers import Key, key, outcome_mux, samples
 
 import asyncq
 from asyncq._testing.redis_server import RedisServer
@@ -20,16 +20,7 @@ from asyncq.testing import WorkerFactory, wait_until
 pytestmark = pytest.mark.anyio
 
 
-def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of an exposition: {(name, sorted labels): value}."""
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return out
-
-
-async def scrape(app: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+async def scrape(app: Any) -> dict[Key, float]:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                  base_url="http://metrics") as http:
         response = await http.get("/metrics")
@@ -38,8 +29,8 @@ async def scrape(app: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], floa
     return samples(response.text)
 
 
-def q(name: str, queue: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return name, tuple(sorted({"queue": queue, **labels}.items()))
+def q(name: str, queue: str, **labels: str) -> Key:
+    return key(name, queue=queue, **labels)
 
 
 async def test_a_scrape_reports_what_a_known_workload_left(
@@ -47,16 +38,7 @@ async def test_a_scrape_reports_what_a_known_workload_left(
     asyncq_redis_url: str,
 ) -> None:
     work, waiting, stopped = (f"{asyncq_queue}-{s}" for s in ("work", "wait", "stop"))
-    mux = asyncq.ServeMux()
-
-    @mux.handler("ok")
-    async def ok(task: asyncq.Task) -> None:
-        pass
-
-    @mux.handler("bad")
-    async def bad(task: asyncq.Task) -> None:
-        raise ValueError("no")
-
+    mux = outcome_mux()
     await asyncq_client.enqueue_many([asyncq.Task("ok", i, queue=work) for i in range(3)]
                                      + [asyncq.Task("bad", i, queue=work, max_retry=0)
                                         for i in range(2)])

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
+from prom_helpers import Key, key, outcome_mux, samples
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 import asyncq
 from asyncq.metrics import WorkerMetrics
@@ -16,38 +15,8 @@ from asyncq.testing import WorkerFactory
 pytestmark = pytest.mark.anyio
 
 
-def samples(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = generate_latest(registry).decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for f in text_string_to_metric_families(text) for s in f.samples}
-
-
-def key(name: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return name, tuple(sorted(labels.items()))
-
-
-def workload_mux(gate: asyncio.Event, seen: dict[str, Any]) -> asyncq.ServeMux:
-    mux = asyncq.ServeMux()
-
-    @mux.handler("ok")
-    async def ok(task: asyncq.Task) -> None:
-        pass
-
-    @mux.handler("bad")
-    async def bad(task: asyncq.Task) -> None:
-        raise ValueError("no")
-
-    @mux.handler("gone")
-    async def gone(task: asyncq.Task) -> None:
-        raise asyncq.RevokeTask()
-
-    @mux.handler("hold")
-    async def hold(task: asyncq.Task) -> None:
-        if "started" in seen:
-            seen["started"].set()
-        await gate.wait()
-
-    return mux
+def registry_samples(registry: CollectorRegistry) -> dict[Key, float]:
+    return samples(generate_latest(registry).decode())
 
 
 async def test_outcomes_run_times_waits_and_gauges_after_a_known_workload(
@@ -55,22 +24,21 @@ async def test_outcomes_run_times_waits_and_gauges_after_a_known_workload(
 ) -> None:
     registry = CollectorRegistry()
     metrics = WorkerMetrics(registry)
-    gate = asyncio.Event()
-    seen: dict[str, Any] = {"started": asyncio.Event()}
+    gate, started = asyncio.Event(), asyncio.Event()
     q = asyncq_queue
     await asyncq_client.enqueue_many(
         [asyncq.Task("ok", i, queue=q) for i in range(4)]
         + [asyncq.Task("bad", 1, queue=q, max_retry=0),
            asyncq.Task("bad", 2, queue=q, max_retry=3),
            asyncq.Task("gone", queue=q)])
-    async with asyncq_worker(workload_mux(gate, seen), queues={q: 1}, concurrency=4,
+    async with asyncq_worker(outcome_mux(gate, started), queues={q: 1}, concurrency=4,
                              metrics=metrics) as w:
         await w.wait_drained(q)
-        m = samples(registry)
+        m = registry_samples(registry)
         hold = await asyncq_client.enqueue("hold", queue=q)
         async with asyncio.timeout(10):
-            await seen["started"].wait()
-        during = samples(registry)
+            await started.wait()
+        during = registry_samples(registry)
         gate.set()
         await w.wait_drained(q)
     assert hold.id
@@ -96,17 +64,17 @@ async def test_the_type_label_can_be_limited_or_turned_off(
     limited, off = CollectorRegistry(), CollectorRegistry()
     q = asyncq_queue
     await asyncq_client.enqueue_many([asyncq.Task("ok", queue=q), asyncq.Task("gone", queue=q)])
-    async with asyncq_worker(workload_mux(asyncio.Event(), {}), queues={q: 1},
+    async with asyncq_worker(outcome_mux(), queues={q: 1},
                              metrics=WorkerMetrics(limited, task_types=["ok"])) as w:
         await w.wait_drained(q)
     await asyncq_client.enqueue("ok", queue=q)
-    async with asyncq_worker(workload_mux(asyncio.Event(), {}), queues={q: 1},
+    async with asyncq_worker(outcome_mux(), queues={q: 1},
                              metrics=WorkerMetrics(off, task_types="none")) as w:
         await w.wait_drained(q)
-    types = {dict(labels).get("type") for (name, labels) in samples(limited)
+    types = {dict(labels).get("type") for (name, labels) in registry_samples(limited)
              if name == "asyncq_worker_task_outcomes_total"}
     assert types == {"ok", "other"}
-    types = {dict(labels).get("type") for (name, labels) in samples(off)
+    types = {dict(labels).get("type") for (name, labels) in registry_samples(off)
              if name == "asyncq_worker_task_outcomes_total"}
     assert types == {""}
     with pytest.raises(ValueError, match="task_types"):

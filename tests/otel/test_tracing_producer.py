@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
@@ -16,19 +12,6 @@ import asyncq.otel
 from asyncq import _tracing
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    asyncq.otel.instrument(provider)
-    try:
-        yield exporter
-    finally:
-        asyncq.otel.uninstrument()
-        assert _tracing.active is None
 
 
 async def test_enqueue_is_a_producer_span_whose_context_travels_in_the_headers(

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from prometheus_client.parser import text_string_to_metric_families
+from prom_helpers import samples
 from worker_helpers import worker_process
 
 import asyncq
@@ -22,18 +19,6 @@ import asyncq.otel
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    asyncq.otel.instrument(provider)
-    try:
-        yield exporter
-    finally:
-        asyncq.otel.uninstrument()
 
 
 def read_spans(path: Path) -> list[dict[str, Any]]:
@@ -85,8 +70,7 @@ async def test_a_handler_run_is_a_consumer_span_in_the_producers_trace(
     assert "0x" + archived["trace_id"] == consumed[1]["context"]["trace_id"]
     assert "0x" + archived["span_id"] == consumed[1]["context"]["span_id"]
     assert archived["type"] == "traced:fail" and archived["queue"] == asyncq_queue
-    metrics = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for f in text_string_to_metric_families(text) for s in f.samples}
+    metrics = samples(text)
     ok = ("asyncq_worker_task_outcomes_total",
           (("outcome", "succeeded"), ("queue", asyncq_queue), ("type", "traced:ok")))
     bad = ("asyncq_worker_task_outcomes_total",
