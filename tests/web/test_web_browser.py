@@ -1,89 +1,23 @@
-"""The dashboard in a real browser: Debian's headless chromium driven by playwright (never a
-downloaded browser), against a real Redis through a real uvicorn server. Screenshots of each
-page go to .run/screenshots/ (test artifacts)."""
+"""The dashboard in a real browser: overview → queue → task, archive and run
+again, pause; live counts; a script payload stays text; read-only and mounted inside a FastAPI
+app. Screenshots of each page go to .run/screenshots/ (test artifacts)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from anyio.from_thread import BlockingPortal, start_blocking_portal
-from conftest import XSS, serve
-from starlette.applications import Starlette
-from starlette.routing import Mount
+from conftest import SHOTS, XSS, serve, shot
+from fastapi import FastAPI
 
-from asyncq import Client, Inspector
 from asyncq.web import create_app
 
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[2] / ".run" / "screenshots"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-if not os.path.exists(CHROMIUM):
-    if os.geteuid() == 0:
-        pytest.fail(f"{CHROMIUM} not found: run `make browser-bin` (apt-get install chromium)",
-                    pytrace=False)
-    pytest.skip(f"{CHROMIUM} not found and not root: apt-get install chromium to run the "
-                "browser tests", allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api")
-expect = sync_api.expect
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.dialogs, page.errors = dialogs, errors
-    page.set_default_timeout(10_000)
-    try:
-        yield page
-    finally:
-        context.close()
-
-
-@pytest.fixture
-def portal() -> Iterator[BlockingPortal]:
-    """An event loop in a thread, for the test's own Redis calls (playwright's sync API owns
-    the test's thread)."""
-    with start_blocking_portal() as portal:
-        yield portal
-
-
-@pytest.fixture
-def redis_calls(portal: BlockingPortal, asyncq_redis_url: str) -> Callable[..., Any]:
-    """``call(lambda client, inspector: coroutine)`` run on the portal's loop."""
-    def call(fn: Callable[[Client, Inspector], Any]) -> Any:
-        async def run() -> Any:
-            async with Client(asyncq_redis_url) as client, Inspector(client.broker) as insp:
-                return await fn(client, insp)
-        return portal.call(run)
-    return call
-
-
-def shot(page: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+expect = pytest.importorskip("playwright.sync_api").expect
 
 
 def test_operate_a_queue_from_the_browser(page: Any, redis_calls: Callable[..., Any],
@@ -152,18 +86,24 @@ def test_a_script_payload_stays_text(page: Any, redis_calls: Callable[..., Any],
     assert page.dialogs == []
 
 
-def test_read_only_mounted_under_a_path(page: Any, redis_calls: Callable[..., Any],
-                                        asyncq_redis_url: str, asyncq_queue: str) -> None:
+def test_read_only_mounted_in_a_fastapi_app(page: Any, redis_calls: Callable[..., Any],
+                                            asyncq_redis_url: str, asyncq_queue: str) -> None:
     queue = asyncq_queue
     redis_calls(lambda c, i: c.enqueue("t", None, queue=queue, process_in=3600))
     dashboard = create_app(asyncq_redis_url, read_only=True)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         await dashboard.state.dashboard.close()  # a mounted app's own lifespan does not run
 
-    host = Starlette(routes=[Mount("/admin/queues", app=dashboard)], lifespan=lifespan)
+    host = FastAPI(lifespan=lifespan)
+
+    @host.get("/")
+    async def home() -> dict[str, str]:
+        return {"app": "the host"}
+
+    host.mount("/admin/queues", dashboard)
     with serve(host) as url:
         page.goto(f"{url}/admin/queues/")
         assert page.inner_text(".badge.ro") == "read-only"
@@ -173,6 +113,7 @@ def test_read_only_mounted_under_a_path(page: Any, redis_calls: Callable[..., An
         assert page.locator("form[method=post]").count() == 0
         page.wait_for_selector("#live-status.on")
         shot(page, "read-only")
+        assert page.request.get(f"{url}/").json() == {"app": "the host"}
         page.goto("about:blank")
     assert not page.errors, page.errors
 
