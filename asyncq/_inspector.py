@@ -110,12 +110,15 @@ class Inspector:
         await self._require_queue(queue)
         return await self._ops.queue_info(queue, self._clock.now_ms())
 
-    async def queue_infos(self, queues: Sequence[str] | None = None) -> list[QueueInfo]:
+    async def queue_infos(self, queues: Sequence[str] | None = None, *,
+                          memory: bool = True) -> list[QueueInfo]:
         """``queue_info`` of every known queue (or of ``queues``, which need not be known: an
         unknown one reads as empty), read in one pipeline: a dashboard's or an exporter's
-        cost grows with the number of queues, not with round trips."""
+        cost grows with the number of queues, not with round trips. ``memory=False`` skips
+        the sampled memory estimate (``memory_usage`` reads 0), about three quarters of the
+        cost: for refreshes several times a second."""
         names = await self.queues() if queues is None else list(queues)
-        return await self._ops.queue_infos(names, self._clock.now_ms())
+        return await self._ops.queue_infos(names, self._clock.now_ms(), memory)
 
     async def history(self, queue: str, days: int = 7) -> list[DailyStats]:
         """Processed/failed counts for today and the ``days - 1`` previous UTC days, newest

@@ -201,6 +201,9 @@ async def test_queue_infos_reads_many_queues_at_once_like_queue_info(
     assert [i.pending for i in many[:-1]] == list(range(30))
     assert many[3].paused and many[0].scheduled == 1
     assert many[-1].size == 0  # an unknown queue reads as empty
+    counts_only = await inspector.queue_infos(queues, memory=False)
+    assert [i.pending for i in counts_only] == list(range(30))
+    assert all(i.memory_usage == 0 for i in counts_only) and many[5].memory_usage > 0
     known = {i.queue for i in await inspector.queue_infos()}
     assert set(queues) <= known
 

@@ -66,9 +66,11 @@ class RedisInspectOps:
     async def queue_info(self, queue: str, now_ms: int) -> QueueInfo:
         return (await self.queue_infos([queue], now_ms))[0]
 
-    async def queue_infos(self, queues: Sequence[str], now_ms: int) -> list[QueueInfo]:
-        """Snapshots of many queues in one pipeline (two scripts per queue), so their cost
-        grows with the number of queues, not the round trips."""
+    async def queue_infos(self, queues: Sequence[str], now_ms: int,
+                          memory: bool = True) -> list[QueueInfo]:
+        """Snapshots of many queues in one pipeline (one script per queue, two with the
+        ``memory`` estimate, its costliest part), so their cost grows with the number of
+        queues, not the round trips."""
         day = K.day_string(now_ms)
         calls: list[ScriptCall] = []
         for queue in queues:
@@ -79,15 +81,18 @@ class RedisInspectOps:
                  qk.paused, qk.processed, qk.failed, qk.processed_day(day),
                  qk.failed_day(day), qk.groups, qk.aggregation_sets, qk.lease],
                 [qk.task_prefix, qk.group_prefix, now_ms]))
-            calls.append(ScriptCall(
-                "inspect_memory_usage",
-                [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
-                 qk.groups, qk.lease],
-                [qk.task_prefix, qk.group_prefix, MEMORY_SAMPLE, MEMORY_GROUP_SAMPLE]))
+            if memory:
+                calls.append(ScriptCall(
+                    "inspect_memory_usage",
+                    [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived,
+                     qk.completed, qk.groups, qk.lease],
+                    [qk.task_prefix, qk.group_prefix, MEMORY_SAMPLE, MEMORY_GROUP_SAMPLE]))
         replies = await self.runner.run_many(calls)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply_error("reading a queue", reply)
+        if not memory:
+            return [_queue_info(queue, replies[i], 0, now_ms) for i, queue in enumerate(queues)]
         return [_queue_info(queue, replies[2 * i], replies[2 * i + 1], now_ms)
                 for i, queue in enumerate(queues)]
 

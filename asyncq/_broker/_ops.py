@@ -34,8 +34,10 @@ class InspectOps(Protocol):
         latency of the oldest pending task and sampled memory use, as of ``now_ms``."""
         ...
 
-    async def queue_infos(self, queues: Sequence[str], now_ms: int) -> list[QueueInfo]:
-        """``queue_info`` of many queues in one pipeline, in the order given."""
+    async def queue_infos(self, queues: Sequence[str], now_ms: int,
+                          memory: bool = True) -> list[QueueInfo]:
+        """``queue_info`` of many queues in one pipeline, in the order given; without
+        ``memory`` the sampled memory estimate is skipped (``memory_usage`` reads 0)."""
         ...
 
     async def daily_counts(self, queue: str, days: Sequence[str]) -> list[tuple[int, int]]:

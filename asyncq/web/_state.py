@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._broker import Broker
 from .._client import Client
@@ -16,6 +16,9 @@ from .._inspector import Inspector
 
 #: Snapshots younger than this are served from the cache (seconds).
 SNAPSHOT_TTL = 0.5
+#: The sampled memory estimate (three quarters of a snapshot's Redis work) is read again only
+#: after this many seconds, or when a page is rendered (seconds).
+MEMORY_TTL = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,8 @@ class Dashboard:
         self._inspector: Inspector | None = None
         self._client: Client | None = None
         self._cache: tuple[float, dict[str, QueueInfo]] | None = None
+        self._memory: dict[str, int] = {}
+        self._memory_at = 0.0
         self._cache_lock = asyncio.Lock()
 
     @property
@@ -67,7 +72,7 @@ class Dashboard:
         async with self._cache_lock:
             cached = self._cache
             if fresh or cached is None or time.monotonic() - cached[0] > SNAPSHOT_TTL:
-                cached = (time.monotonic(), await self._read_all())
+                cached = (time.monotonic(), await self._read_all(fresh))
                 self._cache = cached
         infos = cached[1]
         if queues is None:
@@ -77,11 +82,20 @@ class Dashboard:
             infos = {**infos, **await self._read(missing)}
         return {q: infos[q] for q in queues if q in infos}
 
-    async def _read_all(self) -> dict[str, QueueInfo]:
-        return await self._read(await self.inspector.queues())
+    async def _read_all(self, fresh: bool = False) -> dict[str, QueueInfo]:
+        return await self._read(await self.inspector.queues(), fresh)
 
-    async def _read(self, queues: list[str]) -> dict[str, QueueInfo]:
+    async def _read(self, queues: list[str], fresh: bool = False) -> dict[str, QueueInfo]:
         """Every queue in one pipeline (Inspector.queue_infos): the overview of 100 queues
-        costs a round trip or two, not 200."""
-        infos = await self.inspector.queue_infos(queues)
+        costs a round trip or two, not 200. Memory estimates older than ``MEMORY_TTL`` (or
+        any when ``fresh``) are read again; otherwise the last ones are reused."""
+        now = time.monotonic()
+        memory = (fresh or now - self._memory_at > MEMORY_TTL
+                  or any(q not in self._memory for q in queues))
+        infos = await self.inspector.queue_infos(queues, memory=memory)
+        if memory:
+            self._memory.update((i.queue, i.memory_usage) for i in infos)
+            self._memory_at = now
+        else:
+            infos = [replace(i, memory_usage=self._memory[i.queue]) for i in infos]
         return {info.queue: info for info in infos}

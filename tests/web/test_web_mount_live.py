@@ -15,6 +15,7 @@ from starlette.routing import Mount, Route
 
 from asyncq import Client, Inspector
 from asyncq.web import create_app
+from asyncq.web._format import human_bytes
 
 pytestmark = pytest.mark.anyio
 
@@ -72,10 +73,14 @@ async def test_live_counts_arrive_over_server_sent_events(
             docs = _documents(stream)
             first = await anext(docs)
             assert first["queues"][asyncq_queue]["pending"] == 1
+            assert first["queues"][asyncq_queue]["memory"] != human_bytes(0)  # estimated
             assert "no active task" in first["active_html"]
             await asyncq_client.enqueue("t", None, queue=asyncq_queue)
             second = await anext(docs)
             assert second["queues"][asyncq_queue]["pending"] == 2
+            # the memory estimate, the costly part of a snapshot, is reused between updates
+            assert second["queues"][asyncq_queue]["memory"] == first["queues"][asyncq_queue][
+                "memory"]
 
 
 async def _documents(stream: httpx.Response):  # type: ignore[no-untyped-def]
