@@ -1,0 +1,31 @@
+-- limit_usage: how much of each key of some limits is in use, read-only.
+-- KEYS[1] lease zset         asyncq:{q}:lease
+-- ARGV[1] now, Unix ms
+-- ARGV[2...] triples: kind ('c' or 'r'), state prefix of a key, period ms (rate; '0' else)
+-- Returns: per triple {in use, waiting}: live slot holders (their lease or manual hold has
+--   not ended), or starts in the current window; and tasks deferred in its line.
+local now = tonumber(ARGV[1])
+local out = {}
+for i = 2, #ARGV, 3 do
+  local state = ARGV[i + 1]
+  local used = 0
+  if ARGV[i] == 'c' then
+    local members = redis.call('ZRANGE', state .. 'held', 0, -1, 'WITHSCORES')
+    for j = 1, #members, 2 do
+      local m = members[j]
+      local e
+      if string.sub(m, 1, 2) == 'm:' then
+        e = tonumber(members[j + 1])
+      else
+        e = tonumber(redis.call('ZSCORE', KEYS[1], m) or '-1')
+      end
+      if e >= now then
+        used = used + 1
+      end
+    end
+  else
+    used = redis.call('ZCOUNT', state .. 'win', '(' .. (now - tonumber(ARGV[i + 2])), '+inf')
+  end
+  out[#out + 1] = {used, redis.call('ZCARD', state .. 'wait')}
+end
+return out

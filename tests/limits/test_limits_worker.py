@@ -1,0 +1,177 @@
+"""Declared limits in a worker: a task over its limit waits (deferred, no retry used, counted
+neither processed nor failed) while other types keep flowing; slots free when tasks end."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from redis.asyncio import Redis
+
+import asyncq
+from asyncq import _keys as K
+from asyncq.testing import WorkerFactory, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+class Gauge:
+    """How many handlers run at once, and the most seen."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.most = 0
+        self.done: list[str] = []
+        self.starts: list[float] = []
+
+    async def run(self, task: asyncq.Task, seconds: float) -> None:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        self.starts.append(time.monotonic())
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.now -= 1
+        assert task.id is not None
+        self.done.append(task.id)
+
+
+async def test_concurrency_limit_holds_and_other_types_keep_flowing(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    redis_client: Redis,
+) -> None:
+    q = asyncq_queue
+    gauge = Gauge()
+    quick: list[str] = []
+    mux = asyncq.ServeMux()
+
+    @mux.handler("slow", limits=[asyncq.ConcurrencyLimit(2)])
+    async def slow(task: asyncq.Task) -> None:
+        await gauge.run(task, 0.05)
+
+    @mux.handler("quick")
+    async def run_quick(task: asyncq.Task) -> None:
+        assert task.id is not None
+        quick.append(task.id)
+
+    await asyncq_client.enqueue_many(asyncq.Task("slow", {"i": i}, queue=q) for i in range(12))
+    async with asyncq_worker(mux, queues={q: 1}, concurrency=10) as w:
+        await asyncq_client.enqueue_many(asyncq.Task("quick", {}, queue=q) for _ in range(5))
+        await wait_until(lambda: len(quick) == 5, timeout=5, message="quick tasks ran")
+        assert len(gauge.done) < 12  # the quick ones did not wait for the limited ones
+        await w.wait_drained(include_scheduled=True, timeout=15)
+        deferred = w.worker.processor.limits.deferred  # type: ignore[union-attr]
+    assert len(gauge.done) == 12 and gauge.most == 2
+    assert deferred > 0
+    info = await asyncq.Inspector(redis_client).queue_info(q)
+    assert (info.processed, info.failed) == (17, 0)  # refusals count as nothing
+    stored = await redis_client.keys(K.queue_keys(q).base + "limit:*held")
+    assert stored == []  # every slot given back
+
+
+async def test_rate_limit_spaces_starts(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    q = asyncq_queue
+    gauge = Gauge()
+    mux = asyncq.ServeMux()
+
+    @mux.handler("tick", limits=[asyncq.RateLimit("10/0.5s")])
+    async def tick(task: asyncq.Task) -> None:
+        await gauge.run(task, 0)
+
+    await asyncq_client.enqueue_many(asyncq.Task("tick", {"i": i}, queue=q) for i in range(30))
+    async with asyncq_worker(mux, queues={q: 1}, concurrency=20) as w:
+        await w.wait_drained(include_scheduled=True, timeout=15)
+    starts = sorted(gauge.starts)
+    assert len(starts) == 30
+    for i in range(len(starts) - 10):
+        assert starts[i + 10] - starts[i] >= 0.5 - 0.01, (i, starts[i + 10] - starts[i])
+    assert starts[-1] - starts[0] < 1.5 + 0.5  # 30 at 10 per 0.5 s: about 1 s after the first
+
+
+async def test_keyed_limits_are_independent(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    q = asyncq_queue
+    gauges = {"a": Gauge(), "b": Gauge()}
+    mux = asyncq.ServeMux()
+
+    @mux.handler("call", limits=[asyncq.ConcurrencyLimit(1, key=lambda t: t.json()["t"])])
+    async def call(task: asyncq.Task) -> None:
+        await gauges[task.json()["t"]].run(task, 0.05)
+
+    await asyncq_client.enqueue_many(asyncq.Task("call", {"t": t, "i": i}, queue=q)
+                                     for i in range(6) for t in "ab")
+    async with asyncq_worker(mux, queues={q: 1}, concurrency=10) as w:
+        await wait_until(lambda: gauges["a"].now and gauges["b"].now, timeout=5,
+                         message="both tenants run at once")
+        await w.wait_drained(include_scheduled=True, timeout=15)
+        uses = await asyncq.Inspector(w.worker.broker).limits(q)
+    assert [g.most for g in gauges.values()] == [1, 1]
+    assert [len(g.done) for g in gauges.values()] == [6, 6]
+    assert {(u.kind, u.name, u.key, u.limit, u.in_use) for u in uses} == {
+        ("concurrency", "call", "a", 1, 0), ("concurrency", "call", "b", 1, 0)}
+
+
+async def test_a_failing_key_fails_the_task_like_its_handler(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    redis_client: Redis,
+) -> None:
+    q = asyncq_queue
+    ran: list[str] = []
+    mux = asyncq.ServeMux()
+
+    @mux.handler("call", limits=[asyncq.ConcurrencyLimit(1, key=lambda t: t.json()["t"])])
+    async def call(task: asyncq.Task) -> None:
+        ran.append(task.json()["t"])
+
+    info = await asyncq_client.enqueue("call", {"x": 1}, queue=q, max_retry=0)
+    async with asyncq_worker(mux, queues={q: 1}) as w:
+        await w.wait_drained(timeout=10)
+    stored = await asyncq.Inspector(redis_client).task_info(q, info.id)
+    assert ran == [] and stored.state == asyncq.TaskState.ARCHIVED
+    assert "the key of limit 'call' failed" in (stored.last_error or "")
+
+
+async def test_typed_task_limits(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    q = asyncq_queue
+    gauge = Gauge()
+    mux = asyncq.ServeMux()
+
+    @mux.task("typed:add", queue=q, limits=[asyncq.ConcurrencyLimit(1)])
+    async def add(task: asyncq.Task, a: int, b: int) -> int:
+        await gauge.run(task, 0.02)
+        return a + b
+
+    for i in range(5):
+        await add.enqueue(asyncq_client, i, 1)
+    async with asyncq_worker(mux, queues={q: 1}, concurrency=5) as w:
+        await w.wait_drained(include_scheduled=True, timeout=10)
+    assert len(gauge.done) == 5 and gauge.most == 1
+
+
+def test_bad_limits_are_refused_at_registration() -> None:
+    mux = asyncq.ServeMux()
+
+    async def h(task: asyncq.Task) -> None: ...
+
+    for bad in ("100", "x/s", "10/fortnight", "0/s", (10, 0), "-1/s"):
+        with pytest.raises(ValueError):
+            asyncq.RateLimit(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        asyncq.RateLimit(100)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        asyncq.ConcurrencyLimit(0)
+    with pytest.raises(TypeError):
+        asyncq.ConcurrencyLimit(5, key="tenant")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        mux.handle("a", h, limits=["5/s"])  # type: ignore[list-item]
+    with pytest.raises(ValueError):
+        mux.handle("a", h, limits=[asyncq.RateLimit("5/s"), asyncq.RateLimit("9/m")])
+    assert mux.patterns() == []
+    assert asyncq.RateLimit("5000/h").period_ms == 3_600_000
+    assert (asyncq.RateLimit((3, 0.25)).n, asyncq.RateLimit((3, 0.25)).period_ms) == (3, 250)
