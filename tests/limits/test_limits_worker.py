@@ -175,3 +175,35 @@ def test_bad_limits_are_refused_at_registration() -> None:
     assert mux.patterns() == []
     assert asyncq.RateLimit("5000/h").period_ms == 3_600_000
     assert (asyncq.RateLimit((3, 0.25)).n, asyncq.RateLimit((3, 0.25)).period_ms) == (3, 250)
+
+
+async def test_slots_of_a_dead_holder_free_when_its_lease_ends(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    """A worker that vanished while holding the only slot: the waiting task starts once the
+    dead one's lease has ended, without anybody giving the slot back."""
+    from asyncq._broker._limit_ops import LimitClaim, LimitSpec
+
+    q = asyncq_queue
+    starts: dict[str, float] = {}
+    mux = asyncq.ServeMux()
+
+    @mux.handler("api", limits=[asyncq.ConcurrencyLimit(1)])
+    async def api(task: asyncq.Task) -> None:
+        assert task.id is not None
+        starts.setdefault(task.id, time.monotonic())
+
+    ghost = await asyncq_client.enqueue("api", {}, queue=q)
+    broker = asyncq_client.broker
+    leased, _ = await broker.dequeue(q, 1, "ghost", 800, 1000)
+    assert [t.id for t in leased] == [ghost.id]
+    taken = await broker.limits.acquire(  # type: ignore[attr-defined]
+        q, "ghost", [LimitClaim(ghost.id, [(LimitSpec("concurrency", "api", 1), "")])])
+    lease_end = time.monotonic() + 0.8
+    assert taken == [0]
+    other = await asyncq_client.enqueue("api", {}, queue=q)
+    async with asyncq_worker(mux, queues={q: 1}, recover_interval=0.2, recover_grace=0.1,
+                             lease_duration=3, retry_delay=lambda n, e, t: 0) as w:
+        await wait_until(lambda: len(starts) == 2, timeout=10, message="both ran")
+        await w.wait_drained(include_scheduled=True, timeout=10)
+    assert starts[other.id] >= lease_end - 0.05
