@@ -11,8 +11,8 @@ import time
 import anyio
 import orjson
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 from prom_helpers import key, samples
+from prometheus_client import CollectorRegistry, generate_latest
 from redis.asyncio import Redis
 
 import asyncq
