@@ -18,12 +18,13 @@ from ._runner import ScriptRunner
 
 class LimitSpec(NamedTuple):
     """One limit as the scripts see it: kind "concurrency" or "rate", its name, its size and
-    (rate) its period."""
+    (rate) its period and how many may start at once."""
 
     kind: str
     name: str
     n: int
     period_ms: int = 0
+    burst: int = 0
 
     @property
     def field(self) -> str:
@@ -32,7 +33,9 @@ class LimitSpec(NamedTuple):
 
     @property
     def value(self) -> str:
-        return f"{self.n}/{self.period_ms}" if self.kind == "rate" else str(self.n)
+        if self.kind == "rate":
+            return f"{self.n}/{self.period_ms}/{self.burst}"
+        return str(self.n)
 
 
 class LimitClaim(NamedTuple):
@@ -88,7 +91,7 @@ class LimitOps:
             for spec, key in claim.limits:
                 base = K.limit_base(queue, spec.kind, spec.name)
                 args += (spec.kind[0], spec.field, spec.value, K.limit_keyset(base), key,
-                         K.limit_state(base, key), spec.n, spec.period_ms)
+                         K.limit_state(base, key), spec.n, spec.period_ms, spec.burst)
         out = await self._runner.run(
             "limit_acquire", [qk.active, qk.lease, qk.scheduled, K.limits_registry(queue)], args)
         return [int(x) for x in out]
@@ -141,8 +144,8 @@ def _spec(field: str, value: str) -> LimitSpec | None:
         if kind == "c" and sep:
             return LimitSpec("concurrency", name, int(value))
         if kind == "r" and sep:
-            n, _, period = value.partition("/")
-            return LimitSpec("rate", name, int(n), int(period))
+            n, period, burst = [*value.split("/"), "0"][:3]
+            return LimitSpec("rate", name, int(n), int(period), int(burst))
     except ValueError:
         pass
     return None

@@ -28,7 +28,7 @@ def spec_of(limit: Limit) -> LimitSpec:
     """The broker's view of a named limit."""
     assert limit.name is not None
     if isinstance(limit, RateLimit):
-        return LimitSpec("rate", limit.name, limit.n, limit.period_ms)
+        return LimitSpec("rate", limit.name, limit.n, limit.period_ms, limit.burst)
     return LimitSpec("concurrency", limit.name, limit.n)
 
 

@@ -101,18 +101,30 @@ class ConcurrencyLimit:
 @dataclass(frozen=True, slots=True, init=False)
 class RateLimit:
     """At most ``n`` task starts in any window of ``period_ms`` across every worker (per key
-    value, with ``key``): ``RateLimit("100/s")``, ``RateLimit((5, 2.5))`` (5 per 2.5 s)."""
+    value, with ``key``): ``RateLimit("100/s")``, ``RateLimit((5, 2.5))`` (5 per 2.5 s).
+
+    Starts are paced, one every ``period / n`` on average, with at most ``burst`` at once
+    after a quiet spell (default: a tenth of ``n``, at least 1; ``burst=n`` lets a whole
+    window's worth start at once). Paced starts reach the API they guard as evenly as they
+    were admitted; a burst of ``n`` would reach it spread by however long the workers take to
+    start ``n`` handlers, and could then overlap the next window's burst."""
 
     n: int
     period_ms: int
+    burst: int
     key: KeyFunc | None
     name: str | None
 
     def __init__(self, rate: str | tuple[int, float], key: KeyFunc | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, burst: int | None = None) -> None:
         n, period = parse_rate(rate)
+        if burst is None:
+            burst = max(1, n // 10)
+        elif _check_size(burst, "a rate's burst") > n:
+            raise ValueError(f"a rate's burst ({burst}) must be at most its count ({n})")
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "period_ms", period)
+        object.__setattr__(self, "burst", burst)
         object.__setattr__(self, "key", _check_key(key))
         object.__setattr__(self, "name", _check_name(name))
 
@@ -153,7 +165,7 @@ def check_limits(limits: Iterable[Limit] | None, pattern: str) -> tuple[Limit, .
 def _named(limit: Limit, name: str) -> Limit:
     if isinstance(limit, RateLimit):
         copy = object.__new__(RateLimit)
-        for f in ("n", "period_ms", "key"):
+        for f in ("n", "period_ms", "burst", "key"):
             object.__setattr__(copy, f, getattr(limit, f))
         object.__setattr__(copy, "name", name)
         return copy

@@ -5,14 +5,16 @@
 -- KEYS[2] lease zset         asyncq:{q}:lease
 -- KEYS[3] scheduled zset     asyncq:{q}:scheduled
 -- KEYS[4] limit registry     asyncq:{q}:limits  (HASH '<c|r>:<name>' -> 'n' or 'n/period_ms')
--- ARGV[1] now, Unix ms
+-- ARGV[1] now, Unix ms, by the worker's clock (what lease ends are compared with); rate
+--   windows use the Redis server's clock instead, read here, so a worker whose call waited
+--   (a busy event loop, a slow network) cannot count its starts earlier than they happen.
 -- ARGV[2] task key prefix    asyncq:{q}:t:
 -- ARGV[3] owner: the worker holding the tasks' leases ('' for a manual hold, see below)
 -- ARGV[4...] one claim after another: holder, hold-until ms ('0' for a task: its hold lives
 --   as long as its lease; else a manual hold living until then, holder 'm:<id>'), limit
 --   count L, then L times: kind ('c' concurrency, 'r' rate), registry field, registry value,
---   key set (asyncq:{q}:limit:...:keys), key value, state prefix (<p>held, <p>wait, <p>win
---   are its keys), size n, period ms.
+--   key set (asyncq:{q}:limit:...:keys), key value, state prefix (<p>held, <p>wait, <p>win,
+--   <p>tat are its keys), size n, period ms, burst (rate: how many may start at once).
 -- Returns: one number per claim: 0 taken; -1 the task is no longer active under this owner
 --   (nothing changed); else the Unix ms it was deferred to (a manual hold is not deferred:
 --   that is when to try again).
@@ -20,8 +22,13 @@
 -- or hold-until time (manual) has not ended, so a dead worker's slots free when its leases
 -- expire. A deferred task waits in <p>wait: for a slot, in arrival order, woken by
 -- limit_release; for a token, scored by the time its token is due.
+-- A rate admits a start only while its window (the last `period` ms) holds fewer than n
+-- starts, and paces them: one every period/n on average, at most `burst` at once (<p>tat is
+-- the theoretical time of the next start, as in a cell-rate algorithm).
 -- @include _lib.lua
 local now = tonumber(ARGV[1])
+local server = redis.call('TIME')
+local rnow = tonumber(server[1]) * 1000 + math.floor(tonumber(server[2]) / 1000)
 local tprefix = ARGV[2]
 local owner = ARGV[3]
 local base = asyncq_base(KEYS[1], 'active')
@@ -56,10 +63,20 @@ local function slots(held, n)
   return c, earliest
 end
 
--- When the token of a refused claim is due: waiters keep their place in line; the k-th
--- waiter gets the token freed when the start k places on in the window leaves it.
-local function token_due(win, wait, holder, n, period, c)
-  redis.call('ZREMRANGEBYSCORE', wait, '-inf', now - period - 10000)
+-- Is a start allowed now? Else when the token of this claim is due: waiters keep their
+-- place in line; the k-th waiter gets the k-th token, whichever of the window (the start k
+-- places on leaving it) and the pace (k intervals after the next one) allows it later.
+local function rate_due(state, holder, n, period, burst)
+  local interval = period / n
+  local win = state .. 'win'
+  redis.call('ZREMRANGEBYSCORE', win, '-inf', rnow - period)
+  local c = redis.call('ZCARD', win)
+  local next_at = tonumber(redis.call('GET', state .. 'tat') or '0') - (burst - 1) * interval
+  if c < n and rnow >= next_at then
+    return 0
+  end
+  local wait = state .. 'wait'
+  redis.call('ZREMRANGEBYSCORE', wait, '-inf', rnow - period - 10000)
   local mine = redis.call('ZSCORE', wait, holder)
   local ahead
   if mine then
@@ -67,16 +84,25 @@ local function token_due(win, wait, holder, n, period, c)
   else
     ahead = redis.call('ZCARD', wait)
   end
-  local idx = c - n + ahead
-  local e = redis.call('ZRANGE', win, idx % c, idx % c, 'WITHSCORES')
-  return tonumber(e[2]) + period * (math.floor(idx / c) + 1)
+  local due = math.max(next_at, rnow) + ahead * interval
+  if c >= n then
+    local idx = c - n + ahead
+    local e = redis.call('ZRANGE', win, idx % c, idx % c, 'WITHSCORES')
+    if e[2] then
+      due = math.max(due, tonumber(e[2]) + period * (math.floor(idx / c) + 1))
+    end
+  end
+  -- Deferred tasks come back in groups, on a grid of at most 50 ms (half a burst's worth of
+  -- tokens at most): one forward and one dequeue per group, not per token.
+  local grain = math.min(50, interval * burst / 2)
+  return math.ceil(math.ceil(due / grain) * grain)
 end
 
 local i = 4
 while i <= #ARGV do
   local holder, until_ms, count = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local first = i + 3
-  i = first + count * 8
+  i = first + count * 9
   local tkey = tprefix .. holder
   local manual = until_ms > 0
   local v = manual and {'active', owner} or redis.call('HMGET', tkey, 'state', 'owner')
@@ -85,7 +111,7 @@ while i <= #ARGV do
   else
     local due = 0
     local refused = {}
-    for j = first, i - 1, 8 do
+    for j = first, i - 1, 9 do
       local kind, state, n, period = ARGV[j], ARGV[j + 5], tonumber(ARGV[j + 6]),
         tonumber(ARGV[j + 7])
       if kind == 'c' then
@@ -97,21 +123,19 @@ while i <= #ARGV do
           end
         end
       else
-        local win = state .. 'win'
-        redis.call('ZREMRANGEBYSCORE', win, '-inf', now - period)
-        local c = redis.call('ZCARD', win)
-        if c >= n then
-          due = math.max(due, token_due(win, state .. 'wait', holder, n, period, c))
+        local at = rate_due(state, holder, n, period, tonumber(ARGV[j + 8]))
+        if at > 0 then
+          due = math.max(due, at)
           refused[#refused + 1] = j
         end
       end
     end
-    for j = first, i - 1, 8 do
+    for j = first, i - 1, 9 do
       redis.call('HSET', KEYS[4], ARGV[j + 1], ARGV[j + 2])
       redis.call('SADD', ARGV[j + 3], ARGV[j + 4])
     end
     if #refused == 0 then
-      for j = first, i - 1, 8 do
+      for j = first, i - 1, 9 do
         local state = ARGV[j + 5]
         if ARGV[j] == 'c' then
           local hold = until_ms
@@ -120,7 +144,12 @@ while i <= #ARGV do
           end
           redis.call('ZADD', state .. 'held', hold, holder)
         else
-          redis.call('ZADD', state .. 'win', now, now .. ':' .. holder)
+          local period = tonumber(ARGV[j + 7])
+          local tat = tonumber(redis.call('GET', state .. 'tat') or '0')
+          redis.call('ZADD', state .. 'win', rnow, rnow .. ':' .. holder)
+          redis.call('PEXPIRE', state .. 'win', period + 1000)
+          redis.call('SET', state .. 'tat', math.max(tat, rnow) + period / tonumber(ARGV[j + 6]),
+            'PX', period + 1000)
         end
         redis.call('ZREM', state .. 'wait', holder)
       end

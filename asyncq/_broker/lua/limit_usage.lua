@@ -1,10 +1,12 @@
 -- limit_usage: how much of each key of some limits is in use, read-only.
 -- KEYS[1] lease zset         asyncq:{q}:lease
--- ARGV[1] now, Unix ms
+-- ARGV[1] now, Unix ms (lease ends are compared with it; rate windows use the server's clock)
 -- ARGV[2...] triples: kind ('c' or 'r'), state prefix of a key, period ms (rate; '0' else)
 -- Returns: per triple {in use, waiting}: live slot holders (their lease or manual hold has
 --   not ended), or starts in the current window; and tasks deferred in its line.
 local now = tonumber(ARGV[1])
+local server = redis.call('TIME')
+local rnow = tonumber(server[1]) * 1000 + math.floor(tonumber(server[2]) / 1000)
 local out = {}
 for i = 2, #ARGV, 3 do
   local state = ARGV[i + 1]
@@ -24,7 +26,7 @@ for i = 2, #ARGV, 3 do
       end
     end
   else
-    used = redis.call('ZCOUNT', state .. 'win', '(' .. (now - tonumber(ARGV[i + 2])), '+inf')
+    used = redis.call('ZCOUNT', state .. 'win', '(' .. (rnow - tonumber(ARGV[i + 2])), '+inf')
   end
   out[#out + 1] = {used, redis.call('ZCARD', state .. 'wait')}
 end
