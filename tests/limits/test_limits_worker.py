@@ -86,9 +86,11 @@ async def test_rate_limit_spaces_starts(
         await w.wait_drained(include_scheduled=True, timeout=15)
     starts = sorted(gauge.starts)
     assert len(starts) == 30
+    # Admissions are exact by the Redis clock; a handler's first line may lag its admission
+    # by a few ms of event loop work, hence the small tolerance.
     for i in range(len(starts) - 10):
-        assert starts[i + 10] - starts[i] >= 0.5 - 0.01, (i, starts[i + 10] - starts[i])
-    assert starts[-1] - starts[0] < 1.5 + 0.5  # 30 at 10 per 0.5 s: about 1 s after the first
+        assert starts[i + 10] - starts[i] >= 0.5 - 0.03, (i, starts[i + 10] - starts[i])
+    assert starts[-1] - starts[0] < 1.5 + 0.5  # paced: one per 50 ms, 30 in about 1.45 s
 
 
 async def test_keyed_limits_are_independent(
