@@ -18,7 +18,8 @@
 -- Returns: one number per claim: 0 taken; -1 the task is no longer active under this owner
 --   (nothing changed); else the Unix ms it was deferred to (a manual hold is not deferred:
 --   that is when to try again).
--- A concurrency slot is a member of <p>held; it counts only while its holder's lease (task)
+-- A concurrency slot is a member of <p>held (score: when it was taken, or a manual hold's
+-- end); it counts only while its holder's lease (task)
 -- or hold-until time (manual) has not ended, so a dead worker's slots free when its leases
 -- expire. A deferred task waits in <p>wait: for a slot, in arrival order, woken by
 -- limit_release; for a token, scored by the time its token is due.
@@ -28,12 +29,13 @@
 -- @include _lib.lua
 local now = tonumber(ARGV[1])
 local server = redis.call('TIME')
-local rnow = tonumber(server[1]) * 1000 + math.floor(tonumber(server[2]) / 1000)
+local rnow = tonumber(server[1]) * 1000 + tonumber(server[2]) / 1000  -- ms, to the µs
 local tprefix = ARGV[2]
 local owner = ARGV[3]
 local base = asyncq_base(KEYS[1], 'active')
 local listening = asyncq_listening(base)
 local out = {}
+local registered = {}  -- (key set, key) pairs written to the registry by this call
 
 local function expiry(member, score)
   if string.sub(member, 1, 2) == 'm:' then
@@ -105,7 +107,8 @@ while i <= #ARGV do
   i = first + count * 9
   local tkey = tprefix .. holder
   local manual = until_ms > 0
-  local v = manual and {'active', owner} or redis.call('HMGET', tkey, 'state', 'owner')
+  local v = manual and {'active', owner} or redis.call('HMGET', tkey, 'state', 'owner',
+    'limited')
   if not asyncq_owned(v[1], v[2], owner) then
     out[#out + 1] = -1
   else
@@ -115,8 +118,9 @@ while i <= #ARGV do
       local kind, state, n, period = ARGV[j], ARGV[j + 5], tonumber(ARGV[j + 6]),
         tonumber(ARGV[j + 7])
       if kind == 'c' then
-        if not redis.call('ZSCORE', state .. 'held', holder) then
-          local c, earliest = slots(state .. 'held', n)
+        local held = state .. 'held'
+        if redis.call('ZCARD', held) >= n and not redis.call('ZSCORE', held, holder) then
+          local c, earliest = slots(held, n)
           if c >= n then
             due = math.max(due, (earliest or now) + 1)
             refused[#refused + 1] = j
@@ -131,18 +135,18 @@ while i <= #ARGV do
       end
     end
     for j = first, i - 1, 9 do
-      redis.call('HSET', KEYS[4], ARGV[j + 1], ARGV[j + 2])
-      redis.call('SADD', ARGV[j + 3], ARGV[j + 4])
+      local seen = ARGV[j + 3] .. '\n' .. ARGV[j + 4]
+      if not registered[seen] then
+        registered[seen] = true
+        redis.call('HSET', KEYS[4], ARGV[j + 1], ARGV[j + 2])
+        redis.call('SADD', ARGV[j + 3], ARGV[j + 4])
+      end
     end
     if #refused == 0 then
       for j = first, i - 1, 9 do
         local state = ARGV[j + 5]
         if ARGV[j] == 'c' then
-          local hold = until_ms
-          if not manual then
-            hold = tonumber(redis.call('ZSCORE', KEYS[2], holder) or now)
-          end
-          redis.call('ZADD', state .. 'held', hold, holder)
+          redis.call('ZADD', state .. 'held', manual and until_ms or now, holder)
         else
           local period = tonumber(ARGV[j + 7])
           local tat = tonumber(redis.call('GET', state .. 'tat') or '0')
@@ -151,9 +155,11 @@ while i <= #ARGV do
           redis.call('SET', state .. 'tat', math.max(tat, rnow) + period / tonumber(ARGV[j + 6]),
             'PX', period + 1000)
         end
-        redis.call('ZREM', state .. 'wait', holder)
+        if v[3] then
+          redis.call('ZREM', state .. 'wait', holder)
+        end
       end
-      if not manual then
+      if v[3] then
         redis.call('HDEL', tkey, 'limited')
       end
       out[#out + 1] = 0

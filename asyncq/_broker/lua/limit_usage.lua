@@ -6,7 +6,7 @@
 --   not ended), or starts in the current window; and tasks deferred in its line.
 local now = tonumber(ARGV[1])
 local server = redis.call('TIME')
-local rnow = tonumber(server[1]) * 1000 + math.floor(tonumber(server[2]) / 1000)
+local rnow = tonumber(server[1]) * 1000 + tonumber(server[2]) / 1000  -- ms, to the µs
 local out = {}
 for i = 2, #ARGV, 3 do
   local state = ARGV[i + 1]
