@@ -12,8 +12,9 @@ from typing import Any, NamedTuple
 
 from .. import _keys as K
 from .._clock import Clock
+from ._calls import ScriptCall
 from ._replies import text
-from ._runner import ScriptRunner
+from ._runner import ScriptRunner, reply_error
 
 
 class LimitSpec(NamedTuple):
@@ -85,16 +86,32 @@ class LimitOps:
         """Take every limit of each claim, or defer its task: per claim 0 taken, -1 its task
         is not active under ``owner`` (nothing done), else the Unix ms it is deferred to."""
         qk = K.queue_keys(queue)
-        args: list[Any] = [self._clock.now_ms(), qk.task_prefix, owner]
+        table: list[Any] = []
+        where: dict[tuple[LimitSpec, str], int] = {}  # each limit key once, by ARGV position
+        tail: list[Any] = []
         for claim in claims:
-            args += (claim.holder, claim.hold_until_ms, len(claim.limits))
+            tail += (claim.holder, claim.hold_until_ms, len(claim.limits))
             for spec, key in claim.limits:
-                base = K.limit_base(queue, spec.kind, spec.name)
-                args += (spec.kind[0], spec.field, spec.value, K.limit_keyset(base), key,
-                         K.limit_state(base, key), spec.n, spec.period_ms, spec.burst)
-        out = await self._runner.run(
-            "limit_acquire", [qk.active, qk.lease, qk.scheduled, K.limits_registry(queue)], args)
-        return [int(x) for x in out]
+                at = where.get((spec, key))
+                if at is None:
+                    at = where[(spec, key)] = 5 + len(table)
+                    base = K.limit_base(queue, spec.kind, spec.name)
+                    table += (spec.kind[0], spec.field, spec.value, K.limit_keyset(base), key,
+                              K.limit_state(base, key), spec.n, spec.period_ms, spec.burst)
+                tail.append(at)
+        call = ScriptCall("limit_acquire",
+                          [qk.active, qk.lease, qk.scheduled, K.limits_registry(queue)],
+                          [self._clock.now_ms(), qk.task_prefix, owner, len(where), *table,
+                           *tail])
+        return [int(x) for x in await self._one(call)]
+
+    async def _one(self, call: ScriptCall) -> Any:
+        """One script call through the runner's pipeline (hand-packed RESP on a single node:
+        a claim of a whole dequeue batch has many arguments)."""
+        (reply,) = await self._runner.run_many([call])
+        if isinstance(reply, Exception):
+            raise reply_error(call.name, reply)
+        return reply
 
     async def release(self, queue: str, owner: str,
                       holds: Sequence[tuple[str, str]]) -> int:
@@ -104,8 +121,8 @@ class LimitOps:
         args: list[Any] = [self._clock.now_ms(), qk.task_prefix, owner, K.WAKE_CHANNEL, queue]
         for holder, prefix in holds:
             args += (holder, prefix)
-        return int(await self._runner.run(
-            "limit_release", [qk.pending, qk.scheduled, qk.waiters], args))
+        return int(await self._one(
+            ScriptCall("limit_release", [qk.pending, qk.scheduled, qk.waiters], args)))
 
     async def renew(self, prefix: str, holder: str, until_ms: int) -> bool:
         """Extend a manual hold; False when it is gone (it ended, or was taken as expired)."""

@@ -104,10 +104,11 @@ class RateLimit:
     value, with ``key``): ``RateLimit("100/s")``, ``RateLimit((5, 2.5))`` (5 per 2.5 s).
 
     Starts are paced, one every ``period / n`` on average, with at most ``burst`` at once
-    after a quiet spell (default: a tenth of ``n``, at least 1; ``burst=n`` lets a whole
-    window's worth start at once). Paced starts reach the API they guard as evenly as they
-    were admitted; a burst of ``n`` would reach it spread by however long the workers take to
-    start ``n`` handlers, and could then overlap the next window's burst."""
+    after a quiet spell, or as many as 50 ms of pace if that is more (default: a tenth of
+    ``n``, at least 1; ``burst=n`` lets a whole window's worth start at once). Paced starts
+    reach the API they guard as evenly as they were admitted; a burst of ``n`` would reach it
+    spread by however long the workers take to start ``n`` handlers, and could then overlap
+    the next window's burst."""
 
     n: int
     period_ms: int

@@ -10,11 +10,13 @@
 --   (a busy event loop, a slow network) cannot count its starts earlier than they happen.
 -- ARGV[2] task key prefix    asyncq:{q}:t:
 -- ARGV[3] owner: the worker holding the tasks' leases ('' for a manual hold, see below)
--- ARGV[4...] one claim after another: holder, hold-until ms ('0' for a task: its hold lives
---   as long as its lease; else a manual hold living until then, holder 'm:<id>'), limit
---   count L, then L times: kind ('c' concurrency, 'r' rate), registry field, registry value,
---   key set (asyncq:{q}:limit:...:keys), key value, state prefix (<p>held, <p>wait, <p>win,
---   <p>tat are its keys), size n, period ms, burst (rate: how many may start at once).
+-- ARGV[4] L: how many limit keys follow, then L times 9 fields: kind ('c' concurrency,
+--   'r' rate), registry field, registry value, key set (asyncq:{q}:limit:...:keys), key value,
+--   state prefix (<p>held, <p>wait, <p>win, <p>tat are its keys), size n, period ms, burst
+--   (rate: how many may start at once)
+-- ARGV[5 + 9L...] one claim after another: holder, hold-until ms ('0' for a task: its hold
+--   lives as long as its lease; else a manual hold living until then, holder 'm:<id>'),
+--   limit count C, then C ARGV positions of the first fields of its limit keys.
 -- Returns: one number per claim: 0 taken; -1 the task is no longer active under this owner
 --   (nothing changed); else the Unix ms it was deferred to (a manual hold is not deferred:
 --   that is when to try again).
@@ -24,8 +26,9 @@
 -- expire. A deferred task waits in <p>wait: for a slot, in arrival order, woken by
 -- limit_release; for a token, scored by the time its token is due.
 -- A rate admits a start only while its window (the last `period` ms) holds fewer than n
--- starts, and paces them: one every period/n on average, at most `burst` at once (<p>tat is
--- the theoretical time of the next start, as in a cell-rate algorithm).
+-- starts, and paces them: one every period/n on average, at most `burst` at once, or as many
+-- as 50 ms of pace when that is more (<p>tat is the theoretical time of the next start, as in
+-- a cell-rate algorithm).
 -- @include _lib.lua
 local now = tonumber(ARGV[1])
 local server = redis.call('TIME')
@@ -73,7 +76,10 @@ local function rate_due(state, holder, n, period, burst)
   local win = state .. 'win'
   redis.call('ZREMRANGEBYSCORE', win, '-inf', rnow - period)
   local c = redis.call('ZCARD', win)
-  local next_at = tonumber(redis.call('GET', state .. 'tat') or '0') - (burst - 1) * interval
+  -- Pace tolerance: a start may come this much ahead of its even pace (a burst, or a
+  -- deferred task back a little late must not lose its token for good).
+  local tolerance = math.max((burst - 1) * interval, 50)
+  local next_at = tonumber(redis.call('GET', state .. 'tat') or '0') - tolerance
   if c < n and rnow >= next_at then
     return 0
   end
@@ -94,17 +100,17 @@ local function rate_due(state, holder, n, period, burst)
       due = math.max(due, tonumber(e[2]) + period * (math.floor(idx / c) + 1))
     end
   end
-  -- Deferred tasks come back in groups, on a grid of at most 50 ms (half a burst's worth of
-  -- tokens at most): one forward and one dequeue per group, not per token.
-  local grain = math.min(50, interval * burst / 2)
+  -- Deferred tasks come back in groups, on a grid of at most 50 ms (half the tolerance): one
+  -- forward and one dequeue per group, not per token.
+  local grain = math.min(50, tolerance / 2)
   return math.ceil(math.ceil(due / grain) * grain)
 end
 
-local i = 4
+local i = 5 + tonumber(ARGV[4]) * 9
 while i <= #ARGV do
   local holder, until_ms, count = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local first = i + 3
-  i = first + count * 9
+  i = first + count
   local tkey = tprefix .. holder
   local manual = until_ms > 0
   local v = manual and {'active', owner} or redis.call('HMGET', tkey, 'state', 'owner',
@@ -114,7 +120,8 @@ while i <= #ARGV do
   else
     local due = 0
     local refused = {}
-    for j = first, i - 1, 9 do
+    for x = first, i - 1 do
+      local j = tonumber(ARGV[x])
       local kind, state, n, period = ARGV[j], ARGV[j + 5], tonumber(ARGV[j + 6]),
         tonumber(ARGV[j + 7])
       if kind == 'c' then
@@ -134,7 +141,8 @@ while i <= #ARGV do
         end
       end
     end
-    for j = first, i - 1, 9 do
+    for x = first, i - 1 do
+      local j = tonumber(ARGV[x])
       local seen = ARGV[j + 3] .. '\n' .. ARGV[j + 4]
       if not registered[seen] then
         registered[seen] = true
@@ -143,7 +151,8 @@ while i <= #ARGV do
       end
     end
     if #refused == 0 then
-      for j = first, i - 1, 9 do
+      for x = first, i - 1 do
+        local j = tonumber(ARGV[x])
         local state = ARGV[j + 5]
         if ARGV[j] == 'c' then
           redis.call('ZADD', state .. 'held', manual and until_ms or now, holder)
