@@ -130,7 +130,8 @@ class LimitOps:
                                                prefix + "held", "XX", "CH", until_ms, holder))
 
     async def usage(self, queue: str) -> list[LimitUse]:
-        """Every limit used in ``queue`` and each of its keys, with what is in use now."""
+        """Every limit used in ``queue`` and each of its keys, with what is in use now (a key
+        with nothing held, waiting or in its window is listed one last time, then forgotten)."""
         registry = await self._runner.command("reading limits", "HGETALL",
                                               K.limits_registry(queue))
         specs = sorted(s for f, v in registry.items()
@@ -147,7 +148,9 @@ class LimitOps:
             return []
         args: list[Any] = [self._clock.now_ms()]
         for spec, key in rows:
-            args += (spec.kind[0], state_prefix(queue, spec, key), spec.period_ms)
+            base = K.limit_base(queue, spec.kind, spec.name)
+            args += (spec.kind[0], K.limit_state(base, key), spec.period_ms,
+                     K.limit_keyset(base), key)
         out = await self._runner.run("limit_usage", [K.queue_keys(queue).lease], args)
         return [LimitUse(queue, spec.kind, spec.name, key, spec.n, spec.period_ms,
                          int(used), int(waiting))
