@@ -5,8 +5,6 @@ masters hold side by side across two workers, and the Inspector reads them all."
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import RedisCluster
@@ -28,33 +26,24 @@ from asyncq._connection import connect
 from asyncq.testing import wait_drained
 
 from .conftest import SlotChecker
+from .test_cluster import queues_on_each_master
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-async def rc(cluster: LocalCluster, anyio_backend: object) -> AsyncIterator[RedisCluster]:
-    client, close = connect(cluster.url)
-    assert isinstance(client, RedisCluster)
-    await client.initialize()
+async def test_limits_hold_per_queue_on_every_master(
+    cluster: LocalCluster, slot_checker: SlotChecker,
+) -> None:
+    redis, close = connect(cluster.url)
     try:
-        yield client
+        await _limits_hold(cluster, redis, slot_checker)  # type: ignore[arg-type]
     finally:
         await close()
 
 
-def queues_on_each_master(cluster: LocalCluster) -> list[str]:
-    chosen: dict[int, str] = {}
-    while len(chosen) < len(cluster.master_ports()):
-        name = f"lim-{uuid.uuid4().hex[:8]}"
-        chosen.setdefault(cluster.node_for_slot(key_slot(name.encode())), name)
-    return list(chosen.values())
-
-
-async def test_limits_hold_per_queue_on_every_master(
-    cluster: LocalCluster, rc: RedisCluster, slot_checker: SlotChecker,
-) -> None:
-    queues = queues_on_each_master(cluster)
+async def _limits_hold(cluster: LocalCluster, redis: RedisCluster,
+                       slot_checker: SlotChecker) -> None:
+    queues = list(queues_on_each_master(cluster).values())
     running = dict.fromkeys(queues, 0)
     most = dict.fromkeys(queues, 0)
     done: list[str] = []
@@ -77,8 +66,8 @@ async def test_limits_hold_per_queue_on_every_master(
                    "forward_interval": 0.1}
         async with Worker(cluster.url, mux, **options) as w1, \
                 Worker(cluster.url, mux, **options) as w2:
-            await wait_drained(rc, queues, worker=w1, timeout=30, include_scheduled=True)
-            await wait_drained(rc, queues, worker=w2, timeout=10)
+            await wait_drained(redis, queues, worker=w1, timeout=30, include_scheduled=True)
+            await wait_drained(redis, queues, worker=w2, timeout=10)
             async with Inspector(cluster.url) as inspector:
                 uses = await inspector.limits()
     assert sorted(done) == sorted(q for q in queues for _ in range(15))
@@ -88,12 +77,12 @@ async def test_limits_hold_per_queue_on_every_master(
                     for kind, key in (("concurrency", "acme{1}"), ("rate", ""))}
     for q in queues:
         held = K.limit_state(K.limit_base(q, "concurrency", "api"), "acme{1}") + "held"
-        assert await rc.cluster_keyslot(held) == key_slot(q.encode())
+        assert await redis.cluster_keyslot(held) == key_slot(q.encode())
     assert {"limit_acquire", "limit_release", "limit_usage"} <= set(slot_checker.calls)
 
 
 async def test_limiter_by_hand_on_a_cluster(cluster: LocalCluster) -> None:
-    q = queues_on_each_master(cluster)[0]
+    q = next(iter(queues_on_each_master(cluster).values()))
     async with Client(cluster.url) as client:
         limiter = Limiter(client, ConcurrencyLimit(1, name="by-hand"), queue=q)
         async with limiter.acquire("k"):
