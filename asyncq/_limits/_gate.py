@@ -101,7 +101,7 @@ class LimitGate:
             msg = decode_message(raw.msg)
         except Exception:
             return None
-        limits = self.limits.for_type(msg.type)
+        limits, owner = self.limits.resolve(msg.type)
         if not limits:
             return None
         keyed: list[tuple[LimitSpec, str]] = []
@@ -114,7 +114,7 @@ class LimitGate:
                 try:
                     key = key_text(limit.key(task))
                 except Exception as exc:
-                    self.limits.key_errors[raw.id] = LimitKeyError(
+                    owner.key_errors[raw.id] = LimitKeyError(
                         f"the key of limit {limit.name!r} failed for this task: "
                         f"{type(exc).__name__}: {exc}")
                     return None

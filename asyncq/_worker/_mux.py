@@ -70,6 +70,8 @@ class ServeMux:
             raise ValueError(f"a handler is already registered for {pattern!r}")
         if checked:
             wrapped = self.limits.register(checked, wrapped)
+        if isinstance(handler, ServeMux):
+            self.limits.nest(handler.limits)
         self._exact[pattern] = wrapped
         self._prefixes.append((pattern, wrapped))
         self._prefixes.sort(key=lambda item: -len(item[0]))

@@ -219,3 +219,26 @@ async def test_slots_of_a_dead_holder_free_when_its_lease_ends(
         await wait_until(lambda: len(starts) == 2, timeout=10, message="both ran")
         await w.wait_drained(include_scheduled=True, timeout=10)
     assert starts[other.id] >= lease_end - 0.05
+
+
+async def test_limits_of_a_mux_nested_in_another_hold(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    q = asyncq_queue
+    gauge = Gauge()
+    inner = asyncq.ServeMux()
+
+    @inner.handler("api:call", limits=[asyncq.ConcurrencyLimit(1, key=lambda t: t.json()["t"])])
+    async def call(task: asyncq.Task) -> None:
+        await gauge.run(task, 0.02)
+
+    outer = asyncq.ServeMux()
+    outer.handle("api:", inner)
+    await asyncq_client.enqueue_many(asyncq.Task("api:call", {"t": "a"}, queue=q)
+                                     for _ in range(4))
+    bad = await asyncq_client.enqueue("api:call", {}, queue=q, max_retry=0)
+    async with asyncq_worker(outer, queues={q: 1}, concurrency=5) as w:
+        await w.wait_drained(include_scheduled=True, timeout=10)
+        stored = await asyncq.Inspector(w.worker.broker).task_info(q, bad.id)
+    assert len(gauge.done) == 4 and gauge.most == 1
+    assert "the key of limit 'api:call' failed" in (stored.last_error or "")
