@@ -101,8 +101,9 @@ async def test_rate_limit_of_200_per_second_across_three_workers(
     assert admissions.most_starts_in(1.0) <= rate
     assert sustained >= 0.9 * rate
     # A handler starts a little after its admission; on a loaded machine that delay varies
-    # (p99 ~85 ms measured on 2 busy cores), which is all that can push a window over.
-    assert runs.most_starts_in(1.0) <= rate * 1.1
+    # (p99 ~85 ms, max ~230 ms measured on 2 busy cores), which is all that can push a window
+    # of handler starts over: 207-223 seen. This bound only catches a limit that is not kept.
+    assert runs.most_starts_in(1.0) <= rate * 1.25
     assert (n - 1) / runs.start_span() >= 0.9 * rate
 
 
