@@ -121,3 +121,35 @@ async def test_limiter_by_hand_shares_the_declared_limit(
         asyncq.Limiter(asyncq_client, asyncq.ConcurrencyLimit(2))  # no name
     with pytest.raises(TypeError):
         asyncq.Limiter(object(), asyncq.ConcurrencyLimit(2, name="x"))
+
+
+async def test_events_tell_a_deferral_and_the_wake_up(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    """A refused task is told active -> scheduled (with when it is due at the latest), then
+    scheduled -> pending when the slot it waits for is given back, and it runs."""
+    q = asyncq_queue
+    release = asyncio.Event()
+    started: list[str] = []
+    S = asyncq.TaskState
+    async with asyncq_client.events(q) as events, \
+            asyncq_worker(limited_mux(release, started), queues={q: 1}) as w:
+        first = await asyncq_client.enqueue("api", {"t": "x"}, queue=q)
+        second = await asyncq_client.enqueue("api", {"t": "x"}, queue=q)
+        third = await asyncq_client.enqueue("api", {"t": "x"}, queue=q)
+        got: list[asyncq.TaskEvent] = []
+        async with asyncio.timeout(10):
+            async for event in events:
+                assert isinstance(event, asyncq.TaskEvent)
+                if event.id == third.id:
+                    got.append(event)
+                    if event.state is S.SCHEDULED:
+                        release.set()
+                    if event.state is S.COMPLETED:
+                        break
+        await w.wait_drained(include_scheduled=True, timeout=10)
+    assert {first.id, second.id} <= set(started)
+    assert [(e.previous, e.state) for e in got] == [
+        (None, S.PENDING), (S.PENDING, S.ACTIVE), (S.ACTIVE, S.SCHEDULED),
+        (S.SCHEDULED, S.PENDING), (S.PENDING, S.ACTIVE), (S.ACTIVE, S.COMPLETED)]
+    assert got[2].retried == 0 and got[2].next_process_at is not None
