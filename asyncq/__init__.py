@@ -30,6 +30,7 @@ from ._errors import (
 from ._events import EventsLost, TaskEvent
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, WorkerInfo
 from ._inspector import Inspector
+from ._limits import ConcurrencyLimit, Limiter, LimitUse, RateLimit
 from ._log_setup import configure_logging
 from ._scheduler import (
     PeriodicTaskConfig,
@@ -51,6 +52,7 @@ __all__ = [
     "BrokerError",
     "Client",
     "Clock",
+    "ConcurrencyLimit",
     "ConnectionOptions",
     "DailyStats",
     "DecodeError",
@@ -62,12 +64,15 @@ __all__ = [
     "HandlerNotFoundError",
     "Inspector",
     "LeaseExpiredError",
+    "LimitUse",
+    "Limiter",
     "Middleware",
     "PeriodicTaskConfig",
     "PeriodicTaskManager",
     "QueueInfo",
     "QueueNotEmptyError",
     "QueueNotFoundError",
+    "RateLimit",
     "ResultNotKeptError",
     "Retry",
     "RevokeTask",

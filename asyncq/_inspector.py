@@ -38,6 +38,7 @@ from ._inspect_args import (
     check_task_id,
 )
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
+from ._limits import LimitUse, limit_ops_of
 from ._log import get_logger
 from ._message import decode_message
 from ._payload import encode_payload
@@ -119,6 +120,14 @@ class Inspector:
         cost: for refreshes several times a second."""
         names = await self.queues() if queues is None else list(queues)
         return await self._ops.queue_infos(names, self._clock.now_ms(), memory)
+
+    async def limits(self, queue: str | None = None) -> list[LimitUse]:
+        """Every rate and concurrency limit used in ``queue`` (in every known queue when
+        None), one entry per limit and key value: its size, what is in use now and how many
+        tasks wait for it. What a dashboard's limits page shows."""
+        ops = limit_ops_of(self._broker)
+        names = await self.queues() if queue is None else [K.validate_queue_name(queue)]
+        return [use for q in names for use in await ops.usage(q)]
 
     async def history(self, queue: str, days: int = 7) -> list[DailyStats]:
         """Processed/failed counts for today and the ``days - 1`` previous UTC days, newest

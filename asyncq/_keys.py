@@ -206,3 +206,28 @@ def scheduler_ticks_key(queue: str) -> str:
     It lives in the queue's hash slot so one script can claim the tick and store the task.
     """
     return queue_keys(queue).base + "scheduler_ticks"
+
+
+# -- limits (see asyncq/_limits): per queue, so one script can take a slot and defer the task
+
+def limits_registry(queue: str) -> str:
+    """HASH ``<kind>:<name>`` -> the limit as last declared (``n`` or ``n/period_ms``)."""
+    return queue_keys(queue).base + "limits"
+
+
+def limit_base(queue: str, kind: str, name: str) -> str:
+    """Prefix of one limit's keys: ``asyncq:{queue}:limit:<c|r>:<name length>:<name>:`` (the
+    length keeps a name holding ':' apart from a key value)."""
+    return f"{queue_keys(queue).base}limit:{kind[0]}:{len(name.encode())}:{name}:"
+
+
+def limit_keyset(base: str) -> str:
+    """SET of the key values a limit has been used with (what ``asyncq limit ls`` lists)."""
+    return base + "keys"
+
+
+def limit_state(base: str, key: str) -> str:
+    """Prefix of one key value's state: ``<that>held`` (ZSET holder -> expiry ms),
+    ``<that>wait`` (ZSET waiting task -> order or due ms), ``<that>win`` (ZSET of the starts in
+    the rate window)."""
+    return f"{base}k:{key}:"

@@ -36,3 +36,8 @@ class RunObserver(Protocol):
     def lease_renewals_failed(self, count: int) -> None:
         """Leases the worker could not renew."""
         ...
+
+    def limit_deferred(self, queue: str, task_type: str) -> None:
+        """A leased task was deferred, not run: a rate or concurrency limit refused it. (An
+        observer without this method is fine: the worker looks it up once.)"""
+        ...

@@ -20,6 +20,8 @@ PUBLIC = {
     "default_retry_delay",
     # typed task definitions (@mux.task)
     "AsyncTaskDefinition", "SyncTaskDefinition", "TaskDefinition",
+    # rate and concurrency limits
+    "ConcurrencyLimit", "Limiter", "LimitUse", "RateLimit",
 }
 
 

@@ -22,6 +22,7 @@ from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import BrokerError
 from ._calls import ScriptCall, batch_call, finish_call, store_call
 from ._inspect import RedisInspectOps
+from ._limit_ops import LimitOps
 from ._maintenance import MaintenanceOps
 from ._protocol import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from ._replies import enqueue_code, must_register, raw_tasks, register, text
@@ -58,6 +59,8 @@ class RedisBroker:
         self.maintenance = MaintenanceOps(self.runner, clock)
         self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
+        self.limits = LimitOps(self.runner, clock)
+        """Rate and concurrency limit state (see ``asyncq._limits``)."""
 
     async def ping(self) -> None:
         await self.runner.command("ping", "PING")

@@ -17,6 +17,7 @@ from . import (
     _cron_cmd,
     _dash_cmd,
     _group_cmd,
+    _limit_cmd,
     _metrics_cmd,
     _queue_cmd,
     _scheduler_cmd,
@@ -29,7 +30,7 @@ from . import (
 from ._common import CLIError
 
 COMMANDS = [_worker_cmd, _scheduler_cmd, _cron_cmd,
-            _stats_cmd, _queue_cmd, _task_cmd, _group_cmd, _server_cmd, _dash_cmd,
+            _stats_cmd, _queue_cmd, _task_cmd, _group_cmd, _limit_cmd, _server_cmd, _dash_cmd,
             _metrics_cmd, _web_cmd]
 
 

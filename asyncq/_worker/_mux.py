@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from .._errors import HandlerNotFoundError
+from .._limits import HandlerLimits, Limit, check_limits
 from .._task import Task
 from .._typed import TaskDecorator, TaskDefinition
 from ._config import Lifespan, check_lifespan
@@ -48,28 +49,41 @@ class ServeMux:
         self._prefixes: list[tuple[str, Handler]] = []  # longest first
         self._middlewares: list[Middleware] = []
         self._chains: dict[str, Handler] = {}
+        #: The rate and concurrency limits handlers were registered with (see ``handle``).
+        self.limits = HandlerLimits(self.match)
 
-    def handle(self, pattern: str, handler: SyncOrAsyncHandler) -> None:
+    def handle(self, pattern: str, handler: SyncOrAsyncHandler, *,
+               limits: Sequence[Limit] | None = None) -> None:
         """Register ``handler`` for ``pattern``; a blank or duplicate pattern, or a handler
         that is not callable, is an error. A sync handler (a plain ``def``) runs in a worker
         thread: it is registered wrapped in an async handler (so ``match`` returns that
-        wrapper, whose ``__wrapped__`` is the function) and middlewares wrap it like any."""
+        wrapper, whose ``__wrapped__`` is the function) and middlewares wrap it like any.
+
+        ``limits``: ``asyncq.ConcurrencyLimit``/``RateLimit`` objects every worker enforces
+        together before starting a task of this handler (a limit without ``name=`` is named
+        after ``pattern``)."""
         if not isinstance(pattern, str) or not pattern.strip():
             raise ValueError("handler pattern must be a non-blank string")
+        checked = check_limits(limits, pattern)
         wrapped = check_handler(handler, f"the handler for {pattern!r}")
         if pattern in self._exact:
             raise ValueError(f"a handler is already registered for {pattern!r}")
+        if checked:
+            wrapped = self.limits.register(checked, wrapped)
+        if isinstance(handler, ServeMux):
+            self.limits.nest(handler.limits)
         self._exact[pattern] = wrapped
         self._prefixes.append((pattern, wrapped))
         self._prefixes.sort(key=lambda item: -len(item[0]))
         self._chains.clear()
 
-    def handler(self, pattern: str) -> Callable[[H], H]:
+    def handler(self, pattern: str, *,
+                limits: Sequence[Limit] | None = None) -> Callable[[H], H]:
         """Decorator form of ``handle``: ``@mux.handler("email:deliver")``; the function is
         returned as it is (a sync one stays callable directly)."""
 
         def register(fn: H) -> H:
-            self.handle(pattern, fn)
+            self.handle(pattern, fn, limits=limits)
             return fn
 
         return register
@@ -111,9 +125,12 @@ class ServeMux:
     def task(self, name: str, **options: Any) -> TaskDecorator:
         """Decorator registering a function as the typed task ``name`` with default enqueue
         ``options`` (queue, max_retry, timeout, retention...); returns its TaskDefinition:
-        ``await fn.enqueue(client, *args)``, ``await fn.result(client, info)``."""
+        ``await fn.enqueue(client, *args)``, ``await fn.result(client, info)``.
+        ``limits=[...]`` are the handler's limits, as for ``handle``."""
+        limits = check_limits(options.pop("limits", None), name)
+
         def register(definition: TaskDefinition[Any, Any]) -> None:
-            self.handle(definition.name, definition.handler())
+            self.handle(definition.name, definition.handler(), limits=limits)
 
         return TaskDecorator(name, options, register)
 

@@ -20,6 +20,7 @@ from .._backoff import Backoff
 from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
 from .._errors import BrokerError, DecodeError
+from .._limits import LimitGate
 from .._log import get_logger
 from .._message import TaskMessage, decode_message
 from .._outage import Outage
@@ -92,6 +93,8 @@ class Processor:
         """Decides, logs, measures and settles how each run ended."""
         self._all_done.set()
         self.fetching = True
+        self.limits: LimitGate | None = None
+        """Claims the limits of leased tasks before they start (set by the worker)."""
 
     @property
     def processed(self) -> int:
@@ -179,12 +182,25 @@ class Processor:
                 self._log.warning("dropped pending ids without a usable task record",
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
+            leased = len(raws)
+            if self.limits is not None and raws and self.limits.limits:
+                raws = await self._admit(queue, raws, lease_until)
             for raw in raws:
                 self._take(queue, raw, lease_until)
             got += len(raws)
-            if len(raws) == want:
+            if leased == want:
                 return False
         return None if failed == len(order) else True
+
+    async def _admit(self, queue: str, raws: list[RawTask], lease_until: int) -> list[RawTask]:
+        """The leased tasks that may start: limits claimed (a refused task was deferred and
+        is no longer ours); those whose claim failed are requeued."""
+        assert self.limits is not None
+        admitted, back = await self.limits.admit(queue, raws)
+        for raw in back:
+            self._leases.add(raw.id, queue, lease_until, PREFETCHED)
+            self._settle(Outcome("requeue", queue, raw.id))
+        return admitted
 
     # -- running
 
@@ -202,6 +218,8 @@ class Processor:
         """Hand the task and its lease over to the acker, which writes ``outcome``."""
         self._leases.move(outcome.task_id, OUTCOME)
         self._acker.submit(outcome)
+        if self.limits is not None:
+            self.limits.release(outcome.task_id)
 
     def _start(self, queue: str, raw: RawTask) -> None:
         """Start the handler of a leased task; a task that cannot be started (undecodable, a
@@ -281,6 +299,8 @@ class Processor:
     def lease_lost(self, task_id: str) -> bool:
         """The lease could not be kept: stop the handler (or drop the prefetched task); the
         recoverer owns the task now. False when there was nothing left to stop."""
+        if self.limits is not None:
+            self.limits.forget(task_id)
         if self.cancel(task_id, "lease"):
             self._log.warning("lease lost; handler cancelled", task_id=task_id)
             return True
@@ -390,3 +410,5 @@ class Processor:
                                     queue=queue)
                     self._settle(Outcome("requeue", queue, task_id))
         await self.endings.hooks_done(1.0)
+        if self.limits is not None:
+            await self.limits.settled(1.0)

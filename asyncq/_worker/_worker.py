@@ -19,6 +19,7 @@ from .._clock import SYSTEM_CLOCK, Clock
 from .._connection import ConnectionOptions, RedisLike, open_broker
 from .._errors import BrokerError, WorkerStartupError
 from .._lifecycle import start_background, stop_background
+from .._limits import gate_for
 from .._log import get_logger
 from .._signals import signal_handlers
 from ._acker import Acker
@@ -86,6 +87,8 @@ class Worker:
                            on_written=notifier.written if notifier else None)
         self.processor = Processor(self.broker, cfg, self.handler, self.acker, self.leases,
                                    self.clock, on_started=notifier.started if notifier else None)
+        self.processor.limits = gate_for(self.handler, self.broker, cfg.server_id,
+                                         self.forwarder.poke, cfg.metrics)
         self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
                                    self.clock)
         if cfg.metrics is not None:

@@ -1,5 +1,5 @@
 """Metrics from inside a worker: run time and queue wait histograms, outcomes, in-flight and
-prefetched gauges, Redis errors and failed lease renewals."""
+prefetched gauges, Redis errors, failed lease renewals and limit deferrals."""
 
 from __future__ import annotations
 
@@ -54,6 +54,9 @@ class WorkerMetrics:
                                  **kw)  # type: ignore[arg-type]
         self.redis_errors = Counter("redis_errors", "Failed Redis calls by operation",
                                     ["operation"], **kw)  # type: ignore[arg-type]
+        self.limit_deferrals = Counter(
+            "task_limit_deferrals", "Tasks deferred instead of run: a rate or concurrency "
+            "limit refused them", labels, **kw)  # type: ignore[arg-type]
         self.lease_failures = Counter("lease_renewals_failed", "Leases that could not be "
                                       "renewed", **kw)  # type: ignore[arg-type]
 
@@ -80,6 +83,9 @@ class WorkerMetrics:
 
     def lease_renewals_failed(self, count: int) -> None:
         self.lease_failures.inc(count)
+
+    def limit_deferred(self, queue: str, task_type: str) -> None:
+        self.limit_deferrals.labels(queue, self._type(task_type)).inc()
 
 
 def _same(task_type: str) -> str:

@@ -13,7 +13,18 @@ from redis.asyncio import Redis, RedisCluster
 from redis.crc import key_slot
 from topology.cluster import LocalCluster, redis_cli
 
-from asyncq import Client, FakeClock, Inspector, Scheduler, ServeMux, Task, TaskState, Worker
+from asyncq import (
+    Client,
+    ConcurrencyLimit,
+    FakeClock,
+    Inspector,
+    Limiter,
+    Scheduler,
+    ServeMux,
+    Task,
+    TaskState,
+    Worker,
+)
 from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker._scripts import load_scripts
@@ -177,6 +188,8 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         await client.enqueue("t", queue=q, group="g1")
         await broker.aggregation_check(q, "g1", "set2", 0, 0, 0, now + 60_000)
         await broker.delete_aggregation_set(q, "g1", "set2")
+        async with Limiter(client, ConcurrencyLimit(1, name="c"), queue=q).acquire("k{1}"):
+            assert len(await inspector.limits(q)) == 1  # limit_acquire, _usage, _release
 
         assert await inspector.pause(q) and await inspector.unpause(q)
         info = await inspector.queue_info(q)

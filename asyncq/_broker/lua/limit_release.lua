@@ -1,0 +1,52 @@
+#!lua flags=allow-oom
+-- limit_release: give back concurrency slots and wake one waiting task per slot freed
+-- (scheduled -> pending, next in line).
+-- KEYS[1] pending list       asyncq:{q}:pending
+-- KEYS[2] scheduled zset     asyncq:{q}:scheduled
+-- KEYS[3] waiters flag       asyncq:{q}:waiters
+-- ARGV[1] now, Unix ms (pending_since)
+-- ARGV[2] task key prefix    asyncq:{q}:t:
+-- ARGV[3] owner: a task holder is only released while it is not active under another worker
+--   (its lease was lost and it runs elsewhere now); '' for manual holds
+-- ARGV[4] wake channel
+-- ARGV[5] queue name
+-- ARGV[6...] pairs: holder, state prefix of its limit key (<p>held, <p>wait)
+-- Returns: how many waiting tasks were woken. A waiter that is no longer deferred (deleted,
+--   run by hand, forwarded at its fallback time) is dropped from the line.
+-- @include _lib.lua
+local tprefix = ARGV[2]
+local base = asyncq_base(KEYS[1], 'pending')
+local listening = asyncq_listening(base)
+local woken = 0
+for i = 6, #ARGV, 2 do
+  local holder, state = ARGV[i], ARGV[i + 1]
+  local mine = true
+  if ARGV[3] ~= '' then
+    local v = redis.call('HMGET', tprefix .. holder, 'state', 'owner')
+    mine = not (v[1] == 'active' and v[2] and v[2] ~= ARGV[3])
+  end
+  if mine and redis.call('ZREM', state .. 'held', holder) == 1 then
+    for _ = 1, 50 do
+      local w = redis.call('ZPOPMIN', state .. 'wait')
+      local id = w[1]
+      if not id then
+        break
+      end
+      if string.sub(id, 1, 2) ~= 'm:' and redis.call('ZSCORE', KEYS[2], id)
+          and redis.call('HGET', tprefix .. id, 'state') == 'scheduled' then
+        redis.call('ZREM', KEYS[2], id)
+        redis.call('RPUSH', KEYS[1], id)
+        redis.call('HSET', tprefix .. id, 'state', 'pending', 'pending_since', ARGV[1])
+        if listening then
+          asyncq_emit(base, id, 'scheduled', 'pending')
+        end
+        woken = woken + 1
+        break
+      end
+    end
+  end
+end
+if woken > 0 then
+  asyncq_wake(KEYS[3], ARGV[4], ARGV[5])
+end
+return woken

@@ -1,0 +1,15 @@
+"""Rate and concurrency limits that hold across every worker (state in Redis, per queue).
+
+``_spec`` (what a limit is) <- ``_registry`` (limits of a mux's handlers) <- ``_gate`` (the
+worker claims them between lease and start) and ``_manual`` (``Limiter``, taken by hand).
+"""
+
+from .._broker._limit_ops import LimitUse
+from ._gate import LimitGate, gate_for
+from ._manual import Limiter, limit_ops_of
+from ._registry import HandlerLimits, LimitKeyError
+from ._spec import ConcurrencyLimit, Limit, RateLimit, check_limits, parse_rate
+
+__all__ = ["ConcurrencyLimit", "HandlerLimits", "Limit", "LimitGate", "LimitKeyError",
+           "LimitUse", "Limiter", "RateLimit", "check_limits", "gate_for", "limit_ops_of",
+           "parse_rate"]

@@ -1,0 +1,167 @@
+"""The worker's limit gate: between leasing tasks and starting them.
+
+Right after a dequeue, the tasks whose handler has limits claim them in one script call per
+queue: a task that gets every slot and token starts; a refused one was deferred by that same
+script (active -> scheduled, no retry used, counted neither processed nor failed) and this
+worker lets it go, its slot free for other work. A task's concurrency slots are given back,
+batched, once its outcome is decided; a lost give-back is covered by the lease rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._broker import RawTask
+from .._broker._limit_ops import LimitClaim, LimitOps, LimitSpec, state_prefix
+from .._log import get_logger
+from .._message import decode_message
+from .._task import task_for_handler
+from ._registry import HandlerLimits, LimitKeyError
+from ._spec import Limit, RateLimit
+
+MAX_KEY_CHARS = 500
+
+
+def spec_of(limit: Limit) -> LimitSpec:
+    """The broker's view of a named limit."""
+    assert limit.name is not None
+    if isinstance(limit, RateLimit):
+        return LimitSpec("rate", limit.name, limit.n, limit.period_ms, limit.burst)
+    return LimitSpec("concurrency", limit.name, limit.n)
+
+
+def key_text(value: object) -> str:
+    """A key function's result as the key it names: a string or an int."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise TypeError(f"a limit key must be a str or an int, got {value!r}")
+    key = str(value)
+    if len(key) > MAX_KEY_CHARS:
+        raise ValueError(f"a limit key must be at most {MAX_KEY_CHARS} characters")
+    return key
+
+
+class LimitGate:
+    """Claims the limits of leased tasks (``admit``) and gives slots back (``release``)."""
+
+    def __init__(self, ops: LimitOps, limits: HandlerLimits, owner: str,
+                 on_deferred: Callable[[int], None], observer: Any = None) -> None:
+        self._ops = ops
+        self.limits = limits
+        self._owner = owner
+        self._on_deferred = on_deferred
+        self._deferred_hook = getattr(observer, "limit_deferred", None)
+        self._log = get_logger("limits", server_id=owner)
+        self.holds: dict[str, tuple[str, list[str]]] = {}
+        """Task id -> (queue, state prefixes of the concurrency slots it holds)."""
+        self.deferred = 0
+        """Tasks this worker deferred because a limit refused them."""
+        self._releases: dict[str, list[tuple[str, str]]] = {}
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def admit(self, queue: str, raws: Sequence[RawTask]) -> tuple[list[RawTask],
+                                                                        list[RawTask]]:
+        """``(start, give back)``: the tasks to start (no limits, or every limit taken), and
+        those whose claim failed (Redis error) to requeue; refused tasks are in neither."""
+        admitted: list[RawTask] = []
+        claimed: list[tuple[RawTask, LimitClaim, str]] = []
+        for raw in raws:
+            found = self._claim(raw)
+            if found is None:
+                admitted.append(raw)
+            else:
+                claimed.append((raw, *found))
+        if not claimed:
+            return admitted, []
+        try:
+            results = await self._ops.acquire(queue, self._owner, [c for _, c, _ in claimed])
+        except Exception as exc:  # a BrokerError: nothing known, so nothing may start
+            self._log.warning("claiming limits failed; tasks requeued", queue=queue,
+                              count=len(claimed), error=str(exc))
+            return admitted, [raw for raw, _, _ in claimed]
+        for (raw, claim, task_type), result in zip(claimed, results, strict=True):
+            if result == 0:
+                slots = [state_prefix(queue, spec, key) for spec, key in claim.limits
+                         if spec.kind == "concurrency"]
+                if slots:
+                    self.holds[raw.id] = (queue, slots)
+                admitted.append(raw)
+            elif result > 0:
+                self.deferred += 1
+                self._on_deferred(result)
+                if self._deferred_hook is not None:
+                    self._deferred_hook(queue, task_type)
+        return admitted, []
+
+    def _claim(self, raw: RawTask) -> tuple[LimitClaim, str] | None:
+        """The claim of a leased task with limits (and its type); None: it starts as it is
+        (no limits, an undecodable message the processor archives, or a key that failed)."""
+        try:
+            msg = decode_message(raw.msg)
+        except Exception:
+            return None
+        limits, owner = self.limits.resolve(msg.type)
+        if not limits:
+            return None
+        keyed: list[tuple[LimitSpec, str]] = []
+        task = None
+        for limit in limits:
+            key = ""
+            if limit.key is not None:
+                if task is None:
+                    task = task_for_handler(msg, raw.payload, raw.retried, 0, None)
+                try:
+                    key = key_text(limit.key(task))
+                except Exception as exc:
+                    owner.key_errors[raw.id] = LimitKeyError(
+                        f"the key of limit {limit.name!r} failed for this task: "
+                        f"{type(exc).__name__}: {exc}")
+                    return None
+            keyed.append((spec_of(limit), key))
+        return LimitClaim(raw.id, keyed), msg.type
+
+    def release(self, task_id: str) -> None:
+        """The outcome of ``task_id`` was decided: give its slots back (soon, batched)."""
+        held = self.holds.pop(task_id, None)
+        if held is None:
+            return
+        queue, prefixes = held
+        self._releases.setdefault(queue, []).extend((task_id, p) for p in prefixes)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    def forget(self, task_id: str) -> None:
+        """The lease of ``task_id`` was lost: its slots stay tied to that lease."""
+        self.holds.pop(task_id, None)
+
+    async def _flush(self) -> None:
+        await asyncio.sleep(0)  # let the releases of the same moment join this call
+        while self._releases:
+            queue, holds = self._releases.popitem()
+            try:
+                await self._ops.release(queue, self._owner, holds)
+            except Exception as exc:  # the slots free when the leases end; waiters wake then
+                self._log.warning("giving back limit slots failed; they free when the "
+                                  "leases end", queue=queue, count=len(holds), error=str(exc))
+
+    async def settled(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until the slots given back are written."""
+        if self._flusher is not None and not self._flusher.done():
+            await asyncio.wait([self._flusher], timeout=timeout)
+
+
+def gate_for(handler: object, broker: object, owner: str, on_deferred: Callable[[int], None],
+             observer: Any = None) -> LimitGate | None:
+    """The gate of a worker running ``handler``: one for a ServeMux (whose handlers may get
+    limits until the worker starts), None for a plain handler function."""
+    limits = getattr(handler, "limits", None)
+    if not isinstance(limits, HandlerLimits):
+        return None
+    ops = getattr(broker, "limits", None)
+    if not isinstance(ops, LimitOps):
+        if limits:
+            raise TypeError(f"handlers with limits need a broker keeping limit state in Redis "
+                            f"(a RedisBroker), got {broker!r}")
+        return None
+    return LimitGate(ops, limits, owner, on_deferred, observer)
