@@ -149,3 +149,9 @@ async def groups_page(request: Request) -> Response:
     return render(request, "groups.html", {
         "nav": "groups", "groups": list(zip(with_groups, found, strict=True)),
     })
+
+
+async def limits_page(request: Request) -> Response:
+    """Every rate and concurrency limit per key: its size, what is in use, who waits."""
+    uses = await dashboard(request).inspector.limits()
+    return render(request, "limits.html", {"nav": "limits", "limits": uses})

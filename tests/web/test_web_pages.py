@@ -174,3 +174,23 @@ async def test_static_files_are_served_from_the_package(web: WebFactory) -> None
         js = await http.get("/static/app.js")
     assert css.status_code == 200 and "text/css" in css.headers["content-type"]
     assert js.status_code == 200 and "EventSource" in js.text
+
+
+async def test_the_limits_page_shows_each_limit_key_in_use(
+        web: WebFactory, asyncq_client: Client, asyncq_queue: str) -> None:
+    await asyncq_client.enqueue("t", None, queue=asyncq_queue)  # a known queue
+    stripe = asyncq.Limiter(asyncq_client, asyncq.ConcurrencyLimit(2, name="stripe"),
+                            queue=asyncq_queue)
+    paced = asyncq.Limiter(asyncq_client, asyncq.RateLimit("100/m", name="mailer"),
+                           queue=asyncq_queue)
+    async with web() as http:
+        assert "No rate or concurrency limit is in use" in (await http.get("/limits")).text
+        async with stripe.acquire(XSS), paced.acquire("acme"):
+            page = await http.get("/limits")
+    assert page.status_code == 200
+    rows = {r.split('"')[0]: r for r in page.text.split('data-limit="')[1:]}
+    held = rows[html.escape(f"{asyncq_queue} concurrency stripe {XSS}")]
+    assert '"in_use">1<' in held and "2 at once" in held
+    assert XSS not in page.text and html.escape(XSS) in held  # the key is shown as text
+    window = rows[f"{asyncq_queue} rate mailer acme"]
+    assert '"in_use">1<' in window and "100 / 60 s" in window
