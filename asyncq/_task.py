@@ -25,13 +25,17 @@ class TaskState(enum.Enum):
     ARCHIVED = "archived"
     COMPLETED = "completed"
     AGGREGATING = "aggregating"
+    #: A workflow step waiting for the steps before it: in no list until its workflow releases
+    #: it (then pending, with the input they produced).
+    WAITING = "waiting"
     #: Never stored: what task events and ``Client.wait`` report once a task no longer exists
     #: (deleted, revoked by its handler, merged by aggregation, or its retention ran out).
     DELETED = "deleted"
 
 
-#: The states a stored task can be in (every state but DELETED).
-STORED_STATES = tuple(s for s in TaskState if s is not TaskState.DELETED)
+#: The states of the tasks a queue lists (every state but DELETED, and WAITING: a waiting
+#: workflow step is in no list of its queue; its workflow lists it).
+STORED_STATES = tuple(s for s in TaskState if s not in (TaskState.DELETED, TaskState.WAITING))
 
 
 ResultWriter = Callable[[bytes, str], Awaitable[int]]

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 from ._ops import InspectOps, ScheduleOps
+from ._wf_ops import WorkflowOps
 from ._values import (
     CANCEL_REQUESTED,
     LEASE_KEPT,
@@ -65,6 +66,11 @@ class Broker(Protocol):
     @property
     def schedules(self) -> ScheduleOps:
         """What schedulers write and tools read."""
+        ...
+
+    @property
+    def workflows(self) -> WorkflowOps:
+        """What workflows read and write (their state, steps and outboxes)."""
         ...
 
     async def ping(self) -> None:

@@ -28,6 +28,7 @@ from ._replies import enqueue_code, must_register, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
 from ._shard_listen import Flush, listen_shards
+from ._workflows import RedisWorkflowOps
 
 _BATCH_RUN = 250  # tasks per enqueue_batch call
 _BATCH_CHUNK = 8  # enqueue_batch calls per round trip
@@ -58,6 +59,7 @@ class RedisBroker:
         self.maintenance = MaintenanceOps(self.runner, clock)
         self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
+        self.workflows = RedisWorkflowOps(self.runner, clock)
 
     async def ping(self) -> None:
         await self.runner.command("ping", "PING")
