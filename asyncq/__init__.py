@@ -41,6 +41,16 @@ from ._scheduler import (
 from ._task import Task, TaskInfo, TaskState
 from ._typed import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition
 from ._worker import Handler, Middleware, ServeMux, Worker, WorkerConfig, default_retry_delay
+from ._workflow import (
+    Flow,
+    WorkflowHandle,
+    WorkflowInfo,
+    WorkflowState,
+    WorkflowStep,
+    chain,
+    chord,
+    group,
+)
 
 __version__ = "0.1.0"
 
@@ -57,6 +67,7 @@ __all__ = [
     "DuplicateTaskError",
     "EventsLost",
     "FakeClock",
+    "Flow",
     "GroupInfo",
     "Handler",
     "HandlerNotFoundError",
@@ -92,7 +103,14 @@ __all__ = [
     "WorkerConfig",
     "WorkerInfo",
     "WorkerStartupError",
+    "WorkflowHandle",
+    "WorkflowInfo",
+    "WorkflowState",
+    "WorkflowStep",
     "__version__",
+    "chain",
+    "chord",
     "configure_logging",
     "default_retry_delay",
+    "group",
 ]

@@ -16,13 +16,15 @@ from ._clock import SYSTEM_CLOCK, Clock
 from ._connection import ConnectionOptions, RedisLike, open_broker
 from ._enqueue import prepare, store_error, stored_info
 from ._errors import AsyncqError, BrokerError
+from ._flow import Flow
 from ._task import Task, TaskInfo, TaskState
 from ._waiting import EventStream, Waiting
 from ._workflow._control import cancel_workflow
 from ._workflow._info import WorkflowHandle, is_workflow_id
-from ._workflow._start import enqueue_after
+from ._workflow._start import enqueue_after, start_workflow
 
 _T = TypeVar("_T")
+O = TypeVar("O")  # noqa: E741
 
 
 class Client:
@@ -250,6 +252,19 @@ class Client:
                 return await waits.result(info, info.queue, None)
             finally:
                 waits.hub.unwatch([queue])
+
+    async def enqueue_workflow(self, flow: Flow[Any, O], *, workflow_id: str | None = None,
+                               on_error: Flow[Any, Any] | None = None,
+                               retention: float = 86_400.0,
+                               after: Sequence[Any] = ()) -> WorkflowHandle[O]:
+        """Start a workflow (``chain``/``group``/``chord`` of steps): its first steps are
+        enqueued, the others wait in Redis for the steps before them. ``on_error``: a step
+        run once if the workflow fails (a piped step receives ``{"workflow_id", "step_id",
+        "type", "error"}``). ``retention`` (seconds): how long its state is kept once it
+        ended. ``after``: tasks (TaskInfo, ``(queue, id)``, or ids in the first step's queue)
+        that must succeed first. Raises ValueError/TypeError before anything is written."""
+        return await start_workflow(self._broker, flow, workflow_id=workflow_id,
+                                    on_error=on_error, retention=retention, after=after)
 
     async def cancel(self, task_id: str, *, queue: str | None = None) -> bool:
         """Cancel ``task_id`` if it is running; True when it was active and the cancellation

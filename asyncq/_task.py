@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ._clock import ms_to_datetime, stored_datetime
+from ._flow import Flow
 from ._message import TaskMessage
 from ._options import UNSET, EnqueueOptions, parse_options
 from ._payload import Encoding, decode_json, encode_payload
@@ -45,7 +46,7 @@ def validate_type(task_type: object) -> str:
     return check_text(task_type, "task type", name_like=True)
 
 
-class Task:
+class Task(Flow[Any, Any]):
     """A unit of work: a type (which handler runs it), a payload and default enqueue options.
 
     ``Task("email:send", {"to": "a@b.c"}, max_retry=3)`` builds one to enqueue; handlers receive a

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 from ._ops import InspectOps, ScheduleOps
-from ._wf_ops import WorkflowOps
 from ._values import (
     CANCEL_REQUESTED,
     LEASE_KEPT,
@@ -28,6 +27,7 @@ from ._values import (
     RemoveMode,
     TaskRecord,
 )
+from ._wf_ops import WorkflowOps
 
 __all__ = [
     "CANCEL_REQUESTED",

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._canvas import Chain, Flow, Group, Step
+from .._flow import Flow
+from ._canvas import Chain, Group, Step
 
 
 @dataclass(slots=True)

@@ -70,3 +70,18 @@ def _node_order(node: str) -> tuple[int, int]:
     kind = {"x": 0, "g": 2, "e": 3}.get(node[0], 1)
     rest = node[1:] if kind != 1 else node
     return kind, int(rest) if rest.isdigit() else 0
+
+
+async def list_workflows(broker: Broker, limit: int = 100) -> list[WorkflowInfo]:
+    """The newest ``limit`` workflows, without their nodes; registry entries whose workflow
+    expired are removed on the way."""
+    out: list[WorkflowInfo] = []
+    gone: list[str] = []
+    for workflow_id, _ in await broker.workflows.list_ids(0, max(0, limit - 1)):
+        info = await read_workflow(broker, workflow_id, with_nodes=False)
+        if info is None:
+            gone.append(workflow_id)
+        else:
+            out.append(info)
+    await broker.workflows.unregister(gone)
+    return out

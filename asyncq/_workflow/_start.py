@@ -20,11 +20,12 @@ from .._broker import Broker
 from .._broker._wf_ops import StoredStep
 from .._enqueue import prepare
 from .._errors import TaskIDConflictError, TaskNotFoundError
+from .._flow import Flow
 from .._message import TaskMessage
 from .._options import UNSET
 from .._task import Task, TaskInfo, TaskState, task_info
 from .._validate import check_text, short, to_ms
-from ._canvas import Flow, Step, as_flow
+from ._canvas import Step, as_flow
 from ._compile import AfterNode, Graph, build
 from ._engine import Outcome, advance, drop_steps
 from ._info import WorkflowHandle
