@@ -92,3 +92,10 @@ async def sleep(task: Task) -> int:
     await record(task)
     await asyncio.sleep(float(task.json() or 0))
     return 1
+
+
+@mux.handler("wf:flaky")
+async def flaky(task: Task) -> None:
+    """Always fails (retried while retries are left); records every run."""
+    await record(task)
+    raise ValueError(f"attempt {task.retried} broke")
