@@ -16,16 +16,22 @@ LEDGER = "test:wf:ledger"  # a list: one entry per handler run (task id)
 FLAGS = "test:wf:flags"  # a hash: behaviour switches the tests flip
 
 
+_clients: dict[int, redis.asyncio.Redis] = {}
+
+
 def _redis() -> redis.asyncio.Redis:
-    return redis.asyncio.Redis.from_url(os.environ.get("WF_REDIS_URL", "redis://127.0.0.1:1"))
+    """One client per event loop (tests run several loops in one process)."""
+    loop = id(asyncio.get_running_loop())
+    url = os.environ.get("WF_REDIS_URL", "redis://127.0.0.1:1")
+    client = _clients.get(loop)
+    if client is None or client.connection_pool.connection_kwargs.get("port") != int(
+            url.rsplit(":", 1)[1].split("/")[0]):
+        client = _clients[loop] = redis.asyncio.Redis.from_url(url)
+    return client
 
 
 async def record(task: Task) -> None:
-    client = _redis()
-    try:
-        await client.rpush(LEDGER, task.id or "")
-    finally:
-        await client.aclose()
+    await _redis().rpush(LEDGER, task.id or "")
 
 
 @mux.task("wf:add")
@@ -71,11 +77,7 @@ async def count(task: Task) -> int:
 async def maybe_fail(task: Task) -> str:
     """Fails for good while the flag 'fail' is set; records every run."""
     await record(task)
-    client = _redis()
-    try:
-        failing = await client.hget(FLAGS, "fail")
-    finally:
-        await client.aclose()
+    failing = await _redis().hget(FLAGS, "fail")
     if failing:
         raise SkipRetry("told to fail")
     return "fixed"
