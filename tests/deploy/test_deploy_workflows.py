@@ -23,24 +23,18 @@ from asyncq import (
 
 from .conftest import Deployment
 from .test_cluster import queues_on_each_master
+from .test_deploy_events import mux as events_mux
 
 pytestmark = pytest.mark.anyio
 
 
 def mux() -> ServeMux:
-    m = ServeMux()
-
-    @m.handler("double")
-    async def double(task: Task) -> int:
-        return int(task.json()) * 2
+    """The events suite's handlers ("double", "fail") plus "sum" for the fan-in."""
+    m = events_mux()
 
     @m.handler("sum")
     async def total(task: Task) -> int:
         return sum(task.json())
-
-    @m.handler("fail")
-    async def fail(task: Task) -> None:
-        raise ValueError("no")
 
     return m
 
