@@ -152,3 +152,21 @@ async def test_deleting_a_step_cancels_its_workflow(
             await asyncq_client.result(handle.id, timeout=10)
     # the first step may have run before the cancellation was applied; nothing after it did
     assert f"{handle.id}.1" not in await runs(wf_redis)
+
+
+async def test_bulk_inspector_operations_reach_workflows(
+        wf_redis: redis.asyncio.Redis, asyncq_client: Client, asyncq_inspector: Inspector,
+        asyncq_worker: WorkerFactory) -> None:
+    archived = await asyncq_client.enqueue_workflow(chain(Task("wf:noop", queue="bulk-a"),
+                                                          Task("wf:noop", queue="bulk-a")))
+    deleted = await asyncq_client.enqueue_workflow(chain(Task("wf:noop", queue="bulk-d"),
+                                                         Task("wf:noop", queue="bulk-d")))
+    await asyncq_inspector.archive_all("bulk-a", TaskState.PENDING)
+    await asyncq_inspector.delete_all("bulk-d", TaskState.PENDING)
+    async with asyncq_worker(mux, queues={"bulk-a": 1, "bulk-d": 1}, **FAST):
+        with pytest.raises(TaskFailedError, match="archived by the inspector"):
+            await asyncq_client.result(archived.id, timeout=10)
+        with pytest.raises(TaskFailedError, match="deleted"):
+            await asyncq_client.result(deleted.id, timeout=10)
+    assert (await asyncq_inspector.workflow(archived.id)).state is WorkflowState.FAILED
+    assert (await asyncq_inspector.workflow(deleted.id)).state is WorkflowState.CANCELLED
