@@ -42,6 +42,16 @@ from ._scheduler import (
 from ._task import Task, TaskInfo, TaskState
 from ._typed import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition
 from ._worker import Handler, Middleware, ServeMux, Worker, WorkerConfig, default_retry_delay
+from ._workflow import (
+    Flow,
+    WorkflowHandle,
+    WorkflowInfo,
+    WorkflowState,
+    WorkflowStep,
+    chain,
+    chord,
+    group,
+)
 
 __version__ = "0.1.0"
 
@@ -59,6 +69,7 @@ __all__ = [
     "DuplicateTaskError",
     "EventsLost",
     "FakeClock",
+    "Flow",
     "GroupInfo",
     "Handler",
     "HandlerNotFoundError",
@@ -97,7 +108,14 @@ __all__ = [
     "WorkerConfig",
     "WorkerInfo",
     "WorkerStartupError",
+    "WorkflowHandle",
+    "WorkflowInfo",
+    "WorkflowState",
+    "WorkflowStep",
     "__version__",
+    "chain",
+    "chord",
     "configure_logging",
     "default_retry_delay",
+    "group",
 ]

@@ -16,10 +16,15 @@ from ._clock import SYSTEM_CLOCK, Clock
 from ._connection import ConnectionOptions, RedisLike, open_broker
 from ._enqueue import prepare, store_error, stored_info
 from ._errors import AsyncqError, BrokerError
+from ._flow import Flow
 from ._task import Task, TaskInfo, TaskState
 from ._waiting import EventStream, Waiting
+from ._workflow._control import cancel_workflow
+from ._workflow._info import WorkflowHandle, is_workflow_id
+from ._workflow._start import enqueue_after, start_workflow
 
 _T = TypeVar("_T")
+O = TypeVar("O")  # noqa: E741
 
 
 class Client:
@@ -82,6 +87,9 @@ class Client:
 
         Raises ValueError/TypeError for bad options, DuplicateTaskError, TaskIDConflictError,
         or BrokerError when Redis fails.
+
+        ``after=[task, ...]`` (TaskInfo, ``(queue, id)`` or an id in the same queue): the task
+        is stored WAITING and runs once every one of them succeeded (see Workflows).
         """
         if isinstance(task, Task):
             if payload is not None:
@@ -89,6 +97,9 @@ class Client:
                                 "Task")
         else:
             task = Task(task, payload)  # (a type that is not a str is refused there)
+        if "after" in options:
+            after = options.pop("after")
+            return await enqueue_after(self._broker, task, options, after)
         now = self._clock.now_ms()
         new = prepare(task, options, now)
         tracer = _tracing.active
@@ -211,15 +222,17 @@ class Client:
         return EventStream(self._waits, [queues] if isinstance(queues, str) else queues,
                            task_ids, states, buffer)
 
-    async def wait(self, task: TaskInfo | str, *, queue: str = "default",
-                   timeout: float | None = None) -> TaskInfo:
+    async def wait(self, task: TaskInfo | WorkflowHandle[Any] | str, *,
+                   queue: str | None = None, timeout: float | None = None) -> TaskInfo:
         """Wait until the task is completed, archived or deleted and return its final
-        TaskInfo (``task``: what ``enqueue`` returned, or an id in ``queue``). Raises
-        TimeoutError after ``timeout`` seconds, TaskNotFoundError for an unknown id."""
+        TaskInfo (``task``: what ``enqueue`` returned, or an id in ``queue``, "default" when
+        not given). A workflow (its handle, or its id "wf-..." without ``queue``) ends
+        completed, or archived when it failed or was cancelled. Raises TimeoutError after
+        ``timeout`` seconds, TaskNotFoundError for an unknown id."""
         return await self._waits.wait(task, queue, timeout)
 
-    async def result(self, task: TaskInfo | str, *, queue: str = "default",
-                     timeout: float | None = None) -> Any:
+    async def result(self, task: TaskInfo | WorkflowHandle[Any] | str, *,
+                     queue: str | None = None, timeout: float | None = None) -> Any:
         """Wait for the task and return its handler's result (JSON decoded; bytes stay bytes;
         None when it returned nothing). Raises TaskFailedError when it was archived, revoked
         or deleted, TimeoutError and TaskNotFoundError as ``wait``."""
@@ -240,8 +253,26 @@ class Client:
             finally:
                 waits.hub.unwatch([queue])
 
+    async def enqueue_workflow(self, flow: Flow[Any, O], *, workflow_id: str | None = None,
+                               on_error: Flow[Any, Any] | None = None,
+                               retention: float = 86_400.0,
+                               after: Sequence[Any] = ()) -> WorkflowHandle[O]:
+        """Start a workflow (``chain``/``group``/``chord`` of steps): its first steps are
+        enqueued, the others wait in Redis for the steps before them. ``on_error``: a step
+        run once if the workflow fails (a piped step receives ``{"workflow_id", "step_id",
+        "type", "error"}``). ``retention`` (seconds): how long its state is kept once it
+        ended. ``after``: tasks (TaskInfo, ``(queue, id)``, or ids in the first step's queue)
+        that must succeed first. Raises ValueError/TypeError before anything is written."""
+        return await start_workflow(self._broker, flow, workflow_id=workflow_id,
+                                    on_error=on_error, retention=retention, after=after)
+
     async def cancel(self, task_id: str, *, queue: str | None = None) -> bool:
         """Cancel ``task_id`` if it is running; True when it was active and the cancellation
         is recorded (see ``request_cancel``): its worker stops the handler even if it was
-        reconnecting when asked. ``queue`` saves looking the task up in every queue."""
+        reconnecting when asked. ``queue`` saves looking the task up in every queue.
+
+        A workflow id ("wf-...", without ``queue``) cancels the workflow: its steps not
+        running are deleted, its running ones cancelled; True if it had not ended."""
+        if queue is None and is_workflow_id(task_id):
+            return await cancel_workflow(self._broker, task_id)
         return await request_cancel(self._broker, task_id, queue)

@@ -51,6 +51,11 @@ from ._scheduler._store import (
     list_scheduler_events,
 )
 from ._task import TaskInfo, TaskState
+from ._workflow._control import cancel_workflow, list_workflows, read_workflow
+from ._workflow._info import WorkflowInfo
+
+WAITING_STEP = ("the task is a workflow step waiting for the steps before it: its workflow "
+                "releases it")
 
 
 class Inspector:
@@ -273,7 +278,8 @@ class Inspector:
         await self._require_queue(queue)
         code = await self._ops.run_task(queue, task_id)
         self._check_code(code, queue, task_id, {-1: "the task is already running",
-                                                -2: "the task is already pending"})
+                                                -2: "the task is already pending",
+                                                -3: WAITING_STEP})
 
     async def archive_task(self, queue: str, task_id: str) -> None:
         """Archive a pending, scheduled, retry, completed or aggregating task."""
@@ -282,7 +288,7 @@ class Inspector:
         code = await self._ops.archive_task(queue, task_id)
         self._check_code(code, queue, task_id,
                          {-1: "cannot archive an active task; cancel it instead",
-                          -2: "the task is already archived"})
+                          -2: "the task is already archived", -3: WAITING_STEP})
 
     async def recover_task(self, queue: str, task_id: str) -> None:
         """Send back an active task whose lease expired or whose worker is gone (retried now,
@@ -360,6 +366,26 @@ class Inspector:
         archive); True when it was active and the cancellation is recorded, which its worker
         honours even if its pub/sub connection was reconnecting. See ``Client.cancel``."""
         return await request_cancel(self._broker, check_task_id(task_id), queue)
+
+    # -- workflows
+
+    async def workflows(self, limit: int = 100) -> list[WorkflowInfo]:
+        """The newest workflows (without their steps); ones whose state expired are dropped
+        from the list."""
+        return await list_workflows(self._broker, limit)
+
+    async def workflow(self, workflow_id: str) -> WorkflowInfo:
+        """A workflow with each step's state (done, failed, cancelled, or its task's state);
+        TaskNotFoundError when it does not exist (or expired)."""
+        info = await read_workflow(self._broker, workflow_id)
+        if info is None:
+            raise TaskNotFoundError(f"workflow {workflow_id!r} not found (it never existed, "
+                                    "or its retention ended)")
+        return info
+
+    async def cancel_workflow(self, workflow_id: str) -> bool:
+        """Cancel a workflow that has not ended; True when it was cancelled now."""
+        return await cancel_workflow(self._broker, workflow_id)
 
     # -- servers, schedulers and Redis
 

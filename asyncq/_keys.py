@@ -22,6 +22,9 @@ CANCEL_CHANNEL = f"{PREFIX}:cancel"  # pub/sub: message = task id to cancel
 CANCEL_MARKER_TTL_MS = 3_600_000  # how long a cancellation waits for the worker to see it
 WAKE_CHANNEL = f"{PREFIX}:wake"  # pub/sub: message = queue name that has new pending work
 TASK_KEY_PATTERN = f"{PREFIX}:{{*}}:t:*"  # SCAN match for the task hashes of every queue
+WORKFLOWS = f"{PREFIX}:workflows"  # ZSET workflow id -> created at, Unix ms
+WORKFLOW_ID_PREFIX = "wf-"  # every workflow id starts with it (client.wait tells them apart)
+WORKFLOW_QUEUE_PREFIX = "wf:"  # reserved: a workflow's keys look like those of queue wf:<id>
 
 DAY_MS = 86_400_000  # one UTC day: the period of the daily counters
 
@@ -36,6 +39,9 @@ def validate_queue_name(name: object) -> str:
             f"queue name {short(repr(name))} must not contain '{{', '}}' or whitespace "
             "(it is used as a Redis Cluster hash tag)"
         )
+    if name.startswith(WORKFLOW_QUEUE_PREFIX):
+        raise ValueError(f"queue name {short(repr(name))} must not start with "
+                         f"{WORKFLOW_QUEUE_PREFIX!r} (reserved for workflows)")
     return name
 
 
@@ -67,6 +73,12 @@ class QueueKeys:
     # (base .. 'listening' / 'events', see asyncq_emit in lua/_lib.lua).
     listening: str  # STRING flag with a TTL: set while some process listens to events
     events: str  # shard channel the transition scripts publish task events on
+    # Workflows: the scripts that end a step derive the outbox from the task key prefix too
+    # (base .. 'wfout', see lua/_wf_lib.lua).
+    wf_outbox: str  # HASH step task id -> its outcome, for the workflow advancer to apply
+    wf_idle: str  # STRING flag: an advancer found the outbox empty (publish when it fills)
+    wf_wake: str  # pub/sub channel: the outbox got a record while an advancer waited for one
+    wf_lock: str  # STRING: the advancer draining the outbox now (its server id), with a TTL
 
     def task(self, task_id: str) -> str:
         return self.task_prefix + task_id
@@ -141,7 +153,42 @@ def queue_keys(queue: str) -> QueueKeys:
         aggregation_sets=base + "aggregation_sets",
         listening=base + "listening",
         events=base + "events",
+        wf_outbox=base + "wfout",
+        wf_idle=base + "wfidle",
+        wf_wake=base + "wfwake",
+        wf_lock=base + "wflock",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowKeys:
+    """Key names of one workflow; all share the hash tag ``{wf:<id>}``, so its state lives in
+    one slot. ``record`` is laid out like a task of queue ``wf:<id>`` (``queue``), so waits and
+    task events work for a workflow as for a task."""
+
+    workflow_id: str
+    queue: str  # the pseudo-queue wf:<id>
+    record: str  # HASH: the workflow's summary, laid out like a task record
+    spec: str  # HASH node -> JSON: what each node is (task: queue and id; join: its items)
+    succ: str  # HASH node -> "n1,n2,...": the nodes waiting for it
+    count: str  # HASH node -> how many of its inputs are not done yet
+    state: str  # HASH node -> d done, f failed, x cancelled (absent: not finished)
+    results: str  # HASH node -> encoding byte + result bytes of a done task node
+    ready: str  # SET nodes whose inputs are done and that may not be released yet
+
+    def all(self) -> list[str]:
+        return [self.record, self.spec, self.succ, self.count, self.state, self.results,
+                self.ready]
+
+
+@lru_cache(maxsize=1024)
+def workflow_keys(workflow_id: str) -> WorkflowKeys:
+    """Key names of workflow ``workflow_id``."""
+    queue = WORKFLOW_QUEUE_PREFIX + workflow_id
+    base = f"{PREFIX}:{{{queue}}}:"
+    return WorkflowKeys(workflow_id=workflow_id, queue=queue, record=base + "t:" + workflow_id,
+                        spec=base + "spec", succ=base + "succ", count=base + "count",
+                        state=base + "state", results=base + "results", ready=base + "ready")
 
 
 def day_string(now_ms: int) -> str:

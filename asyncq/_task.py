@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ._clock import ms_to_datetime, stored_datetime
+from ._flow import Flow
 from ._message import TaskMessage
 from ._options import UNSET, EnqueueOptions, parse_options
 from ._payload import Encoding, decode_json, encode_payload
@@ -25,13 +26,17 @@ class TaskState(enum.Enum):
     ARCHIVED = "archived"
     COMPLETED = "completed"
     AGGREGATING = "aggregating"
+    #: A workflow step waiting for the steps before it: in no list until its workflow releases
+    #: it (then pending, with the input they produced).
+    WAITING = "waiting"
     #: Never stored: what task events and ``Client.wait`` report once a task no longer exists
     #: (deleted, revoked by its handler, merged by aggregation, or its retention ran out).
     DELETED = "deleted"
 
 
-#: The states a stored task can be in (every state but DELETED).
-STORED_STATES = tuple(s for s in TaskState if s is not TaskState.DELETED)
+#: The states of the tasks a queue lists (every state but DELETED, and WAITING: a waiting
+#: workflow step is in no list of its queue; its workflow lists it).
+STORED_STATES = tuple(s for s in TaskState if s not in (TaskState.DELETED, TaskState.WAITING))
 
 
 ResultWriter = Callable[[bytes, str], Awaitable[int]]
@@ -41,7 +46,7 @@ def validate_type(task_type: object) -> str:
     return check_text(task_type, "task type", name_like=True)
 
 
-class Task:
+class Task(Flow[Any, Any]):
     """A unit of work: a type (which handler runs it), a payload and default enqueue options.
 
     ``Task("email:send", {"to": "a@b.c"}, max_retry=3)`` builds one to enqueue; handlers receive a

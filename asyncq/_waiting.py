@@ -23,8 +23,10 @@ from ._errors import AsyncqError, ResultNotKeptError, TaskFailedError, TaskNotFo
 from ._event_hub import EventHub, Stream
 from ._events import TaskEvent
 from ._keys import validate_queue_name as validate_queue
+from ._keys import workflow_keys
 from ._records import record_info
 from ._task import TaskInfo, TaskState
+from ._workflow._info import WorkflowHandle, is_workflow_id
 
 #: How many events one ``events()`` iterator buffers for a slow reader before dropping them.
 STREAM_BUFFER = 10_000
@@ -86,10 +88,11 @@ class Waiting:
             if not fut.done():
                 fut.set_result(rec)
 
-    async def wait(self, task: TaskInfo | str, queue: str, timeout: float | None) -> TaskInfo:
+    async def wait(self, task: TaskInfo | WorkflowHandle[Any] | str, queue: str | None,
+                   timeout: float | None) -> TaskInfo:
         return (await self._wait(task, queue, timeout))[0]
 
-    async def _wait(self, task: TaskInfo | str, queue: str,
+    async def _wait(self, task: TaskInfo | WorkflowHandle[Any] | str, queue: str | None,
                     timeout: float | None) -> tuple[TaskInfo, TaskEvent | None]:
         queue, task_id = _target(task, queue)
         with anyio.fail_after(timeout):
@@ -138,7 +141,8 @@ class Waiting:
             completed_at=event.at if completed else None, next_process_at=None,
             result=event.result, result_encoding=event.result_encoding)
 
-    async def result(self, task: TaskInfo | str, queue: str, timeout: float | None) -> Any:
+    async def result(self, task: TaskInfo | WorkflowHandle[Any] | str, queue: str | None,
+                     timeout: float | None) -> Any:
         info, event = await self._wait(task, queue, timeout)
         if info.state is not TaskState.COMPLETED:
             raise TaskFailedError(info)
@@ -233,11 +237,18 @@ class EventStream:
         return await self._stream.items.get()
 
 
-def _target(task: TaskInfo | str, queue: str) -> tuple[str, str]:
+def _target(task: TaskInfo | WorkflowHandle[Any] | str, queue: str | None) -> tuple[str, str]:
     if isinstance(task, TaskInfo):
         return task.queue, task.id
+    if isinstance(task, WorkflowHandle):
+        return workflow_keys(task.id).queue, task.id
     if not isinstance(task, str) or not task:
         raise TypeError(f"task must be a TaskInfo or a task id (str), not {task!r}")
+    if queue is None:
+        # A workflow's record is laid out like a task of its pseudo-queue wf:<id>.
+        if is_workflow_id(task):
+            return workflow_keys(task).queue, task
+        queue = "default"
     return validate_queue(queue), task
 
 

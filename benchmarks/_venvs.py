@@ -38,6 +38,7 @@ REQUIREMENTS: dict[str, list[str]] = {
     "saq": ["saq[redis,hiredis]", "typing-extensions"],  # redis<8
     "streaq": ["streaq", "redis[hiredis]"],           # streaq itself uses coredis
     "taskiq": ["taskiq", "taskiq-redis", "redis[hiredis]"],
+    "celery": ["celery[redis]"],
 }
 
 # Distributions whose versions are reported for each library's venv.
@@ -47,9 +48,12 @@ REPORTED_DISTS: dict[str, list[str]] = {
     "saq": ["saq", "redis", "hiredis"],
     "streaq": ["streaq", "coredis", "anyio"],
     "taskiq": ["taskiq", "taskiq-redis", "redis", "hiredis"],
+    "celery": ["celery", "kombu", "redis"],
 }
 
-LIBRARIES = list(REQUIREMENTS)
+# Libraries with a throughput adapter (celery's venv also serves benchmarks/workflow_chord.py).
+LIBRARIES = [lib for lib in REQUIREMENTS
+             if (ROOT / "benchmarks" / "adapters" / f"{lib}_.py").exists()]
 
 
 @dataclass

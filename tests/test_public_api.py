@@ -15,6 +15,8 @@ PUBLIC = {
     "SkipRetry", "SystemClock", "Task", "TaskEvent", "TaskFailedError", "TaskIDConflictError",
     "TaskInfo", "TaskNotFoundError",
     "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "WorkerStartupError",
+    "Flow", "WorkflowHandle", "WorkflowInfo", "WorkflowState", "WorkflowStep", "chain", "chord",
+    "group",
     "__version__",
     "configure_logging",
     "default_retry_delay",

@@ -27,6 +27,7 @@ from ._values import (
     RemoveMode,
     TaskRecord,
 )
+from ._wf_ops import WorkflowOps
 
 __all__ = [
     "CANCEL_REQUESTED",
@@ -65,6 +66,11 @@ class Broker(Protocol):
     @property
     def schedules(self) -> ScheduleOps:
         """What schedulers write and tools read."""
+        ...
+
+    @property
+    def workflows(self) -> WorkflowOps:
+        """What workflows read and write (their state, steps and outboxes)."""
         ...
 
     async def ping(self) -> None:

@@ -29,6 +29,7 @@ from ._replies import enqueue_code, must_register, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
 from ._shard_listen import Flush, listen_shards
+from ._workflows import RedisWorkflowOps
 
 _BATCH_RUN = 250  # tasks per enqueue_batch call
 _BATCH_CHUNK = 8  # enqueue_batch calls per round trip
@@ -61,6 +62,7 @@ class RedisBroker:
         self.schedules = RedisScheduleOps(self.runner, clock)
         self.limits = LimitOps(self.runner, clock)
         """Rate and concurrency limit state (see ``asyncq._limits``)."""
+        self.workflows = RedisWorkflowOps(self.runner, clock)
 
     async def ping(self) -> None:
         await self.runner.command("ping", "PING")

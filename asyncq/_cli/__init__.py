@@ -26,12 +26,13 @@ from . import (
     _task_cmd,
     _web_cmd,
     _worker_cmd,
+    _workflow_cmd,
 )
 from ._common import CLIError
 
 COMMANDS = [_worker_cmd, _scheduler_cmd, _cron_cmd,
             _stats_cmd, _queue_cmd, _task_cmd, _group_cmd, _limit_cmd, _server_cmd, _dash_cmd,
-            _metrics_cmd, _web_cmd]
+            _metrics_cmd, _web_cmd, _workflow_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

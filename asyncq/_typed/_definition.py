@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar
 
 import orjson
 
 from .._task import Task, TaskInfo
+from .._workflow._canvas import Step
 from ._signature import TaskSignature
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+P2 = ParamSpec("P2")
+R2 = TypeVar("R2")
 
 #: How long (seconds) a typed task that returns a value keeps its result by default.
 RESULT_RETENTION = 600.0
@@ -51,6 +54,24 @@ class TaskDefinition(Generic[P, R]):
         a call the function would refuse raises TypeError."""
         raw = self.signature.payload(args, kwargs)
         return Task(self.name, orjson.Fragment(raw), **self.defaults)
+
+    def s(self, *args: P.args, **kwargs: P.kwargs) -> Step[object, R]:
+        """A workflow step calling this task with these arguments; it receives no input
+        (in a chain it just waits for the step before it). A wrong call raises TypeError."""
+        raw = self.signature.payload(args, kwargs)
+        return Step(Task(self.name, orjson.Fragment(raw), **self.defaults), "",
+                    self.signature.returns)
+
+    def pipe(self: TaskDefinition[Concatenate[Any, P2], R2], *args: P2.args,
+             **kwargs: P2.kwargs) -> Step[Any, R2]:
+        """A workflow step whose first argument is the value of what ran before it (the
+        previous step's result, a group's list of results); the other arguments are given
+        here. ``chain(add.s(1, 2), mul.pipe(10))`` runs ``mul(add(1, 2), 10)``. The other
+        arguments are type-checked here; the value it receives is decoded to the first
+        parameter's annotation when it runs (mypy cannot relate the two statically)."""
+        name, raw = self.signature.piped_payload(args, kwargs)
+        return Step(Task(self.name, orjson.Fragment(raw), **self.defaults), name,
+                    self.signature.returns)
 
     async def enqueue(self, client: Client, /, *args: P.args, **kwargs: P.kwargs) -> TaskInfo:
         """Store a call of this task; a wrong or missing argument raises TypeError before

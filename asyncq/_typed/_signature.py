@@ -60,6 +60,27 @@ class TaskSignature:
         self.check(arguments, raw)
         return raw
 
+    def piped_payload(self, args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> tuple[str, bytes]:
+        """For a workflow step fed by the step before it: the name of the first parameter
+        (which receives that input) and the JSON payload of the other arguments."""
+        params = list(self.params.values())
+        if not params or params[0].kind not in (inspect.Parameter.POSITIONAL_ONLY,
+                                                inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            raise TypeError(f"task {self.name!r} takes no positional parameter to receive "
+                            "the previous step's value: use .s(...) instead of .pipe(...)")
+        rest = self.signature.replace(parameters=params[1:])
+        try:
+            bound = rest.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"task {self.name!r}: {exc}") from None
+        try:
+            raw = dumps(bound.arguments)
+        except TypeError as exc:
+            raise TypeError(f"task {self.name!r}: an argument cannot be stored: {exc}") from None
+        self.check(bound.arguments, raw)
+        return params[0].name, raw
+
     def check(self, arguments: dict[str, Any], raw: bytes) -> None:
         """Every argument, once stored, decodes back to its annotated type."""
         if not arguments:

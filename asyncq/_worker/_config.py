@@ -67,6 +67,9 @@ class WorkerConfig:
     recover_interval: float = field(default=10.0, metadata=NONZERO)
     """How often expired leases of dead workers are looked for."""
     recover_grace: float = 5.0
+    workflow_interval: float = field(default=5.0, metadata=NONZERO)
+    """Safety net of the workflow advancer (woken by pub/sub when a step ends): how often it
+    looks at the outboxes anyway, and about how long a dead advancer's lock outlives it."""
     """How long after a lease expired it is recovered (tolerance for clock skew between hosts)."""
     janitor_interval: float = field(default=8.0, metadata=NONZERO)
     """How often completed tasks past their retention are deleted."""

@@ -22,6 +22,7 @@ from .._lifecycle import start_background, stop_background
 from .._limits import gate_for
 from .._log import get_logger
 from .._signals import signal_handlers
+from .._workflow._advance import Advancer
 from ._acker import Acker
 from ._aggregator import Aggregator
 from ._burst import BurstWatch
@@ -100,6 +101,7 @@ class Worker:
             self.heartbeat.outage.on_failure = cfg.metrics.redis_error
         self.recoverer = Recoverer(self.broker, cfg, self.clock,
                                    on_retry_scheduled=self.forwarder.poke, held=self.leases)
+        self.advancer = Advancer(self.broker, queues, cfg.server_id, cfg.workflow_interval)
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,
                                cfg.orphan_scan_count)
         self.subscriber = Subscriber(self.broker, self.processor, queues,
@@ -218,6 +220,7 @@ class Worker:
             tg.start_soon(self.forwarder.run)
             tg.start_soon(self.recoverer.run)
             tg.start_soon(self.janitor.run)
+            tg.start_soon(self.advancer.run)
             if self.aggregator is not None:
                 tg.start_soon(self.aggregator.run)
             if self.healthchecker is not None:

@@ -12,7 +12,7 @@ from starlette.staticfiles import StaticFiles
 
 from .._broker import Broker
 from .._connection import RedisLike
-from . import _actions, _live, _pages
+from . import _actions, _live, _pages, _workflows
 from ._security import AuthHook, SecurityMiddleware
 from ._state import Dashboard, Settings
 
@@ -54,6 +54,7 @@ def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
         Route("/periodic", _pages.periodic_page, name="periodic"),
         Route("/groups", _pages.groups_page, name="groups"),
         Route("/limits", _pages.limits_page, name="limits"),
+        Route("/workflows", _workflows.workflows_page, name="workflows"),
         Route("/live", _live.live, name="live"),
         Route("/events", _live.events, name="events"),
         Route("/action/task", _actions.task_action, methods=["POST"]),

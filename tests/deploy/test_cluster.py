@@ -24,11 +24,13 @@ from asyncq import (
     Task,
     TaskState,
     Worker,
+    chain,
 )
 from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker._scripts import load_scripts
 from asyncq._connection import connect, make_broker
+from asyncq._workflow._advance import Advancer
 from asyncq.testing import wait_drained, wait_until
 
 from .conftest import SlotChecker
@@ -213,12 +215,39 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         await scheduler.heartbeat.beat()
         await scheduler.heartbeat.clear()
         await inspector.delete_queue(q, force=True)
+        await _drive_workflow_scripts(client, broker, f"{q}-wf")
     finally:
         await scheduler.broker.close()
         await inspector.close()
         await broker.close()
     missing = set(load_scripts()) - set(slot_checker.calls)
     assert not missing, f"scripts not exercised on the cluster: {sorted(missing)}"
+
+
+async def _drive_workflow_scripts(client: Client, broker: RedisBroker, q: str) -> None:
+    """Every workflow script: start (create/store/watch/started), a step ending and the
+    advancer (take/apply/release/ack/finish/drop), a failure (park), a cancellation."""
+    advancer = Advancer(broker, [q], OWNER)
+
+    async def run_next(outcome: str = "done") -> None:
+        leased, _ = await broker.dequeue(q, 1, OWNER, LEASE_MS, 1000)
+        kind = "done" if outcome == "done" else "archive"
+        await broker.finish([Outcome(kind, q, leased[0].id, error=outcome * (kind != "done"))],
+                            OWNER)
+        await advancer.drain(q)
+
+    dep = await client.enqueue("t", queue=q)
+    ok = await client.enqueue_workflow(chain(Task("t", queue=q), Task("t", queue=q)),
+                                       on_error=Task("t", queue=q), after=[dep])
+    await run_next()  # the dependency: releases the first step
+    await run_next()
+    await run_next()  # the last step: the workflow finishes, its error callback is dropped
+    assert await client.result(ok.id, timeout=5) is None
+    failing = await client.enqueue_workflow(chain(Task("t", queue=q), Task("t", queue=q)))
+    await run_next("broke")  # fails it: the waiting step is parked
+    cancelled = await client.enqueue_workflow(chain(Task("t", queue=q), Task("t", queue=q)))
+    assert await client.cancel(cancelled.id)
+    del failing
 
 
 async def test_scripts_are_reloaded_after_a_script_flush_on_every_master(

@@ -19,6 +19,7 @@
 -- Trimming deletes the task hashes of the entries it drops (and releases the locks they own),
 -- so no orphaned records remain.
 -- @include _lib.lua
+-- @include _wf_lib.lua
 if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[6]) then
   return 0
 end
@@ -28,6 +29,10 @@ redis.call('HDEL', KEYS[1], 'owner')
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'archived', 'error', ARGV[3], 'failed_at', ARGV[4])
 asyncq_event(KEYS[1], ARGV[1], 'active', 'archived', {error = ARGV[3]})
+local wf = redis.call('HGET', KEYS[1], 'wf')
+if wf then
+  asyncq_wf_out(KEYS[1], ARGV[1], wf, 'f', '-', ARGV[3])
+end
 asyncq_trim_archive(KEYS[4], ARGV[9], ARGV[8], tonumber(ARGV[7]), 1000)
 asyncq_bump(KEYS[5], KEYS[6], ARGV[5])
 asyncq_bump(KEYS[7], KEYS[8], ARGV[5])

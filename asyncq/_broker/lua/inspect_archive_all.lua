@@ -15,8 +15,10 @@
 --   the archive within its caps}. Call again while ids == batch size.
 -- The archive is trimmed as by a worker's archive (age and size caps), deleting the task hashes
 -- of the entries it drops. Ids without a task hash, or in another state, are dropped.
+-- Archiving a workflow step fails its workflow (an outbox record, as inspect_archive_task).
 -- @include _lib.lua
 -- @include _inspect_lib.lua
+-- @include _wf_lib.lua
 local batch = tonumber(ARGV[2])
 local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', batch)
 local base = asyncq_base(ARGV[3], 't:')
@@ -24,12 +26,16 @@ local listening = asyncq_listening(base)
 local archived = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
-  if redis.call('HGET', key, 'state') == ARGV[1] then
+  local v = redis.call('HMGET', key, 'state', 'wf')
+  if v[1] == ARGV[1] then
     redis.call('ZADD', KEYS[2], ARGV[5], id)
     redis.call('HSET', key, 'state', 'archived')
     redis.call('HDEL', key, 'pending_since')
     if listening then
       asyncq_emit(base, id, ARGV[1], 'archived')
+    end
+    if v[2] then
+      asyncq_wf_out(key, id, v[2], 'f', '-', 'archived by the inspector')
     end
     archived = archived + 1
   end

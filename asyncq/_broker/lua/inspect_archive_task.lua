@@ -12,12 +12,15 @@
 -- ARGV[4] most archived tasks kept
 -- ARGV[5] oldest archive entry kept, Unix ms
 -- ARGV[6] task key prefix    asyncq:{q}:t:
--- Returns: 1 archived; 0 no such task; -1 the task is active; -2 it is already archived.
+-- Returns: 1 archived; 0 no such task; -1 the task is active; -2 it is already archived;
+--   -3 it is a workflow step waiting for the steps before it (never archived: a re-run would
+--   lack its input). Archiving a workflow step fails its workflow.
 -- The uniqueness lock is kept (the task still exists), as when a worker archives a task.
 -- Trimming the archive deletes the task hashes of the entries it drops.
 -- @include _lib.lua
 -- @include _inspect_lib.lua
-local v = redis.call('HMGET', KEYS[1], 'state', 'group')
+-- @include _wf_lib.lua
+local v = redis.call('HMGET', KEYS[1], 'state', 'group', 'wf')
 if not v[1] then
   return 0
 end
@@ -27,11 +30,17 @@ end
 if v[1] == 'archived' then
   return -2
 end
+if v[1] == 'waiting' then
+  return -3
+end
 local c = inspect_task_containers()
 inspect_detach(c, v[1], ARGV[1], v[2])
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'archived')
 redis.call('HDEL', KEYS[1], 'pending_since')
 asyncq_event(KEYS[1], ARGV[1], v[1], 'archived')
+if v[3] then
+  asyncq_wf_out(KEYS[1], ARGV[1], v[3], 'f', '-', 'archived by the inspector')
+end
 asyncq_trim_archive(KEYS[5], ARGV[6], ARGV[5], tonumber(ARGV[4]), 1000)
 return 1

@@ -9,19 +9,24 @@
 -- Returns: {ids taken from the source, tasks deleted}. Call again while ids == batch size.
 -- Ids whose task hash is gone are dropped; ids whose hash is in another state (a stale entry)
 -- are dropped from the source without touching that task. Locks the tasks own are released.
+-- Deleting a workflow step cancels its workflow (an outbox record, as inspect_delete_task).
 -- @include _lib.lua
 -- @include _inspect_lib.lua
+-- @include _wf_lib.lua
 local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
 local base = asyncq_base(ARGV[3], 't:')
 local listening = asyncq_listening(base)
 local deleted = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
-  local v = redis.call('HMGET', key, 'state', 'unique_key')
+  local v = redis.call('HMGET', key, 'state', 'unique_key', 'wf')
   if v[1] == ARGV[1] then
     asyncq_release_unique(v[2], id)
     if listening then
       asyncq_emit(base, id, ARGV[1], 'deleted')
+    end
+    if v[3] then
+      asyncq_wf_out(key, id, v[3], 'c', '-', 'deleted')
     end
     redis.call('DEL', key)
     deleted = deleted + 1

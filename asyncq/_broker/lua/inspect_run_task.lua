@@ -11,7 +11,8 @@
 -- ARGV[3] now, Unix ms (becomes pending_since)
 -- ARGV[4] wake channel
 -- ARGV[5] queue name
--- Returns: 1 now pending; 0 no such task; -1 the task is active; -2 it is already pending.
+-- Returns: 1 now pending; 0 no such task; -1 the task is active; -2 it is already pending;
+--   -3 it is a workflow step waiting for the steps before it (its workflow releases it).
 -- The task joins the end of the line (LPUSH: workers pop from the tail).
 -- @include _lib.lua
 -- @include _inspect_lib.lua
@@ -24,6 +25,9 @@ if v[1] == 'active' then
 end
 if v[1] == 'pending' then
   return -2
+end
+if v[1] == 'waiting' then
+  return -3
 end
 local c = inspect_task_containers()
 inspect_detach(c, v[1], ARGV[1], v[2])

@@ -17,7 +17,8 @@
 -- ARGV[8] largest result sent with the completion event, bytes
 -- Returns: 1 completed; 0 the task is no longer active under this owner (no change).
 -- @include _lib.lua
-local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key')
+-- @include _wf_lib.lua
+local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
 if not asyncq_owned(v[1], v[2], ARGV[2]) then
   return 0
 end
@@ -35,6 +36,9 @@ if ARGV[6] ~= '' and #ARGV[7] > tonumber(ARGV[8]) then
   asyncq_event(KEYS[1], ARGV[1], 'active', 'completed', {renc = ARGV[6], kept = true, big = true})
 else
   asyncq_event(KEYS[1], ARGV[1], 'active', 'completed', {renc = ARGV[6], kept = true}, ARGV[7])
+end
+if v[4] then
+  asyncq_wf_out(KEYS[1], ARGV[1], v[4], 's', ARGV[6] == '' and '-' or ARGV[6], ARGV[7])
 end
 asyncq_bump(KEYS[5], KEYS[6], ARGV[3])
 return 1

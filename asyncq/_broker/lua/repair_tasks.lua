@@ -27,6 +27,7 @@
 --   'archived', 'completed'   back in its sorted set ('completed': expiring now);
 --   'aggregating' back in its group;
 --   'archived:<reason>'   no usable state or message: archived with that reason.
+--   A workflow step 'waiting' for the steps before it is in no list by design: left alone.
 -- @include _lib.lua
 local now = ARGV[3]
 local search = tonumber(ARGV[4])
@@ -95,7 +96,7 @@ for i = 7, #ARGV do
         redis.call('SADD', KEYS[8], v[3])
         action = 'aggregating'
       end
-    elseif not redis.call('ZSCORE', KEYS[6], id) then
+    elseif state ~= 'waiting' and not redis.call('ZSCORE', KEYS[6], id) then
       action = archive(key, id, 'orphaned task record with an unknown state ' ..
         tostring(state or '(none)'))
     end

@@ -1,0 +1,219 @@
+"""Advancing a workflow: apply step outcomes to its state, release the steps that may run,
+finish, fail or cancel it. Shared by the worker's advancer (outcomes from outboxes) and by
+the client (tasks an ``after=`` workflow found finished already).
+
+Every action is idempotent, so the whole sequence may be replayed after a crash at any
+point: an outcome already recorded changes nothing, releasing a step that is not waiting does
+nothing (a step runs at most once), finishing a finished workflow does nothing, and deleting
+the steps of a cancelled workflow twice deletes nothing more.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from .._broker import Broker
+from .._broker._wf_ops import WorkflowOps
+from .._log import get_logger
+
+_log = get_logger("workflow")
+
+Outcome = tuple[str, str, str, bytes]  # node, 's'/'f'/'c', result encoding, result or error
+Value = tuple[str, bytes]  # encoding ('j', 'b', '-' none) and bytes
+
+
+def json_of(value: Value) -> bytes:
+    """A value as JSON text: bytes become their base64 text (as typed tasks store bytes)."""
+    enc, body = value
+    if enc == "j":
+        return body
+    if enc == "b":
+        return orjson.dumps(base64.b64encode(body).decode("ascii"))
+    return b"null"
+
+
+class Values:
+    """Reads node values of one workflow, each at most once."""
+
+    def __init__(self, ops: WorkflowOps, workflow_id: str) -> None:
+        self.ops = ops
+        self.id = workflow_id
+        self.specs: dict[str, dict[str, Any]] = {}
+        self.values: dict[str, Value] = {}
+
+    async def load_specs(self, nodes: Sequence[str]) -> None:
+        missing = [n for n in dict.fromkeys(nodes) if n not in self.specs]
+        if missing:
+            for node, raw in zip(missing, await self.ops.specs(self.id, missing), strict=True):
+                self.specs[node] = orjson.loads(raw) if raw else {}
+
+    async def value(self, node: str) -> Value:
+        """The value of ``node``: a task's result, or a join's list of its items' values."""
+        if node in self.values:
+            return self.values[node]
+        # Expand joins (breadth first) to the task nodes whose results are needed.
+        pending, leaves, seen = [node], [], set()
+        while pending:
+            await self.load_specs(pending)
+            nxt = []
+            for n in pending:
+                if n in seen or n in self.values:
+                    continue
+                seen.add(n)
+                items = self.specs[n].get("g")
+                if items is None:
+                    leaves.append(n)
+                else:
+                    nxt.extend(items)
+            pending = nxt
+        if leaves:
+            raws = await self.ops.results(self.id, leaves)
+            for leaf, raw in zip(leaves, raws, strict=True):
+                self.values[leaf] = _stored_value(raw)
+        return self._assemble(node)
+
+    def _assemble(self, node: str) -> Value:
+        # Joins built bottom-up without recursion limits on long groups.
+        order, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            if n in self.values:
+                continue
+            order.append(n)
+            stack.extend(i for i in self.specs[n]["g"] if i not in self.values)
+        for n in reversed(order):
+            if n not in self.values:
+                items = self.specs[n]["g"]
+                self.values[n] = ("j", b"[" + b",".join(json_of(self.values[i])
+                                                        for i in items) + b"]")
+        return self.values[node]
+
+
+def _stored_value(raw: bytes | None) -> Value:
+    if not raw:
+        return ("-", b"")
+    enc = chr(raw[0])
+    return (enc if enc in "jb" else "-", raw[1:])
+
+
+def input_for(mode: str, value: Value) -> tuple[bytes, str]:
+    """What a released step gets for its input mode: ('', '-') nothing; a payload as it was
+    stored ('r'); a JSON argument (a typed step)."""
+    if not mode:
+        return b"", "-"
+    if mode == "r":
+        if value[0] == "-":
+            return b"null", "j"
+        return value[1], value[0]
+    return json_of(value), "j"
+
+
+async def release(ops: WorkflowOps, values: Values, nodes: Sequence[str]) -> int:
+    """Release ready task nodes (waiting -> pending, with their inputs); returns how many
+    were released now (a node not waiting any more is left alone)."""
+    await values.load_specs(nodes)
+    by_queue: dict[str, list[tuple[str, bytes, str]]] = {}
+    for node in nodes:
+        spec = values.specs[node]
+        if "q" not in spec:
+            continue
+        mode = spec.get("m", "")
+        dep = spec.get("d")
+        value = await values.value(dep) if dep is not None and mode else ("-", b"")
+        payload, enc = input_for(mode, value)
+        by_queue.setdefault(spec["q"], []).append((spec["t"], payload, enc))
+    released = 0
+    for queue, steps in by_queue.items():
+        released += sum(await ops.release(queue, steps))
+    return released
+
+
+async def advance(broker: Broker, workflow_id: str, outcomes: Sequence[Outcome]) -> str:
+    """Apply ``outcomes`` to the workflow and do what follows; returns its state after."""
+    ops = broker.workflows
+    applied = await ops.apply(workflow_id, outcomes)
+    state = applied.state
+    if not state:
+        return state
+    values = Values(ops, workflow_id)
+    if state in ("running", "starting"):
+        ready = applied.ready
+        if applied.replay or applied.change == "resumed":
+            ready = await ops.ready(workflow_id)
+        if ready:
+            await release(ops, values, ready)
+        if applied.final_done:
+            await finish(broker, values)
+    elif state == "failed" and (applied.change == "failed" or applied.replay):
+        await failed(broker, values)
+    elif state == "cancelled" and (applied.change == "cancelled" or applied.replay):
+        await drop_steps(broker, workflow_id)
+    return state
+
+
+async def finish(broker: Broker, values: Values) -> None:
+    ops = values.ops
+    final, on_error = await _record_fields(broker, values.id, "final", "onerr")
+    enc, body = await values.value(final)
+    if enc == "-":
+        enc, body = "j", b"null"
+    if await ops.finish(values.id, enc, body):
+        _log.debug("workflow succeeded", workflow_id=values.id)
+    if on_error:
+        await _drop(broker, values, [on_error])
+
+
+async def failed(broker: Broker, values: Values) -> None:
+    """Run the error callback (once: releasing is idempotent) and let the waiting steps
+    expire with the workflow unless a re-run resumes it."""
+    on_error, node, error, retention = await _record_fields(
+        broker, values.id, "onerr", "failed_node", "error", "retention")
+    if on_error:
+        await values.load_specs([on_error, node])
+        spec = values.specs.get(on_error, {})
+        failed_spec = values.specs.get(node, {})
+        info = {"workflow_id": values.id, "step_id": failed_spec.get("t", node),
+                "type": failed_spec.get("type"), "error": error}
+        payload, enc = input_for(spec.get("m", ""), ("j", orjson.dumps(info)))
+        if "q" in spec:
+            await values.ops.release(spec["q"], [(spec["t"], payload, enc)])
+    _, _, specs = await values.ops.read(values.id)
+    by_queue = _task_ids_by_queue(specs, skip=on_error)
+    for queue, ids in by_queue.items():
+        await values.ops.park(queue, ids, int(retention or 0) or 1)
+
+
+async def drop_steps(broker: Broker, workflow_id: str) -> None:
+    """Delete the steps of a cancelled workflow that are not running; cancel running ones."""
+    _, _, specs = await broker.workflows.read(workflow_id)
+    for queue, ids in _task_ids_by_queue(specs).items():
+        codes = await broker.workflows.drop(queue, ids)
+        for task_id, code in zip(ids, codes, strict=True):
+            if code == 2:
+                await broker.request_cancel(queue, task_id)
+
+
+async def _drop(broker: Broker, values: Values, nodes: Sequence[str]) -> None:
+    await values.load_specs(nodes)
+    for node in nodes:
+        spec = values.specs.get(node, {})
+        if "q" in spec:
+            await broker.workflows.drop(spec["q"], [spec["t"]])
+
+
+def _task_ids_by_queue(specs: dict[bytes, bytes], skip: str = "") -> dict[str, list[str]]:
+    by_queue: dict[str, list[str]] = {}
+    for node, raw in specs.items():
+        spec = orjson.loads(raw)
+        if "q" in spec and node.decode() != skip:
+            by_queue.setdefault(spec["q"], []).append(spec["t"])
+    return by_queue
+
+
+async def _record_fields(broker: Broker, workflow_id: str, *names: str) -> list[str]:
+    values = await broker.workflows.fields(workflow_id, names)
+    return ["" if v is None else v.decode() for v in values]

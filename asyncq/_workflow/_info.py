@@ -1,0 +1,87 @@
+"""What a workflow looks like from outside: its handle, its state and its steps."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .._keys import WORKFLOW_ID_PREFIX
+from .._task import TaskState
+
+if TYPE_CHECKING:
+    from .._client import Client
+
+O = TypeVar("O", covariant=True)  # noqa: E741
+
+
+class WorkflowState(enum.Enum):
+    """Where a workflow is: the values stored in its record."""
+
+    STARTING = "starting"  # its steps are being stored
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # a step failed for good: re-running it from the archive resumes
+    CANCELLED = "cancelled"
+
+
+def is_workflow_id(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(WORKFLOW_ID_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowHandle(Generic[O]):
+    """A started workflow: ``await handle.result(client)`` (or ``client.result(handle.id)``)
+    waits for its value, decoded to the type of its last piece."""
+
+    id: str
+    steps: int
+    decode: Callable[[Any], Any] = field(repr=False)
+
+    async def result(self, client: Client, *, timeout: float | None = None) -> O:
+        """The workflow's value; TaskFailedError (with the failing step's error) when it
+        failed or was cancelled, TimeoutError after ``timeout`` seconds."""
+        value: O = self.decode(await client.result(self.id, timeout=timeout))
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowStep:
+    """One node of a workflow as the Inspector shows it: a task step (``task_id``,
+    ``queue``, ``type``), a join of a group (``kind`` "join"), or a task it waits for
+    (``kind`` "after")."""
+
+    node: str
+    kind: str  # "task", "join", "after" or "on_error"
+    state: str  # "done", "failed", "cancelled", or the task's state (waiting, pending...)
+    task_id: str | None = None
+    queue: str | None = None
+    type: str | None = None
+    error: str | None = None
+    depends_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowInfo:
+    """A snapshot of a workflow (``Inspector.workflow``)."""
+
+    id: str
+    state: WorkflowState
+    created_at: datetime | None
+    steps: int
+    done: int
+    failed_step: str | None = None
+    error: str | None = None
+    result: bytes | None = None
+    result_encoding: str = "j"
+    nodes: tuple[WorkflowStep, ...] = ()
+
+    @property
+    def task_state(self) -> TaskState:
+        """The state ``client.wait`` reports for it."""
+        return {WorkflowState.SUCCEEDED: TaskState.COMPLETED,
+                WorkflowState.FAILED: TaskState.ARCHIVED,
+                WorkflowState.CANCELLED: TaskState.ARCHIVED,
+                WorkflowState.STARTING: TaskState.PENDING}.get(self.state, TaskState.ACTIVE)
