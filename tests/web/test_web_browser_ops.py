@@ -46,7 +46,7 @@ def test_cancel_a_running_task(page: Any, portal: BlockingPortal,
         expect(page.locator("#task-state")).to_have_text("active")
         page.click('button[data-action="cancel"]')
         expect(page.locator(".flash.ok")).to_contain_text(f"cancellation of task {info.id}")
-        final = redis_calls(lambda c, i: c.wait(info.id, queue=queue, timeout=15))
+        final = redis_calls(lambda c, i: c.wait(info.id, queue=queue, timeout=30))
         assert final.state.value == "archived" and final.retried == 0  # no retry after cancel
         assert "cancel" in (final.last_error or "").lower()
         page.reload()
@@ -64,7 +64,7 @@ def test_a_paused_queue_stops_feeding_its_worker(page: Any, portal: BlockingPort
     with serve(create_app(asyncq_redis_url)) as url, running_worker(
             portal, asyncq_redis_url, other, tmp_path / "worker.log",
             "--queue", f"{paused}=2", "--strict"):
-        done = redis_calls(lambda c, i: c.wait(first, queue=paused, timeout=15))
+        done = redis_calls(lambda c, i: c.wait(first, queue=paused, timeout=30))
         assert done.state.value == "completed"  # the worker takes the queue's tasks
         page.goto(url + "/")
         page.click(f'tr[data-queue="{paused}"] button[data-action="pause"]')
@@ -75,7 +75,7 @@ def test_a_paused_queue_stops_feeding_its_worker(page: Any, portal: BlockingPort
         # task is done it has passed the paused queue by without taking anything from it
         probe = redis_calls(lambda c, i: c.enqueue("slow:echo", "probe", queue=other,
                                                     retention=60))
-        assert redis_calls(lambda c, i: c.wait(probe, queue=other, timeout=15)).state.value \
+        assert redis_calls(lambda c, i: c.wait(probe, queue=other, timeout=30)).state.value \
             == "completed"
         states = [redis_calls(lambda c, i, t=t: i.task_info(paused, t.id)).state.value
                   for t in held]
@@ -88,7 +88,7 @@ def test_a_paused_queue_stops_feeding_its_worker(page: Any, portal: BlockingPort
         page.click(f'{row} button[data-action="unpause"]')
         expect(page.locator(".flash.ok")).to_contain_text(f"queue {paused} unpaused")
         for task in held:  # the worker takes them again
-            done = redis_calls(lambda c, i, t=task: c.wait(t, queue=paused, timeout=15))
+            done = redis_calls(lambda c, i, t=task: c.wait(t, queue=paused, timeout=30))
             assert done.state.value == "completed"
         expect(page.locator(f'{row} [data-field="pending"]')).to_have_text("0")
         page.goto("about:blank")
