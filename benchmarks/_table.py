@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-LIB_ORDER = ["asyncq", "arq", "saq", "streaq", "taskiq"]
+LIB_ORDER = ["asyncq", "arq", "celery", "saq", "streaq", "taskiq"]
 PEERS = [lib for lib in LIB_ORDER if lib != "asyncq"]
 
 Getter = Callable[[dict[str, Any]], float | str | None]
@@ -38,6 +38,14 @@ def _at_most(limit: float) -> Callable[[float | None, float | None, dict[str, fl
     return check
 
 
+def _own_at_least(k: float) -> Callable[[float | None, float | None, dict[str, float]],
+                                        bool | None]:
+    """asyncq's own value (a ratio to its Redis ceiling) is at least ``k``."""
+    def check(ratio: float | None, value: float | None, peers: dict[str, float]) -> bool | None:
+        return None if value is None else value >= k
+    return check
+
+
 def _sub(*keys: str) -> Getter:
     def get(r: dict[str, Any]) -> float | str | None:
         cur: Any = r
@@ -64,6 +72,27 @@ def _flat(r: dict[str, Any]) -> float | str | None:
 ROWS = [
     Row("enqueue_single", "enqueue: awaited single (ops/s)", "enqueue", _sub("single", "ops_s"),
         target=">= 1.5x best peer", check=_ratio_at_least(1.5)),
+    Row("enqueue_single_vs_bare", "  single vs bare EVALSHA round trips, same process",
+        "enqueue", _sub("single", "vs_bare_evalsha"), fmt="{:.0%}", higher_better=None,
+        target=">= 85%", check=_own_at_least(0.85)),
+    Row("bare_single", "  ceiling: bare EVALSHA one at a time, same process (ops/s)", "enqueue",
+        _sub("bare_evalsha", "single_ops_s"), higher_better=None),
+    Row("enqueue_single_p50", "  single enqueue call p50 (ms)", "enqueue",
+        _sub("single", "p50_ms"), fmt="{:.3f}", higher_better=None),
+    Row("producers", "enqueue: 100 concurrent producers (ops/s)", "producers", _sub("ops_s")),
+    Row("producers_vs_bare", "  vs the same 100 coroutines making bare EVALSHA calls",
+        "producers", _sub("vs_bare_evalsha"), fmt="{:.2f}x", higher_better=None,
+        target=">= 2x", check=_own_at_least(2.0)),
+    Row("bare_concurrent", "  ceiling: bare EVALSHA, 100 coroutines (ops/s)", "producers",
+        _sub("bare_evalsha", "concurrent_ops_s"), higher_better=None),
+    Row("bare_pipelined", "  ceiling: bare EVALSHA pipelined x100 (ops/s)", "producers",
+        _sub("bare_evalsha", "pipelined_ops_s"), higher_better=None),
+    Row("producers_p99", "  per-call p99 (ms)", "producers", _sub("p99_ms"), fmt="{:.2f}",
+        higher_better=None),
+    Row("producers_lone_p99", "  lone call p99 (ms)", "producers", _sub("lone_p99_ms"),
+        fmt="{:.3f}", higher_better=None),
+    Row("producers_bare_p99", "  bare EVALSHA, 100 coroutines: per-call p99 (ms)", "producers",
+        _sub("bare_evalsha", "concurrent_p99_ms"), fmt="{:.2f}", higher_better=None),
     Row("enqueue_bulk", "enqueue: bulk API, chunks of 1000 (ops/s)", "enqueue", _bulk,
         target=">= 2x streaq enqueue_many", check=_ratio_at_least(2.0)),
     Row("drain", "drain: no-op tasks, 1 worker, c=100 (tasks/s)", "drain", _sub("tasks_s"),
@@ -149,10 +178,10 @@ def _exactly_once(results: dict[str, dict[str, Any]], lib: str) -> str:
             seen = True
             if not eo["ok"]:
                 bad.append(f"{sc}: {eo['executions']} runs/{eo['distinct']} distinct")
-        if sc == "enqueue" and r.get("status") in ("ok", "failed-check"):
+        if sc in ("enqueue", "producers") and r.get("status") in ("ok", "failed-check"):
             seen = True
             if not r.get("stored_ok"):
-                bad.append("enqueue: stored count")
+                bad.append(f"{sc}: stored count")
         drains = ("drain", "drain_typed", "drain_listened", "io", "memory")
         if sc in drains and r.get("pre_enqueue") is not None \
                 and not r["pre_enqueue"].get("stored_ok"):

@@ -204,10 +204,11 @@ class Driver:
     async def enqueue_concurrent(self, kind: str, indices: range, budget: float) -> bool:
         """Enqueue with 100 coroutines; False when ``budget`` seconds ran out first."""
         it = iter(indices)
+        enqueue = self.concurrent_enqueue()
 
         async def pump() -> None:
             for i in it:
-                await self.adapter.enqueue(kind, i)
+                await enqueue(kind, i)
 
         tasks = [asyncio.create_task(pump()) for _ in range(ENQUEUE_CONCURRENCY)]
         try:
@@ -218,6 +219,55 @@ class Driver:
         finally:
             for t in tasks:
                 t.cancel()
+
+    def concurrent_enqueue(self) -> Callable[[str, int], Awaitable[None]]:
+        """The call overlapping producers make: ``enqueue``, or for a library with only a
+        blocking API the adapter's ``enqueue_concurrently`` (a thread pool)."""
+        return getattr(self.adapter, "enqueue_concurrently", self.adapter.enqueue)
+
+    async def bare_evalsha(self, n_single: int, n_conc: int) -> dict[str, Any]:
+        """The Redis ceiling seen from this process, with this venv's redis-py and loop: bare
+        ``EVALSHA`` of ``return 1`` one round trip at a time, from 100 coroutines at once (one
+        connection each, redis-py's pool), and pipelined 100 per round trip."""
+        r = self.redis
+        sha = await r.script_load("return 1")
+        for _ in range(WARMUP):
+            await r.evalsha(sha, 0)
+        lat: list[float] = []
+        t0 = time.perf_counter()
+        for _ in range(n_single):
+            t = time.perf_counter()
+            await r.evalsha(sha, 0)
+            lat.append(time.perf_counter() - t)
+        single = n_single / (time.perf_counter() - t0)
+        left = n_conc
+        clat: list[float] = []
+
+        async def pump() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                t = time.perf_counter()
+                await r.evalsha(sha, 0)
+                clat.append(time.perf_counter() - t)
+
+        await asyncio.gather(*[r.evalsha(sha, 0) for _ in range(ENQUEUE_CONCURRENCY)])
+        t0 = time.perf_counter()
+        await asyncio.gather(*[pump() for _ in range(ENQUEUE_CONCURRENCY)])
+        conc = n_conc / (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for _ in range(max(1, n_conc // ENQUEUE_CONCURRENCY)):
+            pipe = r.pipeline(transaction=False)
+            for _ in range(ENQUEUE_CONCURRENCY):
+                pipe.evalsha(sha, 0)
+            await pipe.execute()
+        piped = max(1, n_conc // ENQUEUE_CONCURRENCY) * ENQUEUE_CONCURRENCY / (
+            time.perf_counter() - t0)
+        ms = 1000.0
+        return {"script": "return 1", "single_ops_s": single, "single_p50_ms": pct(lat, 50) * ms,
+                "single_p99_ms": pct(lat, 99) * ms, "concurrent_ops_s": conc,
+                "concurrent_p50_ms": pct(clat, 50) * ms, "concurrent_p99_ms": pct(clat, 99) * ms,
+                "pipelined_ops_s": piped, "pipeline": ENQUEUE_CONCURRENCY}
 
     async def pre_enqueue(self, kind: str, n: int, budget: float | None = None,
                           ) -> dict[str, Any]:
@@ -332,17 +382,24 @@ class Driver:
         n = self.args.n
         a = self.adapter
         res = self.result
+        res["bare_evalsha"] = await self.bare_evalsha(n, n)
+        await self.redis.flushall()
         for i in range(WARMUP):  # connections, script loading
             await a.enqueue("noop", n + i)
+        lat: list[float] = []
         t0 = time.perf_counter()
         for i in range(n):
+            t = time.perf_counter()
             await a.enqueue("noop", i)
+            lat.append(time.perf_counter() - t)
             if i % 256 == 0:
                 self.check_deadline("single enqueue")
         dt = time.perf_counter() - t0
         stored = await a.stored(self.redis)
         res["single"] = {"n": n, "seconds": dt, "ops_s": n / dt, "us_per_op": dt / n * 1e6,
-                         "stored": stored, "stored_ok": stored == n + WARMUP}
+                         "p50_ms": pct(lat, 50) * 1000, "p99_ms": pct(lat, 99) * 1000,
+                         "stored": stored, "stored_ok": stored == n + WARMUP,
+                         "vs_bare_evalsha": n / dt / res["bare_evalsha"]["single_ops_s"]}
         ok = stored == n + WARMUP
         if a.HAS_BULK:
             await self.redis.flushall()
@@ -362,6 +419,56 @@ class Driver:
             res["bulk"] = None
         res["stored_ok"] = ok
         if not ok:
+            res["status"] = "failed-check"
+
+    async def sc_producers(self) -> None:
+        """100 coroutines enqueueing at once (a web app under load), next to the same
+        coroutines making bare EVALSHA calls and to one caller alone, all in this process."""
+        n = self.args.n
+        res = self.result
+        n_lone = max(500, n // 10)
+        res["bare_evalsha"] = bare = await self.bare_evalsha(n_lone, n)
+        await self.redis.flushall()
+        a = self.adapter
+        enqueue = self.concurrent_enqueue()
+        res["api"] = getattr(a, "CONCURRENT_API", "enqueue from each coroutine")
+        for i in range(WARMUP):
+            await a.enqueue("noop", n + n_lone + i)
+        lone: list[float] = []
+        for i in range(n_lone):
+            t = time.perf_counter()
+            await a.enqueue("noop", n + i)
+            lone.append(time.perf_counter() - t)
+        await asyncio.gather(*[enqueue("noop", n + n_lone + WARMUP + i)
+                               for i in range(ENQUEUE_CONCURRENCY)])
+        lat: list[float] = []
+        it = iter(range(n))
+
+        async def pump() -> None:
+            for i in it:
+                t = time.perf_counter()
+                await enqueue("noop", i)
+                lat.append(time.perf_counter() - t)
+
+        t0 = time.perf_counter()
+        tasks = [asyncio.create_task(pump()) for _ in range(ENQUEUE_CONCURRENCY)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*tasks), timeout=max(self.left(), 0.01))
+        except TimeoutError:
+            raise Timeout(f"concurrent enqueue: {len(lat)}/{n} done") from None
+        dt = time.perf_counter() - t0
+        expected = n + n_lone + WARMUP + ENQUEUE_CONCURRENCY
+        stored = await a.stored(self.redis)
+        ms = 1000.0
+        res.update({
+            "coroutines": ENQUEUE_CONCURRENCY, "ops_s": n / dt, "p50_ms": pct(lat, 50) * ms,
+            "p99_ms": pct(lat, 99) * ms, "lone_p50_ms": pct(lone, 50) * ms,
+            "lone_p99_ms": pct(lone, 99) * ms,
+            "vs_bare_evalsha": n / dt / bare["concurrent_ops_s"],
+            "p99_vs_lone_p99": pct(lat, 99) / pct(lone, 99),
+            "p99_vs_bare_p99": pct(lat, 99) * ms / bare["concurrent_p99_ms"],
+            "stored": stored, "stored_ok": stored == expected})
+        if stored != expected:
             res["status"] = "failed-check"
 
     async def sc_drain(self) -> None:
@@ -605,8 +712,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--lib", required=True)
     p.add_argument("--scenario", required=True,
-                   choices=["enqueue", "drain", "drain_typed", "drain_listened", "io", "latency",
-                            "memory", "roundtrip"])
+                   choices=["enqueue", "producers", "drain", "drain_typed", "drain_listened",
+                            "io", "latency", "memory", "roundtrip"])
     p.add_argument("--url", required=True)
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--n-bulk", type=int, default=20000)
