@@ -21,6 +21,7 @@ from .. import _keys as K
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import BrokerError
 from ._calls import ScriptCall, batch_call, finish_call, store_call
+from ._coalesce import Coalescer
 from ._inspect import RedisInspectOps
 from ._maintenance import MaintenanceOps
 from ._protocol import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
@@ -58,6 +59,9 @@ class RedisBroker:
         self.maintenance = MaintenanceOps(self.runner, clock)
         self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
+        # Overlapping store() calls (a web app's concurrent requests) share round trips.
+        self._stores: Coalescer[ScriptCall, Any] = Coalescer(self.runner.run_call,
+                                                             self._run_stores, max_in_flight=2)
 
     async def ping(self) -> None:
         await self.runner.command("ping", "PING")
@@ -80,10 +84,16 @@ class RedisBroker:
         await register(self.runner, queues)
 
     async def store(self, task: NewTask) -> EnqueueCode:
-        code = await self.runner.run_call(store_call(task, self.clock.now_ms()))
+        code = await self._stores.call(store_call(task, self.clock.now_ms()))
         if must_register(code):
             await self.register_queues((task.msg.queue,))
         return enqueue_code(code)
+
+    async def _run_stores(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Store calls that overlapped, in one pipeline: a reply or a BrokerError each."""
+        out = await self.runner.run_many(calls)
+        return [reply_error(call.name, r) if isinstance(r, Exception) else r
+                for call, r in zip(calls, out, strict=True)]
 
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
         """Store tasks in input order: runs of ready-now tasks of one queue go through one
