@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -148,6 +149,12 @@ class TaskInfo:
         return decode_json(self.result, self.result_encoding)
 
 
+@functools.lru_cache(maxsize=256)
+def _duration(ms: int) -> timedelta:
+    """A stored duration as a timedelta (immutable: the few distinct values are shared)."""
+    return timedelta(milliseconds=ms)
+
+
 def task_info(
     msg: TaskMessage, payload: bytes, state: TaskState, *, retried: int = 0,
     last_error: str | None = None, last_failed_at_ms: int = 0, next_process_at_ms: int = 0,
@@ -160,12 +167,12 @@ def task_info(
         max_retry=msg.max_retry, retried=retried, headers=msg.headers,
         last_error=last_error or None,
         last_failed_at=stored_datetime(last_failed_at_ms),
-        timeout=timedelta(milliseconds=msg.timeout_ms) if msg.timeout_ms > 0 else None,
+        timeout=_duration(msg.timeout_ms) if msg.timeout_ms > 0 else None,
         deadline=stored_datetime(msg.deadline_ms),
         group=msg.group or None,
         next_process_at=stored_datetime(next_process_at_ms),
         is_orphaned=is_orphaned,
-        retention=timedelta(milliseconds=msg.retention_ms),
+        retention=_duration(msg.retention_ms),
         completed_at=stored_datetime(completed_at_ms),
         result=result, encoding=msg.enc,
         result_encoding="j" if result_encoding == "j" else "b",

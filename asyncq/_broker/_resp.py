@@ -8,11 +8,14 @@ redis-py's (hiredis) parser.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import DataError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 
 def _encode(arg: Any) -> bytes | bytearray | memoryview:
@@ -74,7 +77,7 @@ async def exchange(conn: Any, commands: Sequence[bytes]) -> list[Any]:
     exceptions); on a connection error the connection is disconnected and the error raised.
     Also used on the connections of a cluster node (one pipeline per master)."""
     try:
-        await conn.send_packed_command(b"".join(commands))
+        await send(conn, b"".join(commands))
         replies: list[Any] = []
         for _ in commands:
             try:
@@ -85,3 +88,26 @@ async def exchange(conn: Any, commands: Sequence[bytes]) -> list[Any]:
     except BaseException:
         await conn.disconnect()
         raise
+
+
+async def send(conn: Any, data: bytes) -> None:
+    """``conn.send_packed_command(data)`` without its per-write ``asyncio.wait_for`` (a task
+    and an extra loop turn on Python 3.11) when the connection is up and no health check is
+    due: the bytes go to the transport at once, and only a full send buffer is waited on,
+    within the socket timeout. Errors as redis-py raises them."""
+    writer = conn._writer if conn.is_connected else None
+    if writer is None or (conn.health_check_interval
+                          and asyncio.get_running_loop().time() > conn.next_health_check):
+        await conn.send_packed_command(data)  # connecting, or a health check is due
+        return
+    try:
+        writer.write(data)
+        if writer.transport.get_write_buffer_size():
+            async with asyncio.timeout(conn.socket_timeout):
+                await writer.drain()
+    except TimeoutError:
+        await conn.disconnect(nowait=True)
+        raise RedisTimeoutError("Timeout writing to socket") from None
+    except OSError as exc:
+        await conn.disconnect(nowait=True)
+        raise RedisConnectionError(f"Error while writing to socket: {exc}") from exc
