@@ -9,9 +9,10 @@ redis-py's (hiredis) parser.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from redis._parsers.hiredis import NOT_ENOUGH_DATA, _AsyncHiredisParser
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import DataError, ResponseError
@@ -33,17 +34,32 @@ def _encode(arg: Any) -> bytes | bytearray | memoryview:
                     f"Convert to a bytes, string, int or float first.")
 
 
+_PACKED: dict[str, bytes] = {}  # str argument -> its RESP bulk string
+_PACKED_MAX = 4096
+
+
 def pack(args: Sequence[Any]) -> bytes:
     """One command as a RESP array of bulk strings: the bytes redis-py's
     ``Connection.pack_commands`` makes of it (pinned by tests/test_resp.py). The command name
     must be given as separate words (``"SCRIPT", "LOAD"``)."""
     parts = [b"*%d\r\n" % len(args)]
+    packed = _PACKED
     for arg in args:
         kind = type(arg)  # the common exact types first: this runs for every argument
+        if kind is str:
+            # Most strings recur (the script's SHA, a queue's key names, channels): packed
+            # once. Task ids pass through too, so the cache is emptied when it fills up.
+            bulk = packed.get(arg)
+            if bulk is None:
+                data = arg.encode()
+                bulk = b"$%d\r\n%b\r\n" % (len(data), data)
+                if len(packed) >= _PACKED_MAX:
+                    packed.clear()
+                packed[arg] = bulk
+            parts.append(bulk)
+            continue
         if kind is bytes:
             data = arg
-        elif kind is str:
-            data = arg.encode()
         elif kind is int:
             data = b"%d" % arg
         else:
@@ -79,7 +95,18 @@ async def exchange(conn: Any, commands: Sequence[bytes]) -> list[Any]:
     try:
         await send(conn, b"".join(commands))
         replies: list[Any] = []
-        for _ in commands:
+        gets = _buffered_reader(conn)
+        count = len(commands)
+        while len(replies) < count:
+            if gets is not None and replies:
+                # Replies already in the buffer are taken as they are: only a wait for more
+                # data goes through read_response (and its timeout).
+                reply = gets()
+                if reply is not NOT_ENOUGH_DATA:
+                    if isinstance(reply, RedisConnectionError):
+                        raise reply
+                    replies.append(reply)  # (an error reply is an exception object)
+                    continue
             try:
                 replies.append(await conn.read_response())
             except ResponseError as exc:
@@ -88,6 +115,17 @@ async def exchange(conn: Any, commands: Sequence[bytes]) -> list[Any]:
     except BaseException:
         await conn.disconnect()
         raise
+
+
+def _buffered_reader(conn: Any) -> Callable[[], Any] | None:
+    """The hiredis reader's ``gets`` of a RESP2 connection (the next complete reply in its
+    buffer, ``NOT_ENOUGH_DATA`` when there is none yet), or None for another parser."""
+    reader = getattr(conn._parser, "_reader", None)
+    if (not isinstance(conn._parser, _AsyncHiredisParser) or reader is None
+            or getattr(conn, "protocol", 2) not in (2, "2", None)):
+        return None
+    gets: Callable[[], Any] = reader.gets
+    return gets
 
 
 async def send(conn: Any, data: bytes) -> None:
