@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ._clock import ms_to_datetime, stored_datetime
+from ._clock import MAX_TIME_MS, MIN_TIME_MS, ms_to_datetime, stored_datetime
 from ._message import TaskMessage
 from ._options import UNSET, EnqueueOptions, parse_options
 from ._payload import Encoding, decode_json, encode_payload
@@ -49,8 +49,8 @@ class Task:
     Task too, with ``id``, ``queue``, ``retried`` and friends filled in from Redis.
     """
 
-    __slots__ = ("_enc", "_state", "_writer", "deadline", "headers", "id", "max_retry", "options",
-                 "payload", "queue", "retried", "type")
+    __slots__ = ("_deadline_ms", "_enc", "_state", "_writer", "headers", "id", "max_retry",
+                 "options", "payload", "queue", "retried", "type")
 
     def __init__(self, type: str, payload: object = None, **options: Any) -> None:
         self.type = validate_type(type)
@@ -62,9 +62,15 @@ class Task:
         self.max_retry: int = 25 if opts.max_retry is UNSET else opts.max_retry
         self.headers: dict[str, str] = {} if opts.headers is UNSET else dict(opts.headers)
         self.retried = 0
-        self.deadline: datetime | None = None
+        self._deadline_ms = 0
         self._writer: ResultWriter | None = None
         self._state: Any = None
+
+    @property
+    def deadline(self) -> datetime | None:
+        """When the running handler is stopped (its timeout or the task's deadline, whichever
+        comes first); None outside a worker and for a task without either."""
+        return ms_to_datetime(self._deadline_ms) if self._deadline_ms else None
 
     @property
     def state(self) -> Any:
@@ -106,7 +112,9 @@ def task_for_handler(msg: TaskMessage, payload: bytes, retried: int, deadline_ms
     task.max_retry = msg.max_retry
     task.headers = msg.headers
     task.retried = retried
-    task.deadline = ms_to_datetime(deadline_ms) if deadline_ms else None
+    if deadline_ms and not MIN_TIME_MS <= deadline_ms <= MAX_TIME_MS:
+        ms_to_datetime(deadline_ms)  # raises, as a time no datetime can hold must
+    task._deadline_ms = deadline_ms  # (the datetime is made only if the handler asks)
     task._writer = writer
     task._state = state
     return task
