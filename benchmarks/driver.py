@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -35,6 +36,7 @@ BULK_CHUNK = 1000
 ENQUEUE_CONCURRENCY = 100
 WARMUP = 100
 SETTLE_S = 1.0
+BLOCKS = 5  # bare EVALSHA and library calls alternate in this many blocks
 
 
 class Timeout(Exception):
@@ -225,49 +227,58 @@ class Driver:
         blocking API the adapter's ``enqueue_concurrently`` (a thread pool)."""
         return getattr(self.adapter, "enqueue_concurrently", self.adapter.enqueue)
 
-    async def bare_evalsha(self, n_single: int, n_conc: int) -> dict[str, Any]:
-        """The Redis ceiling seen from this process, with this venv's redis-py and loop: bare
-        ``EVALSHA`` of ``return 1`` one round trip at a time, from 100 coroutines at once (one
-        connection each, redis-py's pool), and pipelined 100 per round trip."""
+    async def bare_call(self) -> Callable[[], Awaitable[Any]]:
+        """One bare redis-py ``EVALSHA`` of ``return 1`` (loaded and warmed up): the Redis
+        ceiling seen from this process, with this venv's redis-py and loop."""
         r = self.redis
         sha = await r.script_load("return 1")
         for _ in range(WARMUP):
             await r.evalsha(sha, 0)
-        lat: list[float] = []
+        return lambda: r.evalsha(sha, 0)
+
+    @staticmethod
+    async def sequential(call: Callable[[], Awaitable[Any]], n: int, lat: list[float]) -> float:
+        """``call()`` ``n`` times one after another, each timed into ``lat``; seconds taken."""
         t0 = time.perf_counter()
-        for _ in range(n_single):
+        for _ in range(n):
             t = time.perf_counter()
-            await r.evalsha(sha, 0)
+            await call()
             lat.append(time.perf_counter() - t)
-        single = n_single / (time.perf_counter() - t0)
-        left = n_conc
-        clat: list[float] = []
+        return time.perf_counter() - t0
+
+    async def concurrent(self, call: Callable[[], Awaitable[Any]], n: int,
+                         lat: list[float]) -> float:
+        """``n`` calls shared by 100 coroutines, each timed into ``lat``; seconds taken."""
+        left = n
 
         async def pump() -> None:
             nonlocal left
             while left > 0:
                 left -= 1
                 t = time.perf_counter()
-                await r.evalsha(sha, 0)
-                clat.append(time.perf_counter() - t)
+                await call()
+                lat.append(time.perf_counter() - t)
 
-        await asyncio.gather(*[r.evalsha(sha, 0) for _ in range(ENQUEUE_CONCURRENCY)])
         t0 = time.perf_counter()
-        await asyncio.gather(*[pump() for _ in range(ENQUEUE_CONCURRENCY)])
-        conc = n_conc / (time.perf_counter() - t0)
+        try:
+            await asyncio.wait_for(asyncio.gather(*[pump() for _ in range(ENQUEUE_CONCURRENCY)]),
+                                   timeout=max(self.left(), 0.01))
+        except TimeoutError:
+            raise Timeout(f"{ENQUEUE_CONCURRENCY} concurrent calls: {len(lat)} done") from None
+        return time.perf_counter() - t0
+
+    async def pipelined(self, n: int) -> float:
+        """Bare EVALSHA pipelined 100 per round trip: ops/s."""
+        r = self.redis
+        sha = await r.script_load("return 1")
+        rounds = max(1, n // ENQUEUE_CONCURRENCY)
         t0 = time.perf_counter()
-        for _ in range(max(1, n_conc // ENQUEUE_CONCURRENCY)):
+        for _ in range(rounds):
             pipe = r.pipeline(transaction=False)
             for _ in range(ENQUEUE_CONCURRENCY):
                 pipe.evalsha(sha, 0)
             await pipe.execute()
-        piped = max(1, n_conc // ENQUEUE_CONCURRENCY) * ENQUEUE_CONCURRENCY / (
-            time.perf_counter() - t0)
-        ms = 1000.0
-        return {"script": "return 1", "single_ops_s": single, "single_p50_ms": pct(lat, 50) * ms,
-                "single_p99_ms": pct(lat, 99) * ms, "concurrent_ops_s": conc,
-                "concurrent_p50_ms": pct(clat, 50) * ms, "concurrent_p99_ms": pct(clat, 99) * ms,
-                "pipelined_ops_s": piped, "pipeline": ENQUEUE_CONCURRENCY}
+        return rounds * ENQUEUE_CONCURRENCY / (time.perf_counter() - t0)
 
     async def pre_enqueue(self, kind: str, n: int, budget: float | None = None,
                           ) -> dict[str, Any]:
@@ -382,24 +393,33 @@ class Driver:
         n = self.args.n
         a = self.adapter
         res = self.result
-        res["bare_evalsha"] = await self.bare_evalsha(n, n)
-        await self.redis.flushall()
+        bare = await self.bare_call()
         for i in range(WARMUP):  # connections, script loading
             await a.enqueue("noop", n + i)
+        index = itertools.count()
+
+        def enqueue() -> Awaitable[None]:
+            return a.enqueue("noop", next(index))  # type: ignore[no-any-return]
+
+        # Bare round trips and enqueues alternate in blocks, so a change of load on the machine
+        # weighs on both alike.
+        per = n // BLOCKS
+        n = per * BLOCKS
         lat: list[float] = []
-        t0 = time.perf_counter()
-        for i in range(n):
-            t = time.perf_counter()
-            await a.enqueue("noop", i)
-            lat.append(time.perf_counter() - t)
-            if i % 256 == 0:
-                self.check_deadline("single enqueue")
-        dt = time.perf_counter() - t0
+        bare_lat: list[float] = []
+        dt = bare_dt = 0.0
+        for _ in range(BLOCKS):
+            bare_dt += await self.sequential(bare, per, bare_lat)
+            dt += await self.sequential(enqueue, per, lat)
+            self.check_deadline("single enqueue")
+        res["bare_evalsha"] = {"script": "return 1", "single_ops_s": n / bare_dt,
+                               "single_p50_ms": pct(bare_lat, 50) * 1000,
+                               "single_p99_ms": pct(bare_lat, 99) * 1000}
         stored = await a.stored(self.redis)
         res["single"] = {"n": n, "seconds": dt, "ops_s": n / dt, "us_per_op": dt / n * 1e6,
                          "p50_ms": pct(lat, 50) * 1000, "p99_ms": pct(lat, 99) * 1000,
                          "stored": stored, "stored_ok": stored == n + WARMUP,
-                         "vs_bare_evalsha": n / dt / res["bare_evalsha"]["single_ops_s"]}
+                         "vs_bare_evalsha": bare_dt / dt}
         ok = stored == n + WARMUP
         if a.HAS_BULK:
             await self.redis.flushall()
@@ -423,51 +443,57 @@ class Driver:
 
     async def sc_producers(self) -> None:
         """100 coroutines enqueueing at once (a web app under load), next to the same
-        coroutines making bare EVALSHA calls and to one caller alone, all in this process."""
+        coroutines making bare EVALSHA calls and to one caller alone, all in this process;
+        bare and library measurements alternate in blocks."""
         n = self.args.n
         res = self.result
-        n_lone = max(500, n // 10)
-        res["bare_evalsha"] = bare = await self.bare_evalsha(n_lone, n)
-        await self.redis.flushall()
+        per = n // BLOCKS
+        n = per * BLOCKS
+        n_lone = max(500, n // 10) // BLOCKS * BLOCKS
         a = self.adapter
-        enqueue = self.concurrent_enqueue()
+        bare = await self.bare_call()
+        conc_enqueue = self.concurrent_enqueue()
         res["api"] = getattr(a, "CONCURRENT_API", "enqueue from each coroutine")
         for i in range(WARMUP):
             await a.enqueue("noop", n + n_lone + i)
-        lone: list[float] = []
-        for i in range(n_lone):
-            t = time.perf_counter()
-            await a.enqueue("noop", n + i)
-            lone.append(time.perf_counter() - t)
-        await asyncio.gather(*[enqueue("noop", n + n_lone + WARMUP + i)
+        await asyncio.gather(*[conc_enqueue("noop", n + n_lone + WARMUP + i)
                                for i in range(ENQUEUE_CONCURRENCY)])
+        lone_index = itertools.count(n)
+        index = itertools.count()
+
+        def lone() -> Awaitable[None]:
+            return a.enqueue("noop", next(lone_index))  # type: ignore[no-any-return]
+
+        def overlapping() -> Awaitable[None]:
+            return conc_enqueue("noop", next(index))
+
+        lone_lat: list[float] = []
+        bare_lone: list[float] = []
         lat: list[float] = []
-        it = iter(range(n))
-
-        async def pump() -> None:
-            for i in it:
-                t = time.perf_counter()
-                await enqueue("noop", i)
-                lat.append(time.perf_counter() - t)
-
-        t0 = time.perf_counter()
-        tasks = [asyncio.create_task(pump()) for _ in range(ENQUEUE_CONCURRENCY)]
-        try:
-            await asyncio.wait_for(asyncio.gather(*tasks), timeout=max(self.left(), 0.01))
-        except TimeoutError:
-            raise Timeout(f"concurrent enqueue: {len(lat)}/{n} done") from None
-        dt = time.perf_counter() - t0
-        expected = n + n_lone + WARMUP + ENQUEUE_CONCURRENCY
-        stored = await a.stored(self.redis)
+        bare_lat: list[float] = []
+        dt = bare_dt = bare_lone_dt = 0.0
+        for _ in range(BLOCKS):
+            bare_lone_dt += await self.sequential(bare, n_lone // BLOCKS, bare_lone)
+            await self.sequential(lone, n_lone // BLOCKS, lone_lat)
+            bare_dt += await self.concurrent(bare, per, bare_lat)
+            dt += await self.concurrent(overlapping, per, lat)
         ms = 1000.0
+        res["bare_evalsha"] = bare_res = {
+            "script": "return 1", "single_ops_s": n_lone / bare_lone_dt,
+            "single_p99_ms": pct(bare_lone, 99) * ms, "concurrent_ops_s": n / bare_dt,
+            "concurrent_p50_ms": pct(bare_lat, 50) * ms,
+            "concurrent_p99_ms": pct(bare_lat, 99) * ms,
+            "pipelined_ops_s": await self.pipelined(n), "pipeline": ENQUEUE_CONCURRENCY}
+        lone_p99 = pct(lone_lat, 99)
         res.update({
             "coroutines": ENQUEUE_CONCURRENCY, "ops_s": n / dt, "p50_ms": pct(lat, 50) * ms,
-            "p99_ms": pct(lat, 99) * ms, "lone_p50_ms": pct(lone, 50) * ms,
-            "lone_p99_ms": pct(lone, 99) * ms,
-            "vs_bare_evalsha": n / dt / bare["concurrent_ops_s"],
-            "p99_vs_lone_p99": pct(lat, 99) / pct(lone, 99),
-            "p99_vs_bare_p99": pct(lat, 99) * ms / bare["concurrent_p99_ms"],
-            "stored": stored, "stored_ok": stored == expected})
+            "p99_ms": pct(lat, 99) * ms, "lone_p50_ms": pct(lone_lat, 50) * ms,
+            "lone_p99_ms": lone_p99 * ms, "vs_bare_evalsha": bare_dt / dt,
+            "p99_vs_lone_p99": pct(lat, 99) / lone_p99,
+            "p99_vs_bare_p99": pct(lat, 99) * ms / bare_res["concurrent_p99_ms"]})
+        expected = n + n_lone + WARMUP + ENQUEUE_CONCURRENCY
+        stored = await a.stored(self.redis)
+        res.update({"stored": stored, "stored_ok": stored == expected})
         if stored != expected:
             res["status"] = "failed-check"
 
