@@ -109,7 +109,10 @@ class Client:
             return await self._store(new, now)
 
     async def _store(self, new: NewTask, now: int) -> TaskInfo:
-        code, retried = await self._with_retries(lambda: self._broker.store(new))
+        if self._retry_attempts:
+            code, retried = await self._with_retries(lambda: self._broker.store(new))
+        else:  # (the hot path of every enqueue: no closure, no backoff to set up)
+            code, retried = await self._broker.store(new), False
         if code == 0 and retried:
             mine, _ = await self._with_retries(lambda: self._stored_by_us([new]))
             if mine[0]:

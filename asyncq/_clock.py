@@ -48,6 +48,7 @@ class FakeClock:
 #: The last millisecond a datetime can hold (9999-12-31T23:59:59.999Z): every time asyncq
 #: stores is validated to stay at or before it.
 MAX_TIME_MS = 253_402_300_799_999
+MIN_TIME_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z, the first a datetime can hold
 
 
 def ms_to_datetime(ms: int) -> datetime:
@@ -59,7 +60,7 @@ def stored_datetime(ms: int) -> datetime | None:
     """A stored time as a datetime; None when it is 0 (unset) or beyond what a datetime can
     hold (written by an older version or by hand): one such value must never break a
     listing."""
-    if not ms or not -62_135_596_800_000 <= ms <= MAX_TIME_MS:
+    if not ms or not MIN_TIME_MS <= ms <= MAX_TIME_MS:
         return None
     try:
         return ms_to_datetime(ms)

@@ -4,7 +4,7 @@ exactly the same thing for the same request."""
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +17,18 @@ from ._payload import identity_bytes
 from ._task import Task, TaskInfo, TaskState, task_info
 
 
+def new_task_id() -> str:
+    """A random (version 4) UUID as text, what ``str(uuid.uuid4())`` gives, made with less
+    work: it is drawn for every task enqueued without an id of its own."""
+    n = int.from_bytes(os.urandom(16)) & _UUID_CLEAR | _UUID_SET
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_UUID_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))  # the version and variant bits
+_UUID_SET = (0x4000 << 64) | (0x8000 << 48)  # version 4, RFC 4122 variant
+
+
 def prepare(task: Task, options: Mapping[str, Any], now: int) -> NewTask:
     """The stored form of ``task`` with ``options`` applied over its own ("last wins").
 
@@ -25,7 +37,7 @@ def prepare(task: Task, options: Mapping[str, Any], now: int) -> NewTask:
     opts = task.options.merged(parse_options(options)) if options else task.options
     r = resolve(opts, now)
     msg = TaskMessage(
-        id=r.task_id or str(uuid.uuid4()), type=task.type, queue=r.queue,
+        id=r.task_id or new_task_id(), type=task.type, queue=r.queue,
         max_retry=r.max_retry, timeout_ms=r.timeout_ms, deadline_ms=r.deadline_ms,
         retention_ms=r.retention_ms, group=r.group, headers=r.headers, enc=task.encoding,
         enqueued_at_ms=now,

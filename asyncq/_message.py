@@ -85,15 +85,16 @@ def decode_message(raw: bytes | None) -> TaskMessage:
         raise DecodeError(f"task message lacks the field {exc.args[0]!r}") from exc
     except (TypeError, ValueError) as exc:
         raise DecodeError(f"task message has a field of the wrong type: {exc}") from exc
-    if not all(isinstance(v, str) for v in (msg.id, msg.type, msg.queue, msg.unique_key,
-                                            msg.group)):
+    if not (isinstance(msg.id, str) and isinstance(msg.type, str)
+            and isinstance(msg.queue, str) and isinstance(msg.unique_key, str)
+            and isinstance(msg.group, str)):
         raise DecodeError("task message has a non-string id, type, queue, unique_key or group")
     if not msg.type:
         raise DecodeError("task message has an empty type")
     if enc not in _ENCODINGS:
         raise DecodeError(f"task message has an unknown payload encoding {enc!r}")
-    if not isinstance(headers, dict) or not all(
+    if not isinstance(headers, dict) or (headers and not all(
         isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
-    ):
+    )):
         raise DecodeError("task message headers are not a str -> str mapping")
     return msg

@@ -77,6 +77,8 @@ class EnqueueOptions:
         return replace(self, **changes)
 
 
+NO_OPTIONS = EnqueueOptions()  # (frozen: one shared instance for "no options given")
+
 OPTION_NAMES = frozenset({
     "queue", "max_retry", "timeout", "deadline", "process_at", "process_in", "unique",
     "unique_key", "task_id", "retention", "group", "headers",
@@ -85,6 +87,8 @@ OPTION_NAMES = frozenset({
 
 def parse_options(options: Mapping[str, Any]) -> EnqueueOptions:
     """Validate keyword options; a misspelt name or a bad value raises TypeError/ValueError."""
+    if not options:
+        return NO_OPTIONS
     unknown = set(options) - OPTION_NAMES
     if unknown:
         raise TypeError(
@@ -157,6 +161,9 @@ class ResolvedOptions:
 
 def resolve(opts: EnqueueOptions, now_ms: int) -> ResolvedOptions:
     """Apply defaults: queue "default", 25 retries, 30 min timeout if no timeout/deadline."""
+    if opts is NO_OPTIONS and now_ms + DEFAULT_TIMEOUT_MS <= MAX_TIME_MS:
+        return ResolvedOptions(DEFAULT_QUEUE, DEFAULT_MAX_RETRY, DEFAULT_TIMEOUT_MS, 0, 0, 0,
+                               None, None, 0, "", {})
     timeout = 0 if opts.timeout_ms is UNSET else opts.timeout_ms
     deadline = 0 if opts.deadline_ms is UNSET else opts.deadline_ms
     if timeout == 0 and deadline == 0:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ._clock import ms_to_datetime, stored_datetime
+from ._clock import MAX_TIME_MS, MIN_TIME_MS, ms_to_datetime, stored_datetime
 from ._flow import Flow
 from ._message import TaskMessage
 from ._options import UNSET, EnqueueOptions, parse_options
@@ -53,8 +54,8 @@ class Task(Flow[Any, Any]):
     Task too, with ``id``, ``queue``, ``retried`` and friends filled in from Redis.
     """
 
-    __slots__ = ("_enc", "_state", "_writer", "deadline", "headers", "id", "max_retry", "options",
-                 "payload", "queue", "retried", "type")
+    __slots__ = ("_deadline_ms", "_enc", "_state", "_writer", "headers", "id", "max_retry",
+                 "options", "payload", "queue", "retried", "type")
 
     def __init__(self, type: str, payload: object = None, **options: Any) -> None:
         self.type = validate_type(type)
@@ -66,9 +67,15 @@ class Task(Flow[Any, Any]):
         self.max_retry: int = 25 if opts.max_retry is UNSET else opts.max_retry
         self.headers: dict[str, str] = {} if opts.headers is UNSET else dict(opts.headers)
         self.retried = 0
-        self.deadline: datetime | None = None
+        self._deadline_ms = 0
         self._writer: ResultWriter | None = None
         self._state: Any = None
+
+    @property
+    def deadline(self) -> datetime | None:
+        """When the running handler is stopped (its timeout or the task's deadline, whichever
+        comes first); None outside a worker and for a task without either."""
+        return ms_to_datetime(self._deadline_ms) if self._deadline_ms else None
 
     @property
     def state(self) -> Any:
@@ -110,7 +117,9 @@ def task_for_handler(msg: TaskMessage, payload: bytes, retried: int, deadline_ms
     task.max_retry = msg.max_retry
     task.headers = msg.headers
     task.retried = retried
-    task.deadline = ms_to_datetime(deadline_ms) if deadline_ms else None
+    if deadline_ms and not MIN_TIME_MS <= deadline_ms <= MAX_TIME_MS:
+        ms_to_datetime(deadline_ms)  # raises, as a time no datetime can hold must
+    task._deadline_ms = deadline_ms  # (the datetime is made only if the handler asks)
     task._writer = writer
     task._state = state
     return task
@@ -153,6 +162,12 @@ class TaskInfo:
         return decode_json(self.result, self.result_encoding)
 
 
+@functools.lru_cache(maxsize=256)
+def _duration(ms: int) -> timedelta:
+    """A stored duration as a timedelta (immutable: the few distinct values are shared)."""
+    return timedelta(milliseconds=ms)
+
+
 def task_info(
     msg: TaskMessage, payload: bytes, state: TaskState, *, retried: int = 0,
     last_error: str | None = None, last_failed_at_ms: int = 0, next_process_at_ms: int = 0,
@@ -165,12 +180,12 @@ def task_info(
         max_retry=msg.max_retry, retried=retried, headers=msg.headers,
         last_error=last_error or None,
         last_failed_at=stored_datetime(last_failed_at_ms),
-        timeout=timedelta(milliseconds=msg.timeout_ms) if msg.timeout_ms > 0 else None,
+        timeout=_duration(msg.timeout_ms) if msg.timeout_ms > 0 else None,
         deadline=stored_datetime(msg.deadline_ms),
         group=msg.group or None,
         next_process_at=stored_datetime(next_process_at_ms),
         is_orphaned=is_orphaned,
-        retention=timedelta(milliseconds=msg.retention_ms),
+        retention=_duration(msg.retention_ms),
         completed_at=stored_datetime(completed_at_ms),
         result=result, encoding=msg.enc,
         result_encoding="j" if result_encoding == "j" else "b",

@@ -182,12 +182,14 @@ def check_text(value: object, name: str, *, blank: bool = False, name_like: bool
     if not blank and not value.strip():
         raise ValueError(f"{name} must not be blank")
     try:
-        value.encode("utf-8")
+        if not value.isascii():  # (ASCII text is valid UTF-8: the common case skips this)
+            value.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"{name} {short(repr(value))} is not valid text: it holds a lone "
                          f"surrogate (left by undecodable bytes); decode the bytes with an "
                          f"error handler such as 'replace'") from None
-    if name_like and any(unicodedata.category(c) == "Cc" for c in value):
+    if name_like and not value.isprintable() and any(unicodedata.category(c) == "Cc"
+                                                     for c in value):
         raise ValueError(f"{name} {short(repr(value))} must not contain control characters "
                          f"(NUL, newline, escape...)")
     return value

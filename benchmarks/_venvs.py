@@ -1,11 +1,11 @@
 """One virtualenv per library under ``benchmarks/.venv-peers/<lib>`` (stdlib only).
 
 Each library gets its own venv because their pins conflict: arq needs ``redis<6``, saq's redis
-extra ``redis<8`` and taskiq-redis 1.2 ``redis>=8``. In one shared venv pip would quietly fall back
-to an old taskiq-redis (1.0.x, before its duplicate-delivery fix), which would not be a fair
-comparison. Every venv also gets ``redis[hiredis]`` (the harness uses it to count and flush),
-``psutil`` (RSS sampling), ``uvloop`` (only used with ``--loop uvloop``) and ``py-spy`` (only
-used with ``--profile``).
+extra ``redis<8`` and taskiq-redis 1.2 ``redis>=8``; Celery brings kombu's own pins. In one shared
+venv pip would quietly fall back to an old taskiq-redis (1.0.x, before its duplicate-delivery fix),
+which would not be a fair comparison. Every venv also gets ``redis[hiredis]`` (the harness uses it
+to count and flush), ``psutil`` (RSS sampling), ``uvloop`` (only used with ``--loop uvloop``) and
+``py-spy`` (only used with ``--profile``).
 
 A stamp file records what was installed; a venv is rebuilt only when its requirement list (or,
 for asyncq, ``pyproject.toml``) changes, so reruns are quick and offline-friendly.
@@ -38,7 +38,8 @@ REQUIREMENTS: dict[str, list[str]] = {
     "saq": ["saq[redis,hiredis]", "typing-extensions"],  # redis<8
     "streaq": ["streaq", "redis[hiredis]"],           # streaq itself uses coredis
     "taskiq": ["taskiq", "taskiq-redis", "redis[hiredis]"],
-    "celery": ["celery[redis]"],
+    # Celery 5 with its Redis broker (kombu); the thread pool needs no extra.
+    "celery": ["celery[redis]>=5,<6", "redis[hiredis]"],
 }
 
 # Distributions whose versions are reported for each library's venv.
@@ -48,7 +49,7 @@ REPORTED_DISTS: dict[str, list[str]] = {
     "saq": ["saq", "redis", "hiredis"],
     "streaq": ["streaq", "coredis", "anyio"],
     "taskiq": ["taskiq", "taskiq-redis", "redis", "hiredis"],
-    "celery": ["celery", "kombu", "redis"],
+    "celery": ["celery", "kombu", "redis", "hiredis"],
 }
 
 # Libraries with a throughput adapter (celery's venv also serves benchmarks/workflow_chord.py).

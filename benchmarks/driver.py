@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -35,6 +36,7 @@ BULK_CHUNK = 1000
 ENQUEUE_CONCURRENCY = 100
 WARMUP = 100
 SETTLE_S = 1.0
+BLOCKS = 5  # bare EVALSHA and library calls alternate in this many blocks
 
 
 class Timeout(Exception):
@@ -204,10 +206,11 @@ class Driver:
     async def enqueue_concurrent(self, kind: str, indices: range, budget: float) -> bool:
         """Enqueue with 100 coroutines; False when ``budget`` seconds ran out first."""
         it = iter(indices)
+        enqueue = self.concurrent_enqueue()
 
         async def pump() -> None:
             for i in it:
-                await self.adapter.enqueue(kind, i)
+                await enqueue(kind, i)
 
         tasks = [asyncio.create_task(pump()) for _ in range(ENQUEUE_CONCURRENCY)]
         try:
@@ -218,6 +221,64 @@ class Driver:
         finally:
             for t in tasks:
                 t.cancel()
+
+    def concurrent_enqueue(self) -> Callable[[str, int], Awaitable[None]]:
+        """The call overlapping producers make: ``enqueue``, or for a library with only a
+        blocking API the adapter's ``enqueue_concurrently`` (a thread pool)."""
+        return getattr(self.adapter, "enqueue_concurrently", self.adapter.enqueue)
+
+    async def bare_call(self) -> Callable[[], Awaitable[Any]]:
+        """One bare redis-py ``EVALSHA`` of ``return 1`` (loaded and warmed up): the Redis
+        ceiling seen from this process, with this venv's redis-py and loop."""
+        r = self.redis
+        sha = await r.script_load("return 1")
+        for _ in range(WARMUP):
+            await r.evalsha(sha, 0)
+        return lambda: r.evalsha(sha, 0)
+
+    @staticmethod
+    async def sequential(call: Callable[[], Awaitable[Any]], n: int, lat: list[float]) -> float:
+        """``call()`` ``n`` times one after another, each timed into ``lat``; seconds taken."""
+        t0 = time.perf_counter()
+        for _ in range(n):
+            t = time.perf_counter()
+            await call()
+            lat.append(time.perf_counter() - t)
+        return time.perf_counter() - t0
+
+    async def concurrent(self, call: Callable[[], Awaitable[Any]], n: int,
+                         lat: list[float]) -> float:
+        """``n`` calls shared by 100 coroutines, each timed into ``lat``; seconds taken."""
+        left = n
+
+        async def pump() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                t = time.perf_counter()
+                await call()
+                lat.append(time.perf_counter() - t)
+
+        t0 = time.perf_counter()
+        try:
+            await asyncio.wait_for(asyncio.gather(*[pump() for _ in range(ENQUEUE_CONCURRENCY)]),
+                                   timeout=max(self.left(), 0.01))
+        except TimeoutError:
+            raise Timeout(f"{ENQUEUE_CONCURRENCY} concurrent calls: {len(lat)} done") from None
+        return time.perf_counter() - t0
+
+    async def pipelined(self, n: int) -> float:
+        """Bare EVALSHA pipelined 100 per round trip: ops/s."""
+        r = self.redis
+        sha = await r.script_load("return 1")
+        rounds = max(1, n // ENQUEUE_CONCURRENCY)
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            pipe = r.pipeline(transaction=False)
+            for _ in range(ENQUEUE_CONCURRENCY):
+                pipe.evalsha(sha, 0)
+            await pipe.execute()
+        return rounds * ENQUEUE_CONCURRENCY / (time.perf_counter() - t0)
 
     async def pre_enqueue(self, kind: str, n: int, budget: float | None = None,
                           ) -> dict[str, Any]:
@@ -332,17 +393,33 @@ class Driver:
         n = self.args.n
         a = self.adapter
         res = self.result
+        bare = await self.bare_call()
         for i in range(WARMUP):  # connections, script loading
             await a.enqueue("noop", n + i)
-        t0 = time.perf_counter()
-        for i in range(n):
-            await a.enqueue("noop", i)
-            if i % 256 == 0:
-                self.check_deadline("single enqueue")
-        dt = time.perf_counter() - t0
+        index = itertools.count()
+
+        def enqueue() -> Awaitable[None]:
+            return a.enqueue("noop", next(index))  # type: ignore[no-any-return]
+
+        # Bare round trips and enqueues alternate in blocks, so a change of load on the machine
+        # weighs on both alike.
+        per = n // BLOCKS
+        n = per * BLOCKS
+        lat: list[float] = []
+        bare_lat: list[float] = []
+        dt = bare_dt = 0.0
+        for _ in range(BLOCKS):
+            bare_dt += await self.sequential(bare, per, bare_lat)
+            dt += await self.sequential(enqueue, per, lat)
+            self.check_deadline("single enqueue")
+        res["bare_evalsha"] = {"script": "return 1", "single_ops_s": n / bare_dt,
+                               "single_p50_ms": pct(bare_lat, 50) * 1000,
+                               "single_p99_ms": pct(bare_lat, 99) * 1000}
         stored = await a.stored(self.redis)
         res["single"] = {"n": n, "seconds": dt, "ops_s": n / dt, "us_per_op": dt / n * 1e6,
-                         "stored": stored, "stored_ok": stored == n + WARMUP}
+                         "p50_ms": pct(lat, 50) * 1000, "p99_ms": pct(lat, 99) * 1000,
+                         "stored": stored, "stored_ok": stored == n + WARMUP,
+                         "vs_bare_evalsha": bare_dt / dt}
         ok = stored == n + WARMUP
         if a.HAS_BULK:
             await self.redis.flushall()
@@ -362,6 +439,62 @@ class Driver:
             res["bulk"] = None
         res["stored_ok"] = ok
         if not ok:
+            res["status"] = "failed-check"
+
+    async def sc_producers(self) -> None:
+        """100 coroutines enqueueing at once (a web app under load), next to the same
+        coroutines making bare EVALSHA calls and to one caller alone, all in this process;
+        bare and library measurements alternate in blocks."""
+        n = self.args.n
+        res = self.result
+        per = n // BLOCKS
+        n = per * BLOCKS
+        n_lone = max(500, n // 10) // BLOCKS * BLOCKS
+        a = self.adapter
+        bare = await self.bare_call()
+        conc_enqueue = self.concurrent_enqueue()
+        res["api"] = getattr(a, "CONCURRENT_API", "enqueue from each coroutine")
+        for i in range(WARMUP):
+            await a.enqueue("noop", n + n_lone + i)
+        await asyncio.gather(*[conc_enqueue("noop", n + n_lone + WARMUP + i)
+                               for i in range(ENQUEUE_CONCURRENCY)])
+        lone_index = itertools.count(n)
+        index = itertools.count()
+
+        def lone() -> Awaitable[None]:
+            return a.enqueue("noop", next(lone_index))  # type: ignore[no-any-return]
+
+        def overlapping() -> Awaitable[None]:
+            return conc_enqueue("noop", next(index))
+
+        lone_lat: list[float] = []
+        bare_lone: list[float] = []
+        lat: list[float] = []
+        bare_lat: list[float] = []
+        dt = bare_dt = bare_lone_dt = 0.0
+        for _ in range(BLOCKS):
+            bare_lone_dt += await self.sequential(bare, n_lone // BLOCKS, bare_lone)
+            await self.sequential(lone, n_lone // BLOCKS, lone_lat)
+            bare_dt += await self.concurrent(bare, per, bare_lat)
+            dt += await self.concurrent(overlapping, per, lat)
+        ms = 1000.0
+        res["bare_evalsha"] = bare_res = {
+            "script": "return 1", "single_ops_s": n_lone / bare_lone_dt,
+            "single_p99_ms": pct(bare_lone, 99) * ms, "concurrent_ops_s": n / bare_dt,
+            "concurrent_p50_ms": pct(bare_lat, 50) * ms,
+            "concurrent_p99_ms": pct(bare_lat, 99) * ms,
+            "pipelined_ops_s": await self.pipelined(n), "pipeline": ENQUEUE_CONCURRENCY}
+        lone_p99 = pct(lone_lat, 99)
+        res.update({
+            "coroutines": ENQUEUE_CONCURRENCY, "ops_s": n / dt, "p50_ms": pct(lat, 50) * ms,
+            "p99_ms": pct(lat, 99) * ms, "lone_p50_ms": pct(lone_lat, 50) * ms,
+            "lone_p99_ms": lone_p99 * ms, "vs_bare_evalsha": bare_dt / dt,
+            "p99_vs_lone_p99": pct(lat, 99) / lone_p99,
+            "p99_vs_bare_p99": pct(lat, 99) * ms / bare_res["concurrent_p99_ms"]})
+        expected = n + n_lone + WARMUP + ENQUEUE_CONCURRENCY
+        stored = await a.stored(self.redis)
+        res.update({"stored": stored, "stored_ok": stored == expected})
+        if stored != expected:
             res["status"] = "failed-check"
 
     async def sc_drain(self) -> None:
@@ -605,8 +738,8 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--lib", required=True)
     p.add_argument("--scenario", required=True,
-                   choices=["enqueue", "drain", "drain_typed", "drain_listened", "io", "latency",
-                            "memory", "roundtrip"])
+                   choices=["enqueue", "producers", "drain", "drain_typed", "drain_listened",
+                            "io", "latency", "memory", "roundtrip"])
     p.add_argument("--url", required=True)
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--n-bulk", type=int, default=20000)

@@ -21,6 +21,7 @@ from .. import _keys as K
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import BrokerError
 from ._calls import ScriptCall, batch_call, finish_call, store_call
+from ._coalesce import Coalescer
 from ._inspect import RedisInspectOps
 from ._limit_ops import LimitOps
 from ._maintenance import MaintenanceOps
@@ -63,6 +64,9 @@ class RedisBroker:
         self.limits = LimitOps(self.runner, clock)
         """Rate and concurrency limit state (see ``asyncq._limits``)."""
         self.workflows = RedisWorkflowOps(self.runner, clock)
+        # Overlapping store() calls (a web app's concurrent requests) share round trips.
+        self._stores: Coalescer[ScriptCall, Any] = Coalescer(self.runner.run_call,
+                                                             self._run_stores, max_in_flight=2)
 
     async def ping(self) -> None:
         await self.runner.command("ping", "PING")
@@ -85,10 +89,16 @@ class RedisBroker:
         await register(self.runner, queues)
 
     async def store(self, task: NewTask) -> EnqueueCode:
-        code = await self.runner.run_call(store_call(task, self.clock.now_ms()))
+        code = await self._stores.call(store_call(task, self.clock.now_ms()))
         if must_register(code):
             await self.register_queues((task.msg.queue,))
         return enqueue_code(code)
+
+    async def _run_stores(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Store calls that overlapped, in one pipeline: a reply or a BrokerError each."""
+        out = await self.runner.run_many(calls)
+        return [reply_error(call.name, r) if isinstance(r, Exception) else r
+                for call, r in zip(calls, out, strict=True)]
 
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
         """Store tasks in input order: runs of ready-now tasks of one queue go through one

@@ -27,6 +27,7 @@ from .._outage import Outage
 from .._task import task_for_handler
 from ._acker import Acker
 from ._config import WorkerConfig
+from ._deadlines import DeadlineTimers
 from ._endings import Endings
 from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
@@ -80,6 +81,7 @@ class Processor:
         """Per queue, the id of a dequeue request that failed: it is re-sent with the same id,
         so if Redis did run it (the reply was lost) the tasks it leased come back to us."""
         self.running: dict[str, Running] = {}
+        self._deadlines = DeadlineTimers(self.cancel)
         self.buffer: dict[str, Buffered] = {}
         """Prefetched tasks (leased, lease renewed, not started), oldest first."""
         self._capacity = config.concurrency + (config.prefetch or 0)
@@ -260,7 +262,7 @@ class Processor:
             invoke(self._handler, self.threads, task, msg, run))
         run.atask = atask
         if deadline:
-            run.timer = loop.call_later((deadline - now) / 1000, self.cancel, run.id, limit)
+            self._deadlines.arm(run, (deadline - now) / 1000, limit)
         atask.add_done_callback(functools.partial(self._on_done, run))
 
     def _writer(self, queue: str, task_id: str) -> Any:
@@ -330,8 +332,7 @@ class Processor:
     def _finish(self, run: Running, exc: BaseException | None, *, cancelled: bool,
                 result_task: asyncio.Task[Any] | None = None) -> None:
         del self.running[run.id]
-        if run.timer is not None:
-            run.timer.cancel()
+        self._deadlines.disarm(run)
         if run.grace_timer is not None:
             run.grace_timer.cancel()
         if self.buffer and self.fetching:

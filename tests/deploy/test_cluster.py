@@ -3,6 +3,7 @@ ids, NOSCRIPT on fresh masters, pub/sub across nodes, SCAN and INFO over every m
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -22,6 +23,8 @@ from asyncq import (
     Scheduler,
     ServeMux,
     Task,
+    TaskIDConflictError,
+    TaskInfo,
     TaskState,
     Worker,
     chain,
@@ -267,6 +270,29 @@ async def test_scripts_are_reloaded_after_a_script_flush_on_every_master(
         assert out == [True] * 10  # _eval_many fallback
     finally:
         await broker.close()
+
+
+async def test_overlapping_enqueues_to_queues_on_every_master_are_all_stored(
+    cluster: LocalCluster, rc: RedisCluster
+) -> None:
+    # Calls that overlap leave together: one pipeline per master, each call in its slot, a
+    # conflict reported to its own caller; after a SCRIPT FLUSH too (NOSCRIPT in a batch).
+    by_master = queues_on_each_master(cluster)
+    queues = list(by_master.values())
+    async with Client(cluster.url) as client:
+        await client.enqueue("t", queue=queues[0], task_id="taken")
+        await rc.script_flush()
+        results = await asyncio.gather(
+            *[client.enqueue("t", {"i": i}, queue=queues[i % 3]) for i in range(60)],
+            client.enqueue("t", queue=queues[0], task_id="taken"), return_exceptions=True)
+    assert isinstance(results[-1], TaskIDConflictError)
+    infos = results[:-1]
+    assert all(isinstance(i, TaskInfo) for i in infos), infos
+    for q in queues:
+        stored = await rc.lrange(K.queue_keys(q).pending, 0, -1)
+        ids = {i.id for i in infos if isinstance(i, TaskInfo) and i.queue == q}
+        assert len(ids) == 20
+        assert ids <= {s.decode() for s in stored}
 
 
 async def test_wakeups_published_on_any_master_reach_the_worker(cluster: LocalCluster) -> None:

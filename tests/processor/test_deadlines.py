@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 from asyncq import Client, ServeMux, Task
 from asyncq import _keys as K
 from asyncq._message import TaskMessage
+from asyncq._worker._deadlines import NEAR_S
 from asyncq._worker._running import compute_deadline
 from asyncq.testing import WorkerFactory, wait_until
 
@@ -75,6 +76,33 @@ async def test_timeout_cancels_the_handler_and_retries(
     # The error says which limit was hit.
     assert fields["error"] == (b"TimeoutError: task timeout exceeded (it ran longer than "
                                b"its timeout)")
+
+
+async def test_a_timeout_longer_than_the_timer_sweep_still_stops_the_handler_on_time(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    # Far deadlines get their timer from a periodic sweep, not at start (most runs end
+    # first): one that lives that long is still stopped at its timeout, not a sweep later.
+    timeout = NEAR_S + 0.6
+    stopped_after: list[float] = []
+    mux = ServeMux()
+
+    @mux.handler("slow")
+    async def slow(task: Task) -> None:
+        started = time.monotonic()
+        try:
+            await anyio.Event().wait()
+        except asyncio.CancelledError:
+            stopped_after.append(time.monotonic() - started)
+            raise
+
+    info = await asyncq_client.enqueue("slow", queue=asyncq_queue, timeout=timeout)
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, retry_delay=never_soon) as w:
+        await w.wait_drained(timeout=10)
+    assert len(stopped_after) == 1
+    assert timeout - 0.05 <= stopped_after[0] <= timeout + 0.5, stopped_after
+    fields = await task_hash(redis_client, asyncq_queue, info.id)
+    assert (fields["state"], fields["retried"]) == (b"retry", b"1")
 
 
 async def test_a_deadline_already_passed_fails_without_running_the_handler(
