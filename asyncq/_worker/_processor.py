@@ -4,6 +4,11 @@ No polling sleep: when a dequeue leaves slots unfilled, the dequeue script also 
 waiters flag; the next enqueue (or forward, requeue, unpause) that sees the flag publishes on the
 wake channel, the subscriber sets ``wake``, and the fetch loop dequeues again at once.
 ``idle_poll_interval`` is only a safety net for a lost message.
+
+One hop: that same dequeue registers this worker as idle on the queue, and the script that
+makes the next task pending leases it to the longest-idle registered worker and publishes it on
+that worker's channel (``handoff``); the worker starts it as if dequeued and dequeues again at
+once (re-registering, and collecting any hand-off whose message was lost).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 import anyio
 
 from .._backoff import Backoff
-from .._broker import Broker, Outcome, RawTask
+from .._broker import Broker, Outcome, RawTask, decode_handoff
 from .._clock import Clock
 from .._errors import BrokerError, DecodeError
 from .._limits import LimitGate
@@ -95,6 +100,9 @@ class Processor:
         """Decides, logs, measures and settles how each run ended."""
         self._all_done.set()
         self.fetching = True
+        self._arriving: set[str] = set()
+        """Handed-off tasks whose limits are being claimed (not yet in ``leases``)."""
+        self._admitting: set[asyncio.Task[None]] = set()
         self.limits: LimitGate | None = None
         """Claims the limits of leased tasks before they start (set by the worker)."""
 
@@ -117,6 +125,47 @@ class Processor:
         for item in self.buffer.values():
             self._settle(Outcome("requeue", item.queue, item.raw.id))
         self.buffer.clear()
+
+    async def leave_idle(self) -> None:
+        """Withdraw the idle registrations, so no task is handed off to a stopping worker (one
+        that still is gets requeued)."""
+        try:
+            await self._broker.leave_idle(list(self._config.queues), self._owner,
+                                          self._config.lease_ms)
+        except BrokerError as exc:
+            self._log.warning("could not leave the idle workers", error=error_text(exc))
+
+    def handoff(self, queue: str, data: bytes) -> None:
+        """A task handed off in one hop (already leased to this worker): start it as a dequeued
+        one, through the limits gate, then dequeue again (re-registering as idle)."""
+        try:
+            raw, until = decode_handoff(data)
+        except (ValueError, UnicodeDecodeError) as exc:  # its next dequeue returns it
+            self._log.warning("malformed hand-off message ignored", queue=queue, error=str(exc))
+            return
+        if raw.id in self._leases or raw.id in self._arriving:
+            return  # a dequeue returned it first
+        lease_until = min(until, self._clock.now_ms() + self._config.lease_ms)
+        if not self.fetching:
+            self._leases.add(raw.id, queue, lease_until, PREFETCHED)
+            self._settle(Outcome("requeue", queue, raw.id))
+            return
+        if self.limits is not None and self.limits.limits:
+            self._arriving.add(raw.id)
+            atask = asyncio.get_running_loop().create_task(
+                self._admit_handoff(queue, raw, lease_until))
+            self._admitting.add(atask)
+            atask.add_done_callback(self._admitting.discard)
+        else:
+            self._take(queue, raw, lease_until)
+        self.wake.set()
+
+    async def _admit_handoff(self, queue: str, raw: RawTask, lease_until: int) -> None:
+        try:
+            for admitted in await self._admit(queue, [raw], lease_until):
+                self._take(queue, admitted, lease_until)
+        finally:
+            self._arriving.discard(raw.id)
 
     async def run(self) -> None:
         """Lease tasks whenever slots are free, until ``stop_fetching``."""
@@ -172,7 +221,7 @@ class Processor:
             try:
                 raws, dropped = await self._broker.dequeue(queue, want, self._owner,
                                                            self._config.lease_ms, waiter_ttl,
-                                                           request)
+                                                           request, one_hop=True)
             except Exception as exc:  # BrokerError, or a reply the broker could not parse
                 self._unanswered[queue] = request
                 self._outage(queue).failed(exc, exc_info=not isinstance(exc, BrokerError))
@@ -184,6 +233,7 @@ class Processor:
                 self._log.warning("dropped pending ids without a usable task record",
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
+            raws = [r for r in raws if r.id not in self._leases and r.id not in self._arriving]
             leased = len(raws)
             if self.limits is not None and raws and self.limits.limits:
                 raws = await self._admit(queue, raws, lease_until)

@@ -2,7 +2,8 @@
 -- KEYS[1] task hash          asyncq:{q}:t:<id>
 -- KEYS[2] pending list       asyncq:{q}:pending
 -- KEYS[3] uniqueness lock    asyncq:{q}:unique:...  (read only when ARGV[5] > 0)
--- KEYS[4] waiters flag       asyncq:{q}:waiters
+-- KEYS[4] waiters flag       asyncq:{q}:waiters (the idle workers asyncq:{q}:idle, their
+--   channels and hand-off records are derived from it: see asyncq_handoff in _lib.lua)
 -- KEYS[5] registered marker  asyncq:{q}:registered
 -- ARGV[1] task id
 -- ARGV[2] encoded message (JSON)
@@ -28,6 +29,6 @@ end
 redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'pending',
   'pending_since', ARGV[4])
 redis.call('LPUSH', KEYS[2], ARGV[1])
-asyncq_wake(KEYS[4], ARGV[6], ARGV[7])
 asyncq_event(KEYS[1], ARGV[1], '', 'pending')
+asyncq_wake(KEYS[4], ARGV[6], ARGV[7])
 return asyncq_stored(KEYS[5])
