@@ -154,3 +154,34 @@ async def test_a_registration_nobody_listens_to_gets_nothing(
         await wait_until(lambda: len(started) == 2, timeout=5, message="both tasks ran")
         members = await r.zrange(qk.idle, 0, -1)
         assert b"30000:dead-worker-2" not in members and b"30000:dead-worker" not in members
+
+
+async def test_a_full_worker_gives_a_hand_off_back_to_an_idle_one(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    r: redis.asyncio.Redis,
+) -> None:
+    started: list[tuple[str, str]] = []
+    release = asyncio.Event()
+    busy = asyncq.ServeMux()
+
+    @busy.handler("t")
+    async def t(task: asyncq.Task) -> None:
+        started.append(("busy", task.id))
+        await release.wait()
+
+    async with asyncq_worker(busy, queues={asyncq_queue: 1}, concurrency=1,
+                             idle_poll_interval=30) as w:
+        await idle_on(r, asyncq_queue)
+        await asyncq_client.enqueue("t", queue=asyncq_queue)
+        await wait_until(lambda: started, timeout=5, message="first task started")
+        # Full now, yet registered again by a stale registration: simulate it, then hand off.
+        await r.zadd(K.queue_keys(asyncq_queue).idle,
+                     {f"{w.worker.config.lease_ms}:{w.worker.config.server_id}": 2**50})
+        second = await asyncq_client.enqueue("t", queue=asyncq_queue)
+        async with asyncq_worker(recording_mux(started, "idle"), queues={asyncq_queue: 1},
+                                 idle_poll_interval=30):
+            await wait_until(lambda: ("idle", second.id) in started, timeout=5,
+                             message="given back and run by the idle worker")
+            release.set()
+            await w.wait_drained(asyncq_queue)
+    assert [s for s in started if s[1] == second.id] == [("idle", second.id)]

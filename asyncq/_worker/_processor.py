@@ -146,7 +146,9 @@ class Processor:
         if raw.id in self._leases or raw.id in self._arriving:
             return  # a dequeue returned it first
         lease_until = min(until, self._clock.now_ms() + self._config.lease_ms)
-        if not self.fetching:
+        if not self.fetching or len(self.running) + len(self.buffer) >= self._capacity:
+            # Stopping, or full (registered on several queues, one hand-off filled the last
+            # slot): give it back next in line, which hands it to another idle worker.
             self._leases.add(raw.id, queue, lease_until, PREFETCHED)
             self._settle(Outcome("requeue", queue, raw.id))
             return
