@@ -130,10 +130,12 @@ class Processor:
         """Withdraw the idle registrations, so no task is handed off to a stopping worker (one
         that still is gets requeued)."""
         try:
-            await self._broker.leave_idle(list(self._config.queues), self._owner,
-                                          self._config.lease_ms)
-        except BrokerError as exc:
-            self._log.warning("could not leave the idle workers", error=error_text(exc))
+            with anyio.fail_after(1.0):  # Redis down: the registrations lapse on their own
+                await self._broker.leave_idle(list(self._config.queues), self._owner,
+                                              self._config.lease_ms)
+        except (BrokerError, TimeoutError) as exc:
+            self._log.warning("could not leave the idle workers",
+                              error=error_text(exc) or "timed out")
 
     def handoff(self, queue: str, data: bytes) -> None:
         """A task handed off in one hop (already leased to this worker): start it as a dequeued
