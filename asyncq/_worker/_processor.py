@@ -100,6 +100,7 @@ class Processor:
         """Decides, logs, measures and settles how each run ended."""
         self._all_done.set()
         self.fetching = True
+        self._registered = False  # a dequeue may have registered this worker as idle
         self._arriving: set[str] = set()
         """Handed-off tasks whose limits are being claimed (not yet in ``leases``)."""
         self._admitting: set[asyncio.Task[None]] = set()
@@ -129,6 +130,8 @@ class Processor:
     async def leave_idle(self) -> None:
         """Withdraw the idle registrations, so no task is handed off to a stopping worker (one
         that still is gets requeued)."""
+        if not self._registered:
+            return
         try:
             with anyio.fail_after(1.0):  # Redis down: the registrations lapse on their own
                 await self._broker.leave_idle(list(self._config.queues), self._owner,
@@ -231,6 +234,7 @@ class Processor:
                 self._outage(queue).failed(exc, exc_info=not isinstance(exc, BrokerError))
                 failed += 1
                 continue
+            self._registered = True
             if queue in self.outages:
                 self.outages[queue].succeeded()
             if dropped:

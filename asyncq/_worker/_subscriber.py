@@ -56,23 +56,20 @@ class Subscriber:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Subscribe (reporting ready once subscribed), then dispatch messages until cancelled."""
         async with anyio.create_task_group() as tg:
-            await tg.start(self._run_handoffs)
-            await self._run_channels(task_status)
+            handoffs = anyio.Event()
+            tg.start_soon(self._run_handoffs, handoffs)
+            await self._run_channels(task_status, handoffs)
 
-    async def _run_handoffs(self, *,
-                            task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def _run_handoffs(self, subscribed: anyio.Event) -> None:
         """Start each task handed off to this worker; after a (re)subscription the fetch loop
         dequeues at once, which returns the hand-offs whose message was lost meanwhile."""
-        started = False
         while True:
             try:
                 async for item in self._broker.listen_handoffs(self._queue_list, self._owner):
                     if item is None:
                         self.handoff_outage.succeeded()
                         self._processor.wake.set()
-                        if not started:
-                            started = True
-                            task_status.started()
+                        subscribed.set()
                         continue
                     self._processor.handoff(*item)
             except BrokerError as exc:
@@ -81,7 +78,10 @@ class Subscriber:
                 self._log.exception("hand-off subscriber failed unexpectedly")
                 await anyio.sleep(self.handoff_outage.failed(exc))
 
-    async def _run_channels(self, task_status: TaskStatus[None]) -> None:
+    async def _run_channels(self, task_status: TaskStatus[None],
+                            handoffs: anyio.Event) -> None:
+        """The wake-up and cancellation channels; ready once both they and ``handoffs`` are
+        subscribed."""
         started = False
         while True:
             try:
@@ -92,6 +92,7 @@ class Subscriber:
                         # Wake-ups may have been missed while disconnected: look again.
                         self._processor.wake.set()
                         if not started:
+                            await handoffs.wait()
                             started = True
                             task_status.started()
                         elif self._on_reconnect is not None:

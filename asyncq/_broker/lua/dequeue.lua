@@ -37,6 +37,7 @@
 --   waiters flag is set in the same step, so any later enqueue publishes a wake-up: no lost
 --   wake-ups. Paused queues return {0} and lease nothing.
 -- @include _lib.lua
+-- @include _wake_lib.lua
 local out = {0}
 if ARGV[6] ~= '' then
   if redis.call('HGET', KEYS[6], '=') == ARGV[6] then

@@ -15,6 +15,7 @@
 -- Returns: 1 enqueued (3: and the queue must be added to the registry, see asyncq_stored);
 --   0 a task with this id exists; -1 a unique duplicate holds the lock.
 -- @include _lib.lua
+-- @include _wake_lib.lua
 -- The id check comes first so that a conflict never leaves a stray uniqueness lock.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
