@@ -78,3 +78,7 @@ def check_code(code: int, queue: str, task_id: str, wrong_state: dict[int, str])
         raise TaskNotFoundError(f"task {task_id!r} not found in queue {queue!r}")
     if code in wrong_state:
         raise TaskStateError(f"task {task_id!r}: {wrong_state[code]}")
+
+#: Why run/archive refuse a workflow step that is not released yet.
+WAITING_STEP = ("the task is a workflow step waiting for the steps before it: its workflow "
+                "releases it")

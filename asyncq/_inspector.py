@@ -32,6 +32,7 @@ from ._inspect_args import (
     DELETABLE,
     QUEUED_STATES,
     RUNNABLE,
+    WAITING_STEP,
     ArchivedCount,
     check_code,
     check_page,
@@ -55,9 +56,6 @@ from ._scheduler._store import (
 from ._task import TaskInfo, TaskState
 from ._workflow._control import cancel_workflow, list_workflows, read_workflow
 from ._workflow._info import WorkflowInfo
-
-WAITING_STEP = ("the task is a workflow step waiting for the steps before it: its workflow "
-                "releases it")
 
 
 class Inspector:
