@@ -3,6 +3,7 @@ states each operation applies to, and ``ArchivedCount``."""
 
 from __future__ import annotations
 
+from ._errors import QueueNotEmptyError, TaskNotFoundError, TaskStateError
 from ._task import STORED_STATES, TaskState
 
 
@@ -54,3 +55,30 @@ def check_task_id(task_id: object) -> str:
     if not task_id.strip():
         raise ValueError("task id must not be blank")
     return task_id
+
+
+def check_removable(queue: str, code: int, active: int, queued: int, force: bool) -> None:
+    """Raise QueueNotEmptyError for what ``remove_queue`` answered (-1 active tasks, -2
+    queued ones) when deleting the queue is not allowed."""
+    if code in (-1, -2) and not force:
+        raise QueueNotEmptyError(
+            f"queue {queue!r} is not empty ({queued} queued, {active} active task(s)); "
+            "use force to delete the queued tasks")
+    if code == -1:
+        raise QueueNotEmptyError(
+            f"queue {queue!r} has {active} active task(s): wait for them to finish or "
+            "cancel them, or recover those whose worker is gone (running tasks are never "
+            "deleted, even with force)")
+
+
+def check_code(code: int, queue: str, task_id: str, wrong_state: dict[int, str]) -> None:
+    """Raise for a task operation's reply code: 0 not found, a ``wrong_state`` key its
+    state does not allow the operation."""
+    if code == 0:
+        raise TaskNotFoundError(f"task {task_id!r} not found in queue {queue!r}")
+    if code in wrong_state:
+        raise TaskStateError(f"task {task_id!r}: {wrong_state[code]}")
+
+#: Why run/archive refuse a workflow step that is not released yet.
+WAITING_STEP = ("the task is a workflow step waiting for the steps before it: its workflow "
+                "releases it")

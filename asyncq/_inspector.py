@@ -32,8 +32,11 @@ from ._inspect_args import (
     DELETABLE,
     QUEUED_STATES,
     RUNNABLE,
+    WAITING_STEP,
     ArchivedCount,
+    check_code,
     check_page,
+    check_removable,
     check_state,
     check_task_id,
 )
@@ -53,9 +56,6 @@ from ._scheduler._store import (
 from ._task import TaskInfo, TaskState
 from ._workflow._control import cancel_workflow, list_workflows, read_workflow
 from ._workflow._info import WorkflowInfo
-
-WAITING_STEP = ("the task is a workflow step waiting for the steps before it: its workflow "
-                "releases it")
 
 
 class Inspector:
@@ -173,7 +173,7 @@ class Inspector:
         now = self._clock.now_ms()
         days = [K.day_string(now - i * K.DAY_MS) for i in range(COUNTER_DAYS)]
         code, active, queued = await self._ops.remove_queue(queue, "check", days)
-        self._check_removable(queue, code, active, queued, force)
+        check_removable(queue, code, active, queued, force)
         for _ in range(10):
             if force:
                 for state in QUEUED_STATES:
@@ -187,21 +187,9 @@ class Inspector:
             if code == 1:
                 await self._ops.unregister_queue(queue)
                 return
-            self._check_removable(queue, code, active, queued, force)
+            check_removable(queue, code, active, queued, force)
         raise QueueNotEmptyError(f"queue {queue!r}: tasks keep arriving; stop the producers "
                                  "and try again")
-
-    @staticmethod
-    def _check_removable(queue: str, code: int, active: int, queued: int, force: bool) -> None:
-        if code in (-1, -2) and not force:
-            raise QueueNotEmptyError(
-                f"queue {queue!r} is not empty ({queued} queued, {active} active task(s)); "
-                "use force to delete the queued tasks")
-        if code == -1:
-            raise QueueNotEmptyError(
-                f"queue {queue!r} has {active} active task(s): wait for them to finish or "
-                "cancel them, or recover those whose worker is gone (running tasks are never "
-                "deleted, even with force)")
 
     # -- tasks
 
@@ -257,18 +245,12 @@ class Inspector:
             raise TaskNotFoundError(f"task {task_id!r} not found in queue {queue!r}")
         return self._info(rec, self._clock.now_ms())
 
-    def _check_code(self, code: int, queue: str, task_id: str, wrong_state: dict[int, str]) -> None:
-        if code == 0:
-            raise TaskNotFoundError(f"task {task_id!r} not found in queue {queue!r}")
-        if code in wrong_state:
-            raise TaskStateError(f"task {task_id!r}: {wrong_state[code]}")
-
     async def delete_task(self, queue: str, task_id: str) -> None:
         """Delete a task in any state but active (releasing the unique lock it owns)."""
         task_id = check_task_id(task_id)
         await self._require_queue(queue)
         code = await self._ops.delete_task(queue, task_id)
-        self._check_code(code, queue, task_id,
+        check_code(code, queue, task_id,
                          {-1: "cannot delete an active task; cancel it instead (or, if its "
                               "worker is gone, recover it first)"})
 
@@ -277,7 +259,7 @@ class Inspector:
         task_id = check_task_id(task_id)
         await self._require_queue(queue)
         code = await self._ops.run_task(queue, task_id)
-        self._check_code(code, queue, task_id, {-1: "the task is already running",
+        check_code(code, queue, task_id, {-1: "the task is already running",
                                                 -2: "the task is already pending",
                                                 -3: WAITING_STEP})
 
@@ -286,7 +268,7 @@ class Inspector:
         task_id = check_task_id(task_id)
         await self._require_queue(queue)
         code = await self._ops.archive_task(queue, task_id)
-        self._check_code(code, queue, task_id,
+        check_code(code, queue, task_id,
                          {-1: "cannot archive an active task; cancel it instead",
                           -2: "the task is already archived", -3: WAITING_STEP})
 
@@ -310,7 +292,7 @@ class Inspector:
             msg = decode_message(rec.msg)
             msg.enc = enc
             code = await self._ops.update_payload(queue, task_id, rec.msg, msg.encode(), raw)
-            self._check_code(code, queue, task_id,
+            check_code(code, queue, task_id,
                              {-1: "only a scheduled task's payload can be updated"})
             if code == 1:
                 return

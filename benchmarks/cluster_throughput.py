@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import subprocess
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +32,10 @@ from asyncq import Client, ServeMux, Task
 from asyncq import _keys as K
 from asyncq._connection import connect
 from asyncq._testing.redis_server import RedisServer
+from benchmarks._results import save_result
 from tests.topology.cluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 BATCH = 5000
 
 mux = ServeMux()
@@ -168,13 +166,9 @@ def cli() -> None:
     for r in rows:
         print("  ".join(str(r[c]).ljust(w) for c, w in zip(cols, widths, strict=True)))
     if not args.no_save:
-        RESULTS.mkdir(exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        out = RESULTS / f"cluster-{stamp}.json"
-        out.write_text(json.dumps({"command": sys.argv, "workers": args.workers,
-                                   "concurrency": args.concurrency, "machine": machine(),
-                                   "results": rows}, indent=2))
-        print(f"saved {out.relative_to(ROOT)}")
+        save_result("cluster", {"command": sys.argv, "workers": args.workers,
+                                "concurrency": args.concurrency, "machine": machine(),
+                                "results": rows})
 
 
 if __name__ == "__main__":

@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import statistics
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +45,9 @@ from asyncq import (
 from asyncq import _keys as K
 from asyncq._limits import Limit
 from asyncq._testing.redis_server import RedisServer
+from benchmarks._results import save_result
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 CONCURRENCY = 100
 
 VARIANTS: dict[str, list[Any] | None] = {
@@ -176,10 +174,7 @@ def main() -> None:
     doc = asyncio.run(run(args.tasks, args.rounds))
     print(table(doc))
     if not args.no_save:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        path = RESULTS / f"limits-{stamp}.json"
-        path.write_text(json.dumps(doc, indent=2) + "\n")
-        print(f"\nsaved {path.relative_to(ROOT)}")
+        save_result("limits", doc)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,8 +24,7 @@ import httpx
 import asyncq
 from asyncq.metrics import queue_metrics_app
 from benchmarks._redis import RedisServer, info
-
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks._results import save_result
 
 
 async def fill(url: str, queues: int, tasks: int) -> None:
@@ -91,11 +87,7 @@ def main() -> None:
               f"{r['exporter_cpu_ms_median']:.1f} | {r['redis_commands_per_scrape']:.0f} | "
               f"{r['exposition_kib']:.0f} |")
     if not args.no_save:
-        RESULTS.mkdir(exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        out = RESULTS / f"metrics-{stamp}.json"
-        out.write_text(json.dumps({"rows": rows, "args": vars(args)}, indent=2))
-        print(f"saved {out}")
+        save_result("metrics", {"rows": rows, "args": vars(args)})
 
 
 if __name__ == "__main__":

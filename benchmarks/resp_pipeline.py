@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import statistics
@@ -29,7 +28,6 @@ import subprocess
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +44,9 @@ from asyncq._clock import SYSTEM_CLOCK
 from asyncq._connection import make_broker
 from asyncq._enqueue import prepare
 from asyncq._testing.redis_server import RedisServer
+from benchmarks._results import save_result
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 ENQUEUE_RUN = 250  # tasks per enqueue_batch call (as RedisBroker.store_many)
 ENQUEUE_CHUNK = 8  # enqueue_batch calls per round trip
 ACK_BATCH = 500  # outcomes per round trip (the acker's batch)
@@ -206,13 +204,8 @@ def main() -> None:
               f"{row['redis-py']['cpu_us_per_task']:>14.2f}"
               f"{row['hand-packed']['cpu_us_per_task']:>10.2f}{row['saved_cpu_pct']:>10.1f}%")
     if not args.no_save:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        path = RESULTS / f"resp-{stamp}.json"
-        path.write_text(json.dumps({"command": "python -m benchmarks.resp_pipeline",
-                                    "args": vars(args), "machine": machine(),
-                                    "results": rows}, indent=2) + "\n")
-        print(f"saved {path.relative_to(ROOT)}")
+        save_result("resp", {"command": "python -m benchmarks.resp_pipeline",
+                             "args": vars(args), "machine": machine(), "results": rows})
 
 
 if __name__ == "__main__":

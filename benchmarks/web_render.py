@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -36,8 +33,8 @@ import uvicorn
 import asyncq
 from asyncq.web import create_app
 from benchmarks._redis import RedisServer, _free_port, info
+from benchmarks._results import save_result
 
-RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 5_000
 LIVE_TABS = (0, 1, 10)
 
@@ -204,11 +201,7 @@ def main() -> None:
                                  args.live_rate))
     print(table(result))
     if not args.no_save:
-        RESULTS.mkdir(exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        path = RESULTS / f"web-{stamp}.json"
-        path.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"\nsaved {path}")
+        save_result("web", result)
 
 
 if __name__ == "__main__":

@@ -33,10 +33,10 @@ import redis.asyncio
 from asyncq import Client, Task, chord
 from benchmarks import _venvs
 from benchmarks._redis import RedisServer
+from benchmarks._results import save_result
 from benchmarks._wf_chord_asyncq import STAMP
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
 
 
 def celery_python() -> Path:
@@ -139,7 +139,6 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--skip-celery", action="store_true")
     args = p.parse_args()
-    RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     log = Path(tempfile.gettempdir()) / f"asyncq-workflow_chord-{stamp}.log"
     print(f"worker logs: {log}", flush=True)
@@ -161,9 +160,7 @@ def main() -> None:
            "concurrency": args.concurrency, "rounds": results, "summary": rows,
            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                        "load": os.getloadavg()}}
-    out = RESULTS / f"workflow_chord-{stamp}.json"
-    out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"\nwritten {out.relative_to(ROOT)}")
+    save_result("workflow_chord", doc)
 
 
 if __name__ == "__main__":

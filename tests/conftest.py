@@ -6,6 +6,7 @@ package (``make venv`` installs it editable), so it is not listed in
 ``pytest_plugins`` here: registering it twice would be an error.
 """
 
+import gc
 import os
 import shutil
 from collections.abc import Iterator
@@ -23,6 +24,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", default=False,
                      help=f"also run tests marked slow (or set {RUN_SLOW_ENV}=1); "
                           "`make test-chaos` does")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Collect garbage as each test ends, so a connection or socket a test left open is
+    reported (and fails) on that test, not on whichever later test triggers the collector."""
+    gc.collect()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

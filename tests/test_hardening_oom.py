@@ -11,10 +11,22 @@ from __future__ import annotations
 from collections import Counter
 
 import anyio
+import orjson
 import pytest
 from redis.asyncio import Redis
 
-from asyncq import BrokerError, Client, Retry, ServeMux, Task, Worker
+from asyncq import (
+    BrokerError,
+    Client,
+    Inspector,
+    Retry,
+    ServeMux,
+    Task,
+    Worker,
+    WorkflowInfo,
+    WorkflowState,
+    chain,
+)
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import queue_counts, wait_until
 
@@ -150,3 +162,30 @@ async def test_full_redis_is_drained_by_a_worker(own_server: RedisServer, asyncq
                   if starts[i] > (2 if kind(int(i[1:])) == "retry" else 1) + (i in interrupted)]
     assert duplicates == [], f"{len(duplicates)} run too often, e.g. {duplicates[:5]}"
     assert counts["completed"] == sum(1 for i in ids if kind(int(i[1:])) == "complete")
+
+
+async def test_workflows_advance_in_a_full_redis(own_server: RedisServer, asyncq_queue: str
+                                                 ) -> None:
+    """The scripts that advance a workflow (outbox, apply, release, finish) only move or
+    shrink data, so a full Redis does not stall a chain between its steps."""
+    q = asyncq_queue
+    await set_full(own_server)
+    mux = ServeMux()
+
+    @mux.handler("oom:step")
+    async def step(task: Task) -> int:
+        return int(task.json()) + 1
+
+    async with Client(own_server.url) as client:
+        flow = await client.enqueue_workflow(chain(
+            Task("oom:step", 1, queue=q), Task("oom:step", queue=q), Task("oom:step", queue=q)))
+        _, refusal = await fill(own_server.url, f"{q}-filler")  # nobody serves the filler
+        assert "maxmemory" in str(refusal) or "OOM" in str(refusal)
+        async with Worker(own_server.url, mux, queues={q: 1}, workflow_interval=0.2), \
+                Inspector(client.broker) as inspector:
+            async def finished() -> WorkflowInfo | None:
+                info = await inspector.workflow(flow.id)
+                return info if info.state is not WorkflowState.RUNNING else None
+            info = await wait_until(finished, timeout=20, message="workflow finished")
+    # (awaiting it with client.result needs the listener flag, a write a full Redis refuses)
+    assert info.state is WorkflowState.SUCCEEDED and orjson.loads(info.result or b"") == 4

@@ -7,6 +7,7 @@ the same way to both.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 
 from structlog.typing import FilteringBoundLogger
@@ -32,6 +33,20 @@ FALLBACK_IS_FAILURE = True
 
 class TaskCancelledError(Exception):
     """The task was cancelled on request (``Client.cancel`` / the inspector)."""
+
+
+def stopped_error(reason: str | None, cancelled: bool) -> BaseException | None:
+    """The error a run stopped on purpose ends with (its deadline, its timeout, a cancel
+    request) or a handler cancelled otherwise; None when it was not stopped."""
+    if reason == "deadline":
+        return TimeoutError("task deadline passed (the deadline it was enqueued with)")
+    if reason == "timeout":
+        return TimeoutError("task timeout exceeded (it ran longer than its timeout)")
+    if reason == "cancel":
+        return TaskCancelledError("task cancelled on request")
+    if cancelled:
+        return asyncio.CancelledError("handler was cancelled")
+    return None
 
 
 def storable(text: str) -> str:

@@ -37,20 +37,10 @@ from ._endings import Endings
 from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler
-from ._outcomes import TaskCancelledError, error_text
+from ._outcomes import TaskCancelledError, error_text, stopped_error
 from ._retry import QueueOrder
-from ._running import Running, limit_of
+from ._running import Buffered, Running, limit_of
 from ._threads import SyncThreads
-
-
-class Buffered:
-    """A leased task waiting for a free slot (prefetch); its lease is in the lease table."""
-
-    __slots__ = ("queue", "raw")
-
-    def __init__(self, queue: str, raw: RawTask) -> None:
-        self.queue = queue
-        self.raw = raw
 
 
 class Processor:
@@ -410,14 +400,7 @@ class Processor:
             self._leases.release(run.id, RUNNING)
             self.endings.lease_lost(run)
             return
-        if reason == "deadline":
-            exc = TimeoutError("task deadline passed (the deadline it was enqueued with)")
-        elif reason == "timeout":
-            exc = TimeoutError("task timeout exceeded (it ran longer than its timeout)")
-        elif reason == "cancel":
-            exc = TaskCancelledError("task cancelled on request")
-        elif cancelled:
-            exc = asyncio.CancelledError("handler was cancelled")
+        exc = stopped_error(reason, cancelled) or exc
         if exc is None:
             self.endings.succeeded(run, None if result_task is None else result_task.result())
         else:

@@ -1,12 +1,23 @@
-"""The record of one task a worker is running."""
+"""The records of the tasks a worker holds: prefetched (waiting for a slot) and running."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from .._broker import RawTask
 from .._message import NO_TIMEOUT, TaskMessage
 from .._task import Task
+
+
+class Buffered:
+    """A leased task waiting for a free slot (prefetch); its lease is in the lease table."""
+
+    __slots__ = ("queue", "raw")
+
+    def __init__(self, queue: str, raw: RawTask) -> None:
+        self.queue = queue
+        self.raw = raw
 
 
 class Running:

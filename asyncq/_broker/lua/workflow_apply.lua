@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- workflow_apply: record how steps ended in their workflow's state, and find the steps that
 -- may run now. Idempotent: an outcome already recorded changes nothing (it is reported as a
 -- replay, so the caller redoes the follow-up work a crash may have cut short).

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- workflow_cancel: cancel a workflow on request (starting/running/failed -> cancelled).
 -- KEYS[1] record             KEYS[2..] the workflow's other keys (given the same expiry)
 -- ARGV[1] workflow id

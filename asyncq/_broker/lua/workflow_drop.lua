@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- workflow_drop: the steps of a cancelled workflow that are not running are deleted
 -- (waiting/pending/scheduled/retry -> deleted); no outbox record is written for them.
 -- KEYS[1] pending list       KEYS[2] scheduled zset     KEYS[3] retry zset

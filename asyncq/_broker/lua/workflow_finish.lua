@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- workflow_finish: the final node is done: the workflow succeeds with its result
 -- (running -> succeeded). Its keys then expire after its retention.
 -- KEYS[1] record             KEYS[2..] the workflow's other keys (given the same expiry)

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- workflow_outbox_ack: delete outbox records once applied (only if unchanged: a step re-run
 -- meanwhile wrote a newer record, which stays to be applied).
 -- KEYS[1] outbox hash        asyncq:{q}:wfout

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- workflow_outbox_take: an advancer takes up to N outcome records of a queue's outbox. One
 -- advancer drains a queue's outbox at a time (a lock with a time to live, renewed at every
 -- take); with nothing left it releases the lock and sets the idle flag in the same step, so a

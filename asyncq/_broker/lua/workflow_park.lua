@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- workflow_park: the waiting steps of a failed workflow expire with it (unless a re-run of the
 -- failed step resumes it first: releasing a step makes it persistent again).
 -- KEYS[i] task hash          asyncq:{q}:t:<id of step i>

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- workflow_release: waiting workflow steps whose inputs are done become pending, with their
 -- input (waiting -> pending). Only a waiting step is released, so releasing a step twice (an
 -- advancer that crashed and is replayed) never runs it twice: a step that is pending, running,
