@@ -81,11 +81,11 @@ async def test_a_lost_hand_off_is_picked_up_by_the_next_dequeue(
                              idle_poll_interval=0.3, lease_duration=30) as w:
         await idle_on(r, asyncq_queue)
         lost: list[str] = []
-        real = w.worker.processor.handoff
-        w.worker.processor.handoff = lambda queue, data: lost.append(queue)  # type: ignore[method-assign]
+        real = w.worker.processor.handoffs.receive
+        w.worker.processor.handoffs.receive = lambda queue, data: lost.append(queue)  # type: ignore[method-assign]
         info = await asyncq_client.enqueue("t", queue=asyncq_queue)
         await wait_until(lambda: lost, timeout=5, message="hand-off published")
-        w.worker.processor.handoff = real  # type: ignore[method-assign]
+        w.worker.processor.handoffs.receive = real  # type: ignore[method-assign]
         # Leased to the worker, whose next idle poll (not the 30 s lease) recovers it.
         await wait_until(lambda: started, timeout=3, message="lost hand-off recovered")
         assert started == [("", info.id)]

@@ -2,13 +2,9 @@
 
 No polling sleep: when a dequeue leaves slots unfilled, the dequeue script also sets the queue's
 waiters flag; the next enqueue (or forward, requeue, unpause) that sees the flag publishes on the
-wake channel, the subscriber sets ``wake``, and the fetch loop dequeues again at once.
-``idle_poll_interval`` is only a safety net for a lost message.
-
-One hop: that same dequeue registers this worker as idle on the queue, and the script that
-makes the next task pending leases it to the longest-idle registered worker and publishes it on
-that worker's channel (``handoff``); the worker starts it as if dequeued and dequeues again at
-once (re-registering, and collecting any hand-off whose message was lost).
+wake channel, the subscriber sets ``wake``, and the fetch loop dequeues again at once
+(``idle_poll_interval`` is a safety net). That dequeue also registers this worker as idle, so
+the next task to become pending may arrive already leased (one hop, see ``_handoffs``).
 """
 
 from __future__ import annotations
@@ -22,18 +18,19 @@ from typing import Any
 import anyio
 
 from .._backoff import Backoff
-from .._broker import Broker, Outcome, RawTask, decode_handoff
+from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
 from .._errors import BrokerError, DecodeError
 from .._limits import LimitGate
 from .._log import get_logger
 from .._message import TaskMessage, decode_message
-from .._outage import Outage
+from .._outage import QueueOutages
 from .._task import task_for_handler
 from ._acker import Acker
 from ._config import WorkerConfig
 from ._deadlines import DeadlineTimers
 from ._endings import Endings
+from ._handoffs import Handoffs
 from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler
@@ -67,10 +64,11 @@ class Processor:
         self._owner = config.server_id
         self._order = QueueOrder(config.queues, config.strict_priority)
         self._log = get_logger("processor", server_id=config.server_id)
-        self.outages: dict[str, Outage] = {}
         self._observer = config.metrics
-        """Per queue: a queue whose dequeue fails (Redis down, a poisoned key) is retried each
-        round without holding up the other queues."""
+        self.outages = QueueOutages(self._log, "dequeue", None if self._observer is None
+                                    else self._observer.redis_error)
+        """A queue whose dequeue fails (Redis down, a poisoned key) is retried each round
+        without holding up the other queues."""
         self._backoff = Backoff(base=0.1, cap=5.0)
         self._unanswered: dict[str, str] = {}
         """Per queue, the id of a dequeue request that failed: it is re-sent with the same id,
@@ -86,14 +84,11 @@ class Processor:
         self._all_done = asyncio.Event()
         self._forced = asyncio.Event()  # a second stop request: do not wait for handlers
         self._task_logs = config.task_logs
-        self.endings = Endings(config, clock, self._log, self._settle)
+        self.endings = Endings(config, clock, self._log, self.settle)
         """Decides, logs, measures and settles how each run ended."""
         self._all_done.set()
         self.fetching = True
-        self._registered = False  # a dequeue may have registered this worker as idle
-        self._arriving: set[str] = set()
-        """Handed-off tasks whose limits are being claimed (not yet in ``leases``)."""
-        self._admitting: set[asyncio.Task[None]] = set()
+        self.handoffs = Handoffs(self, broker, config, leases, clock, self._log)
         self.limits: LimitGate | None = None
         """Claims the limits of leased tasks before they start (set by the worker)."""
 
@@ -114,60 +109,13 @@ class Processor:
         self.wake.set()
         self._slot_free.set()
         for item in self.buffer.values():
-            self._settle(Outcome("requeue", item.queue, item.raw.id))
+            self.settle(Outcome("requeue", item.queue, item.raw.id))
         self.buffer.clear()
-
-    async def leave_idle(self) -> None:
-        """Withdraw the idle registrations, so no task is handed off to a stopping worker (one
-        that still is gets requeued)."""
-        if not self._registered:
-            return
-        try:
-            with anyio.fail_after(1.0):  # Redis down: the registrations lapse on their own
-                await self._broker.leave_idle(list(self._config.queues), self._owner,
-                                              self._config.lease_ms)
-        except (BrokerError, TimeoutError) as exc:
-            self._log.warning("could not leave the idle workers",
-                              error=error_text(exc) or "timed out")
-
-    def handoff(self, queue: str, data: bytes) -> None:
-        """A task handed off in one hop (already leased to this worker): start it as a dequeued
-        one, through the limits gate, then dequeue again (re-registering as idle)."""
-        try:
-            raw, until = decode_handoff(data)
-        except (ValueError, UnicodeDecodeError) as exc:  # its next dequeue returns it
-            self._log.warning("malformed hand-off message ignored", queue=queue, error=str(exc))
-            return
-        if raw.id in self._leases or raw.id in self._arriving:
-            return  # a dequeue returned it first
-        lease_until = min(until, self._clock.now_ms() + self._config.lease_ms)
-        if not self.fetching or len(self.running) + len(self.buffer) >= self._capacity:
-            # Stopping, or full (registered on several queues, one hand-off filled the last
-            # slot): give it back next in line, which hands it to another idle worker.
-            self._leases.add(raw.id, queue, lease_until, PREFETCHED)
-            self._settle(Outcome("requeue", queue, raw.id))
-            return
-        if self.limits is not None and self.limits.limits:
-            self._arriving.add(raw.id)
-            atask = asyncio.get_running_loop().create_task(
-                self._admit_handoff(queue, raw, lease_until))
-            self._admitting.add(atask)
-            atask.add_done_callback(self._admitting.discard)
-        else:
-            self._take(queue, raw, lease_until)
-        self.wake.set()
-
-    async def _admit_handoff(self, queue: str, raw: RawTask, lease_until: int) -> None:
-        try:
-            for admitted in await self._admit(queue, [raw], lease_until):
-                self._take(queue, admitted, lease_until)
-        finally:
-            self._arriving.discard(raw.id)
 
     async def run(self) -> None:
         """Lease tasks whenever slots are free, until ``stop_fetching``."""
         while self.fetching:
-            free = self._capacity - len(self.running) - len(self.buffer)
+            free = self.free_slots()
             if free <= 0:
                 self._slot_free.clear()
                 await self._slot_free.wait()
@@ -186,23 +134,19 @@ class Processor:
                 with anyio.move_on_after(self._config.idle_poll_interval):
                     await self.wake.wait()
 
+    def free_slots(self) -> int:
+        """How many more tasks this worker may lease (running + prefetched)."""
+        return self._capacity - len(self.running) - len(self.buffer)
+
     async def _back_off(self, delay: float) -> None:
         """Wait before the next dequeue after a failure; a wake-up (the subscriber reconnected,
         work arrived) ends the wait early."""
         with anyio.move_on_after(delay):
             await self.wake.wait()
 
-    def _outage(self, queue: str) -> Outage:
-        outage = self.outages.get(queue)
-        if outage is None:
-            outage = self.outages[queue] = Outage(self._log.bind(queue=queue), "dequeue")
-            if self._observer is not None:
-                outage.on_failure = self._observer.redis_error
-        return outage
-
     @property
     def failing_queues(self) -> list[str]:
-        return [q for q, o in self.outages.items() if o.ongoing]
+        return self.outages.failing
 
     async def tick(self, free: int) -> bool | None:
         """One fetch round over the queues in priority order; True when all were drained,
@@ -221,40 +165,40 @@ class Processor:
                                                            request, one_hop=True)
             except Exception as exc:  # BrokerError, or a reply the broker could not parse
                 self._unanswered[queue] = request
-                self._outage(queue).failed(exc, exc_info=not isinstance(exc, BrokerError))
+                self.outages.failed(queue, exc, exc_info=not isinstance(exc, BrokerError))
                 failed += 1
                 continue
-            self._registered = True
-            if queue in self.outages:
-                self.outages[queue].succeeded()
+            self.handoffs.registered = True
+            self.outages.succeeded(queue)
             if dropped:
                 self._log.warning("dropped pending ids without a usable task record",
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
-            raws = [r for r in raws if r.id not in self._leases and r.id not in self._arriving]
+            arriving = self.handoffs.arriving
+            raws = [r for r in raws if r.id not in self._leases and r.id not in arriving]
             leased = len(raws)
             if self.limits is not None and raws and self.limits.limits:
-                raws = await self._admit(queue, raws, lease_until)
+                raws = await self.admit(queue, raws, lease_until)
             for raw in raws:
-                self._take(queue, raw, lease_until)
+                self.take(queue, raw, lease_until)
             got += len(raws)
             if leased == want:
                 return False
         return None if failed == len(order) else True
 
-    async def _admit(self, queue: str, raws: list[RawTask], lease_until: int) -> list[RawTask]:
+    async def admit(self, queue: str, raws: list[RawTask], lease_until: int) -> list[RawTask]:
         """The leased tasks that may start: limits claimed (a refused task was deferred and
         is no longer ours); those whose claim failed are requeued."""
         assert self.limits is not None
         admitted, back = await self.limits.admit(queue, raws)
         for raw in back:
             self._leases.add(raw.id, queue, lease_until, PREFETCHED)
-            self._settle(Outcome("requeue", queue, raw.id))
+            self.settle(Outcome("requeue", queue, raw.id))
         return admitted
 
     # -- running
 
-    def _take(self, queue: str, raw: RawTask, lease_until: int) -> None:
+    def take(self, queue: str, raw: RawTask, lease_until: int) -> None:
         """A task was just leased: start it when a slot is free, else keep it for the next."""
         self._acker.discard_stale(raw.id)
         if len(self.running) < self._config.concurrency or not self.fetching:
@@ -264,7 +208,7 @@ class Processor:
             self._leases.add(raw.id, queue, lease_until, PREFETCHED)
             self.buffer[raw.id] = Buffered(queue, raw)
 
-    def _settle(self, outcome: Outcome) -> None:
+    def settle(self, outcome: Outcome) -> None:
         """Hand the task and its lease over to the acker, which writes ``outcome``."""
         self._leases.move(outcome.task_id, OUTCOME)
         self._acker.submit(outcome)
@@ -288,7 +232,7 @@ class Processor:
                 f"stored task cannot be started: {error_text(exc)}")
             self._log.error("undecodable task archived", task_id=raw.id, queue=queue,
                             error=error_text(error))
-            self._settle(Outcome("archive", queue, raw.id, error=error_text(error)))
+            self.settle(Outcome("archive", queue, raw.id, error=error_text(error)))
             return
         run = Running(msg, task, now, deadline)
         self.running[run.id] = run
@@ -331,11 +275,11 @@ class Processor:
         if item is not None:  # prefetched, not started: settle it without running it
             if reason == "cancel":
                 error = error_text(TaskCancelledError("task cancelled on request"))
-                self._settle(Outcome("archive", item.queue, task_id, error=error))
+                self.settle(Outcome("archive", item.queue, task_id, error=error))
             elif reason == "lease":
                 self._leases.release(task_id, PREFETCHED)
             else:
-                self._settle(Outcome("requeue", item.queue, task_id))
+                self.settle(Outcome("requeue", item.queue, task_id))
             return True
         run = self.running.get(task_id)
         if run is None or run.reason is not None or run.atask is None or run.atask.done():
@@ -450,7 +394,7 @@ class Processor:
                 if task_id not in self.running:
                     self._log.error("leased task never started; requeued", task_id=task_id,
                                     queue=queue)
-                    self._settle(Outcome("requeue", queue, task_id))
+                    self.settle(Outcome("requeue", queue, task_id))
         await self.endings.hooks_done(1.0)
         if self.limits is not None:
             await self.limits.settled(1.0)

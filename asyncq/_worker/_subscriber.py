@@ -71,7 +71,7 @@ class Subscriber:
                         self._processor.wake.set()
                         subscribed.set()
                         continue
-                    self._processor.handoff(*item)
+                    self._processor.handoffs.receive(*item)
             except BrokerError as exc:
                 await anyio.sleep(self.handoff_outage.failed(exc))
             except Exception as exc:

@@ -296,7 +296,7 @@ class Worker:
         # 6. clear the server state (in run's finally).
         self.heartbeat.status = "stopping"
         self.processor.stop_fetching()
-        await self.processor.leave_idle()
+        await self.processor.handoffs.leave_idle()
         await self.processor.drain(self.config.shutdown_timeout)
         log_left_behind(self.processor.threads, self.config.server_id)
         if not await self.acker.drain(self.config.lease_duration + 1.0):
