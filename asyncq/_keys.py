@@ -64,6 +64,9 @@ class QueueKeys:
     completed: str
     paused: str
     waiters: str
+    # One-hop pickup: the scripts derive these from the waiters flag's base (asyncq_handoff in
+    # lua/_lib.lua): <base>idle, <base>handoff:<owner>, <base>to:<owner>.
+    idle: str  # ZSET '<lease ms>:<owner>' -> when the registration lapses: idle workers
     registered: str  # STRING: the queue is in QUEUES (an in-slot marker the store scripts set)
     processed: str
     failed: str
@@ -104,6 +107,15 @@ class QueueKeys:
     def dequeued(self, owner: str) -> str:
         """HASH remembering ``owner``'s last dequeue request and the tasks it leased."""
         return f"{self.base}dequeued:{owner}"
+
+    def handoff(self, owner: str) -> str:
+        """HASH of the tasks handed off to ``owner`` in one hop (id -> pending_since) that its
+        next dequeue has not yet confirmed."""
+        return f"{self.base}handoff:{owner}"
+
+    def handoff_channel(self, owner: str) -> str:
+        """Shard channel on which tasks are handed off to ``owner`` in one hop."""
+        return f"{self.base}to:{owner}"
 
     def unique(self, task_type: str, payload: bytes | None, key: str | None = None) -> str:
         """The uniqueness lock key: an explicit key (``unique:k:<key>``), or one derived from
@@ -146,6 +158,7 @@ def queue_keys(queue: str) -> QueueKeys:
         completed=base + "completed",
         paused=base + "paused",
         waiters=base + "waiters",
+        idle=base + "idle",
         registered=base + "registered",
         processed=base + "processed",
         failed=base + "failed",

@@ -64,3 +64,29 @@ class Outage:
                            outage_s=round(time.monotonic() - self._since, 2))
             self.failures = 0
             self.backoff.reset()
+
+
+class QueueOutages:
+    """One ``Outage`` per queue, made at its first failure: a queue whose calls fail is logged
+    and retried on its own, without holding up the others."""
+
+    def __init__(self, log: FilteringBoundLogger, operation: str,
+                 on_failure: Callable[[str], None] | None = None) -> None:
+        self._log, self._operation, self._on_failure = log, operation, on_failure
+        self.by_queue: dict[str, Outage] = {}
+
+    def failed(self, queue: str, exc: BaseException, *, exc_info: bool = False) -> float:
+        outage = self.by_queue.get(queue)
+        if outage is None:
+            outage = self.by_queue[queue] = Outage(self._log.bind(queue=queue), self._operation)
+            outage.on_failure = self._on_failure
+        return outage.failed(exc, exc_info=exc_info)
+
+    def succeeded(self, queue: str) -> None:
+        if queue in self.by_queue:
+            self.by_queue[queue].succeeded()
+
+    @property
+    def failing(self) -> list[str]:
+        """The queues whose last call failed."""
+        return [q for q, o in self.by_queue.items() if o.ongoing]

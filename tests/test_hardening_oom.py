@@ -142,17 +142,20 @@ async def test_full_redis_is_drained_by_a_worker(own_server: RedisServer, asyncq
 
         redis = Redis.from_url(own_server.url)
         async with Worker(own_server.url, mux, **config):  # type: ignore[arg-type]
+            refused_before = filler.refused
 
             async def drained() -> bool:
                 c = await queue_counts(redis, q)
                 return c["pending"] + c["active"] + c["retry"] + c["scheduled"] == 0
             await wait_until(drained, timeout=60, message="full Redis drained")
+            refused_during = filler.refused - refused_before
         filler.stop = True
     counts = await queue_counts(redis, q)
     await redis.aclose()
-    # Redis stayed full all along, and enqueue kept failing loudly.
-    # (what the drain freed was refilled: how much depends on the memory the run itself used)
-    assert filler.refused > 100 and filler.accepted > 20, vars(filler)
+    # Redis stayed full all along, and enqueue kept failing loudly: the filler (trying every
+    # 5 ms, and taking whatever memory the drain freed) was refused all through the second
+    # drain. How much it got in depends on what the workers' own connections and scripts hold.
+    assert filler.refused > 100 and refused_during > 20, (vars(filler), refused_during)
 
     archived = [i for i in ids if kind(int(i[1:])) == "archive"]
     assert counts["archived"] == len(archived)

@@ -27,7 +27,9 @@ from ._protocol import (
     is_broker,
 )
 from ._redis import RedisBroker
+from ._values import decode_handoff
 
 __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Backlog", "Broker",
            "BulkOp", "EnqueueCode", "EventFlush", "FireCode", "InspectOps", "NewTask", "Outcome",
-           "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]
+           "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "decode_handoff",
+           "is_broker"]

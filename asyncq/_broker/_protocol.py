@@ -111,14 +111,28 @@ class Broker(Protocol):
 
     async def dequeue(
         self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int,
-        request_id: str = "",
+        request_id: str = "", one_hop: bool = False,
     ) -> tuple[list[RawTask], int]:
         """Lease up to ``count`` pending tasks to ``owner`` for ``lease_ms``.
 
         Returns ``(tasks, dropped)``: the leased tasks, oldest first, and how many ids were
         dropped for want of a usable record. With nothing to lease, a waiters flag living
         ``waiter_ttl_ms`` asks producers to publish a wake-up. Re-sending a ``request_id``
-        whose reply was lost returns what that request leased instead of leasing more."""
+        whose reply was lost returns what that request leased instead of leasing more.
+        With ``one_hop``, the tasks handed off to ``owner`` and still leased to it come first
+        (some may be held already), and an owner left with free slots registers as idle, so
+        the next task to become pending is handed to it (see ``listen_handoffs``)."""
+        ...
+
+    def listen_handoffs(self, queues: Sequence[str],
+                        owner: str) -> AsyncIterator[tuple[str, bytes] | None]:
+        """Listen for tasks handed off to ``owner`` in one hop: yield None once subscribed,
+        then ``(queue, message)`` pairs (see ``decode_handoff``) until a connection fails
+        (BrokerError)."""
+        ...
+
+    async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
+        """Withdraw ``owner``'s idle registrations (it stops fetching)."""
         ...
 
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:

@@ -36,6 +36,10 @@ _BATCH_RUN = 250  # tasks per enqueue_batch call
 _BATCH_CHUNK = 8  # enqueue_batch calls per round trip
 
 
+#: A task handed off in one hop is returned by its worker's dequeue only once it is this old:
+#: its message, normally heard within a millisecond, is given the first chance.
+HANDOFF_GRACE_MS = 1000
+
 class RedisBroker:
     """The Redis implementation of the Broker protocol.
 
@@ -156,14 +160,16 @@ class RedisBroker:
 
     async def dequeue(
         self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int,
-        request_id: str = "",
+        request_id: str = "", one_hop: bool = False,
     ) -> tuple[list[RawTask], int]:
         qk = K.queue_keys(queue)
         flat = await self.runner.run(
             "dequeue",
-            [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters, qk.dequeued(owner)],
+            [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters, qk.dequeued(owner),
+             qk.idle, qk.handoff(owner)],
             [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
-             request_id, lease_ms, qk.cancel_prefix],
+             request_id, lease_ms, qk.cancel_prefix, lease_ms if one_hop else "",
+             HANDOFF_GRACE_MS],
         )
         tasks, bad = raw_tasks(flat, 1, width=5)
         await self.maintenance.quarantine(queue, bad)
@@ -238,6 +244,20 @@ class RedisBroker:
         finally:
             with contextlib.suppress(RedisError):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def listen_handoffs(self, queues: Sequence[str],
+                        owner: str) -> AsyncIterator[tuple[str, bytes] | None]:
+        channels = {K.queue_keys(q).handoff_channel(owner): q for q in queues}
+
+        async def handoffs() -> AsyncIterator[tuple[str, bytes] | None]:
+            async for item in listen_shards(self.runner, list(channels), self.reply_timeout,
+                                            self.ping_interval or None):
+                yield (channels[item[0]], item[1]) if isinstance(item, tuple) else None
+        return handoffs()
+
+    async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
+        await self.runner.commands("leaving the idle workers", [
+            ("ZREM", K.queue_keys(q).idle, f"{lease_ms}:{owner}") for q in queues])
 
     def listen_events(self,
                       queues: Sequence[str]) -> AsyncIterator[tuple[str, bytes] | EventFlush]:

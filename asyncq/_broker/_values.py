@@ -81,3 +81,17 @@ class TaskRecord(NamedTuple):
     result: bytes | None
     score: int | None  # zset score; lease expiry for active tasks; None when there is none
     result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
+
+
+def decode_handoff(data: bytes) -> tuple[RawTask, int]:
+    """A task handed off in one hop (see asyncq_handoff in lua/_lib.lua) and the end of its
+    lease (Unix ms of the server's clock). Raises ValueError on a malformed message."""
+    head = data.split(b"\n", 4)
+    if len(head) != 5:
+        raise ValueError("hand-off message without its five header fields")
+    size, _, rest = head[4].partition(b"\n")
+    n = int(size)
+    if len(rest) < n:
+        raise ValueError("hand-off message shorter than its task message")
+    return (RawTask(head[0].decode(), rest[:n], rest[n:], int(head[1]), int(head[2])),
+            int(head[3]))

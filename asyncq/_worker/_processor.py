@@ -2,8 +2,9 @@
 
 No polling sleep: when a dequeue leaves slots unfilled, the dequeue script also sets the queue's
 waiters flag; the next enqueue (or forward, requeue, unpause) that sees the flag publishes on the
-wake channel, the subscriber sets ``wake``, and the fetch loop dequeues again at once.
-``idle_poll_interval`` is only a safety net for a lost message.
+wake channel, the subscriber sets ``wake``, and the fetch loop dequeues again at once
+(``idle_poll_interval`` is a safety net). That dequeue also registers this worker as idle, so
+the next task to become pending may arrive already leased (one hop, see ``_handoffs``).
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from .._errors import BrokerError, DecodeError
 from .._limits import LimitGate
 from .._log import get_logger
 from .._message import TaskMessage, decode_message
-from .._outage import Outage
+from .._outage import QueueOutages
 from .._task import task_for_handler
 from ._acker import Acker
 from ._config import WorkerConfig
 from ._deadlines import DeadlineTimers
 from ._endings import Endings
+from ._handoffs import Handoffs
 from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler
@@ -62,10 +64,11 @@ class Processor:
         self._owner = config.server_id
         self._order = QueueOrder(config.queues, config.strict_priority)
         self._log = get_logger("processor", server_id=config.server_id)
-        self.outages: dict[str, Outage] = {}
         self._observer = config.metrics
-        """Per queue: a queue whose dequeue fails (Redis down, a poisoned key) is retried each
-        round without holding up the other queues."""
+        self.outages = QueueOutages(self._log, "dequeue", None if self._observer is None
+                                    else self._observer.redis_error)
+        """A queue whose dequeue fails (Redis down, a poisoned key) is retried each round
+        without holding up the other queues."""
         self._backoff = Backoff(base=0.1, cap=5.0)
         self._unanswered: dict[str, str] = {}
         """Per queue, the id of a dequeue request that failed: it is re-sent with the same id,
@@ -81,10 +84,11 @@ class Processor:
         self._all_done = asyncio.Event()
         self._forced = asyncio.Event()  # a second stop request: do not wait for handlers
         self._task_logs = config.task_logs
-        self.endings = Endings(config, clock, self._log, self._settle)
+        self.endings = Endings(config, clock, self._log, self.settle)
         """Decides, logs, measures and settles how each run ended."""
         self._all_done.set()
         self.fetching = True
+        self.handoffs = Handoffs(self, broker, config, leases, clock, self._log)
         self.limits: LimitGate | None = None
         """Claims the limits of leased tasks before they start (set by the worker)."""
 
@@ -105,13 +109,13 @@ class Processor:
         self.wake.set()
         self._slot_free.set()
         for item in self.buffer.values():
-            self._settle(Outcome("requeue", item.queue, item.raw.id))
+            self.settle(Outcome("requeue", item.queue, item.raw.id))
         self.buffer.clear()
 
     async def run(self) -> None:
         """Lease tasks whenever slots are free, until ``stop_fetching``."""
         while self.fetching:
-            free = self._capacity - len(self.running) - len(self.buffer)
+            free = self.free_slots()
             if free <= 0:
                 self._slot_free.clear()
                 await self._slot_free.wait()
@@ -130,23 +134,19 @@ class Processor:
                 with anyio.move_on_after(self._config.idle_poll_interval):
                     await self.wake.wait()
 
+    def free_slots(self) -> int:
+        """How many more tasks this worker may lease (running + prefetched)."""
+        return self._capacity - len(self.running) - len(self.buffer)
+
     async def _back_off(self, delay: float) -> None:
         """Wait before the next dequeue after a failure; a wake-up (the subscriber reconnected,
         work arrived) ends the wait early."""
         with anyio.move_on_after(delay):
             await self.wake.wait()
 
-    def _outage(self, queue: str) -> Outage:
-        outage = self.outages.get(queue)
-        if outage is None:
-            outage = self.outages[queue] = Outage(self._log.bind(queue=queue), "dequeue")
-            if self._observer is not None:
-                outage.on_failure = self._observer.redis_error
-        return outage
-
     @property
     def failing_queues(self) -> list[str]:
-        return [q for q, o in self.outages.items() if o.ongoing]
+        return self.outages.failing
 
     async def tick(self, free: int) -> bool | None:
         """One fetch round over the queues in priority order; True when all were drained,
@@ -162,41 +162,43 @@ class Processor:
             try:
                 raws, dropped = await self._broker.dequeue(queue, want, self._owner,
                                                            self._config.lease_ms, waiter_ttl,
-                                                           request)
+                                                           request, one_hop=True)
             except Exception as exc:  # BrokerError, or a reply the broker could not parse
                 self._unanswered[queue] = request
-                self._outage(queue).failed(exc, exc_info=not isinstance(exc, BrokerError))
+                self.outages.failed(queue, exc, exc_info=not isinstance(exc, BrokerError))
                 failed += 1
                 continue
-            if queue in self.outages:
-                self.outages[queue].succeeded()
+            self.handoffs.registered = True
+            self.outages.succeeded(queue)
             if dropped:
                 self._log.warning("dropped pending ids without a usable task record",
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
+            arriving = self.handoffs.arriving
+            raws = [r for r in raws if r.id not in self._leases and r.id not in arriving]
             leased = len(raws)
             if self.limits is not None and raws and self.limits.limits:
-                raws = await self._admit(queue, raws, lease_until)
+                raws = await self.admit(queue, raws, lease_until)
             for raw in raws:
-                self._take(queue, raw, lease_until)
+                self.take(queue, raw, lease_until)
             got += len(raws)
             if leased == want:
                 return False
         return None if failed == len(order) else True
 
-    async def _admit(self, queue: str, raws: list[RawTask], lease_until: int) -> list[RawTask]:
+    async def admit(self, queue: str, raws: list[RawTask], lease_until: int) -> list[RawTask]:
         """The leased tasks that may start: limits claimed (a refused task was deferred and
         is no longer ours); those whose claim failed are requeued."""
         assert self.limits is not None
         admitted, back = await self.limits.admit(queue, raws)
         for raw in back:
             self._leases.add(raw.id, queue, lease_until, PREFETCHED)
-            self._settle(Outcome("requeue", queue, raw.id))
+            self.settle(Outcome("requeue", queue, raw.id))
         return admitted
 
     # -- running
 
-    def _take(self, queue: str, raw: RawTask, lease_until: int) -> None:
+    def take(self, queue: str, raw: RawTask, lease_until: int) -> None:
         """A task was just leased: start it when a slot is free, else keep it for the next."""
         self._acker.discard_stale(raw.id)
         if len(self.running) < self._config.concurrency or not self.fetching:
@@ -206,7 +208,7 @@ class Processor:
             self._leases.add(raw.id, queue, lease_until, PREFETCHED)
             self.buffer[raw.id] = Buffered(queue, raw)
 
-    def _settle(self, outcome: Outcome) -> None:
+    def settle(self, outcome: Outcome) -> None:
         """Hand the task and its lease over to the acker, which writes ``outcome``."""
         self._leases.move(outcome.task_id, OUTCOME)
         self._acker.submit(outcome)
@@ -230,7 +232,7 @@ class Processor:
                 f"stored task cannot be started: {error_text(exc)}")
             self._log.error("undecodable task archived", task_id=raw.id, queue=queue,
                             error=error_text(error))
-            self._settle(Outcome("archive", queue, raw.id, error=error_text(error)))
+            self.settle(Outcome("archive", queue, raw.id, error=error_text(error)))
             return
         run = Running(msg, task, now, deadline)
         self.running[run.id] = run
@@ -273,11 +275,11 @@ class Processor:
         if item is not None:  # prefetched, not started: settle it without running it
             if reason == "cancel":
                 error = error_text(TaskCancelledError("task cancelled on request"))
-                self._settle(Outcome("archive", item.queue, task_id, error=error))
+                self.settle(Outcome("archive", item.queue, task_id, error=error))
             elif reason == "lease":
                 self._leases.release(task_id, PREFETCHED)
             else:
-                self._settle(Outcome("requeue", item.queue, task_id))
+                self.settle(Outcome("requeue", item.queue, task_id))
             return True
         run = self.running.get(task_id)
         if run is None or run.reason is not None or run.atask is None or run.atask.done():
@@ -392,7 +394,7 @@ class Processor:
                 if task_id not in self.running:
                     self._log.error("leased task never started; requeued", task_id=task_id,
                                     queue=queue)
-                    self._settle(Outcome("requeue", queue, task_id))
+                    self.settle(Outcome("requeue", queue, task_id))
         await self.endings.hooks_done(1.0)
         if self.limits is not None:
             await self.limits.settled(1.0)

@@ -1,4 +1,5 @@
-"""Subscriber: one pub/sub connection for cancellations and wake-ups, reconnecting with backoff."""
+"""Subscriber: one pub/sub connection for cancellations and wake-ups, and the shard channels
+tasks are handed off on in one hop (one connection per master), reconnecting with backoff."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ._processor import Processor
 class Subscriber:
     """Cancels running handlers on request and wakes the fetch loop when work arrives."""
 
-    def __init__(self, broker: Broker, processor: Processor, queues: list[str],
+    def __init__(self, broker: Broker, processor: Processor, queues: list[str], owner: str,
                  on_due: Callable[[int], None] | None = None,
                  on_reconnect: Callable[[], Awaitable[None]] | None = None) -> None:
         self._broker = broker
@@ -26,8 +27,11 @@ class Subscriber:
         self._processor = processor
         self._on_due = on_due
         self._queues = frozenset(queues)
+        self._queue_list = list(queues)
+        self._owner = owner
         self._log = get_logger("subscriber")
         self.outage = Outage(self._log, "subscribe", base=0.2, cap=5.0)
+        self.handoff_outage = Outage(self._log, "subscribe to hand-offs", base=0.2, cap=5.0)
         self.connected = False
 
     @property
@@ -51,6 +55,33 @@ class Subscriber:
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Subscribe (reporting ready once subscribed), then dispatch messages until cancelled."""
+        async with anyio.create_task_group() as tg:
+            handoffs = anyio.Event()
+            tg.start_soon(self._run_handoffs, handoffs)
+            await self._run_channels(task_status, handoffs)
+
+    async def _run_handoffs(self, subscribed: anyio.Event) -> None:
+        """Start each task handed off to this worker; after a (re)subscription the fetch loop
+        dequeues at once, which returns the hand-offs whose message was lost meanwhile."""
+        while True:
+            try:
+                async for item in self._broker.listen_handoffs(self._queue_list, self._owner):
+                    if item is None:
+                        self.handoff_outage.succeeded()
+                        self._processor.wake.set()
+                        subscribed.set()
+                        continue
+                    self._processor.handoffs.receive(*item)
+            except BrokerError as exc:
+                await anyio.sleep(self.handoff_outage.failed(exc))
+            except Exception as exc:
+                self._log.exception("hand-off subscriber failed unexpectedly")
+                await anyio.sleep(self.handoff_outage.failed(exc))
+
+    async def _run_channels(self, task_status: TaskStatus[None],
+                            handoffs: anyio.Event) -> None:
+        """The wake-up and cancellation channels; ready once both they and ``handoffs`` are
+        subscribed."""
         started = False
         while True:
             try:
@@ -61,6 +92,7 @@ class Subscriber:
                         # Wake-ups may have been missed while disconnected: look again.
                         self._processor.wake.set()
                         if not started:
+                            await handoffs.wait()
                             started = True
                             task_status.started()
                         elif self._on_reconnect is not None:

@@ -104,7 +104,7 @@ class Worker:
         self.advancer = Advancer(self.broker, queues, cfg.server_id, cfg.workflow_interval)
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,
                                cfg.orphan_scan_count)
-        self.subscriber = Subscriber(self.broker, self.processor, queues,
+        self.subscriber = Subscriber(self.broker, self.processor, queues, cfg.server_id,
                                      on_due=self.forwarder.poke,
                                      on_reconnect=self.heartbeat.renew_now)
         self.aggregator = (Aggregator(self.broker, cfg, self.clock)
@@ -295,6 +295,8 @@ class Worker:
         #    (the caller cancels the task group);
         # 6. clear the server state (in run's finally).
         self.heartbeat.status = "stopping"
+        self.processor.stop_fetching()
+        await self.processor.handoffs.leave_idle()
         await self.processor.drain(self.config.shutdown_timeout)
         log_left_behind(self.processor.threads, self.config.server_id)
         if not await self.acker.drain(self.config.lease_duration + 1.0):

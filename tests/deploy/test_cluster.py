@@ -314,6 +314,40 @@ async def test_wakeups_published_on_any_master_reach_the_worker(cluster: LocalCl
         await wait_until(lambda: len(done) == 3, timeout=5, message="woken on every master")
 
 
+async def test_tasks_are_handed_off_in_one_hop_on_every_master(cluster: LocalCluster,
+                                                              rc: RedisCluster) -> None:
+    by_master = queues_on_each_master(cluster)
+    done: list[str] = []
+    mux = ServeMux()
+
+    @mux.handler("t")
+    async def handle(task: Task) -> None:
+        done.append(task.queue)
+
+    async with Worker(cluster.url, mux, queues=dict.fromkeys(by_master.values(), 1),
+                      idle_poll_interval=60) as worker, Client(cluster.url) as client:
+        async def registered() -> bool:
+            counts = [await rc.zcard(K.queue_keys(q).idle) for q in by_master.values()]
+            return all(n == 1 for n in counts)
+
+        await wait_until(registered, timeout=5, message="idle on every master's queue")
+        # No dequeue reaches Redis any more: only hand-offs (SPUBLISH from the enqueue script
+        # on the queue's master, heard on the worker's channel there) can run the tasks.
+        gate = asyncio.Event()
+        real = worker.broker.dequeue
+
+        async def gated(*args: object, **kwargs: object) -> object:
+            await gate.wait()
+            return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+        worker.broker.dequeue = gated  # type: ignore[method-assign,assignment]
+        for q in by_master.values():
+            await client.enqueue("t", queue=q)
+        await wait_until(lambda: len(done) == 3, timeout=5, message="handed off on every master")
+        gate.set()
+    assert sorted(done) == sorted(by_master.values())
+
+
 async def test_scan_and_info_cover_every_master(cluster: LocalCluster) -> None:
     by_master = queues_on_each_master(cluster)
     broker: RedisBroker = make_broker(cluster.url)

@@ -27,12 +27,6 @@ local function asyncq_stored(marker)
   return 1
 end
 
--- Wake idle workers of a queue: only if one of them left a waiters flag.
-local function asyncq_wake(waiters_key, channel, queue)
-  if redis.call('DEL', waiters_key) == 1 then
-    redis.call('PUBLISH', channel, queue)
-  end
-end
 
 -- Release a task's uniqueness lock if this task still owns it.
 local function asyncq_release_unique(unique_key, task_id)

@@ -18,6 +18,17 @@
 -- ARGV[7] how long the last request is remembered, ms
 -- ARGV[8] cancel marker prefix asyncq:{q}:cancel: — a new run starts without the cancellation
 --   requested for an earlier one
+-- KEYS[7] idle workers       asyncq:{q}:idle (ZSET '<lease ms>:<owner>' -> lapse time, ms)
+-- KEYS[8] hand-offs          asyncq:{q}:handoff:<owner> (HASH id -> '<pending_since>:<at ms>')
+-- ARGV[9] lease ms of a hand-off to this worker; '' registers nothing (one-hop pickup off)
+-- ARGV[10] grace, ms: hand-offs younger than this are left to their message
+-- One-hop pickup: the tasks handed off to this owner (asyncq_handoff in _lib.lua) at least
+--   ARGV[10] ms ago that are still leased to it are returned first and their records cleared,
+--   so a hand-off whose message was lost in flight is picked up here (the worker skips those it
+--   already holds; the grace keeps a message merely slower than this reply from delivering
+--   the task twice, after it already finished). When fewer tasks than
+--   asked for are leased, the owner also registers as idle for ARGV[5] ms, so the next task to
+--   become pending is leased and published to it directly.
 -- Returns: {dropped, id1, msg1, payload1, retried1, pending_since1, id2, ...} (pending_since:
 --   Unix ms the task last became pending, '0' when unknown). `dropped` counts ids popped
 --   without a usable task record (no hash, or a key of another type: removed from the lists and
@@ -26,6 +37,7 @@
 --   waiters flag is set in the same step, so any later enqueue publishes a wake-up: no lost
 --   wake-ups. Paused queues return {0} and lease nothing.
 -- @include _lib.lua
+-- @include _wake_lib.lua
 local out = {0}
 if ARGV[6] ~= '' then
   if redis.call('HGET', KEYS[6], '=') == ARGV[6] then
@@ -47,6 +59,26 @@ if ARGV[6] ~= '' then
       end
     end
     return out
+  end
+end
+local handed = redis.call('HGETALL', KEYS[8])
+if #handed > 0 then
+  local cutoff = asyncq_now_ms() - tonumber(ARGV[10])
+  for f = 1, #handed, 2 do
+    local id = handed[f]
+    local since, at = string.match(handed[f + 1], '^(%d+):(%d+)$')
+    if not at or tonumber(at) <= cutoff then
+      redis.call('HDEL', KEYS[8], id)
+      local v = redis.pcall('HMGET', ARGV[3] .. id, 'msg', 'payload', 'retried', 'state',
+        'owner')
+      if not v.err and v[4] == 'active' and v[5] == ARGV[4] then
+        out[#out + 1] = id
+        out[#out + 1] = v[1] or ''
+        out[#out + 1] = v[2] or ''
+        out[#out + 1] = v[3] or '0'
+        out[#out + 1] = since or '0'
+      end
+    end
   end
 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
@@ -86,6 +118,9 @@ while got < want do
 end
 if got < want then
   redis.call('SET', KEYS[5], '1', 'PX', ARGV[5])
+  if ARGV[9] ~= '' then
+    redis.call('ZADD', KEYS[7], asyncq_now_ms() + tonumber(ARGV[5]), ARGV[9] .. ':' .. ARGV[4])
+  end
 end
 if ARGV[6] ~= '' and got > 0 then
   redis.call('DEL', KEYS[6])

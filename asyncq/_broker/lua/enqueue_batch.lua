@@ -14,6 +14,7 @@
 -- Same checks and writes as enqueue.lua, task by task, so a batch behaves exactly like the
 -- same tasks enqueued one after the other (a repeated id in the batch: the first one wins).
 -- @include _lib.lua
+-- @include _wake_lib.lua
 local out = {}
 local base = asyncq_base(KEYS[1], 'pending')
 local listening = asyncq_listening(base)

@@ -14,6 +14,7 @@
 --   or -1 when the zset is empty. Ids whose task hash is gone (or is a key of another type) are
 --   dropped (counted as moved).
 -- @include _lib.lua
+-- @include _wake_lib.lua
 local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[2]))
 local pushed = false
 local base = asyncq_base(KEYS[2], 'pending')

@@ -15,6 +15,7 @@
 --   -3 it is a workflow step waiting for the steps before it (its workflow releases it).
 -- The task joins the end of the line (LPUSH: workers pop from the tail).
 -- @include _lib.lua
+-- @include _wake_lib.lua
 -- @include _inspect_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'group')
 if not v[1] then

@@ -14,6 +14,7 @@
 -- Returns: how many waiting tasks were woken. A waiter that is no longer deferred (deleted,
 --   run by hand, forwarded at its fallback time) is dropped from the line.
 -- @include _lib.lua
+-- @include _wake_lib.lua
 local tprefix = ARGV[2]
 local base = asyncq_base(KEYS[1], 'pending')
 local listening = asyncq_listening(base)

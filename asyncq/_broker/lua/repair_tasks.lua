@@ -29,6 +29,7 @@
 --   'archived:<reason>'   no usable state or message: archived with that reason.
 --   A workflow step 'waiting' for the steps before it is in no list by design: left alone.
 -- @include _lib.lua
+-- @include _wake_lib.lua
 local now = ARGV[3]
 local search = tonumber(ARGV[4])
 local out = {}

@@ -13,6 +13,7 @@
 --   and the input's encoding ('j', 'b'; '-' no input)
 -- Returns: one flag per step: 1 released, 0 not waiting (nothing done).
 -- @include _lib.lua
+-- @include _wake_lib.lua
 local out = {}
 local base = asyncq_base(KEYS[1], 'pending')
 local listening = asyncq_listening(base)

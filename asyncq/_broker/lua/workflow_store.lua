@@ -14,6 +14,7 @@
 -- Returns: one code per step: 1 stored (3: and the queue must be registered, see
 --   asyncq_stored); 0 a task with this id exists (nothing written for it).
 -- @include _lib.lua
+-- @include _wake_lib.lua
 local out = {}
 local base = asyncq_base(KEYS[1], 'pending')
 local listening = asyncq_listening(base)
