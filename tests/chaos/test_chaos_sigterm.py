@@ -70,7 +70,11 @@ async def test_sigterm_in_the_middle_of_10000_tasks(
     report.publish()
     assert (report.completed, report.archived, report.lost) == (N, 0, 0), report
     starts, finishes = await ledger.counts(N)
-    assert set(finishes) == {1}, "a task finished twice or never"
+    assert min(finishes) == 1, "a task never finished"
+    # At least once: a handler cancelled at the shutdown timeout after its last write but
+    # before it returned runs again, so a second finish only comes with a second start.
+    assert all(f <= s for s, f in zip(starts, finishes, strict=True)), \
+        "a task finished more often than it started"
     # A second start only for the handlers cancelled at the shutdown timeout (requeued).
     assert report.duplicates == requeued <= CONCURRENCY, report
     assert max(starts) <= 2
