@@ -82,10 +82,9 @@ async def test_ctrl_c_says_what_shutdown_waits_for_and_a_second_one_requeues_at_
         info = await client.enqueue("slow:block", queue=asyncq_queue)
         async with worker_process(asyncq_redis_url, asyncq_queue, log,
                                   "--shutdown-timeout", "60") as proc:
-            async def running() -> bool:
-                state = await redis_client.hget(K.queue_keys(asyncq_queue).task(info.id),
-                                                "state")
-                return state == b"active"
+            async def running() -> bool:  # the handler runs (active alone: leased)
+                return await redis_client.hget(K.queue_keys(asyncq_queue).task(info.id),
+                                               "result") is not None
 
             await wait_until(running, timeout=10)
             proc.send_signal(signal.SIGINT)

@@ -11,7 +11,9 @@ mux = ServeMux()
 
 @mux.handler("slow:block")
 async def block(task: Task) -> None:
-    """Runs until cancelled: the task stays active while the process lives."""
+    """Runs until cancelled: the task stays active while the process lives. Its result field
+    says "started" once the handler runs (a task is active from its lease on, before that)."""
+    await task.write_result("started")
     await asyncio.Event().wait()
 
 
