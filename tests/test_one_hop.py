@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import redis.asyncio
+from worker_helpers import gate_dequeues
 
 import asyncq
 from asyncq import _keys as K
@@ -56,14 +56,7 @@ async def test_an_idle_worker_gets_a_new_task_without_dequeueing(
         await idle_on(r, asyncq_queue)
         # From here on a dequeue of this worker never reaches Redis until the task started:
         # only the hand-off can bring it.
-        gate = asyncio.Event()
-        real = w.worker.broker.dequeue
-
-        async def gated(*args: Any, **kwargs: Any) -> Any:
-            await gate.wait()
-            return await real(*args, **kwargs)
-
-        w.worker.broker.dequeue = gated  # type: ignore[method-assign]
+        gate = gate_dequeues(w.worker.broker)
         info = await asyncq_client.enqueue("t", queue=asyncq_queue)
         await wait_until(lambda: started, timeout=5, message="handed-off task started")
         assert started == [("one", info.id)]

@@ -71,3 +71,17 @@ def log_events(log: Path) -> list[dict[str, Any]]:
             if isinstance(doc, dict) and "event" in doc:
                 events.append(doc)
     return events
+
+
+def gate_dequeues(broker: Any) -> asyncio.Event:
+    """Hold every dequeue of ``broker`` until the returned event is set: from then on only a
+    one-hop hand-off can bring a task to that worker."""
+    gate = asyncio.Event()
+    real = broker.dequeue
+
+    async def gated(*args: Any, **kwargs: Any) -> Any:
+        await gate.wait()
+        return await real(*args, **kwargs)
+
+    broker.dequeue = gated
+    return gate

@@ -35,6 +35,7 @@ from asyncq._broker._scripts import load_scripts
 from asyncq._connection import connect, make_broker
 from asyncq._workflow._advance import Advancer
 from asyncq.testing import wait_drained, wait_until
+from tests.worker_helpers import gate_dequeues
 
 from .conftest import SlotChecker
 
@@ -295,15 +296,21 @@ async def test_overlapping_enqueues_to_queues_on_every_master_are_all_stored(
         assert ids <= {s.decode() for s in stored}
 
 
-async def test_wakeups_published_on_any_master_reach_the_worker(cluster: LocalCluster) -> None:
-    by_master = queues_on_each_master(cluster)
-    done: list[str] = []
+def queue_recorder(done: list[str]) -> ServeMux:
+    """A mux whose "t" handler notes the queue of each task it runs in ``done``."""
     mux = ServeMux()
 
     @mux.handler("t")
     async def handle(task: Task) -> None:
         done.append(task.queue)
 
+    return mux
+
+
+async def test_wakeups_published_on_any_master_reach_the_worker(cluster: LocalCluster) -> None:
+    by_master = queues_on_each_master(cluster)
+    done: list[str] = []
+    mux = queue_recorder(done)
     # Polling every 60 s: only a wake-up (PUBLISH from the enqueue script, on whichever master
     # holds the queue) can get the tasks run within the deadline below.
     async with Worker(cluster.url, mux, queues=dict.fromkeys(by_master.values(), 1),
@@ -318,12 +325,7 @@ async def test_tasks_are_handed_off_in_one_hop_on_every_master(cluster: LocalClu
                                                               rc: RedisCluster) -> None:
     by_master = queues_on_each_master(cluster)
     done: list[str] = []
-    mux = ServeMux()
-
-    @mux.handler("t")
-    async def handle(task: Task) -> None:
-        done.append(task.queue)
-
+    mux = queue_recorder(done)
     async with Worker(cluster.url, mux, queues=dict.fromkeys(by_master.values(), 1),
                       idle_poll_interval=60) as worker, Client(cluster.url) as client:
         async def registered() -> bool:
@@ -333,14 +335,7 @@ async def test_tasks_are_handed_off_in_one_hop_on_every_master(cluster: LocalClu
         await wait_until(registered, timeout=5, message="idle on every master's queue")
         # No dequeue reaches Redis any more: only hand-offs (SPUBLISH from the enqueue script
         # on the queue's master, heard on the worker's channel there) can run the tasks.
-        gate = asyncio.Event()
-        real = worker.broker.dequeue
-
-        async def gated(*args: object, **kwargs: object) -> object:
-            await gate.wait()
-            return await real(*args, **kwargs)  # type: ignore[arg-type]
-
-        worker.broker.dequeue = gated  # type: ignore[method-assign,assignment]
+        gate = gate_dequeues(worker.broker)
         for q in by_master.values():
             await client.enqueue("t", queue=q)
         await wait_until(lambda: len(done) == 3, timeout=5, message="handed off on every master")
