@@ -5,9 +5,9 @@ is one atomic Lua script in Redis; keys are hash-tagged per queue so Redis Clust
 """
 
 from ._broker import Broker
-from ._client import Client
+from ._broker._connection_options import ConnectionOptions
+from ._client._client import Client
 from ._clock import Clock, FakeClock, SystemClock
-from ._connection_options import ConnectionOptions
 from ._errors import (
     AsyncqError,
     BrokerError,
@@ -21,17 +21,18 @@ from ._errors import (
     Retry,
     RevokeTask,
     SkipRetry,
-    TaskFailedError,
     TaskIDConflictError,
     TaskNotFoundError,
     TaskStateError,
     WorkerStartupError,
 )
-from ._events import EventsLost, TaskEvent
-from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, WorkerInfo
-from ._inspector import Inspector
+from ._inspector._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, WorkerInfo
+from ._inspector._inspector import Inspector
 from ._limits import ConcurrencyLimit, Limiter, LimitUse, RateLimit
 from ._log_setup import configure_logging
+from ._model._events import EventsLost, TaskEvent
+from ._model._info import TaskFailedError, TaskInfo, TaskState
+from ._model._task import Task
 from ._scheduler import (
     PeriodicTaskConfig,
     PeriodicTaskManager,
@@ -39,7 +40,6 @@ from ._scheduler import (
     SchedulerEntry,
     SchedulerEvent,
 )
-from ._task import Task, TaskInfo, TaskState
 from ._typed import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition
 from ._worker import Handler, Middleware, ServeMux, Worker, WorkerConfig, default_retry_delay
 from ._workflow import (

@@ -5,6 +5,7 @@
     ├── TaskIDConflictError           a task with the same id already exists in the queue
     ├── TaskNotFoundError             no task with that id in that queue
     ├── TaskFailedError               Client.result: the task was archived, revoked or deleted
+    │                                 (defined beside TaskInfo, which it carries)
     ├── ResultNotKeptError            Client.result: a large result without retention is gone
     ├── QueueNotFoundError            the queue is unknown
     ├── QueueNotEmptyError            a queue still holds tasks (delete without force)
@@ -24,16 +25,12 @@ Handler signals (raised by a handler to steer what happens next; not failures of
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._validate import to_seconds
-
-if TYPE_CHECKING:
-    from ._task import TaskInfo
 
 
 class AsyncqError(Exception):
@@ -62,20 +59,6 @@ class TaskNotFoundError(AsyncqError):
 class ResultNotKeptError(AsyncqError):
     """``Client.result``: the task succeeded, but its result was too large to travel with the
     completion event (over 64 KiB) and the task had no retention to keep it."""
-
-
-class TaskFailedError(AsyncqError):
-    """``Client.result``: the task did not succeed — archived (its retries ran out,
-    ``SkipRetry``, cancelled), revoked by its handler, or deleted. ``info`` is its final
-    TaskInfo and ``last_error`` the error it ended with."""
-
-    def __init__(self, info: TaskInfo) -> None:
-        self.info = info
-        self.last_error = info.last_error
-        how = {"archived": "was archived", "deleted": "was deleted"}.get(
-            info.state.value, f"ended {info.state.value}")
-        detail = f": {info.last_error}" if info.last_error else ""
-        super().__init__(f"task {info.id!r} in queue {info.queue!r} {how}{detail}")
 
 
 class QueueNotFoundError(AsyncqError):

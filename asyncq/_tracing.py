@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ._broker import NewTask
-    from ._message import TaskMessage
-    from ._task import Task
+    from ._model._message import TaskMessage
+    from ._model._task import Task
 
 
 class Tracer(Protocol):

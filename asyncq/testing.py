@@ -57,9 +57,6 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis.asyncio
 
-from asyncq._client import Client
-from asyncq._inspector import Inspector
-from asyncq._redis_url import redact
 from asyncq._testing.harness import (
     RunningWorker,
     WorkerFactory,
@@ -68,6 +65,10 @@ from asyncq._testing.harness import (
     wait_until,
 )
 from asyncq._testing.redis_server import RedisServer
+
+from ._broker._redis_url import redact
+from ._client._client import Client
+from ._inspector._inspector import Inspector
 
 __all__ = [
     "REDIS_URL_ENV",

@@ -29,8 +29,8 @@ import redis
 from redis.crc import key_slot
 
 from asyncq import Client, ServeMux, Task
-from asyncq import _keys as K
-from asyncq._connection import connect
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import connect
 from asyncq._testing.redis_server import RedisServer
 from benchmarks._results import save_result
 from tests.topology.cluster import LocalCluster

@@ -42,7 +42,7 @@ from asyncq import (
     Worker,
     configure_logging,
 )
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._limits import Limit
 from asyncq._testing.redis_server import RedisServer
 from benchmarks._results import save_result

@@ -37,12 +37,12 @@ from redis.asyncio.connection import Connection
 
 from asyncq import Task
 from asyncq._broker._calls import ScriptCall, batch_call, finish_call
+from asyncq._broker._connection import make_broker
 from asyncq._broker._protocol import Outcome
 from asyncq._broker._resp import pack, raw_pipeline
 from asyncq._broker._scripts import Script, load_scripts
 from asyncq._clock import SYSTEM_CLOCK
-from asyncq._connection import make_broker
-from asyncq._enqueue import prepare
+from asyncq._model._enqueue import prepare
 from asyncq._testing.redis_server import RedisServer
 from benchmarks._results import save_result
 

@@ -15,7 +15,7 @@ import anyio
 import orjson
 from redis.asyncio import Redis
 
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import wait_until
 
 T = TypeVar("T")

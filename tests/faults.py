@@ -15,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from asyncq import BrokerError
 from asyncq._broker import RedisBroker
-from asyncq._connection import make_broker
+from asyncq._broker._connection import make_broker
 
 #: The calls a worker makes to lease, renew, finish, forward and publish its state.
 WORKER_CALLS = ("dequeue", "extend_leases", "finish", "forward", "write_server_state")

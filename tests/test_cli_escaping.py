@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from worker_helpers import ROOT
 
 from asyncq import Client
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._text import printable
 
 pytestmark = pytest.mark.anyio

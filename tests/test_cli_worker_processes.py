@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 from worker_helpers import ROOT, log_events
 
 from asyncq import AsyncqError, Client, Inspector, Worker
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._cli import build_parser, main
 from asyncq._cli._supervisor import POLICY_ENV
 from asyncq.testing import wait_until

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from worker_helpers import ROOT, log_events, worker_process
 
 from asyncq import Client
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio

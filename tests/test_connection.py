@@ -13,7 +13,7 @@ from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.connection import UnixDomainSocketConnection
 
 from asyncq import Client, ConnectionOptions, Inspector
-from asyncq._connection import _TLSConnection, connect, make_broker, parse_url, redact
+from asyncq._broker._connection import _TLSConnection, connect, make_broker, parse_url, redact
 from asyncq._testing.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio

@@ -8,9 +8,9 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, ServeMux, Task
-from asyncq import _keys as K
 from asyncq._broker import RedisBroker
-from asyncq._connection import make_broker
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import make_broker
 from asyncq.testing import WorkerFactory, queue_counts, wait_until
 
 pytestmark = pytest.mark.anyio

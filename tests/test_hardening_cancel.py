@@ -9,9 +9,9 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, Inspector, ServeMux, Task, Worker
-from asyncq import _keys as K
 from asyncq._broker import CANCEL_REQUESTED, LEASE_KEPT, Outcome
-from asyncq._connection import make_broker
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import make_broker
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import WorkerFactory, wait_until
 

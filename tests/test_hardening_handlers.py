@@ -20,7 +20,7 @@ from anyio.abc import Process
 from redis.asyncio import Redis
 
 from asyncq import Client, Inspector, ServeMux, Task, TaskInfo
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, queue_counts, wait_until
 
 pytestmark = pytest.mark.anyio

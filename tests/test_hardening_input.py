@@ -7,7 +7,7 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 
 pytestmark = pytest.mark.anyio
 

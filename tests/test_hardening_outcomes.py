@@ -8,7 +8,7 @@ from redis.asyncio import Redis
 
 from asyncq import Client, Inspector, ServeMux, Task
 from asyncq._broker import Outcome
-from asyncq._connection import make_broker
+from asyncq._broker._connection import make_broker
 from asyncq._worker._acker import Acker
 from asyncq._worker._leases import OUTCOME, Leases
 from asyncq.testing import WorkerFactory

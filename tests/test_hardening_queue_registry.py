@@ -8,9 +8,9 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, Inspector, Scheduler, Task, TaskState
-from asyncq import _keys as K
-from asyncq._connection import make_broker
-from asyncq._task import TaskInfo
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import make_broker
+from asyncq._model._info import TaskInfo
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio

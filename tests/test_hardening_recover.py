@@ -24,7 +24,7 @@ from asyncq import (
     TaskState,
     TaskStateError,
 )
-from asyncq._connection import make_broker
+from asyncq._broker._connection import make_broker
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio

@@ -13,8 +13,8 @@ import pytest
 from redis.asyncio import Redis
 
 import asyncq
-from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker, is_broker
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 from tests.dataplane_helpers import lmembers, queue_key_names, task_hash, zmembers
 from tests.faults import FaultyBroker

@@ -20,19 +20,14 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from asyncq import AsyncqError, Client, DecodeError, FakeClock, Task, TaskInfo, TaskState
-from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker
+from asyncq._broker import _keys as K
 from asyncq._clock import datetime_to_ms, ms_to_datetime
-from asyncq._message import NO_TIMEOUT, TaskMessage, decode_message
-from asyncq._options import (
-    DEFAULT_TIMEOUT_MS,
-    UNSET,
-    EnqueueOptions,
-    parse_options,
-    resolve,
-)
-from asyncq._payload import decode_json, encode_payload
-from asyncq._task import STORED_STATES, task_for_handler, task_info
+from asyncq._model._info import STORED_STATES, task_info
+from asyncq._model._message import NO_TIMEOUT, TaskMessage, decode_message
+from asyncq._model._options import DEFAULT_TIMEOUT_MS, UNSET, EnqueueOptions, parse_options, resolve
+from asyncq._model._payload import decode_json, encode_payload
+from asyncq._model._task import task_for_handler
 from asyncq._validate import to_ms
 
 PROPERTY = settings(max_examples=50, deadline=None,

@@ -12,7 +12,7 @@ import redis.asyncio
 from worker_helpers import gate_dequeues
 
 import asyncq
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio

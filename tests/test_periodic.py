@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 
 import asyncq
 from asyncq import PeriodicTaskConfig
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio

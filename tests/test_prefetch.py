@@ -10,7 +10,7 @@ from redis.asyncio import Redis
 from worker_helpers import blocking_mux
 
 import asyncq
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, queue_counts, wait_until
 
 pytestmark = pytest.mark.anyio

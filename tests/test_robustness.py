@@ -28,10 +28,10 @@ from asyncq import (
     TaskIDConflictError,
     Worker,
 )
-from asyncq import _keys as K
 from asyncq._broker import Outcome, RawTask, RedisBroker
-from asyncq._connection import make_broker
-from asyncq._message import TaskMessage
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import make_broker
+from asyncq._model._message import TaskMessage
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import queue_counts, wait_drained, wait_until
 

@@ -9,8 +9,8 @@ import anyio
 import pytest
 
 import asyncq
-from asyncq import _keys as K
-from asyncq._connection import make_broker
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import make_broker
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio

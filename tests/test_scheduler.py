@@ -12,7 +12,7 @@ import pytest
 from redis.asyncio import Redis
 
 import asyncq
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._scheduler import _backend, list_scheduler_entries, list_scheduler_events
 from asyncq._scheduler._entry import options_from_json, options_to_json
 from asyncq._scheduler._spec import parse_spec

@@ -24,7 +24,7 @@ from asyncq import (
     Worker,
     WorkerConfig,
 )
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, queue_counts, wait_drained, wait_until
 
 pytestmark = pytest.mark.anyio

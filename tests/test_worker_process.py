@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from worker_helpers import ROOT, SLOW_APP, log_events, worker_process
 
 from asyncq import Client, ServeMux, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .. import _keys as K
+from . import _keys as K
 from ._protocol import NewTask, Outcome
 
 STATS_TTL_MS = 90 * K.DAY_MS  # daily counters expire 90 days after their first increment

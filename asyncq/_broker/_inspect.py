@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from .. import _keys as K
 from .._clock import Clock, ms_to_datetime
-from .._inspect_models import QueueInfo
+from .._inspector._inspect_models import QueueInfo
+from . import _keys as K
 from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, ScriptCall, finish_call
 from ._protocol import BulkOp, Outcome, RemoveMode, TaskRecord
 from ._replies import number, register, text

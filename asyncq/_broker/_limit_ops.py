@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .. import _keys as K
 from .._clock import Clock
+from . import _keys as K
 from ._calls import ScriptCall
 from ._replies import text
 from ._runner import ScriptRunner, reply_error

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from .. import _keys as K
 from .._clock import Clock
+from . import _keys as K
 from ._calls import finish_call
 from ._protocol import Backlog, Outcome, RawTask
 from ._replies import quarantine_id, raw_tasks, text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .._inspect_models import QueueInfo
+from .._inspector._inspect_models import QueueInfo
 from ._values import BulkOp, FireCode, NewTask, Outcome, RemoveMode, TaskRecord
 
 

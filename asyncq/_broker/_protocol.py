@@ -170,7 +170,7 @@ class Broker(Protocol):
         self, queues: Sequence[str]
     ) -> AsyncIterator[tuple[str, bytes] | EventFlush]:
         """Listen to the task events of ``queues``: yields an ``EventFlush`` once subscribed,
-        then ``(queue, event bytes)`` pairs (see ``asyncq._events.decode_event``), until the
+        then ``(queue, event bytes)`` pairs (see ``asyncq._model._events.decode_event``), until the
         connection fails (BrokerError). ``await flush(queue)`` returns once every event of
         ``queue`` published before the call has been yielded. Events are only published while
         some listener keeps ``set_listening`` alive for the queue."""

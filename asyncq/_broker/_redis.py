@@ -17,9 +17,9 @@ from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
-from .. import _keys as K
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import BrokerError
+from . import _keys as K
 from ._calls import ScriptCall, batch_call, finish_call, store_call
 from ._coalesce import Coalescer
 from ._inspect import RedisInspectOps

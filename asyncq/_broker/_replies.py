@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import _keys as K
+from . import _keys as K
 from ._protocol import EnqueueCode, RawTask
 from ._runner import ScriptRunner
 

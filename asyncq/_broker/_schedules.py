@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import _keys as K
 from .._clock import Clock
+from . import _keys as K
 from ._calls import store_call
 from ._protocol import FireCode, NewTask
 from ._replies import enqueue_code, must_register, register, text

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from .._message import TaskMessage
+from .._model._message import TaskMessage
 
 LEASE_LOST = 0
 LEASE_KEPT = 1

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import _keys as K
 from .._clock import Clock
+from . import _keys as K
 from ._calls import EVENT_RESULT_MAX, ScriptCall
 from ._replies import must_register, register, text
 from ._runner import ScriptRunner, reply_error

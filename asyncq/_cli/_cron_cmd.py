@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from .._inspector import Inspector
+from .._inspector._inspector import Inspector
 from .._scheduler import SchedulerEntry, SchedulerEvent
 from ._output import (
     PAYLOAD_WIDTH,

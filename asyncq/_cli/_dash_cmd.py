@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from .._errors import AsyncqError
-from .._inspector import Inspector
+from .._inspector._inspector import Inspector
 from ._common import CLIError, add_redis_args, check_redis
 from ._dash_view import Rates, Snapshot, render, take_snapshot
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .._errors import QueueNotFoundError
-from .._inspect_models import QueueInfo, ServerInfo
-from .._inspector import Inspector
+from .._inspector._inspect_models import QueueInfo, ServerInfo
+from .._inspector._inspector import Inspector
 from .._text import printable
 from ._output import fmt_duration
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .._client import Client
+from .._client._client import Client
 from .._validate import to_seconds
 from ._common import CLIError, check_redis
 from ._output import add_common_args, print_json, say, task_doc

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .._inspector import Inspector
+from .._inspector._inspector import Inspector
 from ._output import add_common_args, print_json, print_table, run_inspector, say
 
 

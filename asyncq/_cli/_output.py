@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 
-from .._inspect_models import QueueInfo, ServerInfo
-from .._inspector import Inspector
-from .._task import TaskInfo
+from .._inspector._inspect_models import QueueInfo, ServerInfo
+from .._inspector._inspector import Inspector
+from .._model._info import TaskInfo
 from .._text import printable, scaled_bytes
 from ._common import add_redis_args, check_redis
 

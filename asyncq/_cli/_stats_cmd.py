@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from .._inspector import Inspector
+from .._inspector._inspector import Inspector
 from ._output import (
     add_common_args,
     fmt_bytes,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._log import get_logger
-from .._signals import signal_handlers
+from .._service._signals import signal_handlers
 from ._common import CLIError
 
 #: Set in a worker process's environment to its supervisor's pid: the worker stops gracefully

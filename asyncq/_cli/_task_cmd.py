@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from .._inspector import Inspector
-from .._task import STORED_STATES, TaskInfo, TaskState
+from .._inspector._inspector import Inspector
+from .._model._info import STORED_STATES, TaskInfo, TaskState
 from . import _enqueue_cmd
 from ._output import (
     add_common_args,

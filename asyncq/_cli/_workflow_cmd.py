@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from .._inspector import Inspector
+from .._inspector._inspector import Inspector
 from .._workflow import WorkflowInfo
 from ._output import (
     add_common_args,

@@ -16,8 +16,8 @@ from typing import Any
 from .._broker import RawTask
 from .._broker._limit_ops import LimitClaim, LimitOps, LimitSpec, state_prefix
 from .._log import get_logger
-from .._message import decode_message
-from .._task import task_for_handler
+from .._model._message import decode_message
+from .._model._task import task_for_handler
 from ._registry import HandlerLimits, LimitKeyError
 from ._spec import Limit, RateLimit
 

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .._task import Task
+from .._model._task import Task
 from ._spec import Limit
 
 _Handler = Callable[[Task], Awaitable[Any]]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .._task import Task
+from .._model._task import Task
 
 KeyFunc = Callable[[Task], Any]
 

@@ -28,11 +28,11 @@ script reports an id conflict while the previous firing's task exists (TaskIDCon
 
 from __future__ import annotations
 
-from .. import _keys as K
 from .._broker import Broker
+from .._broker import _keys as K
 from .._clock import Clock
-from .._enqueue import prepare, store_error, stored_info
-from .._task import TaskInfo
+from .._model._enqueue import prepare, store_error, stored_info
+from .._model._info import TaskInfo
 from ._entry import Entry
 from ._store import HISTORY_MAX_EVENTS, event_document
 

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from .._clock import ms_to_datetime
-from .._options import UNSET, EnqueueOptions, parse_options, resolve
-from .._task import Task
+from .._model._options import UNSET, EnqueueOptions, parse_options, resolve
+from .._model._task import Task
 from ._spec import Schedule, parse_spec, timezone_name
 
 # EnqueueOptions field -> (option name, kind) for the JSON form of options.

@@ -12,9 +12,9 @@ from typing import Any, Self
 import anyio
 
 from .._broker import Broker
-from .._connection import RedisLike
-from .._lifecycle import start_background, stop_background
+from .._broker._connection import RedisLike
 from .._log import get_logger
+from .._service._lifecycle import start_background, stop_background
 from ._entry import Entry
 from ._scheduler import Scheduler
 

@@ -18,12 +18,13 @@ import anyio
 from anyio.abc import TaskStatus
 
 from .._broker import Broker
+from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock, datetime_to_ms
-from .._connection import ConnectionOptions, RedisLike, open_broker
-from .._lifecycle import start_background, stop_background
 from .._log import get_logger
-from .._signals import signal_handlers
-from .._task import Task, TaskInfo
+from .._model._info import TaskInfo
+from .._model._task import Task
+from .._service._lifecycle import start_background, stop_background
+from .._service._signals import signal_handlers
 from ._backend import CLAIM_RETENTION_MS, SchedulerBackend
 from ._entry import Entry, build_entry, validate_entry_id
 from ._heartbeat import SchedulerHeartbeat

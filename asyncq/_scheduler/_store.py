@@ -27,7 +27,7 @@ import orjson
 
 from .._broker import Broker
 from .._clock import ms_to_datetime
-from .._payload import Encoding, decode_json
+from .._model._payload import Encoding, decode_json
 from ._entry import Entry, options_from_json
 from ._spec import timezone_name
 

@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 from redis.asyncio import Redis, RedisCluster
 
-from .. import _keys as K
-from .._connection import connect
+from .._broker import _keys as K
+from .._broker._connection import connect
 from .._worker import Handler, Worker
 
 POLL_INTERVAL = 0.005

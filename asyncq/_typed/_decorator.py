@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
-from .._task import Task
+from .._model._task import Task
 from ._definition import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition, define
 
 P = ParamSpec("P")

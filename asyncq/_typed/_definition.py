@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, Ty
 
 import orjson
 
-from .._task import Task, TaskInfo
+from .._model._info import TaskInfo
+from .._model._task import Task
 from .._workflow._canvas import Step
 from ._signature import TaskSignature
 
 if TYPE_CHECKING:
-    from .._client import Client
+    from .._client._client import Client
 
 P = ParamSpec("P")
 R = TypeVar("R")

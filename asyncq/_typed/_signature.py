@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from .._errors import SkipRetry
-from .._task import Task
+from .._model._task import Task
 from ._codec import Decoder, decoder, dumps, to_json_value
 
 

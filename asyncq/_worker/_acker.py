@@ -21,7 +21,7 @@ from redis.exceptions import ResponseError
 from .._broker import Broker, Outcome
 from .._errors import BrokerError
 from .._log import get_logger
-from .._outage import Outage
+from .._service._outage import Outage
 from ._leases import OUTCOME, Leases
 from ._outcomes import error_text, unstorable_outcome
 

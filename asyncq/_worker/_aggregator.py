@@ -13,13 +13,13 @@ import uuid
 
 from .._broker import Broker
 from .._clock import Clock
-from .._enqueue import prepare, store_error
 from .._errors import DecodeError
 from .._log import get_logger
-from .._loops import for_each, run_periodically
-from .._message import decode_message
-from .._outage import Outage
-from .._task import Task, task_for_handler
+from .._model._enqueue import prepare, store_error
+from .._model._message import decode_message
+from .._model._task import Task, task_for_handler
+from .._service._loops import for_each, run_periodically
+from .._service._outage import Outage
 from ._config import WorkerConfig
 
 SET_TIMEOUT_MS = 2 * 60 * 1000

@@ -13,8 +13,8 @@ from typing import Literal
 from .._broker import Broker
 from .._clock import Clock
 from .._log import get_logger
-from .._loops import for_each, run_periodically
-from .._outage import Outage
+from .._service._loops import for_each, run_periodically
+from .._service._outage import Outage
 
 _BATCH = 100
 _SOURCES: tuple[Literal["scheduled", "retry"], ...] = ("scheduled", "retry")

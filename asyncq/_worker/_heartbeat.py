@@ -20,7 +20,7 @@ from .._broker import CANCEL_REQUESTED, Broker
 from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
-from .._outage import Outage
+from .._service._outage import Outage
 from ._acker import Acker
 from ._config import WorkerConfig
 from ._leases import OUTCOME, Leases

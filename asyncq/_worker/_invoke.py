@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import _tracing
-from .._message import TaskMessage
-from .._task import Task
+from .._model._message import TaskMessage
+from .._model._task import Task
 from ._outcomes import error_text
 from ._running import Running
 from ._threads import SyncThreads, use_threads

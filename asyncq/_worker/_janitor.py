@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 
 from .._broker import Broker
 from .._log import get_logger
-from .._loops import run_periodically, try_each
-from .._outage import Outage
+from .._service._loops import run_periodically, try_each
+from .._service._outage import Outage
 
 PENDING_SEARCH = 1000
 """How far a pending list is searched for a pending task (a cost bound): in a longer queue, an

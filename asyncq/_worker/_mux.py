@@ -7,7 +7,7 @@ from typing import Any, TypeVar, cast
 
 from .._errors import HandlerNotFoundError
 from .._limits import HandlerLimits, Limit, check_limits
-from .._task import Task
+from .._model._task import Task
 from .._typed import TaskDecorator, TaskDefinition
 from ._config import Lifespan, check_lifespan
 from ._threads import is_sync_handler, threaded

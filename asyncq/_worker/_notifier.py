@@ -16,10 +16,10 @@ import anyio
 
 from .._broker import Outcome
 from .._clock import Clock, ms_to_datetime
-from .._events import TaskEvent
 from .._log import get_logger
-from .._message import TaskMessage
-from .._task import TaskState
+from .._model._events import TaskEvent
+from .._model._info import TaskState
+from .._model._message import TaskMessage
 from ._config import StateChangeCallback
 
 QUEUE_SIZE = 10_000

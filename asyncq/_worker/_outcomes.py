@@ -15,9 +15,9 @@ from structlog.typing import FilteringBoundLogger
 from .._broker import Outcome
 from .._clock import MAX_TIME_MS, Clock
 from .._errors import Retry, RevokeTask, SkipRetry
-from .._message import TaskMessage
-from .._payload import encode_payload
-from .._task import Task
+from .._model._message import TaskMessage
+from .._model._payload import encode_payload
+from .._model._task import Task
 from .._validate import to_ms
 from ._config import WorkerConfig
 from ._retry import default_retry_delay

@@ -17,15 +17,15 @@ from typing import Any
 
 import anyio
 
-from .._backoff import Backoff
 from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
 from .._errors import BrokerError, DecodeError
 from .._limits import LimitGate
 from .._log import get_logger
-from .._message import TaskMessage, decode_message
-from .._outage import QueueOutages
-from .._task import task_for_handler
+from .._model._message import TaskMessage, decode_message
+from .._model._task import task_for_handler
+from .._service._backoff import Backoff
+from .._service._outage import QueueOutages
 from ._acker import Acker
 from ._config import WorkerConfig
 from ._deadlines import DeadlineTimers

@@ -12,10 +12,10 @@ from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
 from .._errors import DecodeError, LeaseExpiredError
 from .._log import get_logger
-from .._loops import for_each, run_periodically
-from .._message import decode_message
-from .._outage import Outage
-from .._task import task_for_handler
+from .._model._message import decode_message
+from .._model._task import task_for_handler
+from .._service._loops import for_each, run_periodically
+from .._service._outage import Outage
 from ._config import WorkerConfig
 from ._outcomes import error_text, failure_outcome
 

@@ -7,7 +7,7 @@ import random
 from collections.abc import Mapping
 from functools import reduce
 
-from .._task import Task
+from .._model._task import Task
 
 
 def default_retry_delay(retried: int, exc: BaseException, task: Task) -> float:

@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 from .._broker import RawTask
-from .._message import NO_TIMEOUT, TaskMessage
-from .._task import Task
+from .._model._message import NO_TIMEOUT, TaskMessage
+from .._model._task import Task
 
 
 class Buffered:

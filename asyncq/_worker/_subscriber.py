@@ -8,11 +8,11 @@ from collections.abc import Awaitable, Callable
 import anyio
 from anyio.abc import TaskStatus
 
-from .. import _keys as K
 from .._broker import Broker
+from .._broker import _keys as K
 from .._errors import BrokerError
 from .._log import get_logger
-from .._outage import Outage
+from .._service._outage import Outage
 from ._processor import Processor
 
 

@@ -22,7 +22,7 @@ import anyio
 import anyio.to_thread
 
 from .._log import get_logger
-from .._task import Task
+from .._model._task import Task
 
 
 class SyncThreads:

@@ -15,13 +15,13 @@ import anyio.abc
 from anyio.abc import TaskStatus
 
 from .._broker import Broker
+from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock
-from .._connection import ConnectionOptions, RedisLike, open_broker
 from .._errors import BrokerError, WorkerStartupError
-from .._lifecycle import start_background, stop_background
 from .._limits import gate_for
 from .._log import get_logger
-from .._signals import signal_handlers
+from .._service._lifecycle import start_background, stop_background
+from .._service._signals import signal_handlers
 from .._workflow._advance import Advancer
 from ._acker import Acker
 from ._aggregator import Aggregator

@@ -17,12 +17,12 @@ from collections import defaultdict
 
 import anyio
 
-from .. import _keys as K
 from .._broker import Broker
+from .._broker import _keys as K
 from .._errors import BrokerError
 from .._log import get_logger
-from .._loops import run_periodically
-from .._outage import Outage
+from .._service._loops import run_periodically
+from .._service._outage import Outage
 from ._engine import Outcome, advance
 
 BATCH = 500  # outbox records taken per script call

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
-from .._flow import Flow, I, O, same
-from .._task import Task
+from .._model._flow import Flow, I, O, same
+from .._model._task import Task
 
 A = TypeVar("A")
 B = TypeVar("B")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._flow import Flow
+from .._model._flow import Flow
 from ._canvas import Chain, Group, Step
 
 

@@ -6,13 +6,10 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from .._keys import WORKFLOW_ID_PREFIX
-from .._task import TaskState
-
-if TYPE_CHECKING:
-    from .._client import Client
+from .._broker._keys import WORKFLOW_ID_PREFIX
+from .._model._info import TaskState
 
 O = TypeVar("O", covariant=True)  # noqa: E741
 
@@ -31,6 +28,13 @@ def is_workflow_id(value: object) -> bool:
     return isinstance(value, str) and value.startswith(WORKFLOW_ID_PREFIX)
 
 
+class ResultSource(Protocol):
+    """What a handle reads its workflow's value from: a ``Client`` (kept as a protocol so the
+    workflow model does not depend on the client that starts workflows)."""
+
+    async def result(self, task: str, *, timeout: float | None = None) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class WorkflowHandle(Generic[O]):
     """A started workflow: ``await handle.result(client)`` (or ``client.result(handle.id)``)
@@ -40,7 +44,7 @@ class WorkflowHandle(Generic[O]):
     steps: int
     decode: Callable[[Any], Any] = field(repr=False)
 
-    async def result(self, client: Client, *, timeout: float | None = None) -> O:
+    async def result(self, client: ResultSource, *, timeout: float | None = None) -> O:
         """The workflow's value; TaskFailedError (with the failing step's error) when it
         failed or was cancelled, TimeoutError after ``timeout`` seconds."""
         value: O = self.decode(await client.result(self.id, timeout=timeout))

@@ -15,15 +15,16 @@ from typing import Any
 
 import orjson
 
-from .. import _keys as K
 from .._broker import Broker
+from .._broker import _keys as K
 from .._broker._wf_ops import StoredStep
-from .._enqueue import prepare
 from .._errors import TaskIDConflictError, TaskNotFoundError
-from .._flow import Flow
-from .._message import TaskMessage
-from .._options import UNSET
-from .._task import Task, TaskInfo, TaskState, task_info
+from .._model._enqueue import prepare
+from .._model._flow import Flow
+from .._model._info import TaskInfo, TaskState, task_info
+from .._model._message import TaskMessage
+from .._model._options import UNSET
+from .._model._task import Task
 from .._validate import check_text, short, to_ms
 from ._canvas import Step, as_flow
 from ._compile import AfterNode, Graph, build

@@ -19,8 +19,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from .._errors import AsyncqError
-from .._inspect_models import QueueInfo, ServerInfo
-from .._inspector import Inspector
+from .._inspector._inspect_models import QueueInfo, ServerInfo
+from .._inspector._inspector import Inspector
 from .._log import get_logger
 
 Scope = MutableMapping[str, Any]

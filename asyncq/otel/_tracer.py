@@ -11,8 +11,8 @@ from opentelemetry.trace import SpanKind
 
 from .. import __version__, _tracing
 from .._broker import NewTask
-from .._message import TaskMessage
-from .._task import Task
+from .._model._message import TaskMessage
+from .._model._task import Task
 
 SYSTEM = "asyncq"
 

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from .._errors import AsyncqError
-from .._inspector import Inspector
+from .._inspector._inspector import Inspector
 from ._pages import STATES
 from ._render import base_path, dashboard, render
 from ._security import CSRF_FIELD, csrf_ok

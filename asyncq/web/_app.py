@@ -11,7 +11,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .._broker import Broker
-from .._connection import RedisLike
+from .._broker._connection import RedisLike
 from . import _actions, _live, _pages, _workflows
 from ._security import AuthHook, SecurityMiddleware
 from ._state import Dashboard, Settings

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import orjson
 
-from .._inspect_models import DailyStats
+from .._inspector._inspect_models import DailyStats
 from .._text import scaled_bytes
 
 #: Longest payload or result shown on a page; the rest is cut with a note.

@@ -20,9 +20,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .._errors import AsyncqError, QueueNotFoundError
-from .._events import EventsLost, TaskEvent
-from .._inspect_models import QueueInfo
-from .._task import STORED_STATES
+from .._inspector._inspect_models import QueueInfo
+from .._model._events import EventsLost, TaskEvent
+from .._model._info import STORED_STATES
 from . import _format
 from ._render import base_path, dashboard, render_fragment
 from ._state import Dashboard

@@ -10,9 +10,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from .._errors import AsyncqError, QueueNotFoundError, TaskNotFoundError
-from .._inspect_models import DailyStats, QueueInfo
-from .._inspector import Inspector
-from .._task import STORED_STATES, TaskInfo, TaskState
+from .._inspector._inspect_models import DailyStats, QueueInfo
+from .._inspector._inspector import Inspector
+from .._model._info import STORED_STATES, TaskInfo, TaskState
 from . import _format
 from ._render import dashboard, link, render
 

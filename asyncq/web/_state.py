@@ -9,10 +9,10 @@ import time
 from dataclasses import dataclass, replace
 
 from .._broker import Broker
-from .._client import Client
-from .._connection import RedisLike
-from .._inspect_models import QueueInfo
-from .._inspector import Inspector
+from .._broker._connection import RedisLike
+from .._client._client import Client
+from .._inspector._inspect_models import QueueInfo
+from .._inspector._inspector import Inspector
 
 #: Snapshots younger than this are served from the cache (seconds).
 SNAPSHOT_TTL = 0.5

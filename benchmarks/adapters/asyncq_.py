@@ -15,7 +15,7 @@ from benchmarks import _probe
 from benchmarks.adapters import SLEEP_S, run_loop
 
 try:
-    from asyncq._keys import queue_keys
+    from asyncq._broker._keys import queue_keys
 
     _PENDING = queue_keys("default").pending
 except Exception:  # internal module: fall back to the documented key layout

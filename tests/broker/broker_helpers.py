@@ -12,8 +12,8 @@ from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
 from asyncq._broker import NewTask, Outcome, RedisBroker
-from asyncq._connection import make_broker
-from asyncq._message import TaskMessage
+from asyncq._broker._connection import make_broker
+from asyncq._model._message import TaskMessage
 
 OWNER = "srv-a"
 OTHER = "srv-b"

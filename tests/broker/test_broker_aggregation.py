@@ -13,8 +13,8 @@ from dataplane_helpers import (
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
-from asyncq import _keys as K
 from asyncq._broker import RedisBroker
+from asyncq._broker import _keys as K
 
 pytestmark = pytest.mark.anyio
 

@@ -20,8 +20,8 @@ from redis.asyncio import Redis
 
 import asyncq
 from asyncq import Client, FakeClock, Task, TaskInfo
-from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker
+from asyncq._broker import _keys as K
 
 pytestmark = pytest.mark.anyio
 

@@ -21,9 +21,9 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from asyncq import BrokerError, FakeClock
-from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker
-from asyncq._connection import make_broker
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import make_broker
 
 pytestmark = pytest.mark.anyio
 

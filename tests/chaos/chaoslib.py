@@ -31,7 +31,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import queue_counts, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

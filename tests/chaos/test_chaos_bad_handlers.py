@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 from worker_helpers import log_events
 
 from asyncq import Client, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chaos]

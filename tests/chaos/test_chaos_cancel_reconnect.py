@@ -14,7 +14,7 @@ import pytest
 from chaoslib import Ledger, cli_worker, observer, stop_process
 
 from asyncq import Client, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import wait_until
 

@@ -19,7 +19,7 @@ from limitlib import Runs, limit_workers
 from redis.asyncio import Redis
 
 from asyncq import Client, Inspector, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import WorkerFactory, wait_until
 

@@ -16,7 +16,7 @@ from chaoslib import Ledger, LedgerReport, task_ids, wait_settled
 from redis.asyncio import Redis
 
 from asyncq import Client, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import WorkerFactory, wait_until
 

@@ -24,7 +24,7 @@ from redis.asyncio import Redis
 from worker_helpers import log_events
 
 from asyncq import BrokerError, Client, Task, TaskIDConflictError
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import wait_until
 

@@ -21,7 +21,7 @@ from chaoslib import Ledger, LedgerReport, rss_mb, runner_worker, stop_process, 
 from redis.asyncio import Redis
 
 from asyncq import Client, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import wait_until
 

@@ -13,7 +13,7 @@ from chaoslib import Ledger, build_report, cli_worker, task_ids, wait_settled
 from redis.asyncio import Redis
 
 from asyncq import Client, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chaos]

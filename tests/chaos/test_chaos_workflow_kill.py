@@ -19,7 +19,7 @@ from anyio.abc import Process
 from redis.asyncio import Redis
 
 from asyncq import Client, Task, chain, group
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chaos, pytest.mark.slow]
 

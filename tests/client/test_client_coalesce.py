@@ -20,7 +20,7 @@ from asyncq import (
     TaskInfo,
     TaskState,
 )
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._broker._coalesce import Coalescer
 
 pytestmark = pytest.mark.anyio

@@ -26,9 +26,9 @@ from asyncq import (
     Task,
     TaskState,
 )
-from asyncq import _keys as K
 from asyncq._broker import RedisBroker
-from asyncq._connection import make_broker
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import make_broker
 
 pytestmark = pytest.mark.anyio
 

@@ -30,7 +30,7 @@ from asyncq import (
     TaskIDConflictError,
     TaskState,
 )
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 
 pytestmark = pytest.mark.anyio
 

@@ -27,7 +27,7 @@ from asyncq import (
     TaskInfo,
     TaskState,
 )
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 
 pytestmark = pytest.mark.anyio
 

@@ -26,7 +26,7 @@ from asyncq import (
     Task,
     TaskState,
 )
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 
 pytestmark = pytest.mark.anyio
 

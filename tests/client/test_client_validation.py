@@ -18,7 +18,7 @@ from asyncq import (
     FakeClock,
     Task,
 )
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 
 pytestmark = pytest.mark.anyio
 

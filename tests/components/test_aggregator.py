@@ -12,7 +12,7 @@ from dataplane_helpers import lmembers, task_hash, zmembers
 from redis.asyncio import Redis
 
 from asyncq import BrokerError, Client, FakeClock, Inspector, ServeMux, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio

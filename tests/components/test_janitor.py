@@ -10,8 +10,8 @@ from dataplane_helpers import task_hash, zmembers
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
-from asyncq import _keys as K
 from asyncq._broker import Outcome
+from asyncq._broker import _keys as K
 
 pytestmark = pytest.mark.anyio
 

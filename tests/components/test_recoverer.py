@@ -12,8 +12,8 @@ from dataplane_helpers import lmembers, task_hash, zmembers
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock, Task
-from asyncq import _keys as K
 from asyncq._broker import Outcome
+from asyncq._broker import _keys as K
 from asyncq.testing import queue_counts
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from dataplane_helpers import task_hash
 from redis.asyncio import Redis
 
 from asyncq import Client, ServeMux, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._worker._outcomes import TaskCancelledError
 from asyncq.testing import WorkerFactory, wait_until
 

@@ -28,9 +28,9 @@ from topology.cluster import LocalCluster
 from topology.sentinel import LocalSentinel
 from topology.tls import TLSFiles, TLSRedisServer, make_certs
 
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import connect
 from asyncq._broker._runner import ScriptRunner
-from asyncq._connection import connect
 from asyncq._testing.redis_server import RedisServer
 
 ACL_USER, ACL_PASSWORD = "asyncq", "s3cret-asyncq"

@@ -29,10 +29,10 @@ from asyncq import (
     Worker,
     chain,
 )
-from asyncq import _keys as K
 from asyncq._broker import Outcome, RedisBroker
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import connect, make_broker
 from asyncq._broker._scripts import load_scripts
-from asyncq._connection import connect, make_broker
 from asyncq._workflow._advance import Advancer
 from asyncq.testing import wait_drained, wait_until
 from tests.worker_helpers import gate_dequeues

@@ -21,7 +21,7 @@ from redis.crc import key_slot
 from topology.cluster import LocalCluster, redis_cli
 
 from asyncq import Client, Inspector, ServeMux, Task, TaskInfo, TaskState, Worker
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio

@@ -21,8 +21,8 @@ from asyncq import (
     Task,
     Worker,
 )
-from asyncq import _keys as K
-from asyncq._connection import connect
+from asyncq._broker import _keys as K
+from asyncq._broker._connection import connect
 from asyncq.testing import wait_drained
 
 from .conftest import SlotChecker

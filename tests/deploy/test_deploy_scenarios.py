@@ -19,7 +19,7 @@ import pytest
 from redis.asyncio import Redis, RedisCluster
 
 from asyncq import Client, Inspector, Scheduler, ServeMux, Task, TaskState, Worker
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import wait_drained, wait_until
 from tests.worker_helpers import worker_process
 

@@ -18,7 +18,7 @@ from topology.acl import ACL_RULES, acl_setuser
 from topology.tls import TLSFiles, TLSRedisServer, make_certs
 
 from asyncq import BrokerError, Client, ConnectionOptions, Inspector
-from asyncq._connection import connect
+from asyncq._broker._connection import connect
 from asyncq._testing.redis_server import RedisServer
 
 from .conftest import ACL_PASSWORD, ACL_USER, Deployment

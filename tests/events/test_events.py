@@ -21,9 +21,9 @@ from asyncq import (
     TaskState,
     Worker,
 )
-from asyncq import _keys as K
 from asyncq._broker import Outcome
-from asyncq._event_hub import EventHub
+from asyncq._broker import _keys as K
+from asyncq._client._client._event_hub import EventHub
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.anyio
 S = TaskState
 
 
-async def collect(events: asyncq._waiting.EventStream, task_id: str,
+async def collect(events: asyncq._client._waiting.EventStream, task_id: str,
                   until: TaskState, timeout: float = 5.0,
                   after: TaskState | None = None) -> list[TaskEvent]:
     """The events of ``task_id`` up to (including) the first one into ``until`` (from

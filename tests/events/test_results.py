@@ -19,7 +19,7 @@ from asyncq import (
     TaskNotFoundError,
     TaskState,
 )
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 from tests.faults import FaultyBroker
 

@@ -10,7 +10,7 @@ import pytest
 from redis.asyncio import Redis
 
 import asyncq
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio

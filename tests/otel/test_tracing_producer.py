@@ -7,7 +7,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import asyncq
-import asyncq._message
+import asyncq._model._message
 import asyncq.otel
 from asyncq import _tracing
 
@@ -76,7 +76,7 @@ def test_log_lines_written_inside_a_traced_run_carry_its_ids(
     assert add_trace_ids(None, "info", {"event": "outside"}) == {"event": "outside"}
     tracer = _tracing.active
     assert tracer is not None
-    with tracer.consuming(asyncq._message.TaskMessage(id="t1", type="x", queue="q"),
+    with tracer.consuming(asyncq._model._message.TaskMessage(id="t1", type="x", queue="q"),
                           asyncq.Task("x")) as span:
         line = add_trace_ids(None, "info", {"event": "inside"})
     ctx = span.get_span_context()  # type: ignore[attr-defined]

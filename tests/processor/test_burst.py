@@ -12,7 +12,7 @@ from dataplane_helpers import task_hash
 from redis.asyncio import Redis
 
 from asyncq import Client, Inspector, Retry, ServeMux, Task, Worker
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio

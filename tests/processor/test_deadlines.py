@@ -17,8 +17,8 @@ from processor_helpers import (
 from redis.asyncio import Redis
 
 from asyncq import Client, ServeMux, Task
-from asyncq import _keys as K
-from asyncq._message import TaskMessage
+from asyncq._broker import _keys as K
+from asyncq._model._message import TaskMessage
 from asyncq._worker._deadlines import NEAR_S
 from asyncq._worker._running import compute_deadline
 from asyncq.testing import WorkerFactory, wait_until

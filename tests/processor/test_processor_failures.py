@@ -18,7 +18,7 @@ from processor_helpers import (
 from redis.asyncio import Redis
 
 from asyncq import Client, Retry, RevokeTask, ServeMux, SkipRetry, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, queue_counts, wait_until
 
 pytestmark = pytest.mark.anyio

@@ -15,8 +15,8 @@ from redis.asyncio import Redis
 
 import asyncq
 from asyncq import Client, ServeMux, Task, Worker
-from asyncq import _keys as K
-from asyncq._message import TaskMessage
+from asyncq._broker import _keys as K
+from asyncq._model._message import TaskMessage
 from asyncq._worker._outcomes import error_text
 from asyncq.testing import WorkerFactory, queue_counts, wait_until
 

@@ -13,7 +13,7 @@ from processor_helpers import (
 from redis.asyncio import Redis
 
 from asyncq import Client, ServeMux, Task
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, queue_counts
 
 pytestmark = pytest.mark.anyio

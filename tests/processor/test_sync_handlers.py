@@ -18,7 +18,7 @@ from processor_helpers import never_soon
 from redis.asyncio import Redis
 
 from asyncq import Client, Handler, ServeMux, Task, Worker
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio

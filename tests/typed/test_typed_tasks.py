@@ -15,7 +15,7 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, ServeMux, Task, TaskFailedError, TaskState
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory
 
 pytestmark = pytest.mark.anyio

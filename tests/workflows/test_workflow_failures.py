@@ -7,17 +7,8 @@ from __future__ import annotations
 import pytest
 import redis.asyncio
 
-from asyncq import (
-    Client,
-    Inspector,
-    Task,
-    TaskFailedError,
-    TaskState,
-    WorkflowState,
-    chain,
-    group,
-)
-from asyncq import _keys as K
+from asyncq import Client, Inspector, Task, TaskFailedError, TaskState, WorkflowState, chain, group
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 from tests.workflows.flowapp import FLAGS, LEDGER, mux
 

@@ -19,7 +19,7 @@ from asyncq import (
     chord,
     group,
 )
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
 from tests.workflows.flowapp import LEDGER, add, echo, mul, mux, total
 

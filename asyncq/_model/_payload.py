@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ._errors import DecodeError
+from .._errors import DecodeError
 
 Encoding = Literal["b", "j", "n"]  # raw bytes, JSON, no payload
 _JSON_OPTS = orjson.OPT_SERIALIZE_NUMPY  # dict keys must be str: 1 and "1" would collide

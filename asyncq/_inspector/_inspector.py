@@ -14,18 +14,32 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
-from . import _keys as K
-from ._broker import ARCHIVE_MAX_SIZE, Broker, BulkOp, TaskRecord
-from ._cancel import request_cancel
-from ._clock import SYSTEM_CLOCK, Clock
-from ._connection import ConnectionOptions, RedisLike, open_broker
-from ._errors import (
+from .._broker import ARCHIVE_MAX_SIZE, Broker, BulkOp, TaskRecord
+from .._broker import _keys as K
+from .._broker._connection import ConnectionOptions, RedisLike, open_broker
+from .._client._cancel import request_cancel
+from .._clock import SYSTEM_CLOCK, Clock
+from .._errors import (
     DecodeError,
     QueueNotEmptyError,
     QueueNotFoundError,
     TaskNotFoundError,
     TaskStateError,
 )
+from .._limits import LimitUse, limit_ops_of
+from .._log import get_logger
+from .._model._info import TaskInfo, TaskState
+from .._model._message import decode_message
+from .._model._payload import encode_payload
+from .._model._records import record_info
+from .._scheduler._store import (
+    SchedulerEntry,
+    SchedulerEvent,
+    list_scheduler_entries,
+    list_scheduler_events,
+)
+from .._workflow._control import cancel_workflow, list_workflows, read_workflow
+from .._workflow._info import WorkflowInfo
 from ._inspect_args import (
     ARCHIVABLE,
     COUNTER_DAYS,
@@ -41,21 +55,7 @@ from ._inspect_args import (
     check_task_id,
 )
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
-from ._limits import LimitUse, limit_ops_of
-from ._log import get_logger
-from ._message import decode_message
-from ._payload import encode_payload
-from ._records import record_info
 from ._recovery import recover_task
-from ._scheduler._store import (
-    SchedulerEntry,
-    SchedulerEvent,
-    list_scheduler_entries,
-    list_scheduler_events,
-)
-from ._task import TaskInfo, TaskState
-from ._workflow._control import cancel_workflow, list_workflows, read_workflow
-from ._workflow._info import WorkflowInfo
 
 
 class Inspector:

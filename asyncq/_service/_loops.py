@@ -16,7 +16,7 @@ from typing import NoReturn, TypeVar
 import anyio
 from structlog.typing import FilteringBoundLogger
 
-from ._errors import BrokerError
+from .._errors import BrokerError
 from ._outage import Outage
 
 T = TypeVar("T")

@@ -1,44 +1,17 @@
-"""Public task model: Task (what you enqueue and what a handler gets), TaskInfo, TaskState."""
+"""Task: what you enqueue and what a handler gets."""
 
 from __future__ import annotations
 
-import enum
-import functools
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
-from ._clock import MAX_TIME_MS, MIN_TIME_MS, ms_to_datetime, stored_datetime
+from .._clock import MAX_TIME_MS, MIN_TIME_MS, ms_to_datetime
+from .._validate import check_text
 from ._flow import Flow
 from ._message import TaskMessage
 from ._options import UNSET, EnqueueOptions, parse_options
 from ._payload import Encoding, decode_json, encode_payload
-from ._validate import check_text
-
-
-class TaskState(enum.Enum):
-    """Where a task is in its life; values are the names stored in Redis."""
-
-    PENDING = "pending"
-    ACTIVE = "active"
-    SCHEDULED = "scheduled"
-    RETRY = "retry"
-    ARCHIVED = "archived"
-    COMPLETED = "completed"
-    AGGREGATING = "aggregating"
-    #: A workflow step waiting for the steps before it: in no list until its workflow releases
-    #: it (then pending, with the input they produced).
-    WAITING = "waiting"
-    #: Never stored: what task events and ``Client.wait`` report once a task no longer exists
-    #: (deleted, revoked by its handler, merged by aggregation, or its retention ran out).
-    DELETED = "deleted"
-
-
-#: The states of the tasks a queue lists (every state but DELETED, and WAITING: a waiting
-#: workflow step is in no list of its queue; its workflow lists it).
-STORED_STATES = tuple(s for s in TaskState if s not in (TaskState.DELETED, TaskState.WAITING))
-
 
 ResultWriter = Callable[[bytes, str], Awaitable[int]]
 
@@ -123,70 +96,3 @@ def task_for_handler(msg: TaskMessage, payload: bytes, retried: int, deadline_ms
     task._writer = writer
     task._state = state
     return task
-
-
-@dataclass(frozen=True, slots=True)
-class TaskInfo:
-    """A snapshot of a stored task, as returned by the client and the inspector."""
-
-    id: str
-    queue: str
-    type: str
-    payload: bytes
-    state: TaskState
-    max_retry: int
-    retried: int = 0
-    headers: Mapping[str, str] = field(default_factory=dict)
-    last_error: str | None = None
-    last_failed_at: datetime | None = None
-    timeout: timedelta | None = None
-    deadline: datetime | None = None
-    group: str | None = None
-    next_process_at: datetime | None = None
-    is_orphaned: bool = False
-    retention: timedelta = timedelta(0)
-    completed_at: datetime | None = None
-    result: bytes | None = None
-    encoding: Encoding = "b"
-    result_encoding: Encoding = "b"
-
-    def json(self) -> Any:
-        """The payload decoded as JSON."""
-        return decode_json(self.payload, self.encoding)
-
-    def result_json(self) -> Any:
-        """The handler's result as it returned it (a JSON value), None when there is none;
-        a result stored as bytes is parsed as JSON text."""
-        if self.result is None:
-            return None
-        return decode_json(self.result, self.result_encoding)
-
-
-@functools.lru_cache(maxsize=256)
-def _duration(ms: int) -> timedelta:
-    """A stored duration as a timedelta (immutable: the few distinct values are shared)."""
-    return timedelta(milliseconds=ms)
-
-
-def task_info(
-    msg: TaskMessage, payload: bytes, state: TaskState, *, retried: int = 0,
-    last_error: str | None = None, last_failed_at_ms: int = 0, next_process_at_ms: int = 0,
-    is_orphaned: bool = False, completed_at_ms: int = 0, result: bytes | None = None,
-    result_encoding: str = "b",
-) -> TaskInfo:
-    """Build a TaskInfo from a decoded message and the task hash's mutable fields."""
-    return TaskInfo(
-        id=msg.id, queue=msg.queue, type=msg.type, payload=payload, state=state,
-        max_retry=msg.max_retry, retried=retried, headers=msg.headers,
-        last_error=last_error or None,
-        last_failed_at=stored_datetime(last_failed_at_ms),
-        timeout=_duration(msg.timeout_ms) if msg.timeout_ms > 0 else None,
-        deadline=stored_datetime(msg.deadline_ms),
-        group=msg.group or None,
-        next_process_at=stored_datetime(next_process_at_ms),
-        is_orphaned=is_orphaned,
-        retention=_duration(msg.retention_ms),
-        completed_at=stored_datetime(completed_at_ms),
-        result=result, encoding=msg.enc,
-        result_encoding="j" if result_encoding == "j" else "b",
-    )

@@ -8,20 +8,21 @@ from typing import Any, Self, TypeVar
 
 import anyio
 
-from . import _tracing
-from ._backoff import Backoff
-from ._broker import Broker, NewTask
+from .. import _tracing
+from .._broker import Broker, NewTask
+from .._broker._connection import ConnectionOptions, RedisLike, open_broker
+from .._clock import SYSTEM_CLOCK, Clock
+from .._errors import AsyncqError, BrokerError
+from .._model._enqueue import prepare, store_error, stored_info
+from .._model._flow import Flow
+from .._model._info import TaskInfo, TaskState
+from .._model._task import Task
+from .._service._backoff import Backoff
+from .._workflow._control import cancel_workflow
+from .._workflow._info import WorkflowHandle, is_workflow_id
+from .._workflow._start import enqueue_after, start_workflow
 from ._cancel import request_cancel
-from ._clock import SYSTEM_CLOCK, Clock
-from ._connection import ConnectionOptions, RedisLike, open_broker
-from ._enqueue import prepare, store_error, stored_info
-from ._errors import AsyncqError, BrokerError
-from ._flow import Flow
-from ._task import Task, TaskInfo, TaskState
 from ._waiting import EventStream, Waiting
-from ._workflow._control import cancel_workflow
-from ._workflow._info import WorkflowHandle, is_workflow_id
-from ._workflow._start import enqueue_after, start_workflow
 
 _T = TypeVar("_T")
 O = TypeVar("O")  # noqa: E741

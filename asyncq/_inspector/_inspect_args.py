@@ -3,8 +3,8 @@ states each operation applies to, and ``ArchivedCount``."""
 
 from __future__ import annotations
 
-from ._errors import QueueNotEmptyError, TaskNotFoundError, TaskStateError
-from ._task import STORED_STATES, TaskState
+from .._errors import QueueNotEmptyError, TaskNotFoundError, TaskStateError
+from .._model._info import STORED_STATES, TaskState
 
 
 class ArchivedCount(int):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from ._validate import check_text, short
+from .._validate import check_text, short
 
 PREFIX = "asyncq"
 QUEUES = f"{PREFIX}:queues"  # SET of known queue names

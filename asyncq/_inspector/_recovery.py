@@ -8,10 +8,10 @@ lease) or archived when its retries are used up.
 
 from __future__ import annotations
 
-from ._broker import InspectOps, Outcome
-from ._clock import Clock
-from ._errors import DecodeError, TaskNotFoundError, TaskStateError
-from ._message import decode_message
+from .._broker import InspectOps, Outcome
+from .._clock import Clock
+from .._errors import DecodeError, TaskNotFoundError, TaskStateError
+from .._model._message import decode_message
 
 
 async def recover_task(ops: InspectOps, clock: Clock, queue: str, task_id: str) -> str:

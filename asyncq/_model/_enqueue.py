@@ -8,13 +8,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from . import _keys as K
-from ._broker import EnqueueCode, NewTask
-from ._errors import AsyncqError, DuplicateTaskError, TaskIDConflictError
+from .._broker import EnqueueCode, NewTask
+from .._broker import _keys as K
+from .._errors import AsyncqError, DuplicateTaskError, TaskIDConflictError
+from ._info import TaskInfo, TaskState, task_info
 from ._message import TaskMessage
 from ._options import parse_options, resolve
 from ._payload import identity_bytes
-from ._task import Task, TaskInfo, TaskState, task_info
+from ._task import Task
 
 
 def new_task_id() -> str:

@@ -7,10 +7,10 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
-from ._clock import MAX_TIME_MS, datetime_to_ms
-from ._keys import validate_queue_name
+from .._broker._keys import validate_queue_name
+from .._clock import MAX_TIME_MS, datetime_to_ms
+from .._validate import check_text, to_ms
 from ._message import NO_TIMEOUT
-from ._validate import check_text, to_ms
 
 DEFAULT_QUEUE = "default"
 DEFAULT_MAX_RETRY = 25

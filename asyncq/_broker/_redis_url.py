@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from .._validate import FieldKind, field_kinds
 from ._connection_options import DEFAULT_CONNECTION, ConnectionOptions
-from ._validate import FieldKind, field_kinds
 
 URL_FORMS = (
     "redis://[[user]:password@]host[:port][/db], rediss://... (TLS), "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._broker import Broker
+from .._broker import Broker
 
 
 def _name(value: object, what: str) -> str:

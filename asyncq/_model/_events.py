@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 
-from ._clock import ms_to_datetime, stored_datetime
+from .._clock import ms_to_datetime, stored_datetime
+from ._info import TaskState
 from ._payload import Encoding, decode_json
-from ._task import TaskState
 
 #: The states after which a task does not change any more (until an operator runs it again).
 FINAL_STATES = frozenset({TaskState.COMPLETED, TaskState.ARCHIVED, TaskState.DELETED})

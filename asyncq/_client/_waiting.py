@@ -17,16 +17,16 @@ from typing import Any, Self
 
 import anyio
 
-from ._broker import Broker, TaskRecord
-from ._clock import Clock, ms_to_datetime
-from ._errors import AsyncqError, ResultNotKeptError, TaskFailedError, TaskNotFoundError
+from .._broker import Broker, TaskRecord
+from .._broker._keys import validate_queue_name as validate_queue
+from .._broker._keys import workflow_keys
+from .._clock import Clock, ms_to_datetime
+from .._errors import AsyncqError, ResultNotKeptError, TaskNotFoundError
+from .._model._events import TaskEvent
+from .._model._info import TaskFailedError, TaskInfo, TaskState
+from .._model._records import record_info
+from .._workflow._info import WorkflowHandle, is_workflow_id
 from ._event_hub import EventHub, Stream
-from ._events import TaskEvent
-from ._keys import validate_queue_name as validate_queue
-from ._keys import workflow_keys
-from ._records import record_info
-from ._task import TaskInfo, TaskState
-from ._workflow._info import WorkflowHandle, is_workflow_id
 
 #: How many events one ``events()`` iterator buffers for a slow reader before dropping them.
 STREAM_BUFFER = 10_000

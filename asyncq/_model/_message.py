@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ._errors import DecodeError
+from .._errors import DecodeError
 from ._payload import Encoding
 
 _ENCODINGS = ("b", "j", "n")

@@ -26,8 +26,8 @@ from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel, SentinelManagedSSLConnection
 from redis.backoff import NoBackoff
 
-from ._broker import Broker, RedisBroker, is_broker
-from ._clock import SYSTEM_CLOCK, Clock
+from .._clock import SYSTEM_CLOCK, Clock
+from . import Broker, RedisBroker, is_broker
 from ._connection_options import DEFAULT_CONNECTION, ConnectionOptions
 from ._redis_url import URL_FORMS, Target, parse_url, redact, startup_nodes
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ._broker import TaskRecord
-from ._errors import DecodeError
+from .._broker import TaskRecord
+from .._errors import DecodeError
+from ._info import TaskInfo, TaskState, task_info
 from ._message import decode_message
-from ._task import TaskInfo, TaskState, task_info
 
 
 def record_info(rec: TaskRecord, now: int) -> TaskInfo:

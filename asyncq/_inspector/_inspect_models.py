@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from ._clock import ms_to_datetime, stored_datetime
+from .._clock import ms_to_datetime, stored_datetime
 
 
 @dataclass(frozen=True, slots=True)

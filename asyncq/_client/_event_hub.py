@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 import anyio
 from redis.exceptions import RedisError
 
-from ._broker import Broker, EventFlush
-from ._errors import BrokerError
-from ._events import EventsLost, TaskEvent, decode_event
-from ._log import get_logger
-from ._outage import Outage
+from .._broker import Broker, EventFlush
+from .._errors import BrokerError
+from .._log import get_logger
+from .._model._events import EventsLost, TaskEvent, decode_event
+from .._service._outage import Outage
 
 Recheck = Callable[[frozenset[str]], object]
 

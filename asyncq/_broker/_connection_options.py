@@ -1,5 +1,5 @@
 """ConnectionOptions: how asyncq connects to Redis when it creates the client, validated from
-the field annotations (which also drive the URL query parameters of ``asyncq._redis_url``)."""
+the field annotations (which also drive the URL query parameters of ``_redis_url``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._validate import NONZERO, check_fields
+from .._validate import NONZERO, check_fields
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +24,7 @@ class ConnectionOptions:
     that knows what is safe to repeat (see the README, "Delivery guarantees").
 
     Each field is listed only here: its annotation says how it is validated (``check_fields``)
-    and how a URL query parameter is parsed (``asyncq._redis_url``).
+    and how a URL query parameter is parsed (``asyncq._broker._redis_url``).
     """
 
     socket_timeout: float | None = field(default=5.0, metadata=NONZERO)

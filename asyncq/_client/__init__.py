@@ -1,0 +1,1 @@
+"""Producing: the Client that enqueues tasks, waits for their outcome and cancels them."""

@@ -1,0 +1,1 @@
+"""Inspecting: the Inspector and what it returns, for operators, the CLI and the dashboard."""

@@ -1,0 +1,1 @@
+"""Running background services: their loops, backoff and outage reporting, signals, lifecycle."""
