@@ -23,7 +23,7 @@ from asyncq import (
 )
 from asyncq._broker import Outcome
 from asyncq._broker import _keys as K
-from asyncq._client._client._event_hub import EventHub
+from asyncq._client._event_hub import EventHub
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio
