@@ -1,6 +1,7 @@
 -- Helpers shared by the inspector scripts, included by "-- @include _inspect_lib.lua"
--- (after "-- @include _lib.lua", whose helpers they use).
+-- (it brings _lib.lua, whose helpers they use).
 -- Every key is built from prefixes of one queue (asyncq:{q}:...), so a script stays in one slot.
+-- @include _lib.lua
 
 -- The containers of one task's queue as the single-task scripts pass them: KEYS[2..8] are the
 -- pending list, scheduled, retry, archived and completed zsets, the groups set and the

@@ -18,7 +18,6 @@
 -- Returns: 1 archived; 0 not active under this owner, or its lease was renewed (no change).
 -- Trimming deletes the task hashes of the entries it drops (and releases the locks they own),
 -- so no orphaned records remain.
--- @include _lib.lua
 -- @include _wf_lib.lua
 if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[6]) then
   return 0

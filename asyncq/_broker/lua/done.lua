@@ -14,7 +14,6 @@
 -- ARGV[7] '1' when the result was too large to send with the event (it then goes only to a
 --   workflow's outbox, see _wf_lib.lua)
 -- Returns: 1 done; 0 the task is no longer active under this owner (lease lost: no change).
--- @include _lib.lua
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
 if not asyncq_owned(v[1], v[2], ARGV[2]) then

@@ -3,7 +3,7 @@
 -- KEYS[2] pending list       asyncq:{q}:pending
 -- KEYS[3] uniqueness lock    asyncq:{q}:unique:...  (read only when ARGV[5] > 0)
 -- KEYS[4] waiters flag       asyncq:{q}:waiters (the idle workers asyncq:{q}:idle, their
---   channels and hand-off records are derived from it: see asyncq_handoff in _lib.lua)
+--   channels and hand-off records are derived from it: see asyncq_handoff in _wake_lib.lua)
 -- KEYS[5] registered marker  asyncq:{q}:registered
 -- ARGV[1] task id
 -- ARGV[2] encoded message (JSON)
@@ -14,7 +14,6 @@
 -- ARGV[7] queue name
 -- Returns: 1 enqueued (3: and the queue must be added to the registry, see asyncq_stored);
 --   0 a task with this id exists; -1 a unique duplicate holds the lock.
--- @include _lib.lua
 -- @include _wake_lib.lua
 -- The id check comes first so that a conflict never leaves a stray uniqueness lock.
 if redis.call('EXISTS', KEYS[1]) == 1 then

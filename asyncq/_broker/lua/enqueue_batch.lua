@@ -13,7 +13,6 @@
 --   queue must be registered, see asyncq_stored); 0 id exists; -1 unique duplicate.
 -- Same checks and writes as enqueue.lua, task by task, so a batch behaves exactly like the
 -- same tasks enqueued one after the other (a repeated id in the batch: the first one wins).
--- @include _lib.lua
 -- @include _wake_lib.lua
 local out = {}
 local base = asyncq_base(KEYS[1], 'pending')

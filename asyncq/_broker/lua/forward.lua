@@ -13,7 +13,6 @@
 -- Returns: {moved, next_due} where next_due is the score of the earliest task left (Unix ms),
 --   or -1 when the zset is empty. Ids whose task hash is gone (or is a key of another type) are
 --   dropped (counted as moved).
--- @include _lib.lua
 -- @include _wake_lib.lua
 local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[2]))
 local pushed = false

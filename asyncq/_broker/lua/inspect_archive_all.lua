@@ -16,7 +16,6 @@
 -- The archive is trimmed as by a worker's archive (age and size caps), deleting the task hashes
 -- of the entries it drops. Ids without a task hash, or in another state, are dropped.
 -- Archiving a workflow step fails its workflow (an outbox record, as inspect_archive_task).
--- @include _lib.lua
 -- @include _inspect_lib.lua
 -- @include _wf_lib.lua
 local batch = tonumber(ARGV[2])

@@ -10,7 +10,6 @@
 -- Ids whose task hash is gone are dropped; ids whose hash is in another state (a stale entry)
 -- are dropped from the source without touching that task. Locks the tasks own are released.
 -- Deleting a workflow step cancels its workflow (an outbox record, as inspect_delete_task).
--- @include _lib.lua
 -- @include _inspect_lib.lua
 -- @include _wf_lib.lua
 local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))

@@ -15,7 +15,6 @@
 -- Returns: {ids taken from the source, tasks made pending}. Call again while ids == batch size.
 -- Tasks join the end of the line in source order (lowest score runs first). Ids without a task
 -- hash, or whose hash is in another state, are dropped from the source.
--- @include _lib.lua
 -- @include _wake_lib.lua
 -- @include _inspect_lib.lua
 local ids = inspect_take(KEYS[1], false, tonumber(ARGV[2]))

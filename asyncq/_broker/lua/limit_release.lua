@@ -13,7 +13,6 @@
 -- ARGV[6...] pairs: holder, state prefix of its limit key (<p>held, <p>wait)
 -- Returns: how many waiting tasks were woken. A waiter that is no longer deferred (deleted,
 --   run by hand, forwarded at its fallback time) is dropped from the line.
--- @include _lib.lua
 -- @include _wake_lib.lua
 local tprefix = ARGV[2]
 local base = asyncq_base(KEYS[1], 'pending')

@@ -16,7 +16,6 @@
 -- ARGV[7] result bytes
 -- ARGV[8] largest result sent with the completion event, bytes
 -- Returns: 1 completed; 0 the task is no longer active under this owner (no change).
--- @include _lib.lua
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
 if not asyncq_owned(v[1], v[2], ARGV[2]) then

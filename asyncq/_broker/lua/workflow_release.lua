@@ -12,7 +12,6 @@
 -- ARGV[3i+1..3i+3]: step i's id, its input (JSON for an argument; as stored for a payload),
 --   and the input's encoding ('j', 'b'; '-' no input)
 -- Returns: one flag per step: 1 released, 0 not waiting (nothing done).
--- @include _lib.lua
 -- @include _wake_lib.lua
 local out = {}
 local base = asyncq_base(KEYS[1], 'pending')

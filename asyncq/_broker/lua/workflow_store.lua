@@ -13,7 +13,6 @@
 --   in place of that mode when it is pending at once.
 -- Returns: one code per step: 1 stored (3: and the queue must be registered, see
 --   asyncq_stored); 0 a task with this id exists (nothing written for it).
--- @include _lib.lua
 -- @include _wake_lib.lua
 local out = {}
 local base = asyncq_base(KEYS[1], 'pending')
