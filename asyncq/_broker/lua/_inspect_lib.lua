@@ -56,3 +56,11 @@ local function inspect_take(key, is_list, n)
   end
   return ids
 end
+
+-- After a batch taken from a group zset `source` (group name `group`, '' when the source is no
+-- group): a group left empty leaves the groups set `groups`.
+local function inspect_forget_group(source, groups, group)
+  if group ~= '' and redis.call('EXISTS', source) == 0 then
+    redis.call('SREM', groups, group)
+  end
+end

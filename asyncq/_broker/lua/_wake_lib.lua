@@ -11,10 +11,6 @@
 -- listens to (a dead or stopping worker) is dropped and the next one tried. Returns true when
 -- a task was handed off (no wake-up is needed then).
 -- @include _lib.lua
-local function asyncq_now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 local function asyncq_handoff(idle_key)
   if redis.call('EXISTS', idle_key) == 0 then

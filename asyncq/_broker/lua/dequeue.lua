@@ -84,8 +84,7 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   return out
 end
 local want = tonumber(ARGV[2])
-local base = asyncq_base(KEYS[1], 'pending')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(KEYS[1], 'pending')
 local got = 0
 local leased = {}
 while got < want do
@@ -110,9 +109,7 @@ while got < want do
     out[#out + 1] = v[4] or '0'
     got = got + 1
     leased[got] = {id, v[4] or '0'}
-    if listening then
-      asyncq_emit(base, id, 'pending', 'active')
-    end
+    emit(id, 'pending', 'active')
   end
 end
 if got < want then
