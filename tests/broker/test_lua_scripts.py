@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 from redis.asyncio import Redis
+from topology.cluster import LocalCluster
 
 from asyncq import _keys as K
 from asyncq._broker import _scripts
@@ -74,8 +75,6 @@ def cluster_masters() -> Iterator[list[int]]:
     missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
     if missing:
         pytest.skip(f"a cluster needs {', '.join(missing)}")
-    from topology.cluster import LocalCluster
-
     with LocalCluster(masters=3) as cluster:
         yield cluster.master_ports()
 
