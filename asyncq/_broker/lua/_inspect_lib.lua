@@ -1,6 +1,7 @@
 -- Helpers shared by the inspector scripts, included by "-- @include _inspect_lib.lua"
--- (after "-- @include _lib.lua", whose helpers they use).
+-- (it brings _lib.lua, whose helpers they use).
 -- Every key is built from prefixes of one queue (asyncq:{q}:...), so a script stays in one slot.
+-- @include _lib.lua
 
 -- The containers of one task's queue as the single-task scripts pass them: KEYS[2..8] are the
 -- pending list, scheduled, retry, archived and completed zsets, the groups set and the
@@ -54,4 +55,12 @@ local function inspect_take(key, is_list, n)
     redis.call('ZREMRANGEBYRANK', key, 0, #ids - 1)
   end
   return ids
+end
+
+-- After a batch taken from a group zset `source` (group name `group`, '' when the source is no
+-- group): a group left empty leaves the groups set `groups`.
+local function inspect_forget_group(source, groups, group)
+  if group ~= '' and redis.call('EXISTS', source) == 0 then
+    redis.call('SREM', groups, group)
+  end
 end

@@ -1,5 +1,16 @@
 -- Shared helpers, prepended to a script by "-- @include _lib.lua".
 
+-- The Redis server's clock, Unix ms: whole ms, or to the µs (precise).
+local function asyncq_now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function asyncq_now_precise_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end
+
 -- Add 1 to a counter; an all-time counter that reaches the int64 maximum starts again at 1.
 local function asyncq_incr(key)
   local ok = redis.pcall('INCR', key)
@@ -16,17 +27,6 @@ local function asyncq_bump(total_key, daily_key, expire_at)
     redis.call('PEXPIREAT', daily_key, expire_at)
   end
 end
-
--- A task was stored in its queue: set the queue's in-slot registration marker. Returns 3 when
--- the marker was missing (new queue, or deleted since): the caller then adds the queue to the
--- registry asyncq:queues, a key of another slot no script may touch; 1 otherwise.
-local function asyncq_stored(marker)
-  if redis.call('SET', marker, '1', 'NX') then
-    return 3
-  end
-  return 1
-end
-
 
 -- Release a task's uniqueness lock if this task still owns it.
 local function asyncq_release_unique(unique_key, task_id)
@@ -97,9 +97,7 @@ end
 -- task's type and retry count from its record, so call it while the record exists.
 local function asyncq_emit(base, id, from, to, extra, body)
   local v = redis.call('HMGET', base .. 't:' .. id, 'msg', 'retried')
-  local now = redis.call('TIME')
-  local head = {id = id, from = from or '', to = to,
-    at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000),
+  local head = {id = id, from = from or '', to = to, at = asyncq_now_ms(),
     retried = tonumber(v[2] or '0') or 0}
   if v[1] then
     local ok, m = pcall(cjson.decode, v[1])
@@ -120,5 +118,35 @@ local function asyncq_event(task_key, id, from, to, extra, body)
   local base = asyncq_base(task_key, 't:' .. id)
   if asyncq_listening(base) then
     asyncq_emit(base, id, from, to, extra, body)
+  end
+end
+
+-- The events of a script that moves many tasks of one queue: `key` is a key of that queue,
+-- `base .. suffix`. Returns a function(id, from, to, extra, body) publishing one event
+-- (asyncq_emit), which does nothing when nobody listens (asked once, here).
+local function asyncq_events(key, suffix)
+  local base = asyncq_base(key, suffix)
+  if not asyncq_listening(base) then
+    return function() end
+  end
+  return function(id, from, to, extra, body)
+    asyncq_emit(base, id, from, to, extra, body)
+  end
+end
+
+-- The one rule for a result too large for its completion event: more than `max` bytes
+-- (EVENT_RESULT_MAX in _broker/_calls.py, passed by the caller).
+local function asyncq_result_too_big(result, max)
+  return #result > tonumber(max)
+end
+
+-- The event of a task (or workflow record) that completed, from state `from`: it carries the
+-- result (`renc` its encoding, '' none, and `kept` whether the record keeps it) unless `big`
+-- (asyncq_result_too_big): then the event says so and carries none.
+local function asyncq_completed_event(task_key, id, from, renc, kept, result, big)
+  if big then
+    asyncq_event(task_key, id, from, 'completed', {renc = renc, kept = kept, big = true})
+  else
+    asyncq_event(task_key, id, from, 'completed', {renc = renc, kept = kept}, result)
   end
 end

@@ -1,4 +1,4 @@
--- Waking idle workers, prepended by "-- @include _wake_lib.lua" (after _lib.lua) to the scripts
+-- Waking idle workers, prepended by "-- @include _wake_lib.lua" (it brings _lib.lua) to the scripts
 -- that make tasks pending and to dequeue.lua: kept out of _lib.lua so that every other script
 -- stays small (the script cache counts against maxmemory).
 -- One-hop pickup. A worker idle on a queue registers in <base>idle (ZSET '<lease ms>:<owner>'
@@ -10,10 +10,7 @@
 -- returns so a message lost in flight is recovered then. A registration whose channel nobody
 -- listens to (a dead or stopping worker) is dropped and the next one tried. Returns true when
 -- a task was handed off (no wake-up is needed then).
-local function asyncq_now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- @include _lib.lua
 
 local function asyncq_handoff(idle_key)
   if redis.call('EXISTS', idle_key) == 0 then

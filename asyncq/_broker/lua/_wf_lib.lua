@@ -1,8 +1,10 @@
--- Workflow helpers, prepended by "-- @include _wf_lib.lua" (after _lib.lua, whose asyncq_base
--- they use). A task that is a workflow step, or that a workflow waits for (after=...), carries
--- a 'wf' field: space-separated tokens '<workflow id>#<node>'. Every script that ends such a
--- task also records the outcome in its queue's outbox <base>wfout, in the same atomic step, so
--- the workflow advancer can never miss it; tasks without the field pay one HMGET field.
+-- Workflow helpers, prepended by "-- @include _wf_lib.lua" (it brings _lib.lua, whose
+-- asyncq_base they use). A task that is a workflow step, or that a workflow waits for
+-- (after=...), carries a 'wf' field: space-separated tokens '<workflow id>#<node>'. Every
+-- script that ends such a task also records the outcome in its queue's outbox <base>wfout, in
+-- the same atomic step, so the workflow advancer can never miss it; tasks without the field
+-- pay one HMGET field.
+-- @include _lib.lua
 
 -- Record how task `id` ended: outcome 's' succeeded (body: the result, `enc` its encoding
 -- 'j'/'b', '-' none), 'f' failed (body: the error), 'c' cancelled or deleted (body: why).

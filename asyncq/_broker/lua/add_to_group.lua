@@ -12,16 +12,10 @@
 -- ARGV[6] group name
 -- Returns: 1 added (3: and the queue must be registered, see asyncq_stored); 0 a task with
 --   this id exists; -1 a unique duplicate holds the lock.
--- @include _lib.lua
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
-end
-local unique_ttl = tonumber(ARGV[5])
-if unique_ttl > 0 then
-  if not redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', unique_ttl) then
-    return -1
-  end
-  redis.call('HSET', KEYS[1], 'unique_key', KEYS[4])
+-- @include _store_lib.lua
+local code = asyncq_new_task(KEYS[1], KEYS[4], ARGV[1], ARGV[5])
+if code ~= 1 then
+  return code
 end
 redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'aggregating',
   'group', ARGV[6])

@@ -4,8 +4,10 @@
 -- KEYS[2] active list        asyncq:{q}:active
 -- KEYS[3] lease zset         asyncq:{q}:lease
 -- KEYS[4] archived zset      asyncq:{q}:archived
--- KEYS[5] processed total    KEYS[6] processed today
--- KEYS[7] failed total       KEYS[8] failed today
+-- KEYS[5] processed total    asyncq:{q}:processed
+-- KEYS[6] processed today    asyncq:{q}:processed:<YYYY-MM-DD>
+-- KEYS[7] failed total       asyncq:{q}:failed
+-- KEYS[8] failed today       asyncq:{q}:failed:<YYYY-MM-DD>
 -- ARGV[1] task id
 -- ARGV[2] owner ('' = any owner)
 -- ARGV[3] error message (the reason)
@@ -18,7 +20,6 @@
 -- Returns: 1 archived; 0 not active under this owner, or its lease was renewed (no change).
 -- Trimming deletes the task hashes of the entries it drops (and releases the locks they own),
 -- so no orphaned records remain.
--- @include _lib.lua
 -- @include _wf_lib.lua
 if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[6]) then
   return 0

@@ -5,17 +5,11 @@
 -- Returns: number of task records deleted. Uniqueness locks the tasks still own are released.
 -- @include _lib.lua
 local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
-local base = asyncq_base(ARGV[1], 't:')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(ARGV[1], 't:')
 for _, id in ipairs(ids) do
   local key = ARGV[1] .. id
-  if listening then
-    asyncq_emit(base, id, 'aggregating', 'deleted', {reason = 'aggregated'})
-  end
-  local lock = redis.call('HGET', key, 'unique_key')
-  if lock and redis.call('GET', lock) == id then
-    redis.call('DEL', lock)
-  end
+  emit(id, 'aggregating', 'deleted', {reason = 'aggregated'})
+  asyncq_release_unique(redis.call('HGET', key, 'unique_key'), id)
   redis.call('DEL', key)
 end
 redis.call('DEL', KEYS[1])

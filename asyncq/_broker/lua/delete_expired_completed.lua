@@ -6,12 +6,9 @@
 -- Returns: number deleted.
 -- @include _lib.lua
 local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
-local base = asyncq_base(KEYS[1], 'completed')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(KEYS[1], 'completed')
 for _, id in ipairs(ids) do
-  if listening then
-    asyncq_emit(base, id, 'completed', 'deleted')
-  end
+  emit(id, 'completed', 'deleted')
   redis.call('DEL', ARGV[2] .. id)
   redis.call('ZREM', KEYS[1], id)
 end

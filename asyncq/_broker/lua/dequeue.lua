@@ -22,7 +22,7 @@
 -- KEYS[8] hand-offs          asyncq:{q}:handoff:<owner> (HASH id -> '<pending_since>:<at ms>')
 -- ARGV[9] lease ms of a hand-off to this worker; '' registers nothing (one-hop pickup off)
 -- ARGV[10] grace, ms: hand-offs younger than this are left to their message
--- One-hop pickup: the tasks handed off to this owner (asyncq_handoff in _lib.lua) at least
+-- One-hop pickup: the tasks handed off to this owner (asyncq_handoff in _wake_lib.lua) at least
 --   ARGV[10] ms ago that are still leased to it are returned first and their records cleared,
 --   so a hand-off whose message was lost in flight is picked up here (the worker skips those it
 --   already holds; the grace keeps a message merely slower than this reply from delivering
@@ -36,7 +36,6 @@
 --   the worker archives it with the reason. When fewer tasks than asked for are returned, the
 --   waiters flag is set in the same step, so any later enqueue publishes a wake-up: no lost
 --   wake-ups. Paused queues return {0} and lease nothing.
--- @include _lib.lua
 -- @include _wake_lib.lua
 local out = {0}
 if ARGV[6] ~= '' then
@@ -85,8 +84,7 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   return out
 end
 local want = tonumber(ARGV[2])
-local base = asyncq_base(KEYS[1], 'pending')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(KEYS[1], 'pending')
 local got = 0
 local leased = {}
 while got < want do
@@ -111,9 +109,7 @@ while got < want do
     out[#out + 1] = v[4] or '0'
     got = got + 1
     leased[got] = {id, v[4] or '0'}
-    if listening then
-      asyncq_emit(base, id, 'pending', 'active')
-    end
+    emit(id, 'pending', 'active')
   end
 end
 if got < want then

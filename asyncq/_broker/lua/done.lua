@@ -11,18 +11,17 @@
 -- ARGV[4] the handler's result ('' none), sent only with the event (not stored)
 -- ARGV[5] its encoding: 'b' bytes, 'j' JSON ('' none)
 -- ARGV[6] '' when the task succeeded; else why it was revoked (the handler raised RevokeTask)
--- ARGV[7] '1' when the result was too large to send with the event (it then goes only to a
---   workflow's outbox, see _wf_lib.lua)
+-- ARGV[7] '1' when the result is too large to send with the event (it then goes only to a
+--   workflow's outbox, see _wf_lib.lua): the rule of asyncq_result_too_big in _lib.lua, applied
+--   by the caller (_calls.py)
 -- Returns: 1 done; 0 the task is no longer active under this owner (lease lost: no change).
--- @include _lib.lua
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
 if not asyncq_owned(v[1], v[2], ARGV[2]) then
   return 0
 end
 if ARGV[6] == '' then
-  asyncq_event(KEYS[1], ARGV[1], 'active', 'completed',
-    {renc = ARGV[5], kept = false, big = ARGV[7] == '1'}, ARGV[7] == '1' and '' or ARGV[4])
+  asyncq_completed_event(KEYS[1], ARGV[1], 'active', ARGV[5], false, ARGV[4], ARGV[7] == '1')
 else
   asyncq_event(KEYS[1], ARGV[1], 'active', 'deleted', {reason = 'revoked', error = ARGV[6]})
 end

@@ -3,7 +3,7 @@
 -- KEYS[2] pending list       asyncq:{q}:pending
 -- KEYS[3] uniqueness lock    asyncq:{q}:unique:...  (read only when ARGV[5] > 0)
 -- KEYS[4] waiters flag       asyncq:{q}:waiters (the idle workers asyncq:{q}:idle, their
---   channels and hand-off records are derived from it: see asyncq_handoff in _lib.lua)
+--   channels and hand-off records are derived from it: see asyncq_handoff in _wake_lib.lua)
 -- KEYS[5] registered marker  asyncq:{q}:registered
 -- ARGV[1] task id
 -- ARGV[2] encoded message (JSON)
@@ -14,18 +14,11 @@
 -- ARGV[7] queue name
 -- Returns: 1 enqueued (3: and the queue must be added to the registry, see asyncq_stored);
 --   0 a task with this id exists; -1 a unique duplicate holds the lock.
--- @include _lib.lua
+-- @include _store_lib.lua
 -- @include _wake_lib.lua
--- The id check comes first so that a conflict never leaves a stray uniqueness lock.
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
-end
-local unique_ttl = tonumber(ARGV[5])
-if unique_ttl > 0 then
-  if not redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', unique_ttl) then
-    return -1
-  end
-  redis.call('HSET', KEYS[1], 'unique_key', KEYS[3])
+local code = asyncq_new_task(KEYS[1], KEYS[3], ARGV[1], ARGV[5])
+if code ~= 1 then
+  return code
 end
 redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'pending',
   'pending_since', ARGV[4])

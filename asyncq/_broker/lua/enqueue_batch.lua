@@ -13,35 +13,22 @@
 --   queue must be registered, see asyncq_stored); 0 id exists; -1 unique duplicate.
 -- Same checks and writes as enqueue.lua, task by task, so a batch behaves exactly like the
 -- same tasks enqueued one after the other (a repeated id in the batch: the first one wins).
--- @include _lib.lua
+-- @include _store_lib.lua
 -- @include _wake_lib.lua
 local out = {}
-local base = asyncq_base(KEYS[1], 'pending')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(KEYS[1], 'pending')
 local pushed = false
 local n = (#KEYS - 3) / 2
 for i = 1, n do
   local key, lock = KEYS[2 * i + 2], KEYS[2 * i + 3]
   local id, msg, payload = ARGV[4 * i], ARGV[4 * i + 1], ARGV[4 * i + 2]
-  local unique_ttl = tonumber(ARGV[4 * i + 3])
-  local code = 1
-  if redis.call('EXISTS', key) == 1 then
-    code = 0
-  elseif unique_ttl > 0 then
-    if redis.call('SET', lock, id, 'NX', 'PX', unique_ttl) then
-      redis.call('HSET', key, 'unique_key', lock)
-    else
-      code = -1
-    end
-  end
+  local code = asyncq_new_task(key, lock, id, ARGV[4 * i + 3])
   if code == 1 then
     redis.call('HSET', key, 'msg', msg, 'payload', payload, 'state', 'pending',
       'pending_since', ARGV[1])
     redis.call('LPUSH', KEYS[1], id)
     pushed = true
-    if listening then
-      asyncq_emit(base, id, '', 'pending')
-    end
+    emit(id, '', 'pending')
     code = asyncq_stored(KEYS[3])
   end
   out[i] = code

@@ -13,12 +13,10 @@
 -- Returns: {moved, next_due} where next_due is the score of the earliest task left (Unix ms),
 --   or -1 when the zset is empty. Ids whose task hash is gone (or is a key of another type) are
 --   dropped (counted as moved).
--- @include _lib.lua
 -- @include _wake_lib.lua
 local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[2]))
 local pushed = false
-local base = asyncq_base(KEYS[2], 'pending')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(KEYS[2], 'pending')
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
   local v = redis.pcall('HMGET', key, 'state', 'group')
@@ -27,16 +25,12 @@ for _, id in ipairs(ids) do
       redis.call('ZADD', ARGV[4] .. v[2], ARGV[1], id)
       redis.call('SADD', KEYS[3], v[2])
       redis.call('HSET', key, 'state', 'aggregating')
-      if listening then
-        asyncq_emit(base, id, v[1], 'aggregating', {group = v[2]})
-      end
+      emit(id, v[1], 'aggregating', {group = v[2]})
     else
       redis.call('LPUSH', KEYS[2], id)
       redis.call('HSET', key, 'state', 'pending', 'pending_since', ARGV[1])
       pushed = true
-      if listening then
-        asyncq_emit(base, id, v[1], 'pending')
-      end
+      emit(id, v[1], 'pending')
     end
   end
   redis.call('ZREM', KEYS[1], id)

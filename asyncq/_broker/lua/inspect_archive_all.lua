@@ -16,13 +16,11 @@
 -- The archive is trimmed as by a worker's archive (age and size caps), deleting the task hashes
 -- of the entries it drops. Ids without a task hash, or in another state, are dropped.
 -- Archiving a workflow step fails its workflow (an outbox record, as inspect_archive_task).
--- @include _lib.lua
 -- @include _inspect_lib.lua
 -- @include _wf_lib.lua
 local batch = tonumber(ARGV[2])
 local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', batch)
-local base = asyncq_base(ARGV[3], 't:')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(ARGV[3], 't:')
 local archived = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
@@ -31,17 +29,13 @@ for _, id in ipairs(ids) do
     redis.call('ZADD', KEYS[2], ARGV[5], id)
     redis.call('HSET', key, 'state', 'archived')
     redis.call('HDEL', key, 'pending_since')
-    if listening then
-      asyncq_emit(base, id, ARGV[1], 'archived')
-    end
+    emit(id, ARGV[1], 'archived')
     if v[2] then
       asyncq_wf_out(key, id, v[2], 'f', '-', 'archived by the inspector')
     end
     archived = archived + 1
   end
 end
-if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('SREM', KEYS[3], ARGV[4])
-end
+inspect_forget_group(KEYS[1], KEYS[3], ARGV[4])
 local trimmed = asyncq_trim_archive(KEYS[2], ARGV[3], ARGV[7], tonumber(ARGV[6]), batch)
 return {#ids, archived, trimmed}

@@ -17,7 +17,6 @@
 --   lack its input). Archiving a workflow step fails its workflow.
 -- The uniqueness lock is kept (the task still exists), as when a worker archives a task.
 -- Trimming the archive deletes the task hashes of the entries it drops.
--- @include _lib.lua
 -- @include _inspect_lib.lua
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'group', 'wf')

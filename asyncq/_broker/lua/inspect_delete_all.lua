@@ -10,21 +10,17 @@
 -- Ids whose task hash is gone are dropped; ids whose hash is in another state (a stale entry)
 -- are dropped from the source without touching that task. Locks the tasks own are released.
 -- Deleting a workflow step cancels its workflow (an outbox record, as inspect_delete_task).
--- @include _lib.lua
 -- @include _inspect_lib.lua
 -- @include _wf_lib.lua
 local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
-local base = asyncq_base(ARGV[3], 't:')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(ARGV[3], 't:')
 local deleted = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
   local v = redis.call('HMGET', key, 'state', 'unique_key', 'wf')
   if v[1] == ARGV[1] then
     asyncq_release_unique(v[2], id)
-    if listening then
-      asyncq_emit(base, id, ARGV[1], 'deleted')
-    end
+    emit(id, ARGV[1], 'deleted')
     if v[3] then
       asyncq_wf_out(key, id, v[3], 'c', '-', 'deleted')
     end
@@ -32,7 +28,5 @@ for _, id in ipairs(ids) do
     deleted = deleted + 1
   end
 end
-if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('SREM', KEYS[2], ARGV[4])
-end
+inspect_forget_group(KEYS[1], KEYS[2], ARGV[4])
 return {#ids, deleted}

@@ -10,7 +10,6 @@
 -- Returns: 1 deleted; 0 no such task; -1 the task is active (cancel it instead).
 -- Deleting a workflow step (or a task a workflow waits for) cancels its workflow.
 -- The uniqueness lock is released if this task owns it.
--- @include _lib.lua
 -- @include _inspect_lib.lua
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'group', 'unique_key', 'wf')

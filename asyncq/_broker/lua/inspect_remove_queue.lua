@@ -16,7 +16,6 @@
 --   (staged aggregation sets count unless forced); code 1 removed (when checking: removable
 --   as far as queued tasks go), -1 tasks are active, -2 tasks are queued, -3 completed tasks
 --   remain (delete them in batches first: this script never loops over a large set).
--- @include _lib.lua
 -- @include _inspect_lib.lua
 local mode = ARGV[1]
 local active = redis.call('LLEN', KEYS[2])

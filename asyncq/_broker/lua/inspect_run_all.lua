@@ -15,12 +15,10 @@
 -- Returns: {ids taken from the source, tasks made pending}. Call again while ids == batch size.
 -- Tasks join the end of the line in source order (lowest score runs first). Ids without a task
 -- hash, or whose hash is in another state, are dropped from the source.
--- @include _lib.lua
 -- @include _wake_lib.lua
 -- @include _inspect_lib.lua
 local ids = inspect_take(KEYS[1], false, tonumber(ARGV[2]))
-local base = asyncq_base(ARGV[3], 't:')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(ARGV[3], 't:')
 local moved = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
@@ -28,15 +26,11 @@ for _, id in ipairs(ids) do
     redis.call('LPUSH', KEYS[2], id)
     redis.call('HSET', key, 'state', 'pending', 'pending_since', ARGV[5])
     redis.call('HDEL', key, 'completed_at')
-    if listening then
-      asyncq_emit(base, id, ARGV[1], 'pending')
-    end
+    emit(id, ARGV[1], 'pending')
     moved = moved + 1
   end
 end
-if ARGV[4] ~= '' and redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('SREM', KEYS[3], ARGV[4])
-end
+inspect_forget_group(KEYS[1], KEYS[3], ARGV[4])
 if moved > 0 then
   asyncq_wake(KEYS[4], ARGV[6], ARGV[7])
 end

@@ -14,7 +14,6 @@
 -- Returns: 1 now pending; 0 no such task; -1 the task is active; -2 it is already pending;
 --   -3 it is a workflow step waiting for the steps before it (its workflow releases it).
 -- The task joins the end of the line (LPUSH: workers pop from the tail).
--- @include _lib.lua
 -- @include _wake_lib.lua
 -- @include _inspect_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'group')

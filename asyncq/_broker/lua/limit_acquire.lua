@@ -31,12 +31,10 @@
 -- a cell-rate algorithm).
 -- @include _lib.lua
 local now = tonumber(ARGV[1])
-local server = redis.call('TIME')
-local rnow = tonumber(server[1]) * 1000 + tonumber(server[2]) / 1000  -- ms, to the µs
+local rnow = asyncq_now_precise_ms()
 local tprefix = ARGV[2]
 local owner = ARGV[3]
-local base = asyncq_base(KEYS[1], 'active')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(KEYS[1], 'active')
 local out = {}
 local registered = {}  -- (key set, key) pairs written to the registry by this call
 
@@ -192,9 +190,7 @@ while i <= #ARGV do
         redis.call('HDEL', tkey, 'owner')
         redis.call('ZADD', KEYS[3], due, holder)
         redis.call('HSET', tkey, 'state', 'scheduled', 'limited', limited)
-        if listening then
-          asyncq_emit(base, holder, 'active', 'scheduled', {limited = limited, next = due})
-        end
+        emit(holder, 'active', 'scheduled', {limited = limited, next = due})
       end
       out[#out + 1] = due
     end

@@ -13,11 +13,9 @@
 -- ARGV[6...] pairs: holder, state prefix of its limit key (<p>held, <p>wait)
 -- Returns: how many waiting tasks were woken. A waiter that is no longer deferred (deleted,
 --   run by hand, forwarded at its fallback time) is dropped from the line.
--- @include _lib.lua
 -- @include _wake_lib.lua
 local tprefix = ARGV[2]
-local base = asyncq_base(KEYS[1], 'pending')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(KEYS[1], 'pending')
 local woken = 0
 for i = 6, #ARGV, 2 do
   local holder, state = ARGV[i], ARGV[i + 1]
@@ -38,9 +36,7 @@ for i = 6, #ARGV, 2 do
         redis.call('ZREM', KEYS[2], id)
         redis.call('RPUSH', KEYS[1], id)
         redis.call('HSET', tprefix .. id, 'state', 'pending', 'pending_since', ARGV[1])
-        if listening then
-          asyncq_emit(base, id, 'scheduled', 'pending')
-        end
+        emit(id, 'scheduled', 'pending')
         woken = woken + 1
         break
       end

@@ -7,9 +7,9 @@
 --   '0' else), the limit's key set, the key value
 -- Returns: per key {in use, waiting}: live slot holders (their lease or manual hold has
 --   not ended), or starts in the current window; and tasks deferred in its line.
+-- @include _lib.lua
 local now = tonumber(ARGV[1])
-local server = redis.call('TIME')
-local rnow = tonumber(server[1]) * 1000 + tonumber(server[2]) / 1000  -- ms, to the µs
+local rnow = asyncq_now_precise_ms()
 local out = {}
 for i = 2, #ARGV, 5 do
   local state = ARGV[i + 1]

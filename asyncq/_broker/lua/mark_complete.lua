@@ -16,7 +16,6 @@
 -- ARGV[7] result bytes
 -- ARGV[8] largest result sent with the completion event, bytes
 -- Returns: 1 completed; 0 the task is no longer active under this owner (no change).
--- @include _lib.lua
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
 if not asyncq_owned(v[1], v[2], ARGV[2]) then
@@ -32,11 +31,8 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 'result', ARGV[7], 'result_enc', ARGV[6])
 end
 -- The event carries the result up to ARGV[8] bytes; a larger one is read from the task.
-if ARGV[6] ~= '' and #ARGV[7] > tonumber(ARGV[8]) then
-  asyncq_event(KEYS[1], ARGV[1], 'active', 'completed', {renc = ARGV[6], kept = true, big = true})
-else
-  asyncq_event(KEYS[1], ARGV[1], 'active', 'completed', {renc = ARGV[6], kept = true}, ARGV[7])
-end
+asyncq_completed_event(KEYS[1], ARGV[1], 'active', ARGV[6], true, ARGV[7],
+  ARGV[6] ~= '' and asyncq_result_too_big(ARGV[7], ARGV[8]))
 if v[4] then
   asyncq_wf_out(KEYS[1], ARGV[1], v[4], 's', ARGV[6] == '' and '-' or ARGV[6], ARGV[7])
 end

@@ -28,7 +28,6 @@
 --   'aggregating' back in its group;
 --   'archived:<reason>'   no usable state or message: archived with that reason.
 --   A workflow step 'waiting' for the steps before it is in no list by design: left alone.
--- @include _lib.lua
 -- @include _wake_lib.lua
 local now = ARGV[3]
 local search = tonumber(ARGV[4])

@@ -12,7 +12,6 @@
 -- ARGV[5] queue name
 -- Returns: 1 requeued; 0 the task is no longer active under this owner (no change).
 -- No counters change and `retried` is kept: the task did not fail.
--- @include _lib.lua
 -- @include _wake_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner')
 if not asyncq_owned(v[1], v[2], ARGV[2]) then

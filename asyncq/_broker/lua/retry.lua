@@ -4,8 +4,10 @@
 -- KEYS[2] active list        asyncq:{q}:active
 -- KEYS[3] lease zset         asyncq:{q}:lease
 -- KEYS[4] retry zset         asyncq:{q}:retry
--- KEYS[5] processed total    KEYS[6] processed today
--- KEYS[7] failed total       KEYS[8] failed today
+-- KEYS[5] processed total    asyncq:{q}:processed
+-- KEYS[6] processed today    asyncq:{q}:processed:<YYYY-MM-DD>
+-- KEYS[7] failed total       asyncq:{q}:failed
+-- KEYS[8] failed today       asyncq:{q}:failed:<YYYY-MM-DD>
 -- ARGV[1] task id
 -- ARGV[2] owner ('' = any owner)
 -- ARGV[3] retry at, Unix ms (the retry zset score)

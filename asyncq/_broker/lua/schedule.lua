@@ -14,16 +14,10 @@
 -- Returns: 1 scheduled (3: and the queue must be registered, see asyncq_stored); 0 a task with this id exists; -1 a unique duplicate holds the lock.
 -- When the task becomes the earliest scheduled one, "<queue>@<process-at>" is published on the
 -- wake channel so workers' forwarders can wake at that time instead of at their next round.
--- @include _lib.lua
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
-end
-local unique_ttl = tonumber(ARGV[5])
-if unique_ttl > 0 then
-  if not redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', unique_ttl) then
-    return -1
-  end
-  redis.call('HSET', KEYS[1], 'unique_key', KEYS[3])
+-- @include _store_lib.lua
+local code = asyncq_new_task(KEYS[1], KEYS[3], ARGV[1], ARGV[5])
+if code ~= 1 then
+  return code
 end
 redis.call('HSET', KEYS[1], 'msg', ARGV[2], 'payload', ARGV[3], 'state', 'scheduled')
 if ARGV[6] ~= '' then

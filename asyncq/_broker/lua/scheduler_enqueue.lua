@@ -9,7 +9,5 @@
 -- Returns: 2 the tick was already claimed (by another scheduler), nothing stored; otherwise the
 -- result of enqueue.lua: 1 stored; 0 a task with this id exists; -1 a unique duplicate holds the
 -- lock (the tick stays claimed in both cases: no replica enqueues it again).
--- @include _lib.lua
--- @include _wake_lib.lua
 -- @include _scheduler_claim.lua
 -- @include enqueue.lua

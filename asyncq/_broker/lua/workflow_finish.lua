@@ -16,11 +16,8 @@ end
 local from = v[1] == 'running' and 'active' or 'pending'
 redis.call('HSET', KEYS[1], 'wstate', 'succeeded', 'state', 'completed', 'completed_at',
   ARGV[2], 'result', ARGV[4], 'result_enc', ARGV[3])
-if #ARGV[4] > tonumber(ARGV[5]) then
-  asyncq_event(KEYS[1], ARGV[1], from, 'completed', {renc = ARGV[3], kept = true, big = true})
-else
-  asyncq_event(KEYS[1], ARGV[1], from, 'completed', {renc = ARGV[3], kept = true}, ARGV[4])
-end
+asyncq_completed_event(KEYS[1], ARGV[1], from, ARGV[3], true, ARGV[4],
+  asyncq_result_too_big(ARGV[4], ARGV[5]))
 for i = 1, #KEYS do
   redis.call('PEXPIRE', KEYS[i], v[2])
 end

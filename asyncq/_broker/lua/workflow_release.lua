@@ -12,11 +12,9 @@
 -- ARGV[3i+1..3i+3]: step i's id, its input (JSON for an argument; as stored for a payload),
 --   and the input's encoding ('j', 'b'; '-' no input)
 -- Returns: one flag per step: 1 released, 0 not waiting (nothing done).
--- @include _lib.lua
 -- @include _wake_lib.lua
 local out = {}
-local base = asyncq_base(KEYS[1], 'pending')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(KEYS[1], 'pending')
 local pushed = false
 for i = 1, #KEYS - 2 do
   local key = KEYS[i + 2]
@@ -44,9 +42,7 @@ for i = 1, #KEYS - 2 do
     redis.call('PERSIST', key)
     redis.call('LPUSH', KEYS[1], id)
     pushed = true
-    if listening then
-      asyncq_emit(base, id, 'waiting', 'pending')
-    end
+    emit(id, 'waiting', 'pending')
     out[i] = 1
   end
 end

@@ -13,11 +13,10 @@
 --   in place of that mode when it is pending at once.
 -- Returns: one code per step: 1 stored (3: and the queue must be registered, see
 --   asyncq_stored); 0 a task with this id exists (nothing written for it).
--- @include _lib.lua
+-- @include _store_lib.lua
 -- @include _wake_lib.lua
 local out = {}
-local base = asyncq_base(KEYS[1], 'pending')
-local listening = asyncq_listening(base)
+local emit = asyncq_events(KEYS[1], 'pending')
 local pushed = false
 for i = 1, #KEYS - 3 do
   local key = KEYS[i + 3]
@@ -31,14 +30,10 @@ for i = 1, #KEYS - 3 do
       redis.call('HSET', key, 'state', 'pending', 'pending_since', ARGV[1])
       redis.call('LPUSH', KEYS[1], id)
       pushed = true
-      if listening then
-        asyncq_emit(base, id, '', 'pending')
-      end
+      emit(id, '', 'pending')
     else
       redis.call('HSET', key, 'state', 'waiting', 'wfin', mode)
-      if listening then
-        asyncq_emit(base, id, '', 'waiting')
-      end
+      emit(id, '', 'waiting')
     end
     out[i] = asyncq_stored(KEYS[3])
   end
