@@ -16,7 +16,7 @@ import redis
 from redis.asyncio import Redis
 from topology.cluster import LocalCluster
 
-from asyncq import _keys as K
+from asyncq._broker import _keys as K
 from asyncq._broker import _scripts
 from asyncq._broker._scripts import IncludeError, load_scripts, resolve_includes
 
