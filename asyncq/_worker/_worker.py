@@ -87,9 +87,9 @@ class Worker:
                            on_retry_written=self.forwarder.poke,
                            on_written=notifier.written if notifier else None)
         self.processor = Processor(self.broker, cfg, self.handler, self.acker, self.leases,
-                                   self.clock, on_started=notifier.started if notifier else None)
-        self.processor.limits = gate_for(self.handler, self.broker, cfg.server_id,
-                                         self.forwarder.poke, cfg.metrics)
+                                   self.clock, on_started=notifier.started if notifier else None,
+                                   limits=gate_for(self.handler, self.broker, cfg.server_id,
+                                                   self.forwarder.poke, cfg.metrics))
         self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
                                    self.clock)
         if cfg.metrics is not None:
