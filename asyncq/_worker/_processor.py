@@ -46,7 +46,7 @@ from ._handoffs import Handoffs
 from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler
-from ._outcomes import Endings, TaskCancelledError, error_text
+from ._outcomes import Endings, error_text
 from ._retry import QueueOrder
 from ._running import Buffered, DeadlineTimers, Running, Stop, limit_of
 from ._threads import SyncThreads
@@ -396,13 +396,10 @@ class Processor:
         reason = Stop(reason)
         item = self.buffer.pop(task_id, None)
         if item is not None:  # prefetched, not started: settle it without running it
-            if reason is Stop.CANCEL:
-                error = error_text(TaskCancelledError("task cancelled on request"))
-                self.settle(Outcome("archive", item.queue, task_id, error=error))
-            elif reason is Stop.LEASE_LOST:
+            if reason is Stop.LEASE_LOST:  # the task is someone else's now
                 self._leases.release(task_id, PREFETCHED)
             else:
-                self.settle(Outcome("requeue", item.queue, task_id))
+                self.endings.unstarted(item.queue, task_id, reason)
             return True
         run = self.running.get(task_id)
         if run is None or run.reason is not None or run.atask is None or run.atask.done():

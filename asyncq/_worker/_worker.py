@@ -288,8 +288,11 @@ class Worker:
     async def _drain(self) -> None:
         # Shutdown order — senders stop before receivers:
         # 1. stop fetching (no new leases);
-        # 2. wait up to shutdown_timeout for running handlers to finish;
-        # 3. cancel the handlers still running; their tasks are requeued, next in line;
+        # 2. wait up to shutdown_timeout for running handlers to finish (a hand-off still
+        #    claiming its limits first starts or goes back);
+        # 3. cancel the handlers still running; their tasks are requeued, next in line; async
+        #    error_handler calls get a short grace, then are cancelled (the processor owns
+        #    every task it started: see _background);
         # 4. write every outcome; the heartbeat keeps those leases alive meanwhile;
         # 5. stop the heartbeat, forwarder, recoverer, janitor, aggregator and subscriber
         #    (the caller cancels the task group);
