@@ -16,8 +16,8 @@
 5. **Stop** (``cancel``, ``lease_lost``, ``drain``): a run stopped on purpose carries its
    ``Stop`` reason to step 4.
 
-Every task it leases is in the lease table (``_leases``) from its dequeue until the acker let
-go of it. Owners of what runs in the background: a handler's asyncio task is owned here
+Every task it leases is in the lease table (``_leases``) from its dequeue until the acker
+lets go of it. Owners of what runs in the background: a handler's asyncio task is owned here
 (``running``; ``drain`` waits for, cancels or abandons each); hand-off admissions run in a
 ``TaskSet`` that ``drain`` closes.
 """
