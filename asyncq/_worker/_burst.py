@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import anyio
 
@@ -11,7 +12,18 @@ from .._clock import Clock
 from .._log import get_logger
 from ._acker import Acker
 from ._config import WorkerConfig
-from ._processor import Processor
+
+
+class Runs(Protocol):
+    """What burst mode needs of the processor."""
+
+    @property
+    def idle(self) -> bool:
+        """No task running or prefetched."""
+
+    async def wait_idle(self) -> None:
+        """Return once no handler is running."""
+
 
 CHECK_INTERVAL = 0.2  # seconds between checks while this worker is idle
 
@@ -22,7 +34,7 @@ class BurstWatch:
     ``config.burst_horizon`` (nor, with a group aggregator, a group waiting). A paused queue
     counts as empty: this worker could not run its tasks."""
 
-    def __init__(self, broker: Broker, config: WorkerConfig, processor: Processor,
+    def __init__(self, broker: Broker, config: WorkerConfig, processor: Runs,
                  acker: Acker, clock: Clock, on_empty: Callable[[], None]) -> None:
         self._broker = broker
         self._config = config
@@ -42,8 +54,7 @@ class BurstWatch:
             await anyio.sleep(min(CHECK_INTERVAL, self._config.idle_poll_interval))
 
     def _idle(self) -> bool:
-        p = self._processor
-        return not (p.running or p.buffer or self._acker.pending)
+        return self._processor.idle and not self._acker.pending
 
     async def empty(self) -> bool:
         """True when nothing is left to run now or within the horizon (read from Redis, then

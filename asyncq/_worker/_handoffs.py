@@ -1,78 +1,49 @@
-"""Handoffs: the tasks an enqueue (or forward, requeue...) leased to this idle worker in one hop.
+"""Hand-offs: this worker's end of one-hop delivery — a task an enqueue (or forward, requeue...)
+leased to this idle worker directly.
 
 A dequeue that leaves slots free registers the worker as idle on the queue; the script that
 makes the next task pending leases it to the longest-idle registered worker and publishes it on
-that worker's channel. The subscriber passes each message here: the task starts as if dequeued
-(through the limits gate), and the fetch loop dequeues again at once, which re-registers the
-worker and returns any hand-off whose message was lost.
+that worker's channel. The subscriber passes each message to ``Handoffs.receive``, which decodes
+it and hands the task to the processor (``Processor.handed_off``): it starts as if dequeued,
+through the limits gate, and the fetch loop dequeues again at once, which re-registers the
+worker and returns any hand-off whose message was lost. At stop, ``leave_idle`` withdraws the
+registrations.
 """
 
 from __future__ import annotations
 
-import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import anyio
 from structlog.typing import FilteringBoundLogger
 
-from .._broker import Broker, Outcome, RawTask, decode_handoff
+from .._broker import Broker, RawTask, decode_handoff
 from .._clock import Clock
 from .._errors import BrokerError
 from ._config import WorkerConfig
-from ._leases import PREFETCHED, Leases
 from ._outcomes import error_text
-
-if TYPE_CHECKING:
-    from ._processor import Processor
 
 
 class Handoffs:
-    """Receives hand-offs for a processor and withdraws its idle registrations at stop."""
+    """Receives hand-offs and passes each task on to ``arrive(queue, raw, lease_until)``;
+    withdraws this worker's idle registrations at stop."""
 
-    def __init__(self, processor: Processor, broker: Broker, config: WorkerConfig,
-                 leases: Leases, clock: Clock, log: FilteringBoundLogger) -> None:
-        self._p = processor
-        self._broker, self._config, self._leases = broker, config, leases
-        self._clock, self._log = clock, log
+    def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock,
+                 log: FilteringBoundLogger, arrive: Callable[[str, RawTask, int], None]) -> None:
+        self._broker, self._config, self._clock, self._log = broker, config, clock, log
+        self._arrive = arrive
         self.registered = False
         """A dequeue may have registered this worker as idle (withdrawn at stop)."""
-        self.arriving: set[str] = set()
-        """Handed-off tasks whose limits are being claimed (not yet in the leases)."""
-        self._admitting: set[asyncio.Task[None]] = set()
 
     def receive(self, queue: str, data: bytes) -> None:
-        """Start a handed-off task (already leased to this worker), or give it back next in
-        line when this worker is stopping or has no free slot."""
-        p = self._p
+        """Pass on a handed-off task (already leased to this worker); a malformed message is
+        ignored (the next dequeue returns its task)."""
         try:
             raw, until = decode_handoff(data)
-        except (ValueError, UnicodeDecodeError) as exc:  # its next dequeue returns it
+        except (ValueError, UnicodeDecodeError) as exc:
             self._log.warning("malformed hand-off message ignored", queue=queue, error=str(exc))
             return
-        if raw.id in self._leases or raw.id in self.arriving:
-            return  # a dequeue returned it first
-        lease_until = min(until, self._clock.now_ms() + self._config.lease_ms)
-        if not p.fetching or p.free_slots() <= 0:
-            # Registered on several queues, one hand-off filled the last slot: the requeue
-            # hands it to another idle worker.
-            self._leases.add(raw.id, queue, lease_until, PREFETCHED)
-            p.settle(Outcome("requeue", queue, raw.id))
-            return
-        if p.limits is not None and p.limits.limits:
-            self.arriving.add(raw.id)
-            task = asyncio.get_running_loop().create_task(self._admit(queue, raw, lease_until))
-            self._admitting.add(task)
-            task.add_done_callback(self._admitting.discard)
-        else:
-            p.take(queue, raw, lease_until)
-        p.wake.set()
-
-    async def _admit(self, queue: str, raw: RawTask, lease_until: int) -> None:
-        try:
-            for admitted in await self._p.admit(queue, [raw], lease_until):
-                self._p.take(queue, admitted, lease_until)
-        finally:
-            self.arriving.discard(raw.id)
+        self._arrive(queue, raw, min(until, self._clock.now_ms() + self._config.lease_ms))
 
     async def leave_idle(self) -> None:
         """Withdraw the idle registrations, so no task is handed off to a stopping worker (one
@@ -82,7 +53,7 @@ class Handoffs:
         try:
             with anyio.fail_after(1.0):  # Redis down: the registrations lapse on their own
                 await self._broker.leave_idle(list(self._config.queues), self._config.server_id,
-                                          self._config.lease_ms)
+                                              self._config.lease_ms)
         except (BrokerError, TimeoutError) as exc:
             self._log.warning("could not leave the idle workers",
-                          error=error_text(exc) or "timed out")
+                              error=error_text(exc) or "timed out")

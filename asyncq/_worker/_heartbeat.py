@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import anyio
 import orjson
@@ -24,7 +25,29 @@ from .._service._outage import Outage
 from ._acker import Acker
 from ._config import WorkerConfig
 from ._leases import OUTCOME, Leases
-from ._processor import Processor
+from ._running import Running, Stop
+
+
+class Runs(Protocol):
+    """What the heartbeat needs of the processor: the runs it reports and stops."""
+
+    @property
+    def running(self) -> Mapping[str, Running]:
+        """The running handlers, by task id."""
+
+    @property
+    def processed(self) -> int:
+        """Runs that finished."""
+
+    @property
+    def failed(self) -> int:
+        """Runs that failed."""
+
+    def cancel(self, task_id: str, reason: Stop) -> bool:
+        """Stop the run of ``task_id`` for ``reason``; False when it is not running here."""
+
+    def lease_lost(self, task_id: str) -> bool:
+        """The lease of ``task_id`` was lost: stop its run; False when nothing was left."""
 
 
 class Heartbeat:
@@ -32,7 +55,7 @@ class Heartbeat:
     of local lease expiry."""
 
     def __init__(self, broker: Broker, config: WorkerConfig, leases: Leases,
-                 processor: Processor, acker: Acker, clock: Clock) -> None:
+                 processor: Runs, acker: Acker, clock: Clock) -> None:
         self._broker = broker
         self._config = config
         self._leases = leases
@@ -90,7 +113,7 @@ class Heartbeat:
                     continue
                 if kept:
                     lease.until_ms = sent + lease_ms
-                    if kept == CANCEL_REQUESTED and self._processor.cancel(task_id, "cancel"):
+                    if kept == CANCEL_REQUESTED and self._processor.cancel(task_id, Stop.CANCEL):
                         self._log.info("task cancelled on request", task_id=task_id,
                                        seen_by="lease renewal")
                 else:

@@ -11,17 +11,17 @@ from typing import Any
 from .. import _tracing
 from .._model._message import TaskMessage
 from .._model._task import Task
-from ._outcomes import error_text
 from ._running import Running
 from ._threads import SyncThreads, use_threads
 
 
 class HandlerExit(Exception):
     """Carries a ``BaseException`` a handler raised (``SystemExit``, ``KeyboardInterrupt``) out
-    of its asyncio task: raised as itself it would stop the event loop and the worker."""
+    of its asyncio task: raised as itself it would stop the event loop and the worker. Whoever
+    reads it unwraps ``original``: that is the run's (or the hook's) error."""
 
     def __init__(self, original: BaseException) -> None:
-        super().__init__(error_text(original))
+        super().__init__(original)
         self.original = original
 
 

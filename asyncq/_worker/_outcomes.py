@@ -1,26 +1,36 @@
-"""What a run becomes: the outcome written for a task whose handler returned or failed.
+"""What a run becomes: how a run that ended is ended (``Endings``: its outcome decided, logged,
+measured and handed to the acker, the ``error_handler`` called for a failure), what that
+outcome is (``success_outcome``, ``failure_outcome``, and the error a ``Stop`` ends with), and
+the error text stored with it (``error_text``).
 
-The processor (a handler returned or raised) and the recoverer (a lease expired: the run failed
-with ``LeaseExpiredError``) decide failures with the same function, so a retry policy applies
-the same way to both.
+The processor says *that* a run ended and why (``_processor``); this says *what* that means.
+The recoverer (a lease expired: the run failed with ``LeaseExpiredError``) decides failures
+with the same ``failure_outcome``, so a retry policy applies the same way to both; the acker
+writes the outcome (``_acker``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections.abc import Callable
 from typing import Any, Literal
 
 from structlog.typing import FilteringBoundLogger
 
 from .._broker import Outcome
 from .._clock import MAX_TIME_MS, Clock
-from .._errors import Retry, RevokeTask, SkipRetry
+from .._errors import HandlerNotFoundError, LeaseExpiredError, Retry, RevokeTask, SkipRetry
 from .._model._message import TaskMessage
 from .._model._payload import encode_payload
 from .._model._task import Task
+from .._observe import RunOutcome
 from .._validate import to_ms
+from ._background import TaskSet
 from ._config import WorkerConfig
+from ._invoke import HandlerExit, contained
 from ._retry import default_retry_delay
+from ._running import Running, Stop
 
 FALLBACK_RETRY_DELAY = default_retry_delay
 """The retry delay used when the configured ``retry_delay`` raises or returns something that is
@@ -31,68 +41,148 @@ FALLBACK_IS_FAILURE = True
 """A failure counts as one (``failed`` in the queue stats) when ``is_failure`` raises."""
 
 
-class TaskCancelledError(Exception):
-    """The task was cancelled on request (``Client.cancel`` / the inspector)."""
+# -- 1. ending a run: what the processor calls when a run ended
 
 
-def stopped_error(reason: str | None, cancelled: bool) -> BaseException | None:
-    """The error a run stopped on purpose ends with (its deadline, its timeout, a cancel
-    request) or a handler cancelled otherwise; None when it was not stopped."""
-    if reason == "deadline":
-        return TimeoutError("task deadline passed (the deadline it was enqueued with)")
-    if reason == "timeout":
-        return TimeoutError("task timeout exceeded (it ran longer than its timeout)")
-    if reason == "cancel":
-        return TaskCancelledError("task cancelled on request")
-    if cancelled:
-        return asyncio.CancelledError("handler was cancelled")
-    return None
+class Endings:
+    """The end of every run of one worker, and its counters."""
+
+    def __init__(self, config: WorkerConfig, clock: Clock, log: FilteringBoundLogger,
+                 settle: Callable[[Outcome], None]) -> None:
+        self._config = config
+        self._clock = clock
+        self._log = log
+        self._settle = settle
+        self._observer = config.metrics
+        self._task_logs = config.task_logs
+        self._unknown_types: set[str] = set()  # task types already reported as unhandled
+        self.hooks = TaskSet(self._hook_failed)
+        """The async ``error_handler`` calls still running (awaited by ``hooks_done``)."""
+        self.processed = 0  # runs that finished, succeeded or failed (as the queue counters)
+        self.failed = 0
+
+    def ended(self, run: Running, exc: BaseException | None, cancelled: bool,
+              atask: asyncio.Task[Any] | None) -> None:
+        """``run`` ended: its handler raised ``exc`` (None: it returned, or it never started),
+        its task was ``cancelled``, or the worker stopped it for ``run.reason``."""
+        reason = run.reason
+        if reason is Stop.SHUTDOWN:
+            self._requeued(run)
+        elif reason is Stop.LEASE_LOST:
+            self._lease_lost(run)
+        else:
+            exc = stopped_error(reason, cancelled) or exc
+            if exc is None:
+                self._succeeded(run, None if atask is None else atask.result())
+            else:
+                self._failed(run, exc)
+
+    def unstarted(self, queue: str, task_id: str, reason: Stop) -> None:
+        """A prefetched task (leased, never started) was stopped for ``reason``: archived when
+        cancelled on request, else requeued; not a run, so not counted."""
+        if reason is Stop.CANCEL:
+            error = error_text(TaskCancelledError("task cancelled on request"))
+            self._settle(Outcome("archive", queue, task_id, error=error))
+        else:
+            self._settle(Outcome("requeue", queue, task_id))
+
+    def _requeued(self, run: Running) -> None:
+        """Stopped by the worker's shutdown: back to pending, not a failure."""
+        self._observe(run, "requeued", False)
+        self._settle(Outcome("requeue", run.queue, run.id))
+
+    def _lease_lost(self, run: Running) -> None:
+        """Its lease was lost (the task is someone else's now): nothing to write."""
+        self._observe(run, "lease_lost", False)
+        self._call_error_handler(run, LeaseExpiredError("task lease expired"))
+
+    def _succeeded(self, run: Running, value: Any) -> None:
+        try:
+            outcome = success_outcome(run.msg, value, self._log)
+        except ResultError as exc:  # a result that cannot be stored fails the run
+            self._failed(run, exc)
+            return
+        self.processed += 1
+        self._observe(run, "succeeded", False)
+        if self._task_logs != "off":
+            log = self._log.info if self._task_logs == "info" else self._log.debug
+            log("task succeeded", task_id=run.id, queue=run.queue, type=run.msg.type,
+                **run.trace, duration_s=round((self._clock.now_ms() - run.started_ms) / 1000, 3),
+                outcome=outcome.kind)
+        self._settle(outcome)
+
+    def _failed(self, run: Running, exc: BaseException) -> None:
+        """The handler raised (or timed out, or was cancelled): retry, archive or revoke."""
+        # "processed" counts every finished run, as the queues' counters do; failed a subset.
+        self.processed += 1
+        self.failed += 1
+        task = run.task
+        text = error_text(exc)
+        log = self._log.bind(task_id=run.id, queue=run.queue, type=run.msg.type, **run.trace)
+        unknown = isinstance(exc, HandlerNotFoundError)
+        if unknown and self._config.unknown_type == "archive":
+            outcome = Outcome("archive", run.queue, run.id, error=text)
+        else:
+            outcome = failure_outcome(run.queue, run.id, task, exc, self._config, self._clock,
+                                      log)
+        self._observe_failure(run, outcome)
+        if unknown:
+            # A type nobody handles (a typo, or a rolling deploy): one warning per type, no
+            # traceback (it would only show asyncq's routing).
+            if run.msg.type not in self._unknown_types:
+                self._unknown_types.add(run.msg.type)
+                log.warning("no handler for this task type", error=text,
+                            policy=self._config.unknown_type)
+        elif outcome.kind == "done":
+            log.info("task revoked", error=text)
+        elif outcome.kind == "archive":
+            log.warning("task archived", error=text, retried=task.retried, exc_info=exc)
+        else:
+            log.warning("task failed; will retry", error=text, retried=task.retried,
+                        retry_in=(outcome.retry_at_ms - self._clock.now_ms()) / 1000,
+                        exc_info=exc)
+        self._settle(outcome)
+        self._call_error_handler(run, exc)
+
+    async def hooks_done(self, timeout: float) -> None:
+        """Give the ``error_handler`` calls still running up to ``timeout`` seconds; those
+        still running then are cancelled."""
+        await self.hooks.close(timeout)
+
+    def _observe(self, run: Running, outcome: RunOutcome, failed: bool) -> None:
+        if self._observer is not None:
+            run_s = (self._clock.now_ms() - run.started_ms) / 1000
+            self._observer.finished(run.queue, run.msg.type, outcome, failed, run_s)
+
+    def _observe_failure(self, run: Running, outcome: Outcome) -> None:
+        if self._observer is None:
+            return
+        if outcome.kind == "done":
+            self._observe(run, "revoked", False)
+        elif run.reason is Stop.CANCEL:
+            self._observe(run, "cancelled", False)
+        else:
+            self._observe(run, "retried" if outcome.kind == "retry" else "archived", True)
+
+    def _call_error_handler(self, run: Running, exc: BaseException) -> None:
+        hook = self._config.error_handler
+        if hook is None:
+            return
+        try:
+            result = hook(run.task, exc)
+        except BaseException:  # even SystemExit: a hook must not stop the worker
+            self._log.exception("error_handler raised", task_id=run.id)
+            return
+        if inspect.isawaitable(result):
+            self.hooks.spawn(contained(result))
+
+    def _hook_failed(self, exc: BaseException) -> None:
+        if isinstance(exc, HandlerExit):
+            exc = exc.original
+        self._log.error("error_handler raised", error=error_text(exc))
 
 
-def storable(text: str) -> str:
-    """``text`` made encodable as UTF-8: a lone surrogate (what ``os.listdir`` returns for a
-    file name that is not UTF-8) becomes its ``\\udcff`` escape instead of failing the write."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode()
-    return text
-
-
-def error_text(exc: BaseException) -> str:
-    """``ExcType: message`` (just the type name when the message is empty), always storable:
-    an exception whose ``str()`` raises is named by its type alone."""
-    try:
-        text = str(exc)
-    except Exception:
-        text = "<message could not be read>"
-    name = type(exc).__name__
-    return storable(f"{name}: {text}") if text else name
-
-
-def unstorable_outcome(outcome: Outcome, exc: BaseException) -> Outcome:
-    """What is written instead of ``outcome`` when Redis refused it for good (``exc``): the
-    same failure (retry or archive; a success becomes an archive) with a short ASCII error
-    ``outcome could not be stored: <reason>``, so the task still gets exactly one outcome."""
-    reason = error_text(exc).encode("ascii", "backslashreplace").decode()[:500]
-    kind: Literal["retry", "archive"] = "retry" if outcome.kind == "retry" else "archive"
-    return Outcome(kind, outcome.queue, outcome.task_id, retry_at_ms=outcome.retry_at_ms,
-                   error=f"outcome could not be stored: {reason}")
-
-
-class ResultError(ValueError):
-    """A handler returned a value that cannot be stored as its result (a set, NaN, a string
-    with a lone surrogate...): the run counts as failed, with this as its error."""
-
-
-def encode_result(value: Any) -> tuple[bytes, str]:
-    """``value`` as stored and its encoding (bytes as they are, else JSON); raises
-    ResultError when JSON cannot hold it exactly (NaN and infinities would silently become
-    ``null``)."""
-    try:
-        return encode_payload(value)
-    except ValueError as exc:
-        raise ResultError(f"handler result cannot be stored: {exc.__cause__ or exc}") from exc
+# -- 2. what the outcome is
 
 
 def success_outcome(msg: TaskMessage, value: Any, log: FilteringBoundLogger) -> Outcome:
@@ -169,3 +259,70 @@ def _checked_delay_ms(delay: object, name: str, task: Task, exc: BaseException,
 
 def _fallback_delay_ms(task: Task, exc: BaseException) -> int:
     return to_ms(FALLBACK_RETRY_DELAY(task.retried, exc, task), "default retry delay")
+
+
+class TaskCancelledError(Exception):
+    """The task was cancelled on request (``Client.cancel`` / the inspector)."""
+
+
+def stopped_error(reason: Stop | None, cancelled: bool) -> BaseException | None:
+    """The error a run stopped on purpose ends with (its deadline, its timeout, a cancel
+    request) or a handler cancelled otherwise; None when it was not stopped."""
+    if reason is Stop.DEADLINE:
+        return TimeoutError("task deadline passed (the deadline it was enqueued with)")
+    if reason is Stop.TIMEOUT:
+        return TimeoutError("task timeout exceeded (it ran longer than its timeout)")
+    if reason is Stop.CANCEL:
+        return TaskCancelledError("task cancelled on request")
+    if cancelled:
+        return asyncio.CancelledError("handler was cancelled")
+    return None
+
+
+class ResultError(ValueError):
+    """A handler returned a value that cannot be stored as its result (a set, NaN, a string
+    with a lone surrogate...): the run counts as failed, with this as its error."""
+
+
+def encode_result(value: Any) -> tuple[bytes, str]:
+    """``value`` as stored and its encoding (bytes as they are, else JSON); raises
+    ResultError when JSON cannot hold it exactly (NaN and infinities would silently become
+    ``null``)."""
+    try:
+        return encode_payload(value)
+    except ValueError as exc:
+        raise ResultError(f"handler result cannot be stored: {exc.__cause__ or exc}") from exc
+
+
+def unstorable_outcome(outcome: Outcome, exc: BaseException) -> Outcome:
+    """What is written instead of ``outcome`` when Redis refused it for good (``exc``): the
+    same failure (retry or archive; a success becomes an archive) with a short ASCII error
+    ``outcome could not be stored: <reason>``, so the task still gets exactly one outcome."""
+    reason = error_text(exc).encode("ascii", "backslashreplace").decode()[:500]
+    kind: Literal["retry", "archive"] = "retry" if outcome.kind == "retry" else "archive"
+    return Outcome(kind, outcome.queue, outcome.task_id, retry_at_ms=outcome.retry_at_ms,
+                   error=f"outcome could not be stored: {reason}")
+
+
+# -- 3. the error text stored with it
+
+
+def storable(text: str) -> str:
+    """``text`` made encodable as UTF-8: a lone surrogate (what ``os.listdir`` returns for a
+    file name that is not UTF-8) becomes its ``\\udcff`` escape instead of failing the write."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
+
+
+def error_text(exc: BaseException) -> str:
+    """``ExcType: message`` (just the type name when the message is empty), always storable:
+    an exception whose ``str()`` raises is named by its type alone."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "<message could not be read>"
+    name = type(exc).__name__
+    return storable(f"{name}: {text}") if text else name

@@ -1,10 +1,25 @@
-"""Processor: leases tasks when slots are free and runs their handlers under the concurrency limit.
+"""Processor: the run path of one worker — fetch, run, outcome — read top to bottom.
 
-No polling sleep: when a dequeue leaves slots unfilled, the dequeue script also sets the queue's
-waiters flag; the next enqueue (or forward, requeue, unpause) that sees the flag publishes on the
-wake channel, the subscriber sets ``wake``, and the fetch loop dequeues again at once
-(``idle_poll_interval`` is a safety net). That dequeue also registers this worker as idle, so
-the next task to become pending may arrive already leased (one hop, see ``_handoffs``).
+1. **Fetch** (``run`` → ``tick``): lease tasks whenever slots are free, one dequeue per queue
+   in priority order. No polling sleep: when a dequeue leaves slots unfilled, the dequeue
+   script also sets the queue's waiters flag; the next enqueue (or forward, requeue, unpause)
+   that sees the flag publishes on the wake channel, the subscriber sets ``wake``, and the
+   fetch loop dequeues again at once (``idle_poll_interval`` is a safety net). That dequeue
+   also registers this worker as idle, so the next task to become pending may arrive already
+   leased (one hop: ``handed_off``, decoded in ``_handoffs``).
+2. **Admit** (``_admit``): the limits gate claims the limits of leased tasks before they start.
+3. **Run** (``take`` → ``_start``): start the handler in its own asyncio task when a slot is
+   free (prefetched into ``buffer`` otherwise); its time limit is armed (``_running``).
+4. **Outcome** (``_on_done`` → ``_finish``): the slot is freed (and refilled from the buffer),
+   ``Endings.ended`` (``_outcomes``) decides what the run becomes, and ``settle`` hands the
+   outcome and the task's lease to the acker, which writes it (``_acker``).
+5. **Stop** (``cancel``, ``lease_lost``, ``drain``): a run stopped on purpose carries its
+   ``Stop`` reason to step 4.
+
+Every task it leases is in the lease table (``_leases``) from its dequeue until the acker
+lets go of it. Owners of what runs in the background: a handler's asyncio task is owned here
+(``running``; ``drain`` waits for, cancels or abandons each); hand-off admissions run in a
+``TaskSet`` that ``drain`` closes.
 """
 
 from __future__ import annotations
@@ -12,32 +27,60 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import anyio
 
 from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
 from .._errors import BrokerError, DecodeError
-from .._limits import LimitGate
 from .._log import get_logger
 from .._model._message import TaskMessage, decode_message
 from .._model._task import task_for_handler
 from .._service._backoff import Backoff
 from .._service._outage import QueueOutages
-from ._acker import Acker
+from ._background import TaskSet
 from ._config import WorkerConfig
-from ._deadlines import DeadlineTimers
-from ._endings import Endings
 from ._handoffs import Handoffs
 from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler
-from ._outcomes import TaskCancelledError, error_text, stopped_error
+from ._outcomes import Endings, error_text
 from ._retry import QueueOrder
-from ._running import Buffered, Running, limit_of
+from ._running import Buffered, DeadlineTimers, Running, Stop, limit_of
 from ._threads import SyncThreads
+
+
+class Gate(Protocol):
+    """What the processor needs of the limits gate (``_limits.LimitGate``)."""
+
+    @property
+    def limits(self) -> object:
+        """Truthy once some handler has limits (they may be added until the worker starts)."""
+
+    async def admit(self, queue: str,
+                    raws: Sequence[RawTask]) -> tuple[list[RawTask], list[RawTask]]:
+        """``(start, give back)``; a task in neither was refused (and deferred)."""
+
+    def release(self, task_id: str) -> None:
+        """The outcome of ``task_id`` was decided: give its slots back."""
+
+    def forget(self, task_id: str) -> None:
+        """The lease of ``task_id`` was lost: its slots stay tied to that lease."""
+
+    async def settled(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until the slots given back are written."""
+
+
+class OutcomeSink(Protocol):
+    """What the processor needs of the acker (``_acker.Acker``)."""
+
+    def submit(self, outcome: Outcome) -> None:
+        """Write ``outcome`` (soon; the task's lease is now held as ``OUTCOME``)."""
+
+    def discard_stale(self, task_id: str) -> None:
+        """``task_id`` was leased again: drop an outcome of its earlier run still waiting."""
 
 
 class Processor:
@@ -47,9 +90,10 @@ class Processor:
     to the acker (``outcome``) with its outcome, or released when its lease was lost.
     """
 
-    def __init__(self, broker: Broker, config: WorkerConfig, handler: Handler, acker: Acker,
-                 leases: Leases, clock: Clock,
-                 on_started: Callable[[TaskMessage, int], None] | None = None) -> None:
+    def __init__(self, broker: Broker, config: WorkerConfig, handler: Handler,
+                 acker: OutcomeSink, leases: Leases, clock: Clock,
+                 on_started: Callable[[TaskMessage, int], None] | None = None,
+                 limits: Gate | None = None) -> None:
         self._broker = broker
         self._on_started = on_started  # the on_state_change notifier
         self._config = config
@@ -79,6 +123,7 @@ class Processor:
         """Prefetched tasks (leased, lease renewed, not started), oldest first."""
         self._capacity = config.concurrency + (config.prefetch or 0)
         self.abandoned: set[asyncio.Task[Any]] = set()
+        """Handler tasks that ignored cancellation: their runs are ended, they are not."""
         self.wake = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._all_done = asyncio.Event()
@@ -88,9 +133,13 @@ class Processor:
         """Decides, logs, measures and settles how each run ended."""
         self._all_done.set()
         self.fetching = True
-        self.handoffs = Handoffs(self, broker, config, leases, clock, self._log)
-        self.limits: LimitGate | None = None
-        """Claims the limits of leased tasks before they start (set by the worker)."""
+        self.handoffs = Handoffs(broker, config, clock, self._log, self.handed_off)
+        """Where the subscriber delivers one-hop hand-offs (passed on to ``handed_off``)."""
+        self.limits = limits
+        """Claims the limits of leased tasks before they start."""
+        self._arriving: set[str] = set()
+        """Handed-off tasks whose limits are being claimed (not yet in the leases)."""
+        self._admissions = TaskSet(self._admission_failed)
 
     @property
     def processed(self) -> int:
@@ -101,7 +150,12 @@ class Processor:
     def failed(self) -> int:
         return self.endings.failed
 
-    # -- fetching
+    @property
+    def idle(self) -> bool:
+        """True when this worker holds no task to run (none running, none prefetched)."""
+        return not (self.running or self.buffer)
+
+    # -- 1. fetch
 
     def stop_fetching(self) -> None:
         """Lease no more tasks; running handlers carry on; prefetched tasks are requeued."""
@@ -174,11 +228,11 @@ class Processor:
                 self._log.warning("dropped pending ids without a usable task record",
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
-            arriving = self.handoffs.arriving
+            arriving = self._arriving
             raws = [r for r in raws if r.id not in self._leases and r.id not in arriving]
             leased = len(raws)
             if self.limits is not None and raws and self.limits.limits:
-                raws = await self.admit(queue, raws, lease_until)
+                raws = await self._admit(queue, raws, lease_until)
             for raw in raws:
                 self.take(queue, raw, lease_until)
             got += len(raws)
@@ -186,7 +240,27 @@ class Processor:
                 return False
         return None if failed == len(order) else True
 
-    async def admit(self, queue: str, raws: list[RawTask], lease_until: int) -> list[RawTask]:
+    def handed_off(self, queue: str, raw: RawTask, lease_until: int) -> None:
+        """A task arrived already leased to this worker (one hop): start it as if dequeued,
+        or give it back next in line when this worker is stopping or has no free slot."""
+        if raw.id in self._leases or raw.id in self._arriving:
+            return  # a dequeue returned it first
+        if not self.fetching or self.free_slots() <= 0:
+            # Registered on several queues, one hand-off filled the last slot: the requeue
+            # hands it to another idle worker.
+            self._leases.add(raw.id, queue, lease_until, PREFETCHED)
+            self.settle(Outcome("requeue", queue, raw.id))
+            return
+        if self.limits is not None and self.limits.limits:
+            self._arriving.add(raw.id)
+            self._admissions.spawn(self._admit_handed_off(queue, raw, lease_until))
+        else:
+            self.take(queue, raw, lease_until)
+        self.wake.set()
+
+    # -- 2. admit
+
+    async def _admit(self, queue: str, raws: list[RawTask], lease_until: int) -> list[RawTask]:
         """The leased tasks that may start: limits claimed (a refused task was deferred and
         is no longer ours); those whose claim failed are requeued."""
         assert self.limits is not None
@@ -196,7 +270,18 @@ class Processor:
             self.settle(Outcome("requeue", queue, raw.id))
         return admitted
 
-    # -- running
+    async def _admit_handed_off(self, queue: str, raw: RawTask, lease_until: int) -> None:
+        try:
+            for admitted in await self._admit(queue, [raw], lease_until):
+                self.take(queue, admitted, lease_until)
+        finally:
+            self._arriving.discard(raw.id)
+
+    def _admission_failed(self, exc: BaseException) -> None:
+        self._log.error("admitting a handed-off task failed; its lease is recovered",
+                        error=error_text(exc), exc_info=exc)
+
+    # -- 3. run
 
     def take(self, queue: str, raw: RawTask, lease_until: int) -> None:
         """A task was just leased: start it when a slot is free, else keep it for the next."""
@@ -207,13 +292,6 @@ class Processor:
         else:
             self._leases.add(raw.id, queue, lease_until, PREFETCHED)
             self.buffer[raw.id] = Buffered(queue, raw)
-
-    def settle(self, outcome: Outcome) -> None:
-        """Hand the task and its lease over to the acker, which writes ``outcome``."""
-        self._leases.move(outcome.task_id, OUTCOME)
-        self._acker.submit(outcome)
-        if self.limits is not None:
-            self.limits.release(outcome.task_id)
 
     def _start(self, queue: str, raw: RawTask) -> None:
         """Start the handler of a leased task; a task that cannot be started (undecodable, a
@@ -245,15 +323,14 @@ class Processor:
         if self._task_logs == "debug":
             self._log.debug("task started", task_id=msg.id, queue=queue, type=msg.type,
                             retried=raw.retried)
-        if deadline and deadline <= now:
+        if limit is not None and deadline <= now:
             run.reason = limit
             self._finish(run, None, cancelled=True)
             return
-        loop = asyncio.get_running_loop()
-        atask: asyncio.Task[Any] = loop.create_task(
+        atask: asyncio.Task[Any] = asyncio.get_running_loop().create_task(
             invoke(self._handler, self.threads, task, msg, run))
         run.atask = atask
-        if deadline:
+        if limit is not None:
             self._deadlines.arm(run, (deadline - now) / 1000, limit)
         atask.add_done_callback(functools.partial(self._on_done, run))
 
@@ -265,49 +342,7 @@ class Processor:
             return await self._broker.write_result(queue, task_id, data, encoding)
         return write
 
-    def cancel(self, task_id: str, reason: str) -> bool:
-        """Cancel a running handler on purpose; False when this worker does not run it.
-
-        A handler that already returned (its completion not yet processed) is not cancelled:
-        its own outcome stands.
-        """
-        item = self.buffer.pop(task_id, None)
-        if item is not None:  # prefetched, not started: settle it without running it
-            if reason == "cancel":
-                error = error_text(TaskCancelledError("task cancelled on request"))
-                self.settle(Outcome("archive", item.queue, task_id, error=error))
-            elif reason == "lease":
-                self._leases.release(task_id, PREFETCHED)
-            else:
-                self.settle(Outcome("requeue", item.queue, task_id))
-            return True
-        run = self.running.get(task_id)
-        if run is None or run.reason is not None or run.atask is None or run.atask.done():
-            return False
-        run.reason = reason
-        run.atask.cancel()
-        run.grace_timer = asyncio.get_running_loop().call_later(
-            self._config.cancel_grace, self._abandon, run)
-        return True
-
-    def lease_lost(self, task_id: str) -> bool:
-        """The lease could not be kept: stop the handler (or drop the prefetched task); the
-        recoverer owns the task now. False when there was nothing left to stop."""
-        if self.limits is not None:
-            self.limits.forget(task_id)
-        if self.cancel(task_id, "lease"):
-            self._log.warning("lease lost; handler cancelled", task_id=task_id)
-            return True
-        return False
-
-    def _abandon(self, run: Running) -> None:
-        if self.running.get(run.id) is not run or run.atask is None:
-            return
-        self._log.error("handler ignored cancellation; abandoning it", task_id=run.id,
-                        queue=run.queue, type=run.msg.type, reason=run.reason)
-        self.abandoned.add(run.atask)
-        run.atask.add_done_callback(self.abandoned.discard)
-        self._finish(run, None, cancelled=True)
+    # -- 4. outcome
 
     def _on_done(self, run: Running, atask: asyncio.Task[Any]) -> None:
         if atask.cancelled():
@@ -323,6 +358,8 @@ class Processor:
 
     def _finish(self, run: Running, exc: BaseException | None, *, cancelled: bool,
                 result_task: asyncio.Task[Any] | None = None) -> None:
+        """End ``run``: free its slot (refilled from the prefetch buffer), then let
+        ``Endings`` decide, log and settle its outcome."""
         del self.running[run.id]
         self._deadlines.disarm(run)
         if run.grace_timer is not None:
@@ -336,25 +373,65 @@ class Processor:
         if not self.running:
             self._all_done.set()
         self._slot_free.set()
-        reason = run.reason
-        if reason == "shutdown":
-            self.endings.requeued(run)
-            return
-        if reason == "lease":
+        if run.reason is Stop.LEASE_LOST:  # the task is someone else's now
             self._leases.release(run.id, RUNNING)
-            self.endings.lease_lost(run)
+        self.endings.ended(run, exc, cancelled, result_task)
+
+    def settle(self, outcome: Outcome) -> None:
+        """Hand the task and its lease over to the acker, which writes ``outcome``."""
+        self._leases.move(outcome.task_id, OUTCOME)
+        self._acker.submit(outcome)
+        if self.limits is not None:
+            self.limits.release(outcome.task_id)
+
+    # -- 5. stop
+
+    def cancel(self, task_id: str, reason: Stop | str) -> bool:
+        """Stop a task this worker holds on purpose, for ``reason`` (a ``Stop``, or its value);
+        False when this worker does not run it.
+
+        A handler that already returned (its completion not yet processed) is not cancelled:
+        its own outcome stands.
+        """
+        reason = Stop(reason)
+        item = self.buffer.pop(task_id, None)
+        if item is not None:  # prefetched, not started: settle it without running it
+            if reason is Stop.LEASE_LOST:  # the task is someone else's now
+                self._leases.release(task_id, PREFETCHED)
+            else:
+                self.endings.unstarted(item.queue, task_id, reason)
+            return True
+        run = self.running.get(task_id)
+        if run is None or run.reason is not None or run.atask is None or run.atask.done():
+            return False
+        run.reason = reason
+        run.atask.cancel()
+        run.grace_timer = asyncio.get_running_loop().call_later(
+            self._config.cancel_grace, self._abandon, run)
+        return True
+
+    def lease_lost(self, task_id: str) -> bool:
+        """The lease could not be kept: stop the handler (or drop the prefetched task); the
+        recoverer owns the task now. False when there was nothing left to stop."""
+        if self.limits is not None:
+            self.limits.forget(task_id)
+        if self.cancel(task_id, Stop.LEASE_LOST):
+            self._log.warning("lease lost; handler cancelled", task_id=task_id)
+            return True
+        return False
+
+    def _abandon(self, run: Running) -> None:
+        if self.running.get(run.id) is not run or run.atask is None:
             return
-        exc = stopped_error(reason, cancelled) or exc
-        if exc is None:
-            self.endings.succeeded(run, None if result_task is None else result_task.result())
-        else:
-            self.endings.run_failed(run, exc)
+        self._log.error("handler ignored cancellation; abandoning it", task_id=run.id,
+                        queue=run.queue, type=run.msg.type, reason=run.reason)
+        self.abandoned.add(run.atask)
+        run.atask.add_done_callback(self.abandoned.discard)
+        self._finish(run, None, cancelled=True)
 
     async def wait_idle(self) -> None:
         """Return once no handler is running (at once when none is)."""
         await self._all_done.wait()
-
-    # -- shutdown
 
     @property
     def forced(self) -> bool:
@@ -371,6 +448,8 @@ class Processor:
         A handler that ignores cancellation is abandoned after a short grace (logged).
         """
         self.stop_fetching()
+        # A hand-off still claiming its limits starts (not fetching: at once) or goes back.
+        await self._admissions.close(1.0)
         with anyio.move_on_after(timeout):
             async with anyio.create_task_group() as tg:
                 async def until(event: asyncio.Event) -> None:
@@ -384,7 +463,7 @@ class Processor:
                 self._log.warning("shutdown timeout reached; requeueing running tasks",
                                   count=len(self.running))
             for task_id in list(self.running):
-                self.cancel(task_id, "shutdown")
+                self.cancel(task_id, Stop.SHUTDOWN)
             with anyio.move_on_after(min(self._config.cancel_grace, 1.0)):
                 await self._all_done.wait()
             for run in list(self.running.values()):

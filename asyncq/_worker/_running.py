@@ -1,13 +1,37 @@
-"""The records of the tasks a worker holds: prefetched (waiting for a slot) and running."""
+"""One run of a task in the worker: why a run is stopped (``Stop``), the record of a task the
+processor holds (``Buffered`` waiting for a slot, ``Running`` with its handler), and a run's
+time limit — when it must end (``limit_of``) and the timers that stop it then
+(``DeadlineTimers``).
+
+The processor (``_processor``) keeps these records; how a run ends is decided in ``_outcomes``.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import enum
+from collections.abc import Callable
 from typing import Any
 
 from .._broker import RawTask
 from .._model._message import NO_TIMEOUT, TaskMessage
 from .._model._task import Task
+
+
+class Stop(enum.StrEnum):
+    """Why the worker stopped a run on purpose (``Running.reason``); a run the worker did not
+    stop has no reason. What each one means for the task is decided in ``_outcomes``."""
+
+    TIMEOUT = "timeout"
+    """It ran longer than its timeout: a failure (retried while retries are left)."""
+    DEADLINE = "deadline"
+    """The deadline it was enqueued with passed: a failure (retried while retries are left)."""
+    CANCEL = "cancel"
+    """Cancelled on request (``Client.cancel``, the inspector): archived."""
+    SHUTDOWN = "shutdown"
+    """The worker is shutting down: requeued, not a failure."""
+    LEASE_LOST = "lease"
+    """Its lease was lost: the task is someone else's now, nothing is written."""
 
 
 class Buffered:
@@ -21,7 +45,7 @@ class Buffered:
 
 
 class Running:
-    """A leased task and its handler: reason is set when the worker cancels it on purpose.
+    """A leased task and its handler; ``reason`` is set when the worker stops it on purpose.
 
     Its lease is in the worker's lease table."""
 
@@ -35,12 +59,16 @@ class Running:
         self.task = task
         self.started_ms = started_ms
         self.deadline_ms = deadline_ms
-        self.reason: str | None = None  # "deadline" | "cancel" | "lease" | "shutdown"
+        self.reason: Stop | None = None
         self.atask: asyncio.Task[Any] | None = None
+        """The handler's asyncio task; owned by the processor, which ends every run."""
         self.timer: asyncio.TimerHandle | None = None
         self.grace_timer: asyncio.TimerHandle | None = None
         #: trace_id/span_id of its run when tracing is on, for the worker's lines about it
         self.trace: dict[str, Any] = {}
+
+
+# -- the time limit of a run
 
 
 def compute_deadline(now_ms: int, msg: TaskMessage) -> int:
@@ -52,17 +80,64 @@ def compute_deadline(now_ms: int, msg: TaskMessage) -> int:
     return limit_of(now_ms, msg)[0]
 
 
-def limit_of(now_ms: int, msg: TaskMessage) -> tuple[int, str]:
-    """``compute_deadline`` and which limit it is: "timeout" or "deadline" ("" for none)."""
+def limit_of(now_ms: int, msg: TaskMessage) -> tuple[int, Stop | None]:
+    """``compute_deadline`` and which limit it is: ``Stop.TIMEOUT`` or ``Stop.DEADLINE`` (None
+    when nothing limits the run)."""
     timeout = msg.timeout_ms if msg.timeout_ms > 0 else 0
     if timeout and msg.deadline_ms:
         if now_ms + timeout < msg.deadline_ms:
-            return now_ms + timeout, "timeout"
-        return msg.deadline_ms, "deadline"
+            return now_ms + timeout, Stop.TIMEOUT
+        return msg.deadline_ms, Stop.DEADLINE
     if timeout:
-        return now_ms + timeout, "timeout"
+        return now_ms + timeout, Stop.TIMEOUT
     if msg.deadline_ms:
-        return msg.deadline_ms, "deadline"
+        return msg.deadline_ms, Stop.DEADLINE
     if msg.timeout_ms == NO_TIMEOUT:
-        return 0, ""
-    return now_ms + 30 * 60 * 1000, "timeout"
+        return 0, None
+    return now_ms + 30 * 60 * 1000, Stop.TIMEOUT
+
+
+NEAR_S = 2.0  # a deadline closer than this gets its timer at once
+SWEEP_S = 1.0  # how often far deadlines are looked at (< NEAR_S: none is ever missed)
+
+
+class DeadlineTimers:
+    """Calls ``fire(run_id, limit)`` when a run's deadline passes, unless ``disarm`` came
+    first, without a loop timer per run.
+
+    A run whose deadline is near gets its own timer at once. One whose deadline is far away
+    (the 30-minute default timeout) is only noted; a sweep once a second gives it a timer when
+    its deadline comes near. Most runs end long before and never cost a timer (a timer is an
+    object, a heap push and a cancellation per task).
+    """
+
+    def __init__(self, fire: Callable[[str, Stop], object]) -> None:
+        self._fire = fire
+        self._far: dict[str, tuple[float, Stop, Running]] = {}
+        self._sweep: asyncio.TimerHandle | None = None
+
+    def arm(self, run: Running, delay_s: float, limit: Stop) -> None:
+        """Stop ``run`` (for ``limit``) ``delay_s`` seconds from now."""
+        loop = asyncio.get_running_loop()
+        if delay_s <= NEAR_S:
+            run.timer = loop.call_later(delay_s, self._fire, run.id, limit)
+            return
+        self._far[run.id] = (loop.time() + delay_s, limit, run)
+        if self._sweep is None:
+            self._sweep = loop.call_later(SWEEP_S, self._sweep_far)
+
+    def disarm(self, run: Running) -> None:
+        """The run ended: it will not be stopped."""
+        if run.timer is not None:
+            run.timer.cancel()
+        else:
+            self._far.pop(run.id, None)
+
+    def _sweep_far(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for run_id, (at, limit, run) in list(self._far.items()):
+            if at - now <= NEAR_S:
+                del self._far[run_id]
+                run.timer = loop.call_later(max(0.0, at - now), self._fire, run_id, limit)
+        self._sweep = loop.call_later(SWEEP_S, self._sweep_far) if self._far else None

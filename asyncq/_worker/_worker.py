@@ -87,9 +87,9 @@ class Worker:
                            on_retry_written=self.forwarder.poke,
                            on_written=notifier.written if notifier else None)
         self.processor = Processor(self.broker, cfg, self.handler, self.acker, self.leases,
-                                   self.clock, on_started=notifier.started if notifier else None)
-        self.processor.limits = gate_for(self.handler, self.broker, cfg.server_id,
-                                         self.forwarder.poke, cfg.metrics)
+                                   self.clock, on_started=notifier.started if notifier else None,
+                                   limits=gate_for(self.handler, self.broker, cfg.server_id,
+                                                   self.forwarder.poke, cfg.metrics))
         self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
                                    self.clock)
         if cfg.metrics is not None:
@@ -288,8 +288,11 @@ class Worker:
     async def _drain(self) -> None:
         # Shutdown order — senders stop before receivers:
         # 1. stop fetching (no new leases);
-        # 2. wait up to shutdown_timeout for running handlers to finish;
-        # 3. cancel the handlers still running; their tasks are requeued, next in line;
+        # 2. wait up to shutdown_timeout for running handlers to finish (a hand-off still
+        #    claiming its limits first starts or goes back);
+        # 3. cancel the handlers still running; their tasks are requeued, next in line; async
+        #    error_handler calls get a short grace, then are cancelled (the processor owns
+        #    every task it started: see _background);
         # 4. write every outcome; the heartbeat keeps those leases alive meanwhile;
         # 5. stop the heartbeat, forwarder, recoverer, janitor, aggregator and subscriber
         #    (the caller cancels the task group);

@@ -19,8 +19,7 @@ from redis.asyncio import Redis
 from asyncq import Client, ServeMux, Task
 from asyncq._broker import _keys as K
 from asyncq._model._message import TaskMessage
-from asyncq._worker._deadlines import NEAR_S
-from asyncq._worker._running import compute_deadline
+from asyncq._worker._running import NEAR_S, compute_deadline
 from asyncq.testing import WorkerFactory, wait_until
 
 pytestmark = pytest.mark.anyio
