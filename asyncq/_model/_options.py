@@ -53,7 +53,8 @@ class _After(TypedDict, total=False):
 class EnqueueOptions(TaskOptions, _After, total=False):
     """The keyword options of ``Client.enqueue``, so a type checker catches a misspelt name or
     a wrong type (``max_rety=3``, ``queue=3``); a call checked only at run time raises
-    TypeError/ValueError for the same mistakes. None for any option means "not given".
+    TypeError/ValueError for the same mistakes. None for an option (but ``after``) means
+    "not given".
 
     ``queue`` (default "default"); ``max_retry`` (25); ``timeout`` (seconds or timedelta;
     30 min unless a ``deadline`` is given; 0 = no limit) and ``deadline`` (aware datetime);
