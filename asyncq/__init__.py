@@ -32,6 +32,7 @@ from ._limits import ConcurrencyLimit, Limiter, LimitUse, RateLimit
 from ._log_setup import configure_logging
 from ._model._events import EventsLost, TaskEvent
 from ._model._info import TaskFailedError, TaskInfo, TaskState
+from ._model._options import EnqueueOptions
 from ._model._task import Task
 from ._scheduler import (
     PeriodicTaskConfig,
@@ -67,6 +68,7 @@ __all__ = [
     "DailyStats",
     "DecodeError",
     "DuplicateTaskError",
+    "EnqueueOptions",
     "EventsLost",
     "FakeClock",
     "Flow",

@@ -25,7 +25,7 @@ from asyncq._broker import _keys as K
 from asyncq._clock import datetime_to_ms, ms_to_datetime
 from asyncq._model._info import STORED_STATES, task_info
 from asyncq._model._message import NO_TIMEOUT, TaskMessage, decode_message
-from asyncq._model._options import DEFAULT_TIMEOUT_MS, UNSET, EnqueueOptions, parse_options, resolve
+from asyncq._model._options import DEFAULT_TIMEOUT_MS, UNSET, ParsedOptions, parse_options, resolve
 from asyncq._model._payload import decode_json, encode_payload
 from asyncq._model._task import task_for_handler
 from asyncq._validate import to_ms
@@ -66,7 +66,7 @@ def test_task_defaults() -> None:
     assert task.payload == b""
     assert task.encoding == "n"
     assert task.json() is None
-    assert task.options == EnqueueOptions()
+    assert task.options == ParsedOptions()
     assert "email:send" in repr(task)
 
 
@@ -223,12 +223,12 @@ def test_parse_options_validates_and_normalises() -> None:
         "process_at": at + timedelta(hours=1), "unique": 60, "unique_key": "k",
         "task_id": "id", "retention": timedelta(days=1), "group": "g", "headers": {"h": "v"},
     })
-    assert opts == EnqueueOptions(
+    assert opts == ParsedOptions(
         queue="q", max_retry=0, timeout_ms=2000, deadline_ms=datetime_to_ms(at),
         process_at_ms=datetime_to_ms(at) + 3_600_000, unique_ms=60_000, unique_key="k",
         task_id="id", retention_ms=86_400_000, group="g", headers={"h": "v"})
     # None means "not given", so optional values can be forwarded as they are.
-    assert parse_options({"queue": None, "timeout": None}) == EnqueueOptions()
+    assert parse_options({"queue": None, "timeout": None}) == ParsedOptions()
 
 
 def test_merged_options_last_wins_and_headers_merge() -> None:
@@ -244,11 +244,11 @@ def test_merged_options_last_wins_and_headers_merge() -> None:
     assert merged.process_at_ms == datetime_to_ms(datetime(2030, 1, 1, tzinfo=UTC))
     back = merged.merged(parse_options({"process_in": 5}))
     assert (back.process_at_ms, back.process_in_ms) == (UNSET, 5000)
-    assert task_opts.merged(EnqueueOptions()) == task_opts
+    assert task_opts.merged(ParsedOptions()) == task_opts
 
 
 def test_resolve_defaults() -> None:
-    r = resolve(EnqueueOptions(), 1_000)
+    r = resolve(ParsedOptions(), 1_000)
     assert (r.queue, r.max_retry, r.timeout_ms, r.deadline_ms) == (
         "default", 25, DEFAULT_TIMEOUT_MS, 0)
     assert (r.process_at_ms, r.unique_ms, r.unique_key, r.task_id) == (0, 0, None, None)

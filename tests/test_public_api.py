@@ -22,6 +22,8 @@ PUBLIC = {
     "default_retry_delay",
     # typed task definitions (@mux.task)
     "AsyncTaskDefinition", "SyncTaskDefinition", "TaskDefinition",
+    # the keyword options of enqueue, for type checkers
+    "EnqueueOptions",
     # rate and concurrency limits
     "ConcurrencyLimit", "Limiter", "LimitUse", "RateLimit",
 }

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from .. import _defaults
 from . import _keys as K
 from ._protocol import NewTask, Outcome
 
 STATS_TTL_MS = 90 * K.DAY_MS  # daily counters expire 90 days after their first increment
-ARCHIVE_MAX_SIZE = 10_000
-ARCHIVE_MAX_AGE_MS = 90 * K.DAY_MS
+ARCHIVE_MAX_SIZE = _defaults.ARCHIVE_MAX_SIZE
+ARCHIVE_MAX_AGE_MS = _defaults.ARCHIVE_MAX_AGE_MS
 EVENT_RESULT_MAX = 64 * 1024  # larger results are not sent with the completion event
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from .._broker._connection import connect, redact
+from .._defaults import DEFAULT_REDIS_URL
 
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 REDIS_URL_ENV = "ASYNCQ_REDIS_URL"
 
 

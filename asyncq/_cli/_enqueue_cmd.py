@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from .._client._client import Client
+from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_TIMEOUT_MS
 from .._validate import to_seconds
 from ._common import CLIError, check_redis
 from ._output import add_common_args, print_json, say, task_doc
@@ -58,13 +59,14 @@ def parse_time(text: str) -> datetime:
 def register(tsub: Any) -> None:
     p: argparse.ArgumentParser = tsub.add_parser(
         "enqueue", help="enqueue a task",
-        description="Enqueue a task. Only the options given are set; the others take the "
-                    "usual defaults (queue default, 25 retries, 30 min timeout).")
+        description=f"Enqueue a task. Only the options given are set; the others take the "
+                    f"usual defaults (queue {DEFAULT_QUEUE}, {DEFAULT_MAX_RETRY} retries, "
+                    f"{DEFAULT_TIMEOUT_MS // 60_000} min timeout).")
     p.add_argument("--type", "-t", required=True, help="task type")
     p.add_argument("--payload", "-l", help="payload as JSON text (see --bytes)")
     p.add_argument("--bytes", action="store_true", help="send the payload text as raw bytes")
-    p.add_argument("--queue", "-q", help="queue (default: default)")
-    p.add_argument("--retry", type=int, help="most retries")
+    p.add_argument("--queue", "-q", help=f"queue (default: {DEFAULT_QUEUE})")
+    p.add_argument("--retry", type=int, help=f"most retries (default {DEFAULT_MAX_RETRY})")
     p.add_argument("--timeout", type=parse_duration, help="handler time limit, e.g. 5m")
     p.add_argument("--deadline", type=parse_time, help="RFC 3339 deadline")
     p.add_argument("--unique", type=parse_duration, help="uniqueness TTL, e.g. 1h")

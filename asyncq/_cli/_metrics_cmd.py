@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .._defaults import METRICS_HOST, METRICS_PORT
 from .._log_setup import configure_logging
 from ._common import CLIError, add_log_args, add_redis_args
 
@@ -16,9 +17,10 @@ def register(sub: Any) -> None:
                     "Prometheus's text format, read from Redis at each scrape. One exporter "
                     "serves the whole deployment. Needs: pip install 'asyncq[prometheus]'.")
     add_redis_args(p)
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=9090, help="port (default 9090)")
+    p.add_argument("--host", default=METRICS_HOST,
+                   help=f"address to listen on (default {METRICS_HOST}: this machine only)")
+    p.add_argument("--port", type=int, default=METRICS_PORT,
+                   help=f"port (default {METRICS_PORT})")
     add_log_args(p)
     p.set_defaults(func=run)
 

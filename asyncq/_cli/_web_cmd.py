@@ -12,6 +12,7 @@ import ipaddress
 import os
 from typing import Any
 
+from .._defaults import WEB_HOST, WEB_PORT, WEB_TITLE
 from ._common import CLIError, add_redis_args, check_redis
 
 PASSWORD_ENV = "ASYNCQ_WEB_PASSWORD"
@@ -21,13 +22,15 @@ def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "web", help="serve the web dashboard (needs the web extra: pip install 'asyncq[web]')")
     add_redis_args(p)
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
-    p.add_argument("--port", type=int, default=8080, help="default 8080")
+    p.add_argument("--host", default=WEB_HOST,
+                   help=f"address to listen on (default {WEB_HOST}: loopback)")
+    p.add_argument("--port", type=int, default=WEB_PORT, help=f"default {WEB_PORT}")
     p.add_argument("--read-only", action="store_true", help="show, but allow no action")
     p.add_argument("--basic-auth", metavar="USER:PASSWORD", default=None,
                    help=f"require HTTP basic auth; USER alone takes the password from "
                         f"${PASSWORD_ENV}")
-    p.add_argument("--title", default="asyncq", help="shown in the header")
+    p.add_argument("--title", default=WEB_TITLE,
+                   help=f"shown in the header (default {WEB_TITLE})")
     p.add_argument("--root-path", default="",
                    help="the path prefix a reverse proxy serves the dashboard under")
     p.add_argument("--allow-public-without-auth", action="store_true",

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import functools
 import os
 from typing import Any, NoReturn
 
+from .._defaults import (
+    METRICS_HOST,
+    WORKER_CONCURRENCY,
+    WORKER_HEARTBEAT_INTERVAL,
+    WORKER_LEASE_DURATION,
+    WORKER_QUEUES,
+    WORKER_SHUTDOWN_TIMEOUT,
+)
 from .._log import get_logger
 from .._log_setup import configure_logging
-from .._worker import Worker, WorkerConfig
-from .._worker._config import DEFAULT_HEARTBEAT_INTERVAL
+from .._worker import Worker
 from ._common import (
     CLIError,
     add_log_args,
@@ -23,8 +29,6 @@ from ._common import (
 from ._reload import Reloader, check_watchfiles
 from ._supervisor import Supervisor, child_argv, watch_supervisor
 from ._target import ImportFailed, import_target, resolve_handler
-
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(WorkerConfig)}
 
 
 def register(sub: Any) -> None:
@@ -40,18 +44,19 @@ def register(sub: Any) -> None:
                    help="when importing TARGET fails, show the whole traceback")
     add_redis_args(p)
     p.add_argument("--concurrency", "-c", type=int,
-                   help=f"most handlers at once (default {_DEFAULTS['concurrency']})")
+                   help=f"most handlers at once (default {WORKER_CONCURRENCY})")
     p.add_argument("--queue", "-q", action="append", metavar="NAME=WEIGHT",
-                   help="queue to serve, repeatable (default: default=1)")
+                   help=f"queue to serve, repeatable (default: "
+                        f"{' '.join(f'{q}={w}' for q, w in WORKER_QUEUES)})")
     p.add_argument("--strict", action="store_true", help="strict queue priority")
     p.add_argument("--shutdown-timeout", type=float,
                    help=f"seconds running tasks get to finish on shutdown "
-                        f"(default {_DEFAULTS['shutdown_timeout']:g})")
+                        f"(default {WORKER_SHUTDOWN_TIMEOUT:g})")
     p.add_argument("--lease-duration", type=float,
-                   help=f"task lease in seconds (default {_DEFAULTS['lease_duration']:g})")
+                   help=f"task lease in seconds (default {WORKER_LEASE_DURATION:g})")
     p.add_argument("--heartbeat-interval", type=float,
                    help=f"seconds between lease renewals and state updates (default: the "
-                        f"smaller of {DEFAULT_HEARTBEAT_INTERVAL:g} and a third of the lease)")
+                        f"smaller of {WORKER_HEARTBEAT_INTERVAL:g} and a third of the lease)")
     p.add_argument("--log-success", action="store_true",
                    help="log every task that succeeded at info level (by default only "
                         "failures are logged per task; --log-level debug logs each start and "
@@ -59,8 +64,8 @@ def register(sub: Any) -> None:
     p.add_argument("--metrics-port", type=int, metavar="PORT",
                    help="serve this worker's Prometheus metrics on PORT (needs "
                         "asyncq[prometheus]; one port per worker process)")
-    p.add_argument("--metrics-host", default="127.0.0.1",
-                   help="address of the metrics endpoint (default 127.0.0.1)")
+    p.add_argument("--metrics-host", default=METRICS_HOST,
+                   help=f"address of the metrics endpoint (default {METRICS_HOST})")
     p.add_argument("--burst", action="store_true",
                    help="exit (status 0) once the queues have no pending tasks and none due "
                         "soon: for CI and batch jobs")

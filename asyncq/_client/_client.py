@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, Unpack
 
 import anyio
 
@@ -12,10 +12,12 @@ from .. import _tracing
 from .._broker import Broker, NewTask
 from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock
+from .._defaults import DEFAULT_QUEUE, EVENTS_BUFFER, WORKFLOW_RETENTION
 from .._errors import AsyncqError, BrokerError
 from .._model._enqueue import prepare, store_error, stored_info
 from .._model._flow import Flow
 from .._model._info import TaskInfo, TaskState
+from .._model._options import ApplyOptions, EnqueueOptions
 from .._model._task import Task
 from .._service._backoff import Backoff
 from .._workflow._control import cancel_workflow
@@ -83,8 +85,9 @@ class Client:
             await self._broker.close()
 
     async def enqueue(self, task: Task | str, payload: object = None,
-                      **options: Any) -> TaskInfo:
-        """Store a task; options given here override the Task's own ("last wins").
+                      **options: Unpack[EnqueueOptions]) -> TaskInfo:
+        """Store a task; options given here (``EnqueueOptions``) override the Task's own
+        ("last wins").
 
         Raises ValueError/TypeError for bad options, DuplicateTaskError, TaskIDConflictError,
         or BrokerError when Redis fails.
@@ -214,10 +217,10 @@ class Client:
             self._waiting = Waiting(self._broker, self._clock)
         return self._waiting
 
-    def events(self, queues: str | Iterable[str] = "default", *,
+    def events(self, queues: str | Iterable[str] = DEFAULT_QUEUE, *,
                task_ids: Iterable[str] | None = None,
                states: Iterable[TaskState | str] | None = None,
-               buffer: int = 10_000) -> EventStream:
+               buffer: int = EVENTS_BUFFER) -> EventStream:
         """Task events of ``queues`` (optionally only of ``task_ids`` / into ``states``), as an
         async iterator of ``TaskEvent`` — plus an ``EventsLost`` item after a broken
         connection came back. ``async with client.events(...) as events:`` subscribes before
@@ -243,11 +246,11 @@ class Client:
         return await self._waits.result(task, queue, timeout)
 
     async def apply(self, task: Task | str, payload: object = None, *,
-                    timeout: float | None = None, **options: Any) -> Any:
+                    timeout: float | None = None, **options: Unpack[ApplyOptions]) -> Any:
         """Enqueue a task and wait for its result (``enqueue`` then ``result``), listening to
         its queue before it is enqueued so a fast task's result is never missed, whatever
         its retention. ``timeout`` bounds the wait; TaskFailedError as ``result``."""
-        queue = options.get("queue") or (task.queue if isinstance(task, Task) else "default")
+        queue = options.get("queue") or (task.queue if isinstance(task, Task) else DEFAULT_QUEUE)
         waits = self._waits
         with anyio.fail_after(timeout):
             await waits.hub.watch([queue])
@@ -259,7 +262,7 @@ class Client:
 
     async def enqueue_workflow(self, flow: Flow[Any, O], *, workflow_id: str | None = None,
                                on_error: Flow[Any, Any] | None = None,
-                               retention: float = 86_400.0,
+                               retention: float = WORKFLOW_RETENTION,
                                after: Sequence[Any] = ()) -> WorkflowHandle[O]:
         """Start a workflow (``chain``/``group``/``chord`` of steps): its first steps are
         enqueued, the others wait in Redis for the steps before them. ``on_error``: a step

@@ -21,6 +21,7 @@ from .._broker import Broker, TaskRecord
 from .._broker._keys import validate_queue_name as validate_queue
 from .._broker._keys import workflow_keys
 from .._clock import Clock, ms_to_datetime
+from .._defaults import DEFAULT_QUEUE
 from .._errors import AsyncqError, ResultNotKeptError, TaskNotFoundError
 from .._model._events import TaskEvent
 from .._model._info import TaskFailedError, TaskInfo, TaskState
@@ -248,7 +249,7 @@ def _target(task: TaskInfo | WorkflowHandle[Any] | str, queue: str | None) -> tu
         # A workflow's record is laid out like a task of its pseudo-queue wf:<id>.
         if is_workflow_id(task):
             return workflow_keys(task).queue, task
-        queue = "default"
+        queue = DEFAULT_QUEUE
     return validate_queue(queue), task
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from .._broker import is_broker
 from .._broker._keys import validate_queue_name
 from .._broker._limit_ops import LimitClaim, LimitOps, state_prefix
+from .._defaults import DEFAULT_QUEUE
 from .._validate import to_seconds
 from ._gate import key_text, spec_of
 from ._spec import ConcurrencyLimit, Limit, RateLimit
@@ -37,7 +38,7 @@ class Limiter:
     """A named limit of ``queue``, shared with every worker and handler declaring the same
     name there: ``Limiter(client, asyncq.ConcurrencyLimit(5, name="stripe"))``."""
 
-    def __init__(self, source: Any, limit: Limit, *, queue: str = "default",
+    def __init__(self, source: Any, limit: Limit, *, queue: str = DEFAULT_QUEUE,
                  hold: float = 30.0) -> None:
         if not isinstance(limit, ConcurrencyLimit | RateLimit):
             raise TypeError(f"limit must be an asyncq.ConcurrencyLimit or RateLimit, "

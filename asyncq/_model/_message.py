@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from .._defaults import DEFAULT_MAX_RETRY
 from .._errors import DecodeError
 from ._payload import Encoding
 
@@ -27,7 +28,7 @@ class TaskMessage:
     id: str
     type: str
     queue: str
-    max_retry: int = 25
+    max_retry: int = DEFAULT_MAX_RETRY
     timeout_ms: int = 0
     deadline_ms: int = 0
     retention_ms: int = 0
@@ -72,7 +73,7 @@ def decode_message(raw: bytes | None) -> TaskMessage:
         enc = doc.get("enc", "b")
         msg = TaskMessage(
             id=task_id, type=task_type, queue=queue,
-            max_retry=int(doc.get("max_retry", 25)),
+            max_retry=int(doc.get("max_retry", DEFAULT_MAX_RETRY)),
             timeout_ms=int(doc.get("timeout", 0)),
             deadline_ms=int(doc.get("deadline", 0)),
             retention_ms=int(doc.get("retention", 0)),

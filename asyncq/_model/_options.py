@@ -1,22 +1,75 @@
-"""Enqueue options: validated once, merged with "last wins" semantics (task defaults, then call)."""
+"""Enqueue options: spelt for type checkers (the ``EnqueueOptions`` TypedDicts), validated once
+(``parse_options``), merged with "last wins" semantics (task defaults, then call)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, TypedDict
 
 from .._broker._keys import validate_queue_name
 from .._clock import MAX_TIME_MS, datetime_to_ms
+from .._defaults import (
+    DEFAULT_MAX_RETRY,
+    DEFAULT_QUEUE,
+    DEFAULT_RETENTION_MS,
+    DEFAULT_TIMEOUT_MS,
+)
 from .._validate import check_text, to_ms
+from ._info import TaskInfo
 from ._message import NO_TIMEOUT
 
-DEFAULT_QUEUE = "default"
-DEFAULT_MAX_RETRY = 25
-DEFAULT_TIMEOUT_MS = 30 * 60 * 1000
 MIN_UNIQUE_MS = 1000
 MAX_RETRY_LIMIT = 2**63 - 1
+
+
+class _OptionsButTimeout(TypedDict, total=False):
+    # Every option but ``timeout``, which ``Client.apply`` takes for its wait instead.
+    queue: str | None
+    max_retry: int | None
+    deadline: datetime | None
+    process_at: datetime | None
+    process_in: float | timedelta | None
+    unique: float | timedelta | None
+    unique_key: str | None
+    task_id: str | None
+    retention: float | timedelta | None
+    group: str | None
+    headers: Mapping[str, str] | None
+
+
+class TaskOptions(_OptionsButTimeout, total=False):
+    """The options a Task carries (``Task(type, payload, **options)``, a typed task's
+    ``options()``): every enqueue option but ``after``."""
+
+    timeout: float | timedelta | None
+
+
+class _After(TypedDict, total=False):
+    after: Sequence[TaskInfo | tuple[str, str] | str]
+
+
+class EnqueueOptions(TaskOptions, _After, total=False):
+    """The keyword options of ``Client.enqueue``, so a type checker catches a misspelt name or
+    a wrong type (``max_rety=3``, ``queue=3``); a call checked only at run time raises
+    TypeError/ValueError for the same mistakes. None for an option (but ``after``) means
+    "not given".
+
+    ``queue`` (default "default"); ``max_retry`` (25); ``timeout`` (seconds or timedelta;
+    30 min unless a ``deadline`` is given; 0 = no limit) and ``deadline`` (aware datetime);
+    ``process_at`` (aware datetime) or ``process_in`` (delay); ``unique`` (TTL of the
+    uniqueness lock, at least 1 s) with an optional ``unique_key`` (default: type and
+    payload); ``task_id`` (default a new UUID); ``retention`` (how long it is kept once
+    completed; default 0); ``group`` (aggregated with the other tasks of the group);
+    ``headers`` (str -> str, given to middleware); ``after`` (TaskInfo, ``(queue, id)`` or
+    an id in the same queue: tasks that must succeed first).
+    """
+
+
+class ApplyOptions(_OptionsButTimeout, _After, total=False):
+    """The options of ``Client.apply``: those of ``enqueue`` but ``timeout``, which bounds
+    the wait for the result there."""
 
 
 class _Unset:
@@ -44,7 +97,7 @@ def _nonblank(value: object, name: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class EnqueueOptions:
+class ParsedOptions:
     """Options a caller set explicitly; UNSET fields fall back to earlier options or defaults."""
 
     queue: str = UNSET
@@ -60,7 +113,7 @@ class EnqueueOptions:
     group: str = UNSET
     headers: Mapping[str, str] = UNSET
 
-    def merged(self, later: EnqueueOptions) -> EnqueueOptions:
+    def merged(self, later: ParsedOptions) -> ParsedOptions:
         """Options of ``self`` overridden by every option set in ``later`` (headers merge)."""
         changes: dict[str, Any] = {}
         for f in fields(later):
@@ -77,15 +130,12 @@ class EnqueueOptions:
         return replace(self, **changes)
 
 
-NO_OPTIONS = EnqueueOptions()  # (frozen: one shared instance for "no options given")
+NO_OPTIONS = ParsedOptions()  # (frozen: one shared instance for "no options given")
 
-OPTION_NAMES = frozenset({
-    "queue", "max_retry", "timeout", "deadline", "process_at", "process_in", "unique",
-    "unique_key", "task_id", "retention", "group", "headers",
-})
+OPTION_NAMES = TaskOptions.__optional_keys__  # the names parse_options accepts
 
 
-def parse_options(options: Mapping[str, Any]) -> EnqueueOptions:
+def parse_options(options: Mapping[str, Any]) -> ParsedOptions:
     """Validate keyword options; a misspelt name or a bad value raises TypeError/ValueError."""
     if not options:
         return NO_OPTIONS
@@ -139,7 +189,7 @@ def parse_options(options: Mapping[str, Any]) -> EnqueueOptions:
                 check_text(k, "header name", blank=True)
                 check_text(v, f"header {k!r}", blank=True)
             kw["headers"] = dict(value)
-    return EnqueueOptions(**kw)
+    return ParsedOptions(**kw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,11 +209,12 @@ class ResolvedOptions:
     headers: dict[str, str]
 
 
-def resolve(opts: EnqueueOptions, now_ms: int) -> ResolvedOptions:
-    """Apply defaults: queue "default", 25 retries, 30 min timeout if no timeout/deadline."""
+def resolve(opts: ParsedOptions, now_ms: int) -> ResolvedOptions:
+    """Apply the defaults (_defaults: the default queue, 25 retries, a 30 min timeout when
+    neither timeout nor deadline is given, no retention)."""
     if opts is NO_OPTIONS and now_ms + DEFAULT_TIMEOUT_MS <= MAX_TIME_MS:
         return ResolvedOptions(DEFAULT_QUEUE, DEFAULT_MAX_RETRY, DEFAULT_TIMEOUT_MS, 0, 0, 0,
-                               None, None, 0, "", {})
+                               None, None, DEFAULT_RETENTION_MS, "", {})
     timeout = 0 if opts.timeout_ms is UNSET else opts.timeout_ms
     deadline = 0 if opts.deadline_ms is UNSET else opts.deadline_ms
     if timeout == 0 and deadline == 0:
@@ -194,7 +245,7 @@ def resolve(opts: EnqueueOptions, now_ms: int) -> ResolvedOptions:
         unique_ms=unique_ms,
         unique_key=unique_key,
         task_id=None if opts.task_id is UNSET else opts.task_id,
-        retention_ms=0 if opts.retention_ms is UNSET else opts.retention_ms,
+        retention_ms=DEFAULT_RETENTION_MS if opts.retention_ms is UNSET else opts.retention_ms,
         group="" if opts.group is UNSET else opts.group,
         headers={} if opts.headers is UNSET else dict(opts.headers),
     )

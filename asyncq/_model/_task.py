@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from .._clock import MAX_TIME_MS, MIN_TIME_MS, ms_to_datetime
+from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE
 from .._validate import check_text
 from ._flow import Flow
 from ._message import TaskMessage
-from ._options import UNSET, EnqueueOptions, parse_options
+from ._options import UNSET, ParsedOptions, TaskOptions, parse_options
 from ._payload import Encoding, decode_json, encode_payload
 
 ResultWriter = Callable[[bytes, str], Awaitable[int]]
@@ -30,14 +31,14 @@ class Task(Flow[Any, Any]):
     __slots__ = ("_deadline_ms", "_enc", "_state", "_writer", "headers", "id", "max_retry",
                  "options", "payload", "queue", "retried", "type")
 
-    def __init__(self, type: str, payload: object = None, **options: Any) -> None:
+    def __init__(self, type: str, payload: object = None, **options: Unpack[TaskOptions]) -> None:
         self.type = validate_type(type)
         self.payload, self._enc = encode_payload(payload)
-        self.options: EnqueueOptions = parse_options(options)
+        self.options: ParsedOptions = parse_options(options)
         opts = self.options
         self.id: str | None = None if opts.task_id is UNSET else opts.task_id
-        self.queue: str = "default" if opts.queue is UNSET else opts.queue
-        self.max_retry: int = 25 if opts.max_retry is UNSET else opts.max_retry
+        self.queue: str = DEFAULT_QUEUE if opts.queue is UNSET else opts.queue
+        self.max_retry: int = DEFAULT_MAX_RETRY if opts.max_retry is UNSET else opts.max_retry
         self.headers: dict[str, str] = {} if opts.headers is UNSET else dict(opts.headers)
         self.retried = 0
         self._deadline_ms = 0
@@ -84,7 +85,7 @@ def task_for_handler(msg: TaskMessage, payload: bytes, retried: int, deadline_ms
     task.type = msg.type
     task.payload = payload
     task._enc = msg.enc
-    task.options = EnqueueOptions()
+    task.options = ParsedOptions()
     task.id = msg.id
     task.queue = msg.queue
     task.max_retry = msg.max_retry

@@ -17,11 +17,11 @@ from typing import Any
 import orjson
 
 from .._clock import ms_to_datetime
-from .._model._options import UNSET, EnqueueOptions, parse_options, resolve
+from .._model._options import UNSET, ParsedOptions, parse_options, resolve
 from .._model._task import Task
 from ._spec import Schedule, parse_spec, timezone_name
 
-# EnqueueOptions field -> (option name, kind) for the JSON form of options.
+# ParsedOptions field -> (option name, kind) for the JSON form of options.
 _JSON_FORM: dict[str, tuple[str, str]] = {
     "queue": ("queue", "str"),
     "max_retry": ("max_retry", "int"),
@@ -39,7 +39,7 @@ _JSON_FORM: dict[str, tuple[str, str]] = {
 _FORBIDDEN_ID_CHARS = frozenset("{}")
 
 
-def options_to_json(opts: EnqueueOptions) -> dict[str, Any]:
+def options_to_json(opts: ParsedOptions) -> dict[str, Any]:
     """The options that were set, as JSON values: durations in seconds, times in ISO 8601."""
     out: dict[str, Any] = {}
     for f in fields(opts):

@@ -12,11 +12,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, Unpack
 
 import orjson
 
+from .._defaults import DEFAULT_QUEUE, RESULT_RETENTION
 from .._model._info import TaskInfo
+from .._model._options import TaskOptions
 from .._model._task import Task
 from .._workflow._canvas import Step
 from ._signature import TaskSignature
@@ -29,9 +31,6 @@ R = TypeVar("R")
 P2 = ParamSpec("P2")
 R2 = TypeVar("R2")
 
-#: How long (seconds) a typed task that returns a value keeps its result by default.
-RESULT_RETENTION = 600.0
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TaskDefinition(Generic[P, R]):
@@ -43,7 +42,7 @@ class TaskDefinition(Generic[P, R]):
     signature: TaskSignature = dataclasses.field(repr=False)
     defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def options(self, **options: Any) -> Self:
+    def options(self, **options: Unpack[TaskOptions]) -> Self:
         """The same task with some enqueue options changed (``process_in=60``,
         ``queue="urgent"``, ``task_id=...``); bad options raise ValueError/TypeError here."""
         merged = {**self.defaults, **options}
@@ -82,7 +81,7 @@ class TaskDefinition(Generic[P, R]):
     @property
     def queue(self) -> str:
         """The queue this task is enqueued to unless ``options(queue=...)`` says otherwise."""
-        queue: str = self.defaults.get("queue", "default")
+        queue: str = self.defaults.get("queue", DEFAULT_QUEUE)
         return queue
 
     async def result(self, client: Client, task: TaskInfo | str, *,

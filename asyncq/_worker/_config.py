@@ -14,6 +14,29 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from .._broker._keys import validate_queue_name
+from .._defaults import (
+    WORKER_CANCEL_GRACE,
+    WORKER_CONCURRENCY,
+    WORKER_DEQUEUE_BATCH,
+    WORKER_FORWARD_INTERVAL,
+    WORKER_GROUP_GRACE_PERIOD,
+    WORKER_GROUP_MAX_DELAY,
+    WORKER_GROUP_MAX_SIZE,
+    WORKER_HEALTH_CHECK_INTERVAL,
+    WORKER_HEARTBEAT_INTERVAL,
+    WORKER_IDLE_POLL_INTERVAL,
+    WORKER_JANITOR_BATCH,
+    WORKER_JANITOR_INTERVAL,
+    WORKER_LEASE_DURATION,
+    WORKER_ORPHAN_SCAN_COUNT,
+    WORKER_QUEUES,
+    WORKER_RECOVER_GRACE,
+    WORKER_RECOVER_INTERVAL,
+    WORKER_SHUTDOWN_TIMEOUT,
+    WORKER_TASK_LOGS,
+    WORKER_UNKNOWN_TYPE,
+    WORKER_WORKFLOW_INTERVAL,
+)
 from .._model._events import TaskEvent
 from .._model._task import Task
 from .._observe import RunObserver
@@ -29,7 +52,7 @@ Lifespan = Callable[[], AbstractAsyncContextManager[Any]]
 """A function without arguments returning an async context manager, e.g. an
 ``@contextlib.asynccontextmanager`` function; what it yields is every task's ``state``."""
 
-DEFAULT_HEARTBEAT_INTERVAL = 5.0
+DEFAULT_HEARTBEAT_INTERVAL = WORKER_HEARTBEAT_INTERVAL
 _DERIVED: Any = None  # a field computed from others unless given
 
 
@@ -49,44 +72,44 @@ class WorkerConfig:
     ``check_fields`` (``NONZERO`` marks those that must not be 0).
     """
 
-    concurrency: int = field(default=10, metadata=NONZERO)
+    concurrency: int = field(default=WORKER_CONCURRENCY, metadata=NONZERO)
     """Most handlers running at once in this process."""
-    queues: Mapping[str, int] = field(default_factory=lambda: {"default": 1})
+    queues: Mapping[str, int] = field(default_factory=lambda: dict(WORKER_QUEUES))
     """Queues to serve and their priorities (weights, or order with strict_priority)."""
     strict_priority: bool = False
     """Always drain higher-priority queues first instead of weighting them."""
-    shutdown_timeout: float = 8.0
+    shutdown_timeout: float = WORKER_SHUTDOWN_TIMEOUT
     """On shutdown, how long running handlers may finish before they are cancelled and requeued."""
-    lease_duration: float = field(default=30.0, metadata=NONZERO)
+    lease_duration: float = field(default=WORKER_LEASE_DURATION, metadata=NONZERO)
     """How long a task's lease lasts without renewal; renewed every heartbeat_interval."""
     heartbeat_interval: float = field(default=_DERIVED, metadata=NONZERO)
     """How often leases are renewed and the worker's state is published (default: the smaller
     of 5 s and a third of lease_duration); at most half of lease_duration."""
-    forward_interval: float = field(default=1.0, metadata=NONZERO)
+    forward_interval: float = field(default=WORKER_FORWARD_INTERVAL, metadata=NONZERO)
     """Longest wait between checks for due scheduled/retry tasks (sooner when one is known due)."""
-    recover_interval: float = field(default=10.0, metadata=NONZERO)
+    recover_interval: float = field(default=WORKER_RECOVER_INTERVAL, metadata=NONZERO)
     """How often expired leases of dead workers are looked for."""
-    recover_grace: float = 5.0
-    workflow_interval: float = field(default=5.0, metadata=NONZERO)
+    recover_grace: float = WORKER_RECOVER_GRACE
+    workflow_interval: float = field(default=WORKER_WORKFLOW_INTERVAL, metadata=NONZERO)
     """Safety net of the workflow advancer (woken by pub/sub when a step ends): how often it
     looks at the outboxes anyway, and about how long a dead advancer's lock outlives it."""
     """How long after a lease expired it is recovered (tolerance for clock skew between hosts)."""
-    janitor_interval: float = field(default=8.0, metadata=NONZERO)
+    janitor_interval: float = field(default=WORKER_JANITOR_INTERVAL, metadata=NONZERO)
     """How often completed tasks past their retention are deleted."""
-    janitor_batch: int = field(default=100, metadata=NONZERO)
+    janitor_batch: int = field(default=WORKER_JANITOR_BATCH, metadata=NONZERO)
     """Most completed tasks deleted per script call."""
-    orphan_scan_count: int = 500
+    orphan_scan_count: int = WORKER_ORPHAN_SCAN_COUNT
     """Keys the janitor examines per round (one SCAN step) looking for orphaned task records,
     i.e. task hashes in no list of their state, to repair them; 0 disables the scan."""
-    idle_poll_interval: float = field(default=2.0, metadata=NONZERO)
+    idle_poll_interval: float = field(default=WORKER_IDLE_POLL_INTERVAL, metadata=NONZERO)
     """Safety net only: an idle worker is woken by pub/sub, and re-checks at least this often."""
-    dequeue_batch: int = field(default=100, metadata=NONZERO)
+    dequeue_batch: int = field(default=WORKER_DEQUEUE_BATCH, metadata=NONZERO)
     """Most tasks leased per script call when slots are free."""
     prefetch: int | None = None
     """Tasks leased ahead of free slots, so a finishing handler's slot is refilled without
     waiting for Redis (default: concurrency // 4; 0 disables). Prefetched tasks hold a renewed
     lease; on shutdown or SIGTSTP they are requeued at once."""
-    cancel_grace: float = 5.0
+    cancel_grace: float = WORKER_CANCEL_GRACE
     """How long a cancelled handler may take to stop before the worker stops waiting for it."""
     retry_delay: RetryDelay = default_retry_delay
     """Delay before retry n (n = retries so far): ``retry_delay(n, exc, task)``."""
@@ -94,11 +117,11 @@ class WorkerConfig:
     """Whether an error counts as a failure (False: retried without using up a retry)."""
     error_handler: ErrorHandler | None = None
     """Called (sync or async) with the task and the error after every failed run."""
-    task_logs: Literal["off", "debug", "info"] = "off"
+    task_logs: Literal["off", "debug", "info"] = WORKER_TASK_LOGS
     """Per-task log lines: "debug" logs each start and finish (type, id, queue, duration,
     outcome) at debug level; "info" logs each finish at info; "off" (the default) costs
     nothing per task. Failures are logged as warnings whatever this says."""
-    unknown_type: Literal["retry", "archive"] = "retry"
+    unknown_type: Literal["retry", "archive"] = WORKER_UNKNOWN_TYPE
     """A task whose type has no handler: "retry" (it may reach a worker that knows it, as in a
     rolling deploy) or "archive" at once. Either way it is logged once per type."""
     on_state_change: StateChangeCallback | None = None
@@ -108,14 +131,14 @@ class WorkerConfig:
     bounded queue by one task; it can never stop or slow the worker."""
     health_check: HealthCheck | None = None
     """Called every health_check_interval with None when Redis answers, else the error."""
-    health_check_interval: float = field(default=15.0, metadata=NONZERO)
+    health_check_interval: float = field(default=WORKER_HEALTH_CHECK_INTERVAL, metadata=NONZERO)
     group_aggregator: GroupAggregator | None = None
     """Combines a group's tasks into one task; the aggregator runs only when this is set."""
-    group_grace_period: float = 60.0
+    group_grace_period: float = WORKER_GROUP_GRACE_PERIOD
     """A group is aggregated once no task was added to it for this long."""
-    group_max_delay: float = 0.0
+    group_max_delay: float = WORKER_GROUP_MAX_DELAY
     """A group is aggregated once its oldest task waited this long (0: no limit)."""
-    group_max_size: int = 0
+    group_max_size: int = WORKER_GROUP_MAX_SIZE
     """A group is aggregated once it holds this many tasks (0: no limit)."""
     lifespan: Lifespan | None = None
     """Entered before the first task is fetched, exited after the last outcome is written at

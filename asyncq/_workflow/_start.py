@@ -18,6 +18,7 @@ import orjson
 from .._broker import Broker
 from .._broker import _keys as K
 from .._broker._wf_ops import StoredStep
+from .._defaults import WORKFLOW_RETENTION
 from .._errors import TaskIDConflictError, TaskNotFoundError
 from .._model._enqueue import prepare
 from .._model._flow import Flow
@@ -211,7 +212,7 @@ async def enqueue_after(broker: Broker, task: Task, options: Mapping[str, Any],
         opts["task_id"] = str(uuid.uuid4())
     step: Step[Any, Any] = Step(task, "", options=opts)
     handle = await start_workflow(broker, step, workflow_id=None, on_error=None,
-                                  retention=86_400.0, after=after)
+                                  retention=WORKFLOW_RETENTION, after=after)
     del handle
     new = prepare(task, opts, broker.workflows.clock.now_ms())
     return task_info(new.msg, new.payload, TaskState.WAITING)

@@ -12,13 +12,14 @@ from starlette.staticfiles import StaticFiles
 
 from .._broker import Broker
 from .._broker._connection import RedisLike
+from .._defaults import WEB_TITLE
 from . import _actions, _live, _pages, _workflows
 from ._security import AuthHook, SecurityMiddleware
 from ._state import Dashboard, Settings
 
 
 def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
-               auth: AuthHook | None = None, title: str = "asyncq") -> Starlette:
+               auth: AuthHook | None = None, title: str = WEB_TITLE) -> Starlette:
     """The dashboard: an ASGI app showing and operating the queues of ``redis`` (a URL, a
     ``redis.asyncio`` client, or a Broker: ``create_app(client.broker)``).
 

@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._defaults import WEB_AUTH_REALM
+
 #: A callable that receives the request and says whether it may proceed (sync or async).
 AuthHook = Callable[[Request], bool | Awaitable[bool]]
 
@@ -40,7 +42,7 @@ class BasicAuth:
     """An auth hook accepting one user name and password by HTTP basic auth (compared in
     constant time); a refused request gets a ``WWW-Authenticate`` challenge."""
 
-    def __init__(self, username: str, password: str, realm: str = "asyncq") -> None:
+    def __init__(self, username: str, password: str, realm: str = WEB_AUTH_REALM) -> None:
         for name, value in (("username", username), ("password", password)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"basic_auth: {name} must be a non-empty str")
@@ -65,7 +67,7 @@ class BasicAuth:
         return f'Basic realm="{realm}", charset="UTF-8"'
 
 
-def basic_auth(username: str, password: str, *, realm: str = "asyncq") -> BasicAuth:
+def basic_auth(username: str, password: str, *, realm: str = WEB_AUTH_REALM) -> BasicAuth:
     """An ``auth`` hook for ``create_app`` that lets in ``username``/``password`` only."""
     return BasicAuth(username, password, realm)
 

@@ -1,0 +1,101 @@
+"""Every default asyncq applies when the caller says nothing, each named once, here.
+
+The Client, Task, typed tasks, workflows, the worker's settings, the CLI (its flags and help
+texts) and the web dashboard read these names instead of spelling the values, so a default
+changes in one place and help texts cannot drift from what the code does
+(tests/test_defaults.py holds them to it). Durations are seconds unless the name ends in _MS.
+This module imports nothing, so any module may read it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- a task (Client.enqueue, Task, typed tasks, workflow steps, ``asyncq task enqueue``)
+
+DEFAULT_QUEUE: Final = "default"
+"""The queue a task goes to, a worker serves and a lookup by id searches when none is named."""
+
+DEFAULT_MAX_RETRY: Final = 25
+"""Retries of a failing task before it is archived (about three weeks of default backoff)."""
+
+DEFAULT_TIMEOUT_MS: Final = 30 * 60 * 1000
+"""A handler's time limit when the task has neither ``timeout`` nor ``deadline`` (30 min);
+``timeout=0`` means no limit at all."""
+
+DEFAULT_RETENTION_MS: Final = 0
+"""How long a completed task is kept: not at all, it is deleted as it completes."""
+
+RESULT_RETENTION: Final = 600.0
+"""How long a typed task that returns a value keeps it (10 min), so ``result()`` after
+``enqueue()`` finds it even when the task finished before anybody listened."""
+
+WORKFLOW_RETENTION: Final = 86_400.0
+"""How long an ended workflow's state is kept (1 day): ``enqueue_workflow`` and the one-step
+workflow behind ``enqueue(after=...)``."""
+
+# -- the archive (failed tasks kept for inspection), trimmed as tasks are archived
+
+ARCHIVE_MAX_SIZE: Final = 10_000
+"""Most archived tasks a queue keeps; the oldest are deleted beyond it."""
+
+ARCHIVE_MAX_AGE_MS: Final = 90 * 86_400_000
+"""Archived tasks older than this (90 days) are deleted."""
+
+# -- the client
+
+EVENTS_BUFFER: Final = 10_000
+"""Events one ``client.events()`` iterator buffers for a slow reader before it gets an
+``EventsLost`` in place of the backlog."""
+
+# -- the worker (WorkerConfig fields of the same name)
+
+WORKER_QUEUES: Final = ((DEFAULT_QUEUE, 1),)
+"""Queues a worker serves and their weights: the default queue alone."""
+
+WORKER_CONCURRENCY: Final = 10
+WORKER_SHUTDOWN_TIMEOUT: Final = 8.0
+WORKER_LEASE_DURATION: Final = 30.0
+WORKER_HEARTBEAT_INTERVAL: Final = 5.0
+"""Lease renewals and state updates: this often, or a third of the lease if that is shorter."""
+WORKER_FORWARD_INTERVAL: Final = 1.0
+WORKER_RECOVER_INTERVAL: Final = 10.0
+WORKER_RECOVER_GRACE: Final = 5.0
+WORKER_WORKFLOW_INTERVAL: Final = 5.0
+WORKER_JANITOR_INTERVAL: Final = 8.0
+WORKER_JANITOR_BATCH: Final = 100
+WORKER_ORPHAN_SCAN_COUNT: Final = 500
+WORKER_IDLE_POLL_INTERVAL: Final = 2.0
+WORKER_DEQUEUE_BATCH: Final = 100
+WORKER_CANCEL_GRACE: Final = 5.0
+WORKER_TASK_LOGS: Final = "off"
+WORKER_UNKNOWN_TYPE: Final = "retry"
+WORKER_HEALTH_CHECK_INTERVAL: Final = 15.0
+WORKER_GROUP_GRACE_PERIOD: Final = 60.0
+WORKER_GROUP_MAX_DELAY: Final = 0.0
+WORKER_GROUP_MAX_SIZE: Final = 0
+
+# -- the scheduler (Scheduler and PeriodicTaskManager arguments of the same name)
+
+SCHEDULER_HEARTBEAT_INTERVAL: Final = 10.0
+"""How often a scheduler publishes its entries (they expire after twice this)."""
+
+PERIODIC_SYNC_INTERVAL: Final = 180.0
+"""How often a PeriodicTaskManager asks its provider for the configs again."""
+
+# -- the command line and the web dashboard
+
+DEFAULT_REDIS_URL: Final = "redis://127.0.0.1:6379/0"
+"""The Redis the CLI talks to without ``--redis-url`` or ``$ASYNCQ_REDIS_URL``."""
+
+WEB_HOST: Final = "127.0.0.1"
+"""``asyncq web`` listens on loopback only unless told otherwise."""
+WEB_PORT: Final = 8080
+WEB_TITLE: Final = "asyncq"
+"""The dashboard's header (``create_app(title=...)``, ``asyncq web --title``)."""
+WEB_AUTH_REALM: Final = "asyncq"
+"""The realm of the dashboard's basic auth: what a browser's password prompt names."""
+
+METRICS_HOST: Final = "127.0.0.1"
+"""Where ``asyncq metrics`` and ``asyncq worker --metrics-port`` serve: this machine only."""
+METRICS_PORT: Final = 9090

@@ -1,0 +1,184 @@
+"""Every default has one home, asyncq/_defaults.py: the Client, Task, typed tasks, workflows,
+WorkerConfig, the scheduler, the CLI (flags and help texts) and the web dashboard apply the
+values named there, so none of them can drift from it."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import asyncq
+from asyncq import _defaults as D
+from asyncq._broker import _calls
+from asyncq._cli import build_parser
+from asyncq._client._waiting import EventStream
+from asyncq._model._message import TaskMessage, decode_message
+from asyncq._model._options import NO_OPTIONS, ParsedOptions, parse_options, resolve
+from asyncq._worker import _config
+from asyncq.web import basic_auth, create_app
+
+# WorkerConfig field -> the _defaults value it starts with.
+WORKER_FIELDS: dict[str, object] = {
+    "concurrency": D.WORKER_CONCURRENCY,
+    "shutdown_timeout": D.WORKER_SHUTDOWN_TIMEOUT,
+    "lease_duration": D.WORKER_LEASE_DURATION,
+    "forward_interval": D.WORKER_FORWARD_INTERVAL,
+    "recover_interval": D.WORKER_RECOVER_INTERVAL,
+    "recover_grace": D.WORKER_RECOVER_GRACE,
+    "workflow_interval": D.WORKER_WORKFLOW_INTERVAL,
+    "janitor_interval": D.WORKER_JANITOR_INTERVAL,
+    "janitor_batch": D.WORKER_JANITOR_BATCH,
+    "orphan_scan_count": D.WORKER_ORPHAN_SCAN_COUNT,
+    "idle_poll_interval": D.WORKER_IDLE_POLL_INTERVAL,
+    "dequeue_batch": D.WORKER_DEQUEUE_BATCH,
+    "cancel_grace": D.WORKER_CANCEL_GRACE,
+    "task_logs": D.WORKER_TASK_LOGS,
+    "unknown_type": D.WORKER_UNKNOWN_TYPE,
+    "health_check_interval": D.WORKER_HEALTH_CHECK_INTERVAL,
+    "group_grace_period": D.WORKER_GROUP_GRACE_PERIOD,
+    "group_max_delay": D.WORKER_GROUP_MAX_DELAY,
+    "group_max_size": D.WORKER_GROUP_MAX_SIZE,
+}
+
+
+def _default(fn: Any, name: str) -> Any:
+    return inspect.signature(fn).parameters[name].default
+
+
+def _subparser(parser: argparse.ArgumentParser, *path: str) -> argparse.ArgumentParser:
+    for name in path:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    return parser
+
+
+def _flag(parser: argparse.ArgumentParser, flag: str) -> argparse.Action:
+    return next(a for a in parser._actions if flag in a.option_strings)
+
+
+def test_worker_config_fields_start_with_the_defaults() -> None:
+    config = asyncq.WorkerConfig()
+    for name, value in WORKER_FIELDS.items():
+        assert getattr(config, name) == value, name
+    assert config.queues == dict(D.WORKER_QUEUES) == {D.DEFAULT_QUEUE: 1}
+    assert config.heartbeat_interval == min(D.WORKER_HEARTBEAT_INTERVAL,
+                                            D.WORKER_LEASE_DURATION / 3)
+    assert _config.DEFAULT_HEARTBEAT_INTERVAL == D.WORKER_HEARTBEAT_INTERVAL
+    # A new field with a plain value as its default has its home in _defaults too.
+    plain = {f.name for f in dataclasses.fields(asyncq.WorkerConfig)
+             if isinstance(f.default, int | float | str) and not isinstance(f.default, bool)}
+    assert plain == set(WORKER_FIELDS)
+
+
+def test_a_task_and_the_client_apply_the_task_defaults() -> None:
+    task = asyncq.Task("t")
+    assert (task.queue, task.max_retry) == (D.DEFAULT_QUEUE, D.DEFAULT_MAX_RETRY)
+    for opts in (NO_OPTIONS, ParsedOptions(), parse_options({"group": "g"})):
+        r = resolve(opts, 1_000)
+        assert (r.queue, r.max_retry, r.timeout_ms, r.retention_ms) == (
+            D.DEFAULT_QUEUE, D.DEFAULT_MAX_RETRY, D.DEFAULT_TIMEOUT_MS, D.DEFAULT_RETENTION_MS)
+    msg = decode_message(orjson.dumps({"id": "i", "type": "t", "queue": "q"}))
+    assert msg.max_retry == TaskMessage("i", "t", "q").max_retry == D.DEFAULT_MAX_RETRY
+    assert _default(asyncq.Client.events, "queues") == D.DEFAULT_QUEUE
+    assert _default(asyncq.Client.events, "buffer") == D.EVENTS_BUFFER
+    assert _default(EventStream, "buffer") == D.EVENTS_BUFFER
+    assert _default(asyncq.Client.enqueue_workflow, "retention") == D.WORKFLOW_RETENTION
+    assert _default(asyncq.Limiter, "queue") == D.DEFAULT_QUEUE
+    assert (_calls.ARCHIVE_MAX_SIZE, _calls.ARCHIVE_MAX_AGE_MS) == (
+        D.ARCHIVE_MAX_SIZE, D.ARCHIVE_MAX_AGE_MS)
+    assert timedelta(milliseconds=D.ARCHIVE_MAX_AGE_MS) == timedelta(days=90)
+
+
+def test_typed_tasks_keep_a_result_for_the_result_retention() -> None:
+    mux = asyncq.ServeMux()
+
+    @mux.task("defaults:value")
+    async def value() -> int:
+        return 1
+
+    @mux.task("defaults:none")
+    async def nothing() -> None:
+        return None
+
+    assert value.defaults["retention"] == D.RESULT_RETENTION
+    assert "retention" not in nothing.defaults
+    assert value.queue == D.DEFAULT_QUEUE
+
+
+def test_scheduler_intervals_are_the_defaults() -> None:
+    assert _default(asyncq.Scheduler, "heartbeat_interval") == D.SCHEDULER_HEARTBEAT_INTERVAL
+    assert _default(asyncq.PeriodicTaskManager, "sync_interval") == D.PERIODIC_SYNC_INTERVAL
+
+
+def test_the_public_options_document_the_defaults() -> None:
+    doc = asyncq.EnqueueOptions.__doc__ or ""
+    assert f'``queue`` (default "{D.DEFAULT_QUEUE}")' in doc
+    assert f"``max_retry`` ({D.DEFAULT_MAX_RETRY})" in doc
+    assert f"{D.DEFAULT_TIMEOUT_MS // 60_000} min" in doc
+
+
+def test_cli_flags_and_help_texts_show_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ASYNCQ_REDIS_URL", raising=False)
+    parser = build_parser()
+    worker = _subparser(parser, "worker")
+    assert _flag(worker, "--redis-url").default == D.DEFAULT_REDIS_URL
+    assert D.DEFAULT_REDIS_URL in (_flag(worker, "--redis-url").help or "")
+    for flag, value in (("--concurrency", D.WORKER_CONCURRENCY),
+                        ("--shutdown-timeout", D.WORKER_SHUTDOWN_TIMEOUT),
+                        ("--lease-duration", D.WORKER_LEASE_DURATION),
+                        ("--heartbeat-interval", D.WORKER_HEARTBEAT_INTERVAL)):
+        assert _flag(worker, flag).default is None  # not given: WorkerConfig's default
+        assert re.search(rf"default\b.*(?<![\d.]){value:g}(?![\d.])",
+                         _flag(worker, flag).help or ""), flag
+    assert f"{D.DEFAULT_QUEUE}=1" in (_flag(worker, "--queue").help or "")
+    assert _flag(worker, "--metrics-host").default == D.METRICS_HOST
+
+    enqueue = _subparser(parser, "task", "enqueue")
+    assert f"queue {D.DEFAULT_QUEUE}, {D.DEFAULT_MAX_RETRY} retries" in (
+        enqueue.description or "")
+    assert f"default {D.DEFAULT_MAX_RETRY}" in (_flag(enqueue, "--retry").help or "")
+
+    metrics = _subparser(parser, "metrics")
+    assert _flag(metrics, "--host").default == D.METRICS_HOST
+    assert _flag(metrics, "--port").default == D.METRICS_PORT
+
+
+def test_the_web_command_and_app_use_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ASYNCQ_REDIS_URL", raising=False)
+    web = _subparser(build_parser(), "web")
+    assert _flag(web, "--host").default == D.WEB_HOST
+    assert _flag(web, "--port").default == D.WEB_PORT
+    assert _flag(web, "--title").default == D.WEB_TITLE
+    assert _flag(web, "--redis-url").default == D.DEFAULT_REDIS_URL
+    assert f"default {D.WEB_PORT}" in (_flag(web, "--port").help or "")
+    assert _default(create_app, "title") == D.WEB_TITLE
+    assert _default(basic_auth, "realm") == D.WEB_AUTH_REALM
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are docstrings (or bare strings) of ``tree``."""
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+
+
+def test_only_the_defaults_module_spells_the_default_queue() -> None:
+    package = Path(asyncq.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "_defaults.py" and path.parent == package:
+            continue
+        tree = ast.parse(path.read_text())
+        docs = _docstrings(tree)
+        found += [f"{path.relative_to(package)}:{node.lineno}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and node.value == D.DEFAULT_QUEUE
+                  and id(node) not in docs]
+    assert found == [], f"spell the default queue as _defaults.DEFAULT_QUEUE: {found}"
