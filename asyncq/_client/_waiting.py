@@ -21,7 +21,7 @@ from .._broker import Broker, TaskRecord
 from .._broker._keys import validate_queue_name as validate_queue
 from .._broker._keys import workflow_keys
 from .._clock import Clock, ms_to_datetime
-from .._defaults import DEFAULT_QUEUE
+from .._defaults import DEFAULT_QUEUE, EVENTS_BUFFER
 from .._errors import AsyncqError, ResultNotKeptError, TaskNotFoundError
 from .._model._events import TaskEvent
 from .._model._info import TaskFailedError, TaskInfo, TaskState
@@ -30,7 +30,7 @@ from .._workflow._info import WorkflowHandle, is_workflow_id
 from ._event_hub import EventHub, Stream
 
 #: How many events one ``events()`` iterator buffers for a slow reader before dropping them.
-STREAM_BUFFER = 10_000
+STREAM_BUFFER = EVENTS_BUFFER
 
 
 def _not_found(queue: str, task_id: str) -> TaskNotFoundError:

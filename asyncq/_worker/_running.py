@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._broker import RawTask
+from .._defaults import DEFAULT_TIMEOUT_MS
 from .._model._message import NO_TIMEOUT, TaskMessage
 from .._model._task import Task
 
@@ -75,7 +76,7 @@ def compute_deadline(now_ms: int, msg: TaskMessage) -> int:
     """When a run must end: now+timeout, the deadline, or the earlier of both; 0 when nothing
     limits it (``timeout=0`` without a deadline, stored as NO_TIMEOUT).
 
-    Neither (only possible for messages written by hand) means 30 minutes.
+    Neither (only possible for messages written by hand) means the default task timeout.
     """
     return limit_of(now_ms, msg)[0]
 
@@ -94,7 +95,7 @@ def limit_of(now_ms: int, msg: TaskMessage) -> tuple[int, Stop | None]:
         return msg.deadline_ms, Stop.DEADLINE
     if msg.timeout_ms == NO_TIMEOUT:
         return 0, None
-    return now_ms + 30 * 60 * 1000, Stop.TIMEOUT
+    return now_ms + DEFAULT_TIMEOUT_MS, Stop.TIMEOUT
 
 
 NEAR_S = 2.0  # a deadline closer than this gets its timer at once
