@@ -7,9 +7,8 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
-from .._broker._keys import validate_queue_name
 from .._clock import MAX_TIME_MS, datetime_to_ms
-from .._validate import check_text, to_ms
+from .._validate import check_text, to_ms, validate_queue_name
 from ._message import NO_TIMEOUT
 
 DEFAULT_QUEUE = "default"

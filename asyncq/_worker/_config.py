@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
-from .._broker._keys import validate_queue_name
 from .._model._events import TaskEvent
 from .._model._task import Task
 from .._observe import RunObserver
-from .._validate import NONZERO, check_fields, to_int, to_seconds
+from .._validate import NONZERO, check_fields, to_int, to_seconds, validate_queue_name
 from ._retry import default_retry_delay
 
 RetryDelay = Callable[[int, BaseException, Task], float | timedelta]

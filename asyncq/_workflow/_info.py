@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from .._broker._keys import WORKFLOW_ID_PREFIX
 from .._model._info import TaskState
+from .._validate import WORKFLOW_ID_PREFIX
 
 O = TypeVar("O", covariant=True)  # noqa: E741
 

@@ -25,7 +25,7 @@ from .._model._info import TaskInfo, TaskState, task_info
 from .._model._message import TaskMessage
 from .._model._options import UNSET
 from .._model._task import Task
-from .._validate import check_text, short, to_ms
+from .._validate import WORKFLOW_ID_PREFIX, check_text, short, to_ms
 from ._canvas import Step, as_flow
 from ._compile import AfterNode, Graph, build
 from ._engine import Outcome, advance, drop_steps
@@ -40,9 +40,9 @@ def check_workflow_id(value: object) -> str:
     if any(c in "{}#" or c.isspace() for c in wf_id):
         raise ValueError(f"workflow id {short(repr(wf_id))} must not contain '{{', '}}', '#' "
                          "or whitespace")
-    if not wf_id.startswith(K.WORKFLOW_ID_PREFIX):
+    if not wf_id.startswith(WORKFLOW_ID_PREFIX):
         raise ValueError(f"workflow id {short(repr(wf_id))} must start with "
-                         f"{K.WORKFLOW_ID_PREFIX!r} (so client.wait tells it from a task id)")
+                         f"{WORKFLOW_ID_PREFIX!r} (so client.wait tells it from a task id)")
     return wf_id
 
 
@@ -124,7 +124,7 @@ async def start_workflow(broker: Broker, flow: Flow[Any, Any], *, workflow_id: s
                          after: Sequence[Any] = ()) -> WorkflowHandle[Any]:
     """Validate, compile and start ``flow`` (see ``Flow.enqueue``)."""
     flow = as_flow(flow, "workflow")
-    wf_id = (K.WORKFLOW_ID_PREFIX + uuid.uuid4().hex if workflow_id is None
+    wf_id = (WORKFLOW_ID_PREFIX + uuid.uuid4().hex if workflow_id is None
              else check_workflow_id(workflow_id))
     retention_ms = to_ms(retention, "retention", allow_zero=False)
     error_step = None
