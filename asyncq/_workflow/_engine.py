@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from typing import Any
 
 import orjson
 
@@ -27,6 +26,7 @@ from .._broker._wf_ops import (
     WorkflowState,
 )
 from .._log import get_logger
+from ._nodes import NodeSpec
 
 _log = get_logger("workflow")
 
@@ -48,14 +48,14 @@ class Values:
     def __init__(self, ops: WorkflowOps, workflow_id: str) -> None:
         self.ops = ops
         self.id = workflow_id
-        self.specs: dict[str, dict[str, Any]] = {}
+        self.specs: dict[str, NodeSpec] = {}
         self.values: dict[str, Value] = {}
 
     async def load_specs(self, nodes: Sequence[str]) -> None:
         missing = [n for n in dict.fromkeys(nodes) if n not in self.specs]
         if missing:
             for node, raw in zip(missing, await self.ops.specs(self.id, missing), strict=True):
-                self.specs[node] = orjson.loads(raw) if raw else {}
+                self.specs[node] = NodeSpec.from_json(raw)
 
     async def value(self, node: str) -> Value:
         """The value of ``node``: a task's result, or a join's list of its items' values."""
@@ -65,12 +65,12 @@ class Values:
         pending, leaves, seen = [node], [], set()
         while pending:
             await self.load_specs(pending)
-            nxt = []
+            nxt: list[str] = []
             for n in pending:
                 if n in seen or n in self.values:
                     continue
                 seen.add(n)
-                items = self.specs[n].get("g")
+                items = self.specs[n].items
                 if items is None:
                     leaves.append(n)
                 else:
@@ -89,13 +89,18 @@ class Values:
             if n in self.values:
                 continue
             order.append(n)
-            stack.extend(i for i in self.specs[n]["g"] if i not in self.values)
+            stack.extend(i for i in self._items(n) if i not in self.values)
         for n in reversed(order):
             if n not in self.values:
-                items = self.specs[n]["g"]
                 self.values[n] = ("j", b"[" + b",".join(json_of(self.values[i])
-                                                        for i in items) + b"]")
+                                                        for i in self._items(n)) + b"]")
         return self.values[node]
+
+    def _items(self, join: str) -> tuple[str, ...]:
+        items = self.specs[join].items
+        if items is None:
+            raise KeyError(f"workflow {self.id}: node {join} is no join")
+        return items
 
 
 def input_for(mode: str, value: Value) -> tuple[bytes, str]:
@@ -117,13 +122,13 @@ async def release(ops: WorkflowOps, values: Values, nodes: Sequence[str]) -> int
     by_queue: dict[str, list[StepInput]] = {}
     for node in nodes:
         spec = values.specs[node]
-        if "q" not in spec:
+        if spec.step is None:
             continue
-        mode = spec.get("m", "")
-        dep = spec.get("d")
-        value = await values.value(dep) if dep is not None and mode else ("-", b"")
-        payload, enc = input_for(mode, value)
-        by_queue.setdefault(spec["q"], []).append(StepInput(spec["t"], payload, enc))
+        queue, task_id = spec.step
+        dep = spec.dep
+        value = await values.value(dep) if dep is not None and spec.mode else ("-", b"")
+        payload, enc = input_for(spec.mode, value)
+        by_queue.setdefault(queue, []).append(StepInput(task_id, payload, enc))
     released = 0
     for queue, steps in by_queue.items():
         released += sum(await ops.release(queue, steps))
@@ -180,13 +185,14 @@ async def failed(broker: Broker, values: Values) -> None:
     on_error, node, error = summary.on_error, summary.failed_node, summary.error
     if on_error:
         await values.load_specs([on_error, node])
-        spec = values.specs.get(on_error, {})
-        failed_spec = values.specs.get(node, {})
-        info = {"workflow_id": values.id, "step_id": failed_spec.get("t", node),
-                "type": failed_spec.get("type"), "error": error}
-        payload, enc = input_for(spec.get("m", ""), ("j", orjson.dumps(info)))
-        if "q" in spec:
-            await values.ops.release(spec["q"], [StepInput(spec["t"], payload, enc)])
+        spec = values.specs[on_error]
+        failed_spec = values.specs[node]
+        info = {"workflow_id": values.id, "step_id": failed_spec.task_id or node,
+                "type": failed_spec.type, "error": error}
+        payload, enc = input_for(spec.mode, ("j", orjson.dumps(info)))
+        if spec.step is not None:
+            queue, task_id = spec.step
+            await values.ops.release(queue, [StepInput(task_id, payload, enc)])
     record = await values.ops.read(values.id)
     specs = {} if record is None else record.specs
     for queue, ids in _task_ids_by_queue(specs, skip=on_error).items():
@@ -208,16 +214,16 @@ async def drop_steps(broker: Broker, workflow_id: str) -> None:
 async def _drop(broker: Broker, values: Values, nodes: Sequence[str]) -> None:
     await values.load_specs(nodes)
     for node in nodes:
-        spec = values.specs.get(node, {})
-        if "q" in spec:
-            await broker.workflows.drop(spec["q"], [spec["t"]])
+        step = values.specs[node].step
+        if step is not None:
+            await broker.workflows.drop(step[0], [step[1]])
 
 
 def _task_ids_by_queue(specs: dict[str, bytes], skip: str = "") -> dict[str, list[str]]:
     by_queue: dict[str, list[str]] = {}
     for node, raw in specs.items():
-        spec = orjson.loads(raw)
-        if "q" in spec and node != skip:
-            by_queue.setdefault(spec["q"], []).append(spec["t"])
+        step = NodeSpec.from_json(raw).step
+        if step is not None and node != skip:
+            by_queue.setdefault(step[0], []).append(step[1])
     return by_queue
 

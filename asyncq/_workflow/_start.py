@@ -13,8 +13,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
 from .._broker import Broker
 from .._broker._wf_ops import (
     CancelResult,
@@ -43,8 +41,8 @@ from ._canvas import Step, as_flow
 from ._compile import AfterNode, Graph, build
 from ._engine import advance, drop_steps
 from ._info import WorkflowHandle
+from ._nodes import ON_ERROR_NODE, NodeSpec
 
-ON_ERROR_NODE = "e"
 WORKFLOW_HEADER = "asyncq-workflow"  # every step's header: the id of its workflow
 
 
@@ -98,18 +96,18 @@ class _Plan:
                 stored, spec = self._step(node, step, dep, now)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"workflow step {node} ({step.task.type}): {exc}") from None
-            self.steps.setdefault(spec["q"], []).append(stored)
-            self.nodes.append(NewNode(node, orjson.dumps(spec), succ.get(node, ()),
+            self.steps.setdefault(self.task_ids[node][0], []).append(stored)
+            self.nodes.append(NewNode(node, spec.to_json(), succ.get(node, ()),
                                       0 if dep is None else 1))
         for j in graph.joins:
-            self.nodes.append(NewNode(j.id, orjson.dumps({"g": j.items}), succ.get(j.id, ()),
-                                      len(j.items)))
+            self.nodes.append(NewNode(j.id, NodeSpec(items=tuple(j.items)).to_json(),
+                                      succ.get(j.id, ()), len(j.items)))
         for a in graph.afters:
-            self.nodes.append(NewNode(a.id, orjson.dumps({"xq": a.queue, "xt": a.task_id}),
+            self.nodes.append(NewNode(a.id, NodeSpec(waits_for=(a.queue, a.task_id)).to_json(),
                                       succ.get(a.id, ()), 0))
 
     def _step(self, node: str, step: Step[Any, Any], dep: str | None,
-              now: int) -> tuple[StoredStep, dict[str, Any]]:
+              now: int) -> tuple[StoredStep, NodeSpec]:
         task = step.task
         opts = step.options
         new = prepare(task, opts, now)
@@ -125,7 +123,7 @@ class _Plan:
         if step.mode == "r" and msg.enc != "n":
             raise ValueError("a step receiving its input as payload must have no payload")
         self.task_ids[node] = (msg.queue, msg.id)
-        spec = {"q": msg.queue, "t": msg.id, "m": step.mode, "d": dep, "type": msg.type}
+        spec = NodeSpec(queue=msg.queue, task_id=msg.id, mode=step.mode, dep=dep, type=msg.type)
         ready = dep is None and node != ON_ERROR_NODE
         return StoredStep(msg.id, msg.encode(), new.payload, self.id, node, step.mode,
                           ready), spec
