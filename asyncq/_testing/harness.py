@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import anyio
 from redis.asyncio import Redis, RedisCluster
 
-from .._broker import RedisBroker
+from .._broker import _keys as K
 from .._broker._connection import connect
 from .._worker import Handler, Worker
 
@@ -37,20 +36,19 @@ async def wait_until(predicate: Callable[[], Any | Awaitable[Any]], *, timeout: 
         await anyio.sleep(POLL_INTERVAL)
 
 
-#: One broker per client the helpers are given (a cluster client reads its slots once).
-_brokers: weakref.WeakKeyDictionary[Redis | RedisCluster, RedisBroker] = (
-    weakref.WeakKeyDictionary())
-
-
 async def queue_counts(redis: Redis | RedisCluster, queue: str) -> dict[str, int]:
-    """Sizes of a queue's pending, active, scheduled, retry, archived and completed sets,
-    read through the broker's inspection (``redis`` stays open: it is the caller's)."""
-    broker = _brokers.get(redis)
-    if broker is None:
-        broker = _brokers[redis] = RedisBroker(redis)
-    info, = await broker.inspect.queue_infos([queue], broker.clock.now_ms(), memory=False)
-    return {"pending": info.pending, "active": info.active, "scheduled": info.scheduled,
-            "retry": info.retry, "archived": info.archived, "completed": info.completed}
+    """Sizes of a queue's pending, active, scheduled, retry, archived and completed sets."""
+    qk = K.queue_keys(queue)
+    pipe = redis.pipeline(transaction=False)
+    pipe.llen(qk.pending)
+    pipe.llen(qk.active)
+    pipe.zcard(qk.scheduled)
+    pipe.zcard(qk.retry)
+    pipe.zcard(qk.archived)
+    pipe.zcard(qk.completed)
+    values = await pipe.execute()
+    names = ("pending", "active", "scheduled", "retry", "archived", "completed")
+    return dict(zip(names, (int(v) for v in values), strict=True))
 
 
 async def wait_drained(redis: Redis | RedisCluster, queues: Iterable[str], *,
