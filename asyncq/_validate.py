@@ -193,3 +193,35 @@ def check_text(value: object, name: str, *, blank: bool = False, name_like: bool
         raise ValueError(f"{name} {short(repr(value))} must not contain control characters "
                          f"(NUL, newline, escape...)")
     return value
+
+
+# -- names: the rules a queue name and a workflow id follow, whatever stores them
+
+WORKFLOW_ID_PREFIX = "wf-"
+"""Every workflow id starts with it, so ``client.wait`` tells a workflow from a task."""
+
+WORKFLOW_QUEUE_PREFIX = "wf:"
+"""Reserved: a workflow is seen (its waits and task events) as the one task of queue
+``wf:<id>``, so no queue name may start with it."""
+
+_FORBIDDEN_QUEUE_CHARS = frozenset("{}")
+
+
+def validate_queue_name(name: object) -> str:
+    """Return ``name`` if it is a usable queue name, else raise ValueError saying why."""
+    name = check_text(name, "queue name", name_like=True)
+    if any(c in _FORBIDDEN_QUEUE_CHARS or c.isspace() for c in name):
+        raise ValueError(
+            f"queue name {short(repr(name))} must not contain '{{', '}}' or whitespace "
+            "(it is used as a Redis Cluster hash tag)"
+        )
+    if name.startswith(WORKFLOW_QUEUE_PREFIX):
+        raise ValueError(f"queue name {short(repr(name))} must not start with "
+                         f"{WORKFLOW_QUEUE_PREFIX!r} (reserved for workflows)")
+    return name
+
+
+def workflow_queue(workflow_id: str) -> str:
+    """The pseudo-queue of a workflow: its record is read, waited for and reported like the
+    task ``workflow_id`` of this queue."""
+    return WORKFLOW_QUEUE_PREFIX + workflow_id

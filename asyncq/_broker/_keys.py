@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from .._validate import check_text, short
+# (validate_queue_name re-exported: the rule every per-queue key name relies on)
+from .._validate import validate_queue_name as validate_queue_name
+from .._validate import workflow_queue
 
 PREFIX = "asyncq"
 QUEUES = f"{PREFIX}:queues"  # SET of known queue names
@@ -23,26 +25,8 @@ CANCEL_MARKER_TTL_MS = 3_600_000  # how long a cancellation waits for the worker
 WAKE_CHANNEL = f"{PREFIX}:wake"  # pub/sub: message = queue name that has new pending work
 TASK_KEY_PATTERN = f"{PREFIX}:{{*}}:t:*"  # SCAN match for the task hashes of every queue
 WORKFLOWS = f"{PREFIX}:workflows"  # ZSET workflow id -> created at, Unix ms
-WORKFLOW_ID_PREFIX = "wf-"  # every workflow id starts with it (client.wait tells them apart)
-WORKFLOW_QUEUE_PREFIX = "wf:"  # reserved: a workflow's keys look like those of queue wf:<id>
 
 DAY_MS = 86_400_000  # one UTC day: the period of the daily counters
-
-_FORBIDDEN_QUEUE_CHARS = frozenset("{}")
-
-
-def validate_queue_name(name: object) -> str:
-    """Return ``name`` if it is a usable queue name, else raise ValueError saying why."""
-    name = check_text(name, "queue name", name_like=True)
-    if any(c in _FORBIDDEN_QUEUE_CHARS or c.isspace() for c in name):
-        raise ValueError(
-            f"queue name {short(repr(name))} must not contain '{{', '}}' or whitespace "
-            "(it is used as a Redis Cluster hash tag)"
-        )
-    if name.startswith(WORKFLOW_QUEUE_PREFIX):
-        raise ValueError(f"queue name {short(repr(name))} must not start with "
-                         f"{WORKFLOW_QUEUE_PREFIX!r} (reserved for workflows)")
-    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +181,7 @@ class WorkflowKeys:
 @lru_cache(maxsize=1024)
 def workflow_keys(workflow_id: str) -> WorkflowKeys:
     """Key names of workflow ``workflow_id``."""
-    queue = WORKFLOW_QUEUE_PREFIX + workflow_id
+    queue = workflow_queue(workflow_id)
     base = f"{PREFIX}:{{{queue}}}:"
     return WorkflowKeys(workflow_id=workflow_id, queue=queue, record=base + "t:" + workflow_id,
                         spec=base + "spec", succ=base + "succ", count=base + "count",

@@ -67,7 +67,7 @@ class RedisBroker:
         self.schedules = RedisScheduleOps(self.runner, clock)
         self.limits = LimitOps(self.runner, clock)
         """Rate and concurrency limit state (see ``asyncq._limits``)."""
-        self.workflows = RedisWorkflowOps(self.runner, clock)
+        self.workflows = RedisWorkflowOps(self.runner, clock, self.listen)
         # Overlapping store() calls (a web app's concurrent requests) share round trips.
         self._stores: Coalescer[ScriptCall, Any] = Coalescer(self.runner.run_call,
                                                              self._run_stores, max_in_flight=2)

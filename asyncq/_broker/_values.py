@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from .._model._message import TaskMessage
+from ._keys import queue_keys
 
 LEASE_LOST = 0
 LEASE_KEPT = 1
@@ -33,6 +34,13 @@ class NewTask(NamedTuple):
     process_at_ms: int  # 0 or <= now: ready now
     unique_key: str | None  # lock key name, None when not unique
     unique_ttl_ms: int
+
+
+def unique_lock(queue: str, task_type: str, identity: bytes | None, key: str | None) -> str:
+    """The name of a unique task's lock: from its explicit ``key``, else from its type and
+    payload ``identity``. The broker owns the naming; a producer carries the name in the
+    message and gives it back to ``Broker.lock_holders``."""
+    return queue_keys(queue).unique(task_type, identity, key)
 
 
 EnqueueCode = Literal[1, 0, -1]  # 1 stored, 0 id conflict, -1 unique duplicate

@@ -18,14 +18,14 @@ from typing import Any, Self
 import anyio
 
 from .._broker import Broker, TaskRecord
-from .._broker._keys import validate_queue_name as validate_queue
-from .._broker._keys import workflow_keys
 from .._clock import Clock, ms_to_datetime
 from .._defaults import DEFAULT_QUEUE, EVENTS_BUFFER
 from .._errors import AsyncqError, ResultNotKeptError, TaskNotFoundError
 from .._model._events import TaskEvent
 from .._model._info import TaskFailedError, TaskInfo, TaskState
 from .._model._records import record_info
+from .._validate import validate_queue_name as validate_queue
+from .._validate import workflow_queue
 from .._workflow._info import WorkflowHandle, is_workflow_id
 from ._event_hub import EventHub, Stream
 
@@ -242,13 +242,13 @@ def _target(task: TaskInfo | WorkflowHandle[Any] | str, queue: str | None) -> tu
     if isinstance(task, TaskInfo):
         return task.queue, task.id
     if isinstance(task, WorkflowHandle):
-        return workflow_keys(task.id).queue, task.id
+        return workflow_queue(task.id), task.id
     if not isinstance(task, str) or not task:
         raise TypeError(f"task must be a TaskInfo or a task id (str), not {task!r}")
     if queue is None:
         # A workflow's record is laid out like a task of its pseudo-queue wf:<id>.
         if is_workflow_id(task):
-            return workflow_keys(task).queue, task
+            return workflow_queue(task), task
         queue = DEFAULT_QUEUE
     return validate_queue(queue), task
 

@@ -3,6 +3,8 @@ states each operation applies to, and ``ArchivedCount``."""
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime, timedelta
+
 from .._errors import QueueNotEmptyError, TaskNotFoundError, TaskStateError
 from .._model._info import STORED_STATES, TaskState
 
@@ -20,6 +22,13 @@ class ArchivedCount(int):
 
 
 COUNTER_DAYS = 91  # daily counters live 90 days; one more covers a day boundary
+
+
+def utc_dates(now_ms: int, days: int) -> list[date]:
+    """The UTC date of ``now_ms`` and the ``days - 1`` before it, newest first: the days the
+    daily counters are named by."""
+    today = datetime.fromtimestamp(now_ms / 1000, tz=UTC).date()
+    return [today - timedelta(days=i) for i in range(days)]
 
 DELETABLE = frozenset(s for s in STORED_STATES if s is not TaskState.ACTIVE)
 RUNNABLE = frozenset({TaskState.SCHEDULED, TaskState.RETRY, TaskState.ARCHIVED,

@@ -10,12 +10,10 @@ long; they are not atomic as a whole.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
 from .._broker import ARCHIVE_MAX_SIZE, Broker, BulkOp, TaskRecord
-from .._broker import _keys as K
 from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._client._cancel import request_cancel
 from .._clock import SYSTEM_CLOCK, Clock
@@ -38,6 +36,7 @@ from .._scheduler._store import (
     list_scheduler_entries,
     list_scheduler_events,
 )
+from .._validate import validate_queue_name
 from .._workflow._control import cancel_workflow, list_workflows, read_workflow
 from .._workflow._info import WorkflowInfo
 from ._inspect_args import (
@@ -53,6 +52,7 @@ from ._inspect_args import (
     check_removable,
     check_state,
     check_task_id,
+    utc_dates,
 )
 from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
 from ._recovery import recover_task
@@ -131,7 +131,7 @@ class Inspector:
         None), one entry per limit and key value: its size, what is in use now and how many
         tasks wait for it. What a dashboard's limits page shows."""
         ops = limit_ops_of(self._broker)
-        names = await self.queues() if queue is None else [K.validate_queue_name(queue)]
+        names = await self.queues() if queue is None else [validate_queue_name(queue)]
         return [use for q in names for use in await ops.usage(q)]
 
     async def history(self, queue: str, days: int = 7) -> list[DailyStats]:
@@ -141,8 +141,7 @@ class Inspector:
             raise ValueError(f"days must be an int >= 1, got {days!r}")
         await self._require_queue(queue)
         now = self._clock.now_ms()
-        dates = [datetime.fromtimestamp((now - i * K.DAY_MS) / 1000, tz=UTC).date()
-                 for i in range(days)]
+        dates = utc_dates(now, days)
         counts = await self._ops.daily_counts(queue, [d.isoformat() for d in dates])
         return [DailyStats(queue, d, p, f) for d, (p, f) in zip(dates, counts, strict=True)]
 
@@ -171,7 +170,7 @@ class Inspector:
         """
         await self._require_queue(queue)
         now = self._clock.now_ms()
-        days = [K.day_string(now - i * K.DAY_MS) for i in range(COUNTER_DAYS)]
+        days = [d.isoformat() for d in utc_dates(now, COUNTER_DAYS)]
         code, active, queued = await self._ops.remove_queue(queue, "check", days)
         check_removable(queue, code, active, queued, force)
         for _ in range(10):

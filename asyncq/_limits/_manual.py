@@ -16,10 +16,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .._broker import is_broker
-from .._broker._keys import validate_queue_name
 from .._broker._limit_ops import LimitClaim, LimitOps, state_prefix
 from .._defaults import DEFAULT_QUEUE
-from .._validate import to_seconds
+from .._validate import to_seconds, validate_queue_name
 from ._gate import key_text, spec_of
 from ._spec import ConcurrencyLimit, Limit, RateLimit
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._broker import EnqueueCode, NewTask
-from .._broker import _keys as K
+from .._broker._values import unique_lock
 from .._errors import AsyncqError, DuplicateTaskError, TaskIDConflictError
 from ._info import TaskInfo, TaskState, task_info
 from ._message import TaskMessage
@@ -46,10 +46,9 @@ def prepare(task: Task, options: Mapping[str, Any], now: int) -> NewTask:
     unique_key = None
     unique_ttl = 0
     if r.unique_ms:
-        qk = K.queue_keys(r.queue)
         identity = (None if task.encoding == "n" or r.unique_key is not None
                     else identity_bytes(task.payload, task.encoding))
-        unique_key = qk.unique(task.type, identity, r.unique_key)
+        unique_key = unique_lock(r.queue, task.type, identity, r.unique_key)
         # The lock must outlive the wait for a scheduled task, as well as the TTL.
         unique_ttl = r.unique_ms + max(0, r.process_at_ms - now)
     msg.unique_key = unique_key or ""

@@ -8,7 +8,6 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
-from .._broker._keys import validate_queue_name
 from .._clock import MAX_TIME_MS, datetime_to_ms
 from .._defaults import (
     DEFAULT_MAX_RETRY,
@@ -16,7 +15,7 @@ from .._defaults import (
     DEFAULT_RETENTION_MS,
     DEFAULT_TIMEOUT_MS,
 )
-from .._validate import check_text, to_ms
+from .._validate import check_text, to_ms, validate_queue_name
 from ._info import TaskInfo
 from ._message import NO_TIMEOUT
 

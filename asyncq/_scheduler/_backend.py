@@ -29,15 +29,15 @@ script reports an id conflict while the previous firing's task exists (TaskIDCon
 from __future__ import annotations
 
 from .._broker import Broker
-from .._broker import _keys as K
 from .._clock import Clock
 from .._model._enqueue import prepare, store_error, stored_info
 from .._model._info import TaskInfo
 from ._entry import Entry
 from ._store import HISTORY_MAX_EVENTS, event_document
 
-CLAIM_RETENTION_MS = 7 * K.DAY_MS  # claims of older ticks are pruned; older ticks never fire
-HISTORY_TTL_MS = 400 * K.DAY_MS  # history of an entry that stopped firing expires (> @yearly)
+_DAY_MS = 86_400_000
+CLAIM_RETENTION_MS = 7 * _DAY_MS  # claims of older ticks are pruned; older ticks never fire
+HISTORY_TTL_MS = 400 * _DAY_MS  # history of an entry that stopped firing expires (> @yearly)
 
 
 class SchedulerBackend:

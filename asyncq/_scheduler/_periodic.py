@@ -64,6 +64,8 @@ class PeriodicTaskManager:
         self.sync_interval = float(sync_interval)
         self._managed: set[str] = set()
         self._log = get_logger("periodic", scheduler_id=self.scheduler.id)
+        # ``run()`` started by ``async with``: its owner is ``__aexit__``, which awaits it (every
+        # other background task runs in ``run()``'s task group).
         self._runner: asyncio.Task[None] | None = None
 
     @property

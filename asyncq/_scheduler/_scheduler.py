@@ -92,6 +92,8 @@ class Scheduler:
         self._stopping = False
         self._ready = asyncio.Event()
         self._wake = asyncio.Event()
+        # ``run()`` started by ``async with``: its owner is ``__aexit__``, which awaits it (every
+        # other background task runs in ``run()``'s task group).
         self._runner: asyncio.Task[None] | None = None
 
     # -- entries

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
-from .._broker._keys import validate_queue_name
 from .._defaults import (
     WORKER_CANCEL_GRACE,
     WORKER_CONCURRENCY,
@@ -40,7 +39,7 @@ from .._defaults import (
 from .._model._events import TaskEvent
 from .._model._task import Task
 from .._observe import RunObserver
-from .._validate import NONZERO, check_fields, to_int, to_seconds
+from .._validate import NONZERO, check_fields, to_int, to_seconds, validate_queue_name
 from ._retry import default_retry_delay
 
 RetryDelay = Callable[[int, BaseException, Task], float | timedelta]

@@ -18,32 +18,14 @@ from collections import defaultdict
 import anyio
 
 from .._broker import Broker
-from .._broker import _keys as K
+from .._broker._wf_ops import StepOutcome
 from .._errors import BrokerError
 from .._log import get_logger
 from .._service._loops import run_periodically
 from .._service._outage import Outage
-from ._engine import Outcome, advance
+from ._engine import advance
 
 BATCH = 500  # outbox records taken per script call
-CANCELLED_TEXT = "TaskCancelledError: task cancelled on request"
-
-
-def parse_record(raw: bytes) -> list[tuple[str, Outcome]]:
-    """An outbox record -> ``[(workflow id, (node, outcome, encoding, body)), ...]``, one per
-    workflow token of the task."""
-    outcome, enc = chr(raw[0]), chr(raw[1])
-    newline = raw.index(b"\n", 2)
-    size = int(raw[2:newline])
-    tokens = raw[newline + 1:newline + 1 + size].decode()
-    body = raw[newline + 1 + size:]
-    if outcome == "f" and body == CANCELLED_TEXT.encode():
-        outcome = "c"  # a cancelled step is archived with this error: it cancels the workflow
-    out = []
-    for token in tokens.split():
-        wf_id, _, node = token.rpartition("#")
-        out.append((wf_id, (node, outcome, enc, body)))
-    return out
 
 
 class Advancer:
@@ -85,13 +67,13 @@ class Advancer:
             taken = await ops.take(queue, self._owner, self._lock_ms, BATCH, self._idle_ms)
             if not taken:
                 return done
-            by_workflow: dict[str, list[Outcome]] = defaultdict(list)
-            for _, raw in taken:
-                try:
-                    for wf_id, outcome in parse_record(raw):
-                        by_workflow[wf_id].append(outcome)
-                except (ValueError, UnicodeDecodeError):
+            by_workflow: dict[str, list[StepOutcome]] = defaultdict(list)
+            for record in taken:
+                if record.outcomes is None:
                     self._log.error("unreadable workflow outbox record dropped", queue=queue)
+                    continue
+                for wf_id, outcome in record.outcomes:
+                    by_workflow[wf_id].append(outcome)
             for wf_id, outcomes in by_workflow.items():
                 await advance(self._broker, wf_id, outcomes)
             await ops.ack(queue, taken)
@@ -105,11 +87,10 @@ class Advancer:
         return self._interval
 
     async def _listen(self) -> None:
-        channels = {K.queue_keys(q).wf_wake for q in self._queues}
         outage = Outage(self._log, "listen for workflow outcomes", base=0.2, cap=5.0)
         while True:
             try:
-                async for _ in self._broker.listen(sorted(channels)):
+                async for _ in self._broker.workflows.listen_outboxes(self._queues):
                     outage.succeeded()
                     self._poke.set()  # (also once subscribed: a wake-up may have been missed)
             except BrokerError as exc:

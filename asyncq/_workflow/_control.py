@@ -2,68 +2,64 @@
 
 from __future__ import annotations
 
-import orjson
-
 from .._broker import Broker
+from .._broker._wf_ops import CancelResult, NodeState
 from .._clock import stored_datetime
 from ._engine import drop_steps
-from ._info import WorkflowInfo, WorkflowState, WorkflowStep
+from ._info import WorkflowInfo, WorkflowStep
+from ._nodes import ON_ERROR_NODE, NodeSpec
 
-_NODE_STATES = {"d": "done", "f": "failed", "x": "cancelled"}
+_NODE_STATES = {NodeState.DONE: "done", NodeState.FAILED: "failed",
+                NodeState.CANCELLED: "cancelled"}
 
 
 async def cancel_workflow(broker: Broker, workflow_id: str,
                           why: str = "workflow cancelled on request") -> bool:
     """Cancel a workflow that has not ended (also a failed one): its steps not running are
     deleted, running ones cancelled. True when it was cancelled now."""
-    code = await broker.workflows.cancel(workflow_id, why)
-    if code == 1:
+    cancelled = await broker.workflows.cancel(workflow_id, why) is CancelResult.CANCELLED
+    if cancelled:
         await drop_steps(broker, workflow_id)
-    return code == 1
+    return cancelled
 
 
 async def read_workflow(broker: Broker, workflow_id: str, *,
                         with_nodes: bool = True) -> WorkflowInfo | None:
     """A snapshot of the workflow (None: no such workflow, or it expired); with its nodes,
     each task step's state read from its queue unless the workflow recorded its end."""
-    record, states, specs = await broker.workflows.read(workflow_id)
-    if not record:
+    record = await broker.workflows.read(workflow_id)
+    if record is None:
         return None
-
-    def field(name: str) -> str:
-        return record.get(name.encode(), b"").decode()
-
-    decoded = {k.decode(): orjson.loads(v) for k, v in specs.items()}
-    node_states = {k.decode(): v.decode() for k, v in states.items()}
-    tasks = [n for n, s in decoded.items() if "q" in s and n != "e"]
+    summary = record.summary
+    specs = {k: NodeSpec.from_json(v) for k, v in record.specs.items()}
+    node_states = record.node_states
+    tasks = [n for n, s in specs.items() if s.step is not None and n != ON_ERROR_NODE]
     nodes: list[WorkflowStep] = []
     if with_nodes:
-        pending = [(n, s) for n, s in decoded.items() if "q" in s and n not in node_states]
-        live = await broker.inspect.tasks([(s["q"], s["t"]) for _, s in pending])
+        pending = [(n, s.step) for n, s in specs.items()
+                   if s.step is not None and n not in node_states]
+        live = await broker.inspect.tasks([step for _, step in pending])
         task_states = {n: (rec.state if rec is not None else "deleted")
                        for (n, _), rec in zip(pending, live, strict=True)}
-        deps: dict[str, list[str]] = {}
-        for n, s in decoded.items():
-            if s.get("d") is not None:
-                deps.setdefault(n, []).append(s["d"])
-            for item in s.get("g", ()):
-                deps.setdefault(n, []).append(item)
-        for n in sorted(decoded, key=_node_order):
-            s = decoded[n]
-            kind = ("on_error" if n == "e" else "task") if "q" in s else (
-                "join" if "g" in s else "after")
-            state = _NODE_STATES.get(node_states.get(n, ""), "") or task_states.get(n, "waiting")
+        for n in sorted(specs, key=_node_order):
+            s = specs[n]
+            where = s.step or s.waits_for or (None, None)
+            ended = node_states.get(n)
+            state = _NODE_STATES[ended] if ended else task_states.get(n, "waiting")
             nodes.append(WorkflowStep(
-                node=n, kind=kind, state=state, task_id=s.get("t") or s.get("xt"),
-                queue=s.get("q") or s.get("xq"), type=s.get("type"),
-                depends_on=tuple(deps.get(n, ()))))
-    result = record.get(b"result")
+                node=n, kind=_kind(n, s), state=state, task_id=where[1], queue=where[0],
+                type=s.type, depends_on=(() if s.dep is None else (s.dep,)) + (s.items or ())))
     return WorkflowInfo(
-        id=workflow_id, state=WorkflowState(field("wstate")),
-        created_at=stored_datetime(int(field("created_at") or 0)),
-        steps=len(tasks), done=sum(1 for n in tasks if node_states.get(n) == "d"),
-        failed_step=field("failed_node") or None, error=field("error") or None,
-        result=result, result_encoding=field("result_enc") or "j", nodes=tuple(nodes))
+        id=workflow_id, state=summary.state, created_at=stored_datetime(summary.created_ms),
+        steps=len(tasks), done=sum(1 for n in tasks if node_states.get(n) is NodeState.DONE),
+        failed_step=summary.failed_node or None, error=summary.error or None,
+        result=record.result, result_encoding=record.result_encoding, nodes=tuple(nodes))
+
+
+def _kind(node: str, spec: NodeSpec) -> str:
+    if spec.step is not None:
+        return "on_error" if node == ON_ERROR_NODE else "task"
+    return "join" if spec.items is not None else "after"
 
 
 def _node_order(node: str) -> tuple[int, int]:

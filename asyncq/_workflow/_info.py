@@ -1,27 +1,20 @@
-"""What a workflow looks like from outside: its handle, its state and its steps."""
+"""What a workflow looks like from outside: its handle, its state and its steps.
+
+``WorkflowState`` is the broker's (``_broker._wf_ops``): the values a workflow's record holds.
+"""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from .._broker._keys import WORKFLOW_ID_PREFIX
+from .._broker._wf_ops import WorkflowState as WorkflowState
 from .._model._info import TaskState
+from .._validate import WORKFLOW_ID_PREFIX
 
 O = TypeVar("O", covariant=True)  # noqa: E741
-
-
-class WorkflowState(enum.Enum):
-    """Where a workflow is: the values stored in its record."""
-
-    STARTING = "starting"  # its steps are being stored
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"  # a step failed for good: re-running it from the archive resumes
-    CANCELLED = "cancelled"
 
 
 def is_workflow_id(value: object) -> bool:

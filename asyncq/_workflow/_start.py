@@ -13,11 +13,15 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
 from .._broker import Broker
-from .._broker import _keys as K
-from .._broker._wf_ops import StoredStep
+from .._broker._wf_ops import (
+    CancelResult,
+    NewNode,
+    StepEnd,
+    StepOutcome,
+    StoredStep,
+    WatchState,
+)
 from .._defaults import WORKFLOW_RETENTION
 from .._errors import TaskIDConflictError, TaskNotFoundError
 from .._model._enqueue import prepare
@@ -26,13 +30,20 @@ from .._model._info import TaskInfo, TaskState, task_info
 from .._model._message import TaskMessage
 from .._model._options import UNSET
 from .._model._task import Task
-from .._validate import check_text, short, to_ms
+from .._validate import (
+    WORKFLOW_ID_PREFIX,
+    check_text,
+    short,
+    to_ms,
+    validate_queue_name,
+    workflow_queue,
+)
 from ._canvas import Step, as_flow
 from ._compile import AfterNode, Graph, build
-from ._engine import Outcome, advance, drop_steps
+from ._engine import advance, drop_steps
 from ._info import WorkflowHandle
+from ._nodes import ON_ERROR_NODE, NodeSpec
 
-ON_ERROR_NODE = "e"
 WORKFLOW_HEADER = "asyncq-workflow"  # every step's header: the id of its workflow
 
 
@@ -41,9 +52,9 @@ def check_workflow_id(value: object) -> str:
     if any(c in "{}#" or c.isspace() for c in wf_id):
         raise ValueError(f"workflow id {short(repr(wf_id))} must not contain '{{', '}}', '#' "
                          "or whitespace")
-    if not wf_id.startswith(K.WORKFLOW_ID_PREFIX):
+    if not wf_id.startswith(WORKFLOW_ID_PREFIX):
         raise ValueError(f"workflow id {short(repr(wf_id))} must start with "
-                         f"{K.WORKFLOW_ID_PREFIX!r} (so client.wait tells it from a task id)")
+                         f"{WORKFLOW_ID_PREFIX!r} (so client.wait tells it from a task id)")
     return wf_id
 
 
@@ -56,7 +67,7 @@ def _after_nodes(after: Sequence[Any], queue: str) -> list[AfterNode]:
         if isinstance(dep, TaskInfo):
             q, task_id = dep.queue, dep.id
         elif isinstance(dep, tuple) and len(dep) == 2:
-            q, task_id = K.validate_queue_name(dep[0]), check_text(dep[1], "task id")
+            q, task_id = validate_queue_name(dep[0]), check_text(dep[1], "task id")
         elif isinstance(dep, str):
             q, task_id = queue, check_text(dep, "task id")
         else:
@@ -74,7 +85,7 @@ class _Plan:
         self.id = workflow_id
         self.graph = graph
         self.steps: dict[str, list[StoredStep]] = {}
-        self.nodes: list[tuple[str, bytes, str, int]] = []
+        self.nodes: list[NewNode] = []
         self.task_ids: dict[str, tuple[str, str]] = {}
         succ = graph.successors()
         tasks: list[tuple[str, Step[Any, Any], str | None]] = [
@@ -86,18 +97,18 @@ class _Plan:
                 stored, spec = self._step(node, step, dep, now)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"workflow step {node} ({step.task.type}): {exc}") from None
-            self.steps.setdefault(spec["q"], []).append(stored)
-            self.nodes.append((node, orjson.dumps(spec), ",".join(succ.get(node, ())),
-                               0 if dep is None else 1))
+            self.steps.setdefault(self.task_ids[node][0], []).append(stored)
+            self.nodes.append(NewNode(node, spec.to_json(), succ.get(node, ()),
+                                      0 if dep is None else 1))
         for j in graph.joins:
-            self.nodes.append((j.id, orjson.dumps({"g": j.items}), ",".join(succ.get(j.id, ())),
-                               len(j.items)))
+            self.nodes.append(NewNode(j.id, NodeSpec(items=tuple(j.items)).to_json(),
+                                      succ.get(j.id, ()), len(j.items)))
         for a in graph.afters:
-            self.nodes.append((a.id, orjson.dumps({"xq": a.queue, "xt": a.task_id}),
-                               ",".join(succ.get(a.id, ())), 0))
+            self.nodes.append(NewNode(a.id, NodeSpec(waits_for=(a.queue, a.task_id)).to_json(),
+                                      succ.get(a.id, ()), 0))
 
     def _step(self, node: str, step: Step[Any, Any], dep: str | None,
-              now: int) -> tuple[StoredStep, dict[str, Any]]:
+              now: int) -> tuple[StoredStep, NodeSpec]:
         task = step.task
         opts = step.options
         new = prepare(task, opts, now)
@@ -112,12 +123,11 @@ class _Plan:
         msg.headers = {**msg.headers, WORKFLOW_HEADER: self.id}
         if step.mode == "r" and msg.enc != "n":
             raise ValueError("a step receiving its input as payload must have no payload")
-        mode = step.mode if step.mode in ("", "r") else orjson.dumps(step.mode).decode()
-        if dep is None and node != ON_ERROR_NODE:
-            mode = "!"
         self.task_ids[node] = (msg.queue, msg.id)
-        spec = {"q": msg.queue, "t": msg.id, "m": step.mode, "d": dep, "type": msg.type}
-        return StoredStep(msg.id, msg.encode(), new.payload, f"{self.id}#{node}", mode), spec
+        spec = NodeSpec(queue=msg.queue, task_id=msg.id, mode=step.mode, dep=dep, type=msg.type)
+        ready = dep is None and node != ON_ERROR_NODE
+        return StoredStep(msg.id, msg.encode(), new.payload, self.id, node, step.mode,
+                          ready), spec
 
 
 async def start_workflow(broker: Broker, flow: Flow[Any, Any], *, workflow_id: str | None,
@@ -125,7 +135,7 @@ async def start_workflow(broker: Broker, flow: Flow[Any, Any], *, workflow_id: s
                          after: Sequence[Any] = ()) -> WorkflowHandle[Any]:
     """Validate, compile and start ``flow`` (see ``Flow.enqueue``)."""
     flow = as_flow(flow, "workflow")
-    wf_id = (K.WORKFLOW_ID_PREFIX + uuid.uuid4().hex if workflow_id is None
+    wf_id = (WORKFLOW_ID_PREFIX + uuid.uuid4().hex if workflow_id is None
              else check_workflow_id(workflow_id))
     retention_ms = to_ms(retention, "retention", allow_zero=False)
     error_step = None
@@ -156,9 +166,8 @@ def _first_queue(flow: Flow[Any, Any]) -> str:
 
 async def _write(broker: Broker, plan: _Plan, retention_ms: int, now: int) -> None:
     ops = broker.workflows
-    wk = K.workflow_keys(plan.id)
-    record = TaskMessage(id=plan.id, type="workflow", queue=wk.queue, max_retry=0, enc="n",
-                         enqueued_at_ms=now).encode()
+    record = TaskMessage(id=plan.id, type="workflow", queue=workflow_queue(plan.id),
+                         max_retry=0, enc="n", enqueued_at_ms=now).encode()
     await ops.register(plan.id, now)
     on_error = ON_ERROR_NODE if ON_ERROR_NODE in plan.task_ids else ""
     if not await ops.create(plan.id, record, plan.graph.final, on_error, retention_ms,
@@ -166,25 +175,24 @@ async def _write(broker: Broker, plan: _Plan, retention_ms: int, now: int) -> No
         raise TaskIDConflictError(f"workflow {plan.id!r} already exists")
     try:
         for queue, steps in plan.steps.items():
-            codes = await ops.store_steps(queue, steps)
-            taken = [s.id for s, code in zip(steps, codes, strict=True) if code == 0]
+            stored = await ops.store_steps(queue, steps)
+            taken = [s.id for s, ok in zip(steps, stored, strict=True) if not ok]
             if taken:
                 raise TaskIDConflictError(f"workflow {plan.id!r}: task id {taken[0]!r} already "
                                           f"exists in queue {queue!r}")
-        outcomes: list[Outcome] = []
+        outcomes: list[StepOutcome] = []
         for a in plan.graph.afters:
-            reply = await ops.watch(a.queue, a.task_id, f"{plan.id}#{a.id}")
-            kind = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
-            if kind == "m":
+            watched = await ops.watch(a.queue, a.task_id, plan.id, a.id)
+            if watched.state is WatchState.MISSING:
                 raise TaskNotFoundError(
                     f"task {a.task_id!r} of queue {a.queue!r} (after=) does not exist: it never "
                     "did, or it finished without retention (depend on tasks that keep their "
                     "result, or have not finished yet)")
-            if kind == "s":
-                enc = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
-                outcomes.append((a.id, "s", enc, bytes(reply[2])))
-            elif kind == "f":
-                outcomes.append((a.id, "f", "-", bytes(reply[1])))
+            if watched.state is WatchState.SUCCEEDED:
+                outcomes.append(StepOutcome(a.id, StepEnd.SUCCEEDED, watched.encoding,
+                                            watched.body))
+            elif watched.state is WatchState.FAILED:
+                outcomes.append(StepOutcome(a.id, StepEnd.FAILED, "-", watched.body))
         if outcomes:
             await advance(broker, plan.id, outcomes)
     except BaseException:
@@ -195,7 +203,8 @@ async def _write(broker: Broker, plan: _Plan, retention_ms: int, now: int) -> No
 
 async def _abandon(broker: Broker, workflow_id: str) -> None:
     try:
-        if await broker.workflows.cancel(workflow_id, "workflow could not be started") == 1:
+        if (await broker.workflows.cancel(workflow_id, "workflow could not be started")
+                is CancelResult.CANCELLED):
             await drop_steps(broker, workflow_id)
     except Exception:  # the original error is the one to raise
         pass

@@ -10,7 +10,7 @@ import redis.asyncio
 from asyncq import Client, Task, chain
 from asyncq._broker import Outcome
 from asyncq._broker import _keys as K
-from asyncq._workflow._advance import parse_record
+from asyncq._broker._workflows import parse_record
 from asyncq._workflow._engine import advance
 from asyncq.testing import WorkerFactory
 from tests.workflows.flowapp import LEDGER, mux
