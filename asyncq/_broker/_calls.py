@@ -71,13 +71,12 @@ def finish_call(o: Outcome, owner: str, now: int, lease_cutoff: int | str = "") 
     task_key = qk.task(o.task_id)
     if o.kind == "done":
         # A result too large for the event is not published (the event says so): only a
-        # workflow step's outbox record takes it.
-        big = o.result is not None and len(o.result) > EVENT_RESULT_MAX
+        # workflow step's outbox record takes it (the script decides, asyncq_result_too_big).
         return ScriptCall("done",
                           [task_key, qk.active, qk.lease, qk.processed, qk.processed_day(day)],
                           [o.task_id, owner, stats_expiry, o.result or b"",
                            "" if o.result is None else o.result_enc, o.error,
-                           "1" if big else ""])
+                           EVENT_RESULT_MAX])
     if o.kind == "complete":
         return ScriptCall("mark_complete",
                           [task_key, qk.active, qk.lease, qk.completed, qk.processed,

@@ -49,7 +49,7 @@ class QueueKeys:
     paused: str
     waiters: str
     # One-hop pickup: the scripts derive these from the waiters flag's base (asyncq_handoff in
-    # lua/_lib.lua): <base>idle, <base>handoff:<owner>, <base>to:<owner>.
+    # lua/_wake_lib.lua): <base>idle, <base>handoff:<owner>, <base>to:<owner>.
     idle: str  # ZSET '<lease ms>:<owner>' -> when the registration lapses: idle workers
     registered: str  # STRING: the queue is in QUEUES (an in-slot marker the store scripts set)
     processed: str
@@ -273,5 +273,6 @@ def limit_keyset(base: str) -> str:
 def limit_state(base: str, key: str) -> str:
     """Prefix of one key value's state: ``<that>held`` (ZSET holder -> expiry ms),
     ``<that>wait`` (ZSET waiting task -> order or due ms), ``<that>win`` (ZSET of the starts in
-    the rate window)."""
+    the rate window), ``<that>tat`` (STRING: a rate's theoretical time of the next start, Unix
+    ms)."""
     return f"{base}k:{key}:"

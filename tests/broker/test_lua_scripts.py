@@ -219,9 +219,7 @@ def queue_schema() -> set[str]:
 def limit_state_schema() -> set[str]:
     """The suffixes of one limit key's state (``<p>held``...), as K.limit_state documents them."""
     doc = K.limit_state.__doc__ or ""
-    # ``<p>tat`` (a rate's theoretical time of the next start) is used by limit_acquire.lua but
-    # not yet named in that docstring: counted here until _keys.py names it.
-    return set(re.findall(r"``<that>(\w+)``", doc)) | {"tat"}
+    return set(re.findall(r"``<that>(\w+)``", doc))
 
 
 def built_suffixes() -> dict[str, set[str]]:

@@ -11,9 +11,8 @@
 -- ARGV[4] the handler's result ('' none), sent only with the event (not stored)
 -- ARGV[5] its encoding: 'b' bytes, 'j' JSON ('' none)
 -- ARGV[6] '' when the task succeeded; else why it was revoked (the handler raised RevokeTask)
--- ARGV[7] '1' when the result is too large to send with the event (it then goes only to a
---   workflow's outbox, see _wf_lib.lua): the rule of asyncq_result_too_big in _lib.lua, applied
---   by the caller (_calls.py)
+-- ARGV[7] largest result sent with the completion event, bytes: a larger one goes only to a
+--   workflow's outbox (see _wf_lib.lua), the event saying it was too big
 -- Returns: 1 done; 0 the task is no longer active under this owner (lease lost: no change).
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
@@ -21,7 +20,8 @@ if not asyncq_owned(v[1], v[2], ARGV[2]) then
   return 0
 end
 if ARGV[6] == '' then
-  asyncq_completed_event(KEYS[1], ARGV[1], 'active', ARGV[5], false, ARGV[4], ARGV[7] == '1')
+  asyncq_completed_event(KEYS[1], ARGV[1], 'active', ARGV[5], false, ARGV[4],
+                         asyncq_result_too_big(ARGV[4], ARGV[7]))
 else
   asyncq_event(KEYS[1], ARGV[1], 'active', 'deleted', {reason = 'revoked', error = ARGV[6]})
 end
