@@ -26,6 +26,7 @@ from ._inspect import RedisInspectOps
 from ._limit_ops import LimitOps
 from ._maintenance import MaintenanceOps
 from ._protocol import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
+from ._redis_errors import broker_error
 from ._replies import enqueue_code, must_register, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
@@ -240,7 +241,7 @@ class RedisBroker:
             except RedisError as exc:
                 if isinstance(exc, RedisConnectionError):
                     self.runner.connection_broke()
-                raise BrokerError(f"subscription failed: {exc}") from exc
+                raise broker_error(f"subscription failed: {exc}", exc) from exc
         finally:
             with contextlib.suppress(RedisError):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
