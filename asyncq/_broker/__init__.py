@@ -7,6 +7,7 @@ groups ``_maintenance``, ``_inspect``, ``_schedules`` <- ``_redis`` (RedisBroker
 """
 
 from ._calls import ARCHIVE_MAX_SIZE
+from ._ops import LimitOps
 from ._protocol import (
     CANCEL_REQUESTED,
     LEASE_KEPT,
@@ -33,3 +34,4 @@ __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "
            "BulkOp", "EnqueueCode", "EventFlush", "FireCode", "InspectOps", "NewTask", "Outcome",
            "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "decode_handoff",
            "is_broker"]
+__all__ += ["LimitOps"]

@@ -240,7 +240,7 @@ def open_broker(redis: RedisLike | Broker | None, broker: Broker | None = None, 
     if is_broker(redis):
         if connection is not None:
             raise ValueError("connection options apply to a Redis URL, not to a broker")
-        return redis, False  # type: ignore[return-value]
+        return redis, False
     if broker is not None:
         raise TypeError(f"broker= must be an asyncq Broker, got {broker!r}")
     return make_broker(redis, clock=clock, connection=connection), True  # type: ignore[arg-type]

@@ -2,16 +2,17 @@
 
 Client, Worker, Inspector and Scheduler depend on these protocols, never on redis-py or on
 ``RedisBroker``, so a cluster-aware or fault-injecting broker can stand in for it. A Broker
-carries two groups of operations as attributes: ``inspect`` (``InspectOps``: what the Inspector
-reads and changes) and ``schedules`` (``ScheduleOps``: what schedulers write and tools read).
+carries groups of operations as attributes: ``inspect`` (``InspectOps``: what the Inspector
+reads and changes), ``schedules`` (``ScheduleOps``: what schedulers write and tools read),
+``workflows`` and ``limits`` (``LimitOps``: rate and concurrency limit state).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeGuard, runtime_checkable
 
-from ._ops import InspectOps, ScheduleOps
+from ._ops import InspectOps, LimitOps, ScheduleOps
 from ._values import (
     CANCEL_REQUESTED,
     LEASE_KEPT,
@@ -40,6 +41,7 @@ __all__ = [
     "EventFlush",
     "FireCode",
     "InspectOps",
+    "LimitOps",
     "NewTask",
     "Outcome",
     "RawTask",
@@ -71,6 +73,12 @@ class Broker(Protocol):
     @property
     def workflows(self) -> WorkflowOps:
         """What workflows read and write (their state, steps and outboxes)."""
+        ...
+
+    @property
+    def limits(self) -> LimitOps:
+        """Rate and concurrency limit state (what the worker's limit gate and ``Limiter``
+        take and give back)."""
         ...
 
     async def ping(self) -> None:
@@ -283,7 +291,7 @@ class Broker(Protocol):
         ...
 
 
-def is_broker(obj: object) -> bool:
+def is_broker(obj: object) -> TypeGuard[Broker]:
     """The one rule that tells a Broker from a Redis URL or client: it has the protocol's
     methods and operation groups (a RedisBroker, or any object standing in for one, e.g. a
     fault-injecting wrapper)."""

@@ -2,7 +2,8 @@
 
 It composes one ScriptRunner (the only object that talks to Redis) with the operation groups
 built on it: ``MaintenanceOps`` (the worker's background work, exposed as Broker methods),
-``inspect`` (RedisInspectOps) and ``schedules`` (RedisScheduleOps).
+``inspect`` (RedisInspectOps), ``schedules`` (RedisScheduleOps) and ``limits``
+(RedisLimitOps).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from . import _keys as K
 from ._calls import ScriptCall, batch_call, finish_call, store_call
 from ._coalesce import Coalescer
 from ._inspect import RedisInspectOps
-from ._limit_ops import LimitOps
+from ._limit_ops import RedisLimitOps
 from ._maintenance import MaintenanceOps
 from ._protocol import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from ._redis_errors import broker_error
@@ -66,7 +67,7 @@ class RedisBroker:
         self.maintenance = MaintenanceOps(self.runner, clock)
         self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
-        self.limits = LimitOps(self.runner, clock)
+        self.limits = RedisLimitOps(self.runner, clock)
         """Rate and concurrency limit state (see ``asyncq._limits``)."""
         self.workflows = RedisWorkflowOps(self.runner, clock)
         # Overlapping store() calls (a web app's concurrent requests) share round trips.
