@@ -7,6 +7,7 @@ groups ``_maintenance``, ``_inspect``, ``_schedules`` <- ``_redis`` (RedisBroker
 """
 
 from ._calls import ARCHIVE_MAX_SIZE
+from ._messages import CancelRequest, Handoff, QueueWake, WorkerSignal
 from ._ops import LimitOps
 from ._protocol import (
     CANCEL_REQUESTED,
@@ -28,10 +29,8 @@ from ._protocol import (
     is_broker,
 )
 from ._redis import RedisBroker
-from ._values import decode_handoff
 
 __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Backlog", "Broker",
            "BulkOp", "EnqueueCode", "EventFlush", "FireCode", "InspectOps", "NewTask", "Outcome",
-           "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "decode_handoff",
-           "is_broker"]
-__all__ += ["LimitOps"]
+           "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]
+__all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "WorkerSignal"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 from structlog.typing import FilteringBoundLogger
 
-from .._broker import Broker, Outcome, RawTask, decode_handoff
+from .._broker import Broker, Handoff, Outcome, RawTask
 from .._clock import Clock
 from .._errors import BrokerError
 from ._config import WorkerConfig
@@ -40,15 +40,11 @@ class Handoffs:
         """Handed-off tasks whose limits are being claimed (not yet in the leases)."""
         self._admitting: set[asyncio.Task[None]] = set()
 
-    def receive(self, queue: str, data: bytes) -> None:
+    def receive(self, handoff: Handoff) -> None:
         """Start a handed-off task (already leased to this worker), or give it back next in
         line when this worker is stopping or has no free slot."""
         p = self._p
-        try:
-            raw, until = decode_handoff(data)
-        except (ValueError, UnicodeDecodeError) as exc:  # its next dequeue returns it
-            self._log.warning("malformed hand-off message ignored", queue=queue, error=str(exc))
-            return
+        queue, raw, until = handoff
         if raw.id in self._leases or raw.id in self.arriving:
             return  # a dequeue returned it first
         lease_until = min(until, self._clock.now_ms() + self._config.lease_ms)
