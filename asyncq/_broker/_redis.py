@@ -74,6 +74,7 @@ class RedisBroker:
         await self.runner.command("ping", "PING")
 
     async def close(self) -> None:
+        await self._stores.aclose()
         try:
             if self._owns_client:
                 await self.redis.aclose()
