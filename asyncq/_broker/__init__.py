@@ -1,9 +1,12 @@
 """The broker: every Redis interaction of asyncq, one Lua script per task state change.
 
-Layering inside: ``_protocol`` (the Broker, InspectOps and ScheduleOps protocols and their data
-types) <- ``_runner`` (ScriptRunner, the one object talking to Redis, with ``_cluster``,
-``_resp`` and ``_scripts``) <- ``_calls`` (the transitions' script calls) <- the operation
-groups ``_maintenance``, ``_inspect``, ``_schedules`` <- ``_redis`` (RedisBroker composes them).
+Layering inside: ``_protocol`` (the Broker protocol and its operation groups ``_ops``, with the
+values crossing the seam: ``_values``, ``_messages``, ``_limit_values``) <- ``_runner``
+(ScriptRunner, the one object talking to Redis, with ``_cluster``, ``_resp`` and ``_scripts``;
+``_redis_errors`` maps every redis-py error to a BrokerError) <- ``_calls`` (the transitions'
+script calls) <- the operation groups ``_maintenance``, ``_inspect``, ``_schedules``,
+``_limit_ops`` and the listeners ``_listen`` <- ``_redis`` (RedisBroker composes them).
+Nothing outside this package imports redis-py (``tests/test_architecture.py`` checks it).
 """
 
 from ._calls import ARCHIVE_MAX_SIZE
