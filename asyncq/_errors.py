@@ -14,7 +14,9 @@
     ├── HandlerNotFoundError          no handler is registered for the task type
     ├── DecodeError                   a stored task message could not be decoded
     ├── WorkerStartupError            Worker.run: the worker's lifespan failed to start
-    └── BrokerError                   Redis failed (the redis error is chained as __cause__)
+    └── BrokerError                   Redis failed (``transient``/``refused`` say what trying
+                                      again can do; the redis error is chained as __cause__,
+                                      for debugging only)
 
 Handler signals (raised by a handler to steer what happens next; not failures of asyncq):
     SkipRetry   archive now, whatever retries are left
@@ -25,10 +27,6 @@ Handler signals (raised by a handler to steer what happens next; not failures of
 from __future__ import annotations
 
 from datetime import timedelta
-
-from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ._validate import to_seconds
 
@@ -91,19 +89,24 @@ class WorkerStartupError(AsyncqError):
 
 
 class BrokerError(AsyncqError):
-    """A Redis operation failed; the underlying redis-py error is chained as ``__cause__``."""
+    """A Redis operation failed. What it means is decided once, where the broker meets the
+    Redis error (``asyncq._broker._redis_errors``); the underlying error stays chained as
+    ``__cause__`` for debugging, never to be inspected.
 
-    @property
-    def transient(self) -> bool:
-        """True when the connection failed, broke or timed out (Redis down, restarting,
-        loading, unreachable): the call may or may not have run, and trying again later can
-        succeed. False when Redis answered with an error (a script error, out of memory...).
-        A Redis Cluster that is failing over (CLUSTERDOWN, TRYAGAIN, a slot no master serves
-        yet) is transient too: the command was refused, not run."""
-        cause = self.__cause__
-        return isinstance(cause, RedisConnectionError | RedisTimeoutError | OSError
-                          | TimeoutError | ClusterDownError | TryAgainError
-                          | SlotNotCoveredError)
+    ``transient``: the connection failed, broke or timed out (Redis down, restarting, loading,
+    unreachable), or a Redis Cluster refused the command while failing over (CLUSTERDOWN,
+    TRYAGAIN, a slot no master serves yet): the call may or may not have run, and trying again
+    later can succeed. False when Redis answered with an error (a script error, out of
+    memory...).
+
+    ``refused``: Redis answered with an error that the same call meets however often it is
+    tried (a script error, a wrong type), as opposed to an outage or a server that is only for
+    now out of memory, busy, read-only or not ready. Never set together with ``transient``."""
+
+    def __init__(self, message: str, *, transient: bool = False, refused: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.refused = refused and not transient
 
 
 class SkipRetry(Exception):

@@ -31,7 +31,7 @@ def lost_reply() -> BrokerError:
     try:
         raise RedisConnectionError("Connection closed by server.")
     except RedisConnectionError as cause:
-        err = BrokerError("call failed: Connection closed by server.")
+        err = BrokerError("call failed: Connection closed by server.", transient=True)
         err.__cause__ = cause
         return err
 

@@ -75,7 +75,7 @@ async def test_a_lost_hand_off_is_picked_up_by_the_next_dequeue(
         await idle_on(r, asyncq_queue)
         lost: list[str] = []
         real = w.worker.processor.handoffs.receive
-        w.worker.processor.handoffs.receive = lambda queue, data: lost.append(queue)  # type: ignore[method-assign]
+        w.worker.processor.handoffs.receive = lambda handoff: lost.append(handoff.queue)  # type: ignore[method-assign]
         info = await asyncq_client.enqueue("t", queue=asyncq_queue)
         await wait_until(lambda: lost, timeout=5, message="hand-off published")
         w.worker.processor.handoffs.receive = real  # type: ignore[method-assign]

@@ -5,6 +5,11 @@ Calls made while a round trip is in flight wait for it and then leave together i
 pipeline, so 100 coroutines enqueueing at once cost a few round trips instead of 100. Each
 caller gets its own reply or its own error; a caller cancelled before its batch leaves is
 dropped from it.
+
+A batch leaves in a task of its own (its callers wait on futures, any of whom may be
+cancelled without cancelling the others' round trip). The Coalescer owns those tasks: each
+one hands its reply or failure to its callers, and ``aclose`` (called by the broker's
+``close``) cancels those still in flight and waits for them.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
+
+from .._errors import BrokerError
 
 _C = TypeVar("_C")  # a call
 _R = TypeVar("_R")  # its reply
@@ -37,7 +44,10 @@ class Coalescer(Generic[_C, _R]):
         self._in_flight = 0
         self._queue: list[tuple[_C, asyncio.Future[_R]]] = []
         self._flush_due = False
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[asyncio.Task[None], list[tuple[_C, asyncio.Future[_R]]]] = {}
+        """The batches in flight, by the task sending each."""
+        self._unstarted: set[asyncio.Task[None]] = set()
+        self._closing = False
 
     async def call(self, call: _C) -> _R:
         """``call``'s reply; raises what sending it raised (or its own error reply)."""
@@ -68,16 +78,23 @@ class Coalescer(Generic[_C, _R]):
                 continue
             self._in_flight += 1
             task = asyncio.get_running_loop().create_task(self._send(batch))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._tasks[task] = batch
+            self._unstarted.add(task)
+            task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._tasks.pop(task, None)
 
     async def _send(self, batch: list[tuple[_C, asyncio.Future[_R]]]) -> None:
+        self._unstarted.discard(asyncio.current_task())
         try:
             replies = await self._send_many([c for c, _ in batch])
         except BaseException as exc:
             for _, fut in batch:
                 if not fut.done():
-                    if isinstance(exc, asyncio.CancelledError):
+                    if isinstance(exc, asyncio.CancelledError) and self._closing:
+                        fut.set_exception(_closed())
+                    elif isinstance(exc, asyncio.CancelledError):
                         fut.cancel()
                     else:
                         fut.set_exception(exc)
@@ -97,3 +114,26 @@ class Coalescer(Generic[_C, _R]):
             # next batch. A batch of one is a lone caller: it goes back to sending directly.
             if self._queue or len(batch) > 1:
                 self._flush_soon()
+
+    async def aclose(self) -> None:
+        """Cancel the batches in flight (their callers get a BrokerError) and wait for them."""
+        self._closing = True
+        try:
+            batches = dict(self._tasks)
+            for task in batches:
+                task.cancel()
+            if batches:
+                await asyncio.wait(batches)
+            for task, batch in batches.items():
+                if task in self._unstarted:  # cancelled before it ran: its bookkeeping is ours
+                    self._unstarted.discard(task)
+                    self._in_flight -= 1
+                    for _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(_closed())
+        finally:
+            self._closing = False
+
+
+def _closed() -> BrokerError:
+    return BrokerError("the broker was closed while the call was in flight")

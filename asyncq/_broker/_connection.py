@@ -25,14 +25,16 @@ from redis.asyncio.connection import ConnectionPool, SSLConnection, UnixDomainSo
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel, SentinelManagedSSLConnection
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
 
 from .._clock import SYSTEM_CLOCK, Clock
 from . import Broker, RedisBroker, is_broker
 from ._connection_options import DEFAULT_CONNECTION, ConnectionOptions
+from ._redis_errors import broker_error
 from ._redis_url import URL_FORMS, Target, parse_url, redact, startup_nodes
 
-__all__ = ["URL_FORMS", "ConnectionOptions", "RedisLike", "connect", "make_broker", "open_broker",
-           "parse_url", "redact"]
+__all__ = ["URL_FORMS", "ConnectionOptions", "RedisLike", "check_reachable", "connect",
+           "make_broker", "open_broker", "parse_url", "redact"]
 
 StartupNode = str | tuple[str, int]
 RedisLike = str | Redis | RedisCluster | list[StartupNode] | tuple[StartupNode, ...]
@@ -174,6 +176,18 @@ def connect(redis: str | Sequence[StartupNode], options: ConnectionOptions | Non
     return client, close
 
 
+async def check_reachable(url: str) -> None:
+    """Check that Redis answers at ``url``: ValueError/TypeError for a bad URL, BrokerError
+    (``cannot reach Redis at <url>: ...``) when it does not answer."""
+    client, close = connect(url)
+    try:
+        await client.ping()
+    except RedisError as exc:
+        raise broker_error(f"cannot reach Redis at {redact(url)}: {exc}", exc) from None
+    finally:
+        await close()
+
+
 def _client_settings(redis: RedisClient) -> Mapping[str, Any]:
     if isinstance(redis, RedisCluster):
         return redis.connection_kwargs
@@ -226,7 +240,7 @@ def open_broker(redis: RedisLike | Broker | None, broker: Broker | None = None, 
     if is_broker(redis):
         if connection is not None:
             raise ValueError("connection options apply to a Redis URL, not to a broker")
-        return redis, False  # type: ignore[return-value]
+        return redis, False
     if broker is not None:
         raise TypeError(f"broker= must be an asyncq Broker, got {broker!r}")
     return make_broker(redis, clock=clock, connection=connection), True  # type: ignore[arg-type]

@@ -2,76 +2,42 @@
 
 Limits are counted per queue: their keys carry the queue's hash tag, so one script can take a
 slot and, when refused, defer the task in the same step (on Redis Cluster too). The values here
-are plain (no import of ``asyncq._limits``, which builds on this module).
+are plain, in ``_limit_values`` (no import of ``asyncq._limits``, which builds on them through
+the ``LimitOps`` protocol).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from .._clock import Clock
 from . import _keys as K
 from ._calls import ScriptCall
+from ._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
 from ._replies import text
 from ._runner import ScriptRunner, reply_error
 
 
-class LimitSpec(NamedTuple):
-    """One limit as the scripts see it: kind "concurrency" or "rate", its name, its size and
-    (rate) its period and how many may start at once."""
-
-    kind: str
-    name: str
-    n: int
-    period_ms: int = 0
-    burst: int = 0
-
-    @property
-    def field(self) -> str:
-        """Its field in the queue's limit registry: ``c:<name>`` or ``r:<name>``."""
-        return f"{self.kind[0]}:{self.name}"
-
-    @property
-    def value(self) -> str:
-        if self.kind == "rate":
-            return f"{self.n}/{self.period_ms}/{self.burst}"
-        return str(self.n)
+def _field(spec: LimitSpec) -> str:
+    """A limit's field in the queue's limit registry: ``c:<name>`` or ``r:<name>``."""
+    return f"{spec.kind[0]}:{spec.name}"
 
 
-class LimitClaim(NamedTuple):
-    """What one holder asks for: a slot or token of each (limit, key value).
-
-    The holder is a task id (its slots live as long as its lease), or ``m:<id>`` with
-    ``hold_until_ms`` set (a manual hold, see ``asyncq.Limiter``)."""
-
-    holder: str
-    limits: Sequence[tuple[LimitSpec, str]]
-    hold_until_ms: int = 0
+def _value(spec: LimitSpec) -> str:
+    """A limit's value in the registry: its size, and for a rate ``n/period/burst``."""
+    if spec.kind == "rate":
+        return f"{spec.n}/{spec.period_ms}/{spec.burst}"
+    return str(spec.n)
 
 
-class LimitUse(NamedTuple):
-    """How much of one limit key is in use now."""
-
-    queue: str
-    kind: str
-    name: str
-    key: str
-    limit: int
-    period_ms: int
-    in_use: int
-    """Slots held by live holders (concurrency), or starts in the current window (rate)."""
-    waiting: int
-    """Tasks deferred until a slot or token of this key is free."""
-
-
-def state_prefix(queue: str, spec: LimitSpec, key: str) -> str:
+def _state_prefix(queue: str, spec: LimitSpec, key: str) -> str:
     """Prefix of the Redis keys of one key value of ``spec`` in ``queue``."""
     return K.limit_state(K.limit_base(queue, spec.kind, spec.name), key)
 
 
-class LimitOps:
-    """Limit scripts over a ScriptRunner (what ``RedisBroker.limits`` is)."""
+class RedisLimitOps:
+    """Limit scripts over a ScriptRunner (what ``RedisBroker.limits`` is; see ``LimitOps``)."""
 
     def __init__(self, runner: ScriptRunner, clock: Clock) -> None:
         self._runner = runner
@@ -96,7 +62,7 @@ class LimitOps:
                 if at is None:
                     at = where[(spec, key)] = 5 + len(table)
                     base = K.limit_base(queue, spec.kind, spec.name)
-                    table += (spec.kind[0], spec.field, spec.value, K.limit_keyset(base), key,
+                    table += (spec.kind[0], _field(spec), _value(spec), K.limit_keyset(base), key,
                               K.limit_state(base, key), spec.n, spec.period_ms, spec.burst)
                 tail.append(at)
         call = ScriptCall("limit_acquire",
@@ -113,21 +79,22 @@ class LimitOps:
             raise reply_error(call.name, reply)
         return reply
 
-    async def release(self, queue: str, owner: str,
-                      holds: Sequence[tuple[str, str]]) -> int:
-        """Give back slots: ``(holder, state prefix)`` pairs; returns how many waiting tasks
-        were woken (moved to pending)."""
+    async def release(self, queue: str, owner: str, holds: Sequence[LimitHold]) -> int:
+        """Give back concurrency slots; returns how many waiting tasks were woken (moved to
+        pending)."""
         qk = K.queue_keys(queue)
         args: list[Any] = [self._clock.now_ms(), qk.task_prefix, owner, K.WAKE_CHANNEL, queue]
-        for holder, prefix in holds:
-            args += (holder, prefix)
+        for hold in holds:
+            args += (hold.holder, _state_prefix(queue, hold.spec, hold.key))
         return int(await self._one(
             ScriptCall("limit_release", [qk.pending, qk.scheduled, qk.waiters], args)))
 
-    async def renew(self, prefix: str, holder: str, until_ms: int) -> bool:
+    async def renew(self, queue: str, hold: LimitHold, until_ms: int) -> bool:
         """Extend a manual hold; False when it is gone (it ended, or was taken as expired)."""
+        prefix = _state_prefix(queue, hold.spec, hold.key)
         return bool(await self._runner.command("renewing a limit hold", "ZADD",
-                                               prefix + "held", "XX", "CH", until_ms, holder))
+                                               prefix + "held", "XX", "CH", until_ms,
+                                               hold.holder))
 
     async def usage(self, queue: str) -> list[LimitUse]:
         """Every limit used in ``queue`` and each of its keys, with what is in use now (a key

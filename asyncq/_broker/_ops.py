@@ -1,5 +1,5 @@
-"""The two groups of Broker operations carried as attributes: ``inspect`` (InspectOps) and
-``schedules`` (ScheduleOps)."""
+"""The groups of Broker operations carried as attributes: ``inspect`` (InspectOps),
+``schedules`` (ScheduleOps) and ``limits`` (LimitOps)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .._inspector._inspect_models import QueueInfo
+from ._limit_values import LimitClaim, LimitHold, LimitUse
 from ._values import BulkOp, FireCode, NewTask, Outcome, RemoveMode, TaskRecord
 
 
@@ -157,4 +158,35 @@ class ScheduleOps(Protocol):
     async def event_documents(self, entry_id: str, start: int, stop: int) -> list[bytes]:
         """Events (JSON) of an entry's history from rank ``start`` to ``stop`` (inclusive),
         newest first; empty for an unknown entry."""
+        ...
+
+
+class LimitOps(Protocol):
+    """Rate and concurrency limit state shared by every worker (see ``asyncq._limits``), per
+    queue. Every method raises BrokerError when Redis fails."""
+
+    def now_ms(self) -> int:
+        """The clock limit times are read with (the one leases are written with)."""
+        ...
+
+    async def acquire(self, queue: str, owner: str,
+                      claims: Sequence[LimitClaim]) -> list[int]:
+        """Take every limit of each claim, or defer its task: per claim 0 taken, -1 its task
+        is not active under ``owner`` (nothing done), else the Unix ms it is deferred to (the
+        task was moved to scheduled by the same atomic step; a manual claim, ``owner`` '',
+        is only told when to try again)."""
+        ...
+
+    async def release(self, queue: str, owner: str, holds: Sequence[LimitHold]) -> int:
+        """Give back concurrency slots; returns how many waiting tasks were woken (made
+        pending)."""
+        ...
+
+    async def renew(self, queue: str, hold: LimitHold, until_ms: int) -> bool:
+        """Extend a manual hold to ``until_ms``; False when it is gone (it ended, or was
+        taken as expired)."""
+        ...
+
+    async def usage(self, queue: str) -> list[LimitUse]:
+        """Every limit used in ``queue`` and each of its keys, with what is in use now."""
         ...

@@ -2,16 +2,20 @@
 
 Client, Worker, Inspector and Scheduler depend on these protocols, never on redis-py or on
 ``RedisBroker``, so a cluster-aware or fault-injecting broker can stand in for it. A Broker
-carries two groups of operations as attributes: ``inspect`` (``InspectOps``: what the Inspector
-reads and changes) and ``schedules`` (``ScheduleOps``: what schedulers write and tools read).
+carries groups of operations as attributes: ``inspect`` (``InspectOps``: what the Inspector
+reads and changes), ``schedules`` (``ScheduleOps``: what schedulers write and tools read),
+``workflows`` and ``limits`` (``LimitOps``: rate and concurrency limit state). What it hears
+(``listen_*``) comes typed and decoded (``_messages``), and its errors are BrokerErrors.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeGuard, runtime_checkable
 
-from ._ops import InspectOps, ScheduleOps
+from .._model._events import TaskEvent
+from ._messages import Handoff, WorkerSignal
+from ._ops import InspectOps, LimitOps, ScheduleOps
 from ._values import (
     CANCEL_REQUESTED,
     LEASE_KEPT,
@@ -40,6 +44,7 @@ __all__ = [
     "EventFlush",
     "FireCode",
     "InspectOps",
+    "LimitOps",
     "NewTask",
     "Outcome",
     "RawTask",
@@ -71,6 +76,12 @@ class Broker(Protocol):
     @property
     def workflows(self) -> WorkflowOps:
         """What workflows read and write (their state, steps and outboxes)."""
+        ...
+
+    @property
+    def limits(self) -> LimitOps:
+        """Rate and concurrency limit state (what the worker's limit gate and ``Limiter``
+        take and give back)."""
         ...
 
     async def ping(self) -> None:
@@ -125,10 +136,9 @@ class Broker(Protocol):
         ...
 
     def listen_handoffs(self, queues: Sequence[str],
-                        owner: str) -> AsyncIterator[tuple[str, bytes] | None]:
+                        owner: str) -> AsyncIterator[Handoff | None]:
         """Listen for tasks handed off to ``owner`` in one hop: yield None once subscribed,
-        then ``(queue, message)`` pairs (see ``decode_handoff``) until a connection fails
-        (BrokerError)."""
+        then each Handoff until a connection fails (BrokerError)."""
         ...
 
     async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
@@ -166,14 +176,20 @@ class Broker(Protocol):
         message)`` pairs, until the connection fails (BrokerError)."""
         ...
 
+    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
+        """What a worker of ``queues`` hears besides hand-offs: yields None once subscribed,
+        then cancel requests (of any task) and wake-ups of ``queues``, until the connection
+        fails (BrokerError)."""
+        ...
+
     def listen_events(
         self, queues: Sequence[str]
-    ) -> AsyncIterator[tuple[str, bytes] | EventFlush]:
+    ) -> AsyncIterator[TaskEvent | EventFlush]:
         """Listen to the task events of ``queues``: yields an ``EventFlush`` once subscribed,
-        then ``(queue, event bytes)`` pairs (see ``asyncq._model._events.decode_event``), until the
-        connection fails (BrokerError). ``await flush(queue)`` returns once every event of
-        ``queue`` published before the call has been yielded. Events are only published while
-        some listener keeps ``set_listening`` alive for the queue."""
+        then each TaskEvent, until the connection fails (BrokerError). ``await flush(queue)``
+        returns once every event of ``queue`` published before the call has been yielded
+        (BrokerError if the connection fails or it takes too long). Events are only published
+        while some listener keeps ``set_listening`` alive for the queue."""
         ...
 
     async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
@@ -283,7 +299,7 @@ class Broker(Protocol):
         ...
 
 
-def is_broker(obj: object) -> bool:
+def is_broker(obj: object) -> TypeGuard[Broker]:
     """The one rule that tells a Broker from a Redis URL or client: it has the protocol's
     methods and operation groups (a RedisBroker, or any object standing in for one, e.g. a
     fault-injecting wrapper)."""

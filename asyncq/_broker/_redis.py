@@ -2,34 +2,31 @@
 
 It composes one ScriptRunner (the only object that talks to Redis) with the operation groups
 built on it: ``MaintenanceOps`` (the worker's background work, exposed as Broker methods),
-``inspect`` (RedisInspectOps) and ``schedules`` (RedisScheduleOps).
+``inspect`` (RedisInspectOps), ``schedules`` (RedisScheduleOps), ``limits`` (RedisLimitOps) and
+``Listeners`` (pub/sub, exposed as the ``listen*`` methods).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from redis.asyncio import Redis, RedisCluster
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
 
 from .._clock import SYSTEM_CLOCK, Clock
-from .._errors import BrokerError
+from .._model._events import TaskEvent
 from . import _keys as K
 from ._calls import ScriptCall, batch_call, finish_call, store_call
 from ._coalesce import Coalescer
 from ._inspect import RedisInspectOps
-from ._limit_ops import LimitOps
+from ._limit_ops import RedisLimitOps
+from ._listen import Listeners
 from ._maintenance import MaintenanceOps
+from ._messages import Handoff, WorkerSignal
 from ._protocol import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from ._replies import enqueue_code, must_register, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
-from ._shard_listen import Flush, listen_shards
 from ._workflows import RedisWorkflowOps
 
 _BATCH_RUN = 250  # tasks per enqueue_batch call
@@ -65,8 +62,9 @@ class RedisBroker:
         self.maintenance = MaintenanceOps(self.runner, clock)
         self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
-        self.limits = LimitOps(self.runner, clock)
+        self.limits = RedisLimitOps(self.runner, clock)
         """Rate and concurrency limit state (see ``asyncq._limits``)."""
+        self.listeners = Listeners(self.runner, ping_interval, self.reply_timeout)
         self.workflows = RedisWorkflowOps(self.runner, clock, self.listen)
         # Overlapping store() calls (a web app's concurrent requests) share round trips.
         self._stores: Coalescer[ScriptCall, Any] = Coalescer(self.runner.run_call,
@@ -76,6 +74,7 @@ class RedisBroker:
         await self.runner.command("ping", "PING")
 
     async def close(self) -> None:
+        await self._stores.aclose()
         try:
             if self._owns_client:
                 await self.redis.aclose()
@@ -207,85 +206,28 @@ class RedisBroker:
         qk = K.queue_keys(queue)
         return int(await self.runner.run("write_result", [qk.task(task_id)], [data, encoding]))
 
-    async def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:
-        """Subscribe; yield None once subscribed, then (channel, message) pairs until an error.
+    # -- listening (see Listeners)
 
-        A connection that heard nothing for ``ping_interval`` is pinged; no answer within
-        ``reply_timeout`` raises BrokerError, so a silently dead connection (a peer that
-        vanished without closing it, a paused server) is replaced instead of waited on forever.
-        """
-        pubsub = await self.runner.pubsub()
-        try:
-            try:
-                await pubsub.subscribe(*channels)
-                confirmed = 0
-                while confirmed < len(channels):
-                    msg = await pubsub.get_message(timeout=self.reply_timeout)
-                    if msg is None:
-                        raise BrokerError("timed out waiting for the subscription")
-                    if msg["type"] == "subscribe":
-                        confirmed += 1
-                yield None
-                idle = self.ping_interval or None
-                while True:
-                    msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=idle)
-                    if msg is None and idle is not None:
-                        await pubsub.ping()
-                        msg = await self._next_message(pubsub)
-                        if msg is None:
-                            raise BrokerError(f"no answer to a ping on the pub/sub connection "
-                                              f"within {self.reply_timeout:g}s")
-                    if msg is not None and msg["type"] == "message":
-                        yield text(msg["channel"]), text(msg["data"])
-            except RedisError as exc:
-                if isinstance(exc, RedisConnectionError):
-                    self.runner.connection_broke()
-                raise BrokerError(f"subscription failed: {exc}") from exc
-        finally:
-            with contextlib.suppress(RedisError):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+    def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:
+        return self.listeners.listen(channels)
+
+    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
+        return self.listeners.signals(queues)
 
     def listen_handoffs(self, queues: Sequence[str],
-                        owner: str) -> AsyncIterator[tuple[str, bytes] | None]:
-        channels = {K.queue_keys(q).handoff_channel(owner): q for q in queues}
+                        owner: str) -> AsyncIterator[Handoff | None]:
+        return self.listeners.handoffs(queues, owner)
 
-        async def handoffs() -> AsyncIterator[tuple[str, bytes] | None]:
-            async for item in listen_shards(self.runner, list(channels), self.reply_timeout,
-                                            self.ping_interval or None):
-                yield (channels[item[0]], item[1]) if isinstance(item, tuple) else None
-        return handoffs()
+    def listen_events(self, queues: Sequence[str]) -> AsyncIterator[TaskEvent | EventFlush]:
+        return self.listeners.events(queues)
 
     async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
         await self.runner.commands("leaving the idle workers", [
             ("ZREM", K.queue_keys(q).idle, f"{lease_ms}:{owner}") for q in queues])
 
-    def listen_events(self,
-                      queues: Sequence[str]) -> AsyncIterator[tuple[str, bytes] | EventFlush]:
-        channels = {K.queue_keys(q).events: q for q in queues}
-
-        async def events() -> AsyncIterator[tuple[str, bytes] | EventFlush]:
-            async for item in listen_shards(self.runner, list(channels), self.reply_timeout,
-                                            self.ping_interval or None):
-                if isinstance(item, tuple):
-                    yield channels.get(item[0], item[0]), item[1]
-                else:
-                    yield functools.partial(_flush_queue, item)
-        return events()
-
     async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
         await self.runner.commands("flagging event listeners", [
             ("SET", K.queue_keys(q).listening, "1", "PX", ttl_ms) for q in queues])
-
-    async def _next_message(self, pubsub: Any) -> dict[str, Any] | None:
-        """The next message of any kind (a pong included) within ``reply_timeout``, or None."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.reply_timeout
-        while (left := deadline - loop.time()) > 0:
-            # (None also comes back when redis-py swallowed its own health-check pong.)
-            msg: dict[str, Any] | None = await pubsub.get_message(timeout=left)
-            if msg is not None:
-                return msg
-        return None
 
     # -- maintenance (see MaintenanceOps)
 
@@ -352,6 +294,3 @@ class RedisBroker:
     async def unpause(self, queue: str) -> bool:
         return await self.maintenance.unpause(queue)
 
-
-async def _flush_queue(flush: Flush, queue: str) -> None:
-    await flush(K.queue_keys(queue).events)

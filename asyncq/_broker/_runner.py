@@ -3,8 +3,9 @@
 It runs one Lua script or many pipelined (a single server and a Redis Cluster alike; NOSCRIPT
 handled by loading the script and sending the call again), and the few plain commands asyncq
 needs besides: global keys read or written one key per command, INFO and SCAN per master,
-pub/sub. Every redis-py error leaves it as a BrokerError chained from it (so ``.transient``
-can tell), after the bookkeeping a broken connection needs.
+pub/sub. Every redis-py error leaves it as a BrokerError (mapped by ``_redis_errors``: its
+``transient`` and ``refused`` say what trying again can do), after the bookkeeping a broken
+connection needs.
 """
 
 from __future__ import annotations
@@ -26,25 +27,21 @@ from redis.exceptions import (
     ResponseError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._errors import BrokerError
 from . import _cluster
 from ._calls import ScriptCall
 from ._cluster import POOL_WAIT_S
+from ._redis_errors import broker_error, unreachable
 from ._resp import pack, raw_pipeline, supports_raw_pipeline
 from ._scripts import Script, load_scripts
 
 PIPELINE_CHUNK = 1000  # script calls per round trip of run_many
 
 
-
-
 def reply_error(what: str, reply: Exception) -> BrokerError:
     """The BrokerError reporting an error reply of a pipelined call, chained from it."""
-    error = BrokerError(f"{what} failed: {reply}")
-    error.__cause__ = reply
-    return error
+    return broker_error(f"{what} failed: {reply}", reply)
 
 
 class ScriptRunner:
@@ -84,16 +81,16 @@ class ScriptRunner:
     async def _failed(self, what: str, exc: RedisError) -> BrokerError:
         await self.after_error(exc)
         if isinstance(exc, AuthenticationError):
-            return BrokerError(f"Redis at {self.where} refused the credentials (authentication "
-                               f"failed; check the user and password): {what} failed: {exc}")
+            return broker_error(f"Redis at {self.where} refused the credentials (authentication "
+                                f"failed; check the user and password): {what} failed: {exc}",
+                                exc)
         if isinstance(exc, MaxConnectionsError):
-            return BrokerError(f"no free connection to Redis at {self.where} in time (all "
-                               f"max_connections busy): {what} failed: {exc}")
-        if (isinstance(exc, RedisConnectionError | RedisTimeoutError)
-                and not isinstance(exc, BusyLoadingError)):
-            return BrokerError(f"cannot reach Redis at {self.where} (is it running, and is "
-                               f"the address right?): {what} failed: {exc}")
-        return BrokerError(f"{what} failed: {exc}")
+            return broker_error(f"no free connection to Redis at {self.where} in time (all "
+                                f"max_connections busy): {what} failed: {exc}", exc)
+        if unreachable(exc):
+            return broker_error(f"cannot reach Redis at {self.where} (is it running, and is "
+                                f"the address right?): {what} failed: {exc}", exc)
+        return broker_error(f"{what} failed: {exc}", exc)
 
     @property
     def where(self) -> str:

@@ -4,6 +4,11 @@ Task events are published with SPUBLISH from the transition scripts, on a channe
 queue's slot: on a cluster only the master owning that slot carries them, and redis-py's
 cluster pub/sub keeps one connection per master it needs. Each of those connections is read
 by its own reader, so a quiet master never holds back the events of another.
+
+Those readers are tasks owned by the listening generator: each one's result is read as soon
+as it is done (a failure ends the listening with it), and the generator's ``finally`` cancels
+and awaits whichever are left. (An anyio task group cannot own them: a generator must not
+yield inside one.)
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from .._errors import BrokerError
+from ._redis_errors import broker_error
 from ._replies import text
 from ._runner import ScriptRunner
 
-#: Waits until every message published on a channel before the call has been yielded.
+#: Waits until every message published on a channel before the call has been yielded;
+#: raises BrokerError when the connection fails or no answer comes in time.
 Flush = Callable[[str], Awaitable[None]]
 
 
@@ -60,6 +67,9 @@ async def listen_shards(runner: ScriptRunner, channels: Sequence[str],
                 try:
                     await by_channel[channel].ping(token)
                     await asyncio.wait_for(asyncio.shield(fut), reply_timeout)
+                except (RedisError, TimeoutError) as exc:
+                    raise broker_error(f"flushing the event subscription failed: {exc!r}",
+                                       exc) from exc
                 finally:
                     flushes.pop(token, None)
 
@@ -76,7 +86,8 @@ async def listen_shards(runner: ScriptRunner, channels: Sequence[str],
                 done, _ = await asyncio.wait(readers, timeout=wait,
                                              return_when=asyncio.FIRST_COMPLETED)
                 if not done:
-                    raise BrokerError("timed out waiting for the event subscription")
+                    raise BrokerError("timed out waiting for the event subscription",
+                                      transient=True)
                 for task in done:
                     conn = readers.pop(task)
                     msg = task.result()
@@ -95,7 +106,7 @@ async def listen_shards(runner: ScriptRunner, channels: Sequence[str],
         except RedisError as exc:
             if isinstance(exc, RedisConnectionError):
                 runner.connection_broke()
-            raise BrokerError(f"event subscription failed: {exc}") from exc
+            raise broker_error(f"event subscription failed: {exc}", exc) from exc
     finally:
         for task in readers:
             task.cancel()
@@ -116,7 +127,8 @@ async def _one_connection(conn: Any, channels: int, flushes: dict[str, asyncio.F
         try:
             msg = await asyncio.wait_for(_next(conn, idle, reply_timeout), reply_timeout)
         except TimeoutError:
-            raise BrokerError("timed out waiting for the event subscription") from None
+            raise BrokerError("timed out waiting for the event subscription",
+                              transient=True) from None
         if msg["type"] == "ssubscribe":
             confirmed += 1
     yield flush
@@ -143,5 +155,5 @@ async def _next(conn: Any, idle: float | None, reply_timeout: float) -> dict[str
         msg = await conn.get_message(timeout=reply_timeout)
         if msg is None:
             raise BrokerError("no answer to a ping on the event connection "
-                              f"within {reply_timeout:g}s")
+                              f"within {reply_timeout:g}s", transient=True)
         return msg

@@ -8,10 +8,9 @@ import os
 import sys
 from typing import Any
 
-from redis.exceptions import RedisError
-
-from .._broker._connection import connect, redact
+from .._broker._connection import check_reachable
 from .._defaults import DEFAULT_REDIS_URL
+from .._errors import BrokerError
 
 REDIS_URL_ENV = "ASYNCQ_REDIS_URL"
 
@@ -76,12 +75,6 @@ def parse_queue_weights(values: list[str] | None) -> dict[str, int] | None:
 async def check_redis(url: str) -> None:
     """Fail fast with a one-line error when Redis cannot be reached at start-up."""
     try:
-        client, close = connect(url)
-    except (ValueError, TypeError) as exc:
+        await check_reachable(url)
+    except (ValueError, TypeError, BrokerError) as exc:
         raise CLIError(str(exc)) from None
-    try:
-        await client.ping()
-    except RedisError as exc:
-        raise CLIError(f"cannot reach Redis at {redact(url)}: {exc}") from None
-    finally:
-        await close()

@@ -5,6 +5,11 @@ connection (one per master on a cluster) however many waiters. While a queue is 
 hub keeps its ``listening`` flag alive, which is what makes the transition scripts publish; a
 queue nobody has watched for ``linger`` seconds is dropped and its flag left to lapse, so
 queues nobody listens to pay nothing again.
+
+The hub owns one background task, its listener: started by the first ``watch``, cancelled and
+awaited by ``close`` (the Client's). The listener handles its own failures (it subscribes
+again after a backoff); one that still ends it is logged, and the next ``watch`` starts it
+again. Events arrive decoded from the broker (``Broker.listen_events``).
 """
 
 from __future__ import annotations
@@ -17,12 +22,11 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 import anyio
-from redis.exceptions import RedisError
 
 from .._broker import Broker, EventFlush
 from .._errors import BrokerError
 from .._log import get_logger
-from .._model._events import EventsLost, TaskEvent, decode_event
+from .._model._events import EventsLost, TaskEvent
 from .._service._outage import Outage
 
 Recheck = Callable[[frozenset[str]], object]
@@ -79,7 +83,6 @@ class EventHub:
         self._down_since: datetime | None = None
         self._task: asyncio.Task[None] | None = None
         self._flush: EventFlush | None = None
-        self._bad_events = 0
 
     # -- watching
 
@@ -94,6 +97,7 @@ class EventHub:
             self._changed.set()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
+            self._task.add_done_callback(self._ended)
         try:
             while not wanted <= self._subscribed:
                 progress = self._progress
@@ -117,7 +121,7 @@ class EventHub:
         flush = self._flush
         if flush is None or queue not in self._subscribed:
             return
-        with contextlib.suppress(BrokerError, TimeoutError, RedisError):
+        with contextlib.suppress(BrokerError):
             await flush(queue)
 
     def recent(self, queue: str, task_id: str) -> TaskEvent | None:
@@ -171,6 +175,13 @@ class EventHub:
 
     # -- the subscription
 
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """The listener ended other than by ``close``: say why (the next watch restarts it)."""
+        if not task.cancelled() and task.exception() is not None:
+            self._log.error("task event listener stopped", exc_info=task.exception())
+            self._subscribed = frozenset()
+            self._notify()
+
     def _notify(self) -> None:
         self._progress.set()
         self._progress = asyncio.Event()
@@ -216,7 +227,7 @@ class EventHub:
                 tg.cancel_scope.cancel()
 
             async for item in self._broker.listen_events(queues):
-                if not isinstance(item, tuple):
+                if not isinstance(item, TaskEvent):
                     self._flush = item
                     await self._broker.set_listening(queues, self._flag_ttl_ms)
                     self._outage.succeeded()
@@ -226,7 +237,7 @@ class EventHub:
                     tg.start_soon(self._refresh, queues)
                     tg.start_soon(until_changed)
                     continue
-                self._dispatch(*item)
+                self._dispatch(item)
 
     async def _refresh(self, queues: list[str]) -> None:
         """Keep the flags alive (every third of their TTL); drop lingering queues."""
@@ -249,15 +260,8 @@ class EventHub:
         for recheck in list(self._rechecks):
             recheck(queues)
 
-    def _dispatch(self, queue: str, data: bytes) -> None:
-        try:
-            event = decode_event(queue, data)
-        except ValueError as exc:
-            self._bad_events += 1
-            if self._bad_events == 1:
-                self._log.warning("undecodable task event ignored", queue=queue,
-                                  error=str(exc))
-            return
+    def _dispatch(self, event: TaskEvent) -> None:
+        queue = event.queue
         if event.final:
             self._recent[(queue, event.id)] = event
             self._recent.move_to_end((queue, event.id))

@@ -4,7 +4,7 @@
 worker claims them between lease and start) and ``_manual`` (``Limiter``, taken by hand).
 """
 
-from .._broker._limit_ops import LimitUse
+from .._broker._limit_values import LimitUse
 from ._gate import LimitGate, gate_for
 from ._manual import Limiter, limit_ops_of
 from ._registry import HandlerLimits, LimitKeyError

@@ -5,6 +5,11 @@ queue: a task that gets every slot and token starts; a refused one was deferred 
 script (active -> scheduled, no retry used, counted neither processed nor failed) and this
 worker lets it go, its slot free for other work. A task's concurrency slots are given back,
 batched, once its outcome is decided; a lost give-back is covered by the lease rule.
+
+The gate reaches limit state through the broker's ``limits`` (the ``LimitOps`` protocol), so
+any Broker (a wrapping one too) carries them. The give-backs leave in one task at a time,
+owned by the gate: it logs their failure, and ``settled`` (called by the processor as it
+stops) waits for it, then cancels and awaits what is left.
 """
 
 from __future__ import annotations
@@ -13,8 +18,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._broker import RawTask
-from .._broker._limit_ops import LimitClaim, LimitOps, LimitSpec, state_prefix
+from .._broker import Broker, LimitOps, RawTask
+from .._broker._limit_values import LimitClaim, LimitHold, LimitSpec
 from .._log import get_logger
 from .._model._message import decode_message
 from .._model._task import task_for_handler
@@ -53,11 +58,11 @@ class LimitGate:
         self._on_deferred = on_deferred
         self._deferred_hook = getattr(observer, "limit_deferred", None)
         self._log = get_logger("limits", server_id=owner)
-        self.holds: dict[str, tuple[str, list[str]]] = {}
-        """Task id -> (queue, state prefixes of the concurrency slots it holds)."""
+        self.holds: dict[str, tuple[str, list[tuple[LimitSpec, str]]]] = {}
+        """Task id -> (queue, the (limit, key) of each concurrency slot it holds)."""
         self.deferred = 0
         """Tasks this worker deferred because a limit refused them."""
-        self._releases: dict[str, list[tuple[str, str]]] = {}
+        self._releases: dict[str, list[LimitHold]] = {}
         self._flusher: asyncio.Task[None] | None = None
 
     async def admit(self, queue: str, raws: Sequence[RawTask]) -> tuple[list[RawTask],
@@ -82,7 +87,7 @@ class LimitGate:
             return admitted, [raw for raw, _, _ in claimed]
         for (raw, claim, task_type), result in zip(claimed, results, strict=True):
             if result == 0:
-                slots = [state_prefix(queue, spec, key) for spec, key in claim.limits
+                slots = [(spec, key) for spec, key in claim.limits
                          if spec.kind == "concurrency"]
                 if slots:
                     self.holds[raw.id] = (queue, slots)
@@ -126,8 +131,9 @@ class LimitGate:
         held = self.holds.pop(task_id, None)
         if held is None:
             return
-        queue, prefixes = held
-        self._releases.setdefault(queue, []).extend((task_id, p) for p in prefixes)
+        queue, slots = held
+        self._releases.setdefault(queue, []).extend(
+            LimitHold(task_id, spec, key) for spec, key in slots)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush())
 
@@ -146,22 +152,22 @@ class LimitGate:
                                   "leases end", queue=queue, count=len(holds), error=str(exc))
 
     async def settled(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` s) until the slots given back are written."""
-        if self._flusher is not None and not self._flusher.done():
-            await asyncio.wait([self._flusher], timeout=timeout)
+        """Wait (at most ``timeout`` s) until the slots given back are written; then stop
+        giving back (what is left frees when the leases end)."""
+        flusher = self._flusher
+        if flusher is None or flusher.done():
+            return
+        await asyncio.wait([flusher], timeout=timeout)
+        if not flusher.done():
+            flusher.cancel()
+            await asyncio.wait([flusher])
 
 
-def gate_for(handler: object, broker: object, owner: str, on_deferred: Callable[[int], None],
+def gate_for(handler: object, broker: Broker, owner: str, on_deferred: Callable[[int], None],
              observer: Any = None) -> LimitGate | None:
     """The gate of a worker running ``handler``: one for a ServeMux (whose handlers may get
     limits until the worker starts), None for a plain handler function."""
     limits = getattr(handler, "limits", None)
     if not isinstance(limits, HandlerLimits):
         return None
-    ops = getattr(broker, "limits", None)
-    if not isinstance(ops, LimitOps):
-        if limits:
-            raise TypeError(f"handlers with limits need a broker keeping limit state in Redis "
-                            f"(a RedisBroker), got {broker!r}")
-        return None
-    return LimitGate(ops, limits, owner, on_deferred, observer)
+    return LimitGate(broker.limits, limits, owner, on_deferred, observer)

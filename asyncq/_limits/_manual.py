@@ -15,8 +15,8 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .._broker import is_broker
-from .._broker._limit_ops import LimitClaim, LimitOps, state_prefix
+from .._broker import LimitOps, is_broker
+from .._broker._limit_values import LimitClaim, LimitHold
 from .._defaults import DEFAULT_QUEUE
 from .._validate import to_seconds, validate_queue_name
 from ._gate import key_text, spec_of
@@ -26,11 +26,9 @@ from ._spec import ConcurrencyLimit, Limit, RateLimit
 def limit_ops_of(source: object) -> LimitOps:
     """The limit operations of a Client, Worker, Inspector or Broker."""
     broker = source if is_broker(source) else getattr(source, "broker", None)
-    ops = getattr(broker, "limits", None)
-    if not isinstance(ops, LimitOps):
-        raise TypeError(f"limits need a Client, Worker, Inspector or RedisBroker (whose "
-                        f"broker keeps limit state in Redis), got {source!r}")
-    return ops
+    if not is_broker(broker):
+        raise TypeError(f"limits need a Client, Worker, Inspector or Broker, got {source!r}")
+    return broker.limits
 
 
 class Limiter:
@@ -63,7 +61,7 @@ class Limiter:
         loop = asyncio.get_running_loop()
         deadline = None if limit_s is None else loop.time() + limit_s
         holder = "m:" + uuid.uuid4().hex
-        prefix = state_prefix(self.queue, self._spec, key)
+        hold = LimitHold(holder, self._spec, key)
         concurrency = self._spec.kind == "concurrency"
         pause = 0.005
         while True:
@@ -83,17 +81,19 @@ class Limiter:
         if not concurrency:
             yield
             return
-        renewer = loop.create_task(self._renew(prefix, holder))
+        # The renewer is owned by this block: cancelled and awaited when it ends. (Not an
+        # anyio task group: it would wrap an error of the block in an ExceptionGroup.)
+        renewer = loop.create_task(self._renew(hold))
         try:
             yield
         finally:
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
-            await self._ops.release(self.queue, "", [(holder, prefix)])
+            await self._ops.release(self.queue, "", [hold])
 
-    async def _renew(self, prefix: str, holder: str) -> None:
+    async def _renew(self, hold: LimitHold) -> None:
         while True:
             await asyncio.sleep(self._hold_ms / 3000)
             with contextlib.suppress(Exception):  # a failed renewal is tried again
-                await self._ops.renew(prefix, holder, self._ops.now_ms() + self._hold_ms)
+                await self._ops.renew(self.queue, hold, self._ops.now_ms() + self._hold_ms)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from redis.exceptions import ResponseError
 
 from .._broker import Broker, Outcome
 from .._errors import BrokerError
@@ -28,7 +27,6 @@ from ._outcomes import error_text, unstorable_outcome
 _BATCH = 500
 _UNSTORABLE = object()
 """A flush result: not even the replacement outcome could be written (the lease is dropped)."""
-_RETRYABLE_REPLIES = ("OOM", "BUSY", "READONLY", "MASTERDOWN", "NOREPLICAS", "LOADING")
 
 
 def retryable(exc: BaseException) -> bool:
@@ -36,12 +34,7 @@ def retryable(exc: BaseException) -> bool:
     with an error (a script error...) other than being out of memory, busy, read-only or not
     ready, or the call could not even be sent (a value that cannot be encoded). Any other
     BrokerError (the connection failed) is worth retrying."""
-    if not isinstance(exc, BrokerError):
-        return False
-    cause = exc.__cause__
-    if isinstance(cause, ResponseError) and not exc.transient:
-        return str(cause).startswith(_RETRYABLE_REPLIES)
-    return True
+    return isinstance(exc, BrokerError) and not exc.refused
 
 
 @dataclass(slots=True)

@@ -3,8 +3,8 @@ leased to this idle worker directly.
 
 A dequeue that leaves slots free registers the worker as idle on the queue; the script that
 makes the next task pending leases it to the longest-idle registered worker and publishes it on
-that worker's channel. The subscriber passes each message to ``Handoffs.receive``, which decodes
-it and hands the task to the processor (``Processor.handed_off``): it starts as if dequeued,
+that worker's channel. The subscriber passes each one, decoded by the broker, to
+``Handoffs.receive``, which hands the task to the processor (``Processor.handed_off``): it starts as if dequeued,
 through the limits gate, and the fetch loop dequeues again at once, which re-registers the
 worker and returns any hand-off whose message was lost. At stop, ``leave_idle`` withdraws the
 registrations.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 import anyio
 from structlog.typing import FilteringBoundLogger
 
-from .._broker import Broker, RawTask, decode_handoff
+from .._broker import Broker, Handoff, RawTask
 from .._clock import Clock
 from .._errors import BrokerError
 from ._config import WorkerConfig
@@ -35,14 +35,10 @@ class Handoffs:
         self.registered = False
         """A dequeue may have registered this worker as idle (withdrawn at stop)."""
 
-    def receive(self, queue: str, data: bytes) -> None:
-        """Pass on a handed-off task (already leased to this worker); a malformed message is
-        ignored (the next dequeue returns its task)."""
-        try:
-            raw, until = decode_handoff(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            self._log.warning("malformed hand-off message ignored", queue=queue, error=str(exc))
-            return
+    def receive(self, handoff: Handoff) -> None:
+        """Pass on a handed-off task (already leased to this worker; the broker decoded it and
+        dropped a malformed message, whose task the next dequeue returns)."""
+        queue, raw, until = handoff
         self._arrive(queue, raw, min(until, self._clock.now_ms() + self._config.lease_ms))
 
     async def leave_idle(self) -> None:

@@ -1,5 +1,8 @@
 """Subscriber: one pub/sub connection for cancellations and wake-ups, and the shard channels
-tasks are handed off on in one hop (one connection per master), reconnecting with backoff."""
+tasks are handed off on in one hop (one connection per master), reconnecting with backoff.
+
+What it hears comes typed from the broker (``listen_signals``, ``listen_handoffs``); its two
+listeners run in one anyio task group, owned by ``run``."""
 
 from __future__ import annotations
 
@@ -8,8 +11,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 from anyio.abc import TaskStatus
 
-from .._broker import Broker
-from .._broker import _keys as K
+from .._broker import Broker, CancelRequest, WorkerSignal
 from .._errors import BrokerError
 from .._log import get_logger
 from .._service._outage import Outage
@@ -39,19 +41,17 @@ class Subscriber:
         """Failed connection attempts since the last successful subscription."""
         return self.outage.failures
 
-    def handle(self, channel: str, data: str) -> None:
-        """React to one message (exposed for tests)."""
-        if channel == K.CANCEL_CHANNEL:
-            if self._processor.cancel(data, "cancel"):
-                self._log.info("task cancelled on request", task_id=data)
-        elif channel == K.WAKE_CHANNEL:
-            if data in self._queues:
+    def handle(self, signal: WorkerSignal) -> None:
+        """React to one cancel request or wake-up (exposed for tests)."""
+        if isinstance(signal, CancelRequest):
+            if self._processor.cancel(signal.task_id, "cancel"):
+                self._log.info("task cancelled on request", task_id=signal.task_id)
+        elif signal.queue in self._queues:
+            if signal.due_ms is None:
                 self._processor.wake.set()
-                return
-            # "<queue>@<due ms>": a task scheduled for later became the queue's earliest.
-            queue, at, due = data.rpartition("@")
-            if at and queue in self._queues and due.isdigit() and self._on_due is not None:
-                self._on_due(int(due))
+            elif self._on_due is not None:
+                # A task scheduled for later became the queue's earliest.
+                self._on_due(signal.due_ms)
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Subscribe (reporting ready once subscribed), then dispatch messages until cancelled."""
@@ -71,7 +71,7 @@ class Subscriber:
                         self._processor.wake.set()
                         subscribed.set()
                         continue
-                    self._processor.handoffs.receive(*item)
+                    self._processor.handoffs.receive(item)
             except BrokerError as exc:
                 await anyio.sleep(self.handoff_outage.failed(exc))
             except Exception as exc:
@@ -85,7 +85,7 @@ class Subscriber:
         started = False
         while True:
             try:
-                async for item in self._broker.listen([K.CANCEL_CHANNEL, K.WAKE_CHANNEL]):
+                async for item in self._broker.listen_signals(self._queue_list):
                     if item is None:
                         self.outage.succeeded()
                         self.connected = True
@@ -100,7 +100,7 @@ class Subscriber:
                             # markers are read now rather than at the next heartbeat.
                             await self._on_reconnect()
                         continue
-                    self.handle(*item)
+                    self.handle(item)
             except BrokerError as exc:
                 self.connected = False
                 await anyio.sleep(self.outage.failed(exc))

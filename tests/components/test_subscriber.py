@@ -13,7 +13,7 @@ from dataplane_helpers import task_hash
 from redis.asyncio import Redis
 
 from asyncq import Client, ServeMux, Task
-from asyncq._broker import _keys as K
+from asyncq._broker import CancelRequest, QueueWake
 from asyncq._worker._outcomes import TaskCancelledError
 from asyncq.testing import WorkerFactory, wait_until
 
@@ -26,10 +26,10 @@ pytestmark = pytest.mark.anyio
 async def test_subscriber_ignores_unknown_ids_and_other_queues(make_worker: MakeWorker,
                                                                asyncq_queue: str) -> None:
     worker = make_worker(queues={asyncq_queue: 1})
-    worker.subscriber.handle(K.CANCEL_CHANNEL, "no-such-task")
-    worker.subscriber.handle(K.WAKE_CHANNEL, "someone-elses-queue")
+    worker.subscriber.handle(CancelRequest("no-such-task"))
+    worker.subscriber.handle(QueueWake("someone-elses-queue"))
     assert not worker.processor.wake.is_set()
-    worker.subscriber.handle(K.WAKE_CHANNEL, asyncq_queue)
+    worker.subscriber.handle(QueueWake(asyncq_queue))
     assert worker.processor.wake.is_set()
 
 
