@@ -1,12 +1,15 @@
 """The architecture, checked: rules about which module may import what.
 
 Each test reads every module of the ``asyncq`` package with ``ast`` (imports under
-``TYPE_CHECKING`` and inside functions included), so a rule cannot be broken quietly.
+``TYPE_CHECKING`` and inside functions included), so a rule cannot be broken quietly: redis-py
+and the key schema stay behind the broker (one door to Redis), no module imports one that
+imports it back, and the package root stays small (the rest is grouped by concept).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +44,34 @@ class Module:
                     yield ".".join([*base, *([node.module] if node.module else [])])
                 elif node.module:
                     yield node.module
+
+    def imported_modules(self) -> Iterator[str]:
+        """Like ``imports``, plus ``x.y`` for every ``from x import y`` (y may be a module)."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                yield from (alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                target = self.target_of(node)
+                yield target
+                yield from (f"{target}.{alias.name}" for alias in node.names)
+
+    def target_of(self, node: ast.ImportFrom) -> str:
+        """The absolute name of the module a ``from ... import`` reads from."""
+        if not node.level:
+            return node.module or ""
+        base = self.package.split(".")[:len(self.package.split(".")) - node.level + 1]
+        return ".".join([*base, *([node.module] if node.module else [])])
+
+    def docstrings(self) -> set[int]:
+        """ids of the docstring nodes (prose may name a key to explain it)."""
+        found = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                          | ast.AsyncFunctionDef):
+                first = node.body[0] if node.body else None
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                    found.add(id(first.value))
+        return found
 
 
 def modules() -> list[Module]:
@@ -84,3 +115,128 @@ def test_the_rule_sees_every_kind_of_import(tmp_path: Path) -> None:
     module = Module("asyncq._client._c", tmp_path / "_c.py", ast.parse(source))
     assert list(module.imports()) == ["typing", "redis.asyncio", "asyncq._client", "asyncq.x",
                                       "hiredis", "redis.exceptions"]
+
+
+# -- key names stay behind the broker (a second Broker may name its keys as it likes)
+
+KEYS_MODULE = "asyncq._broker._keys"
+#: Where key names may be spelled: the broker, and the test fixtures asyncq ships.
+KEYS_ALLOWED = REDIS_ALLOWED
+#: A key or channel name literal: "asyncq:" followed by a name character (not "asyncq: error").
+KEY_LITERAL = re.compile(r"asyncq:[^\s]")
+
+
+def _key_leaks(module: Module) -> list[str]:
+    """Where ``module`` imports the key schema or spells a key name."""
+    found = [f"{module.name} imports the key schema"
+             for imported in set(module.imported_modules()) if imported == KEYS_MODULE]
+    docs = module.docstrings()
+    found += [f"{module.name}:{node.lineno} spells {node.value!r}"
+              for node in ast.walk(module.tree)
+              if isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and id(node) not in docs and KEY_LITERAL.match(node.value)]
+    return found
+
+
+def test_nothing_outside_the_broker_knows_a_key_name() -> None:
+    outside = [m for m in modules()
+               if not any(_within(m.name, allowed) for allowed in KEYS_ALLOWED)]
+    assert len(outside) > 50  # (the walk found the package)
+    leaks = [leak for module in outside for leak in _key_leaks(module)]
+    assert not leaks, "key names outside asyncq._broker:\n  " + "\n  ".join(leaks)
+
+
+def test_the_key_check_sees_every_form(tmp_path: Path) -> None:
+    """Relative and absolute imports of the schema, under TYPE_CHECKING, in functions, and
+    key literals (but not docstrings or messages that start with "asyncq: ")."""
+    forms = {
+        "from .._broker import _keys as K": True,
+        "from .._broker._keys import queue_keys": True,
+        "from asyncq._broker import _keys": True,
+        "import asyncq._broker._keys": True,
+        "if TYPE_CHECKING:\n    from .._broker._keys import QueueKeys": True,
+        "def f():\n    from .. import _broker\n    from .._broker import _keys": True,
+        "KEY = 'asyncq:{q}:pending'": True,
+        "from .._broker import Broker": False,
+        "from .._validate import validate_queue_name": False,
+        "def f():\n    \"\"\"asyncq:{q}:pending holds them.\"\"\"": False,
+        "print('asyncq: error: boom')": False,
+    }
+    for source, leaks in forms.items():
+        module = Module("asyncq._workflow._fake", tmp_path / "_fake.py", ast.parse(source))
+        assert bool(_key_leaks(module)) is leaks, source
+    package = Module("asyncq", tmp_path / "__init__.py", ast.parse("from ._broker import _keys"))
+    assert _key_leaks(package)
+
+
+# -- no import circles, a small package root
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """asyncq's modules and what each imports of asyncq: ``from x import y`` counts as
+    importing module ``x.y`` when there is one, else ``x``."""
+    found = modules()
+    names = {m.name for m in found}
+    graph: dict[str, set[str]] = {}
+    for module in found:
+        edges = graph.setdefault(module.name, set())
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names if alias.name in names)
+            elif isinstance(node, ast.ImportFrom):
+                target = module.target_of(node)
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    edges.add(sub if sub in names else target)
+        edges &= names - {module.name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circles() -> None:
+    """No module imports, even for type checking only, a module that imports it back."""
+    assert _circles(_module_graph()) == []
+
+
+def test_the_package_root_holds_at_most_twelve_modules() -> None:
+    """The rest lives in packages named for what they are (the task model, producing, ...)."""
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= 12, loose
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
