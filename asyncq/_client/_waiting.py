@@ -49,12 +49,17 @@ class Waiting:
         self._clock = clock
         self.hub = EventHub(broker)
         self.hub.on_resubscribe(self._recheck_soon)
+        #: Batched reads and rechecks after a resubscription: owned here, started from
+        #: callbacks (so no task group can hold them), cancelled and awaited by ``close``.
         self._rechecks: set[asyncio.Task[None]] = set()
         self._reads: list[tuple[tuple[str, str], asyncio.Future[TaskRecord | None]]] = []
 
     async def close(self) -> None:
-        for task in self._rechecks:
+        pending = list(self._rechecks)
+        for task in pending:
             task.cancel()
+        # (their failures reached their waiters; what is left here is their cancellation)
+        await asyncio.gather(*pending, return_exceptions=True)
         await self.hub.close()
 
     async def _read(self, queue: str, task_id: str) -> TaskInfo | None:

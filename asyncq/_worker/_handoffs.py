@@ -4,10 +4,10 @@ leased to this idle worker directly.
 A dequeue that leaves slots free registers the worker as idle on the queue; the script that
 makes the next task pending leases it to the longest-idle registered worker and publishes it on
 that worker's channel. The subscriber passes each one, decoded by the broker, to
-``Handoffs.receive``, which hands the task to the processor (``Processor.handed_off``): it starts as if dequeued,
-through the limits gate, and the fetch loop dequeues again at once, which re-registers the
-worker and returns any hand-off whose message was lost. At stop, ``leave_idle`` withdraws the
-registrations.
+``Handoffs.receive``, which hands the task to the processor (``Processor.handed_off``): it
+starts as if dequeued, through the limits gate, and the fetch loop dequeues again at once,
+which re-registers the worker and returns any hand-off whose message was lost. At stop,
+``leave_idle`` withdraws the registrations.
 """
 
 from __future__ import annotations
