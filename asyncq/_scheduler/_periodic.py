@@ -13,6 +13,7 @@ import anyio
 
 from .._broker import Broker
 from .._broker._connection import RedisLike
+from .._defaults import PERIODIC_SYNC_INTERVAL
 from .._log import get_logger
 from .._service._lifecycle import start_background, stop_background
 from ._entry import Entry
@@ -51,7 +52,7 @@ class PeriodicTaskManager:
 
     def __init__(self, redis: RedisLike | Broker | None = None,
                  provider: ConfigProvider | None = None, *, broker: Broker | None = None,
-                 sync_interval: float = 180.0, **scheduler_options: Any) -> None:
+                 sync_interval: float = PERIODIC_SYNC_INTERVAL, **scheduler_options: Any) -> None:
         if provider is None or not callable(provider):
             raise TypeError(f"provider must be a callable returning PeriodicTaskConfigs, "
                             f"got {provider!r}")

@@ -20,6 +20,7 @@ from anyio.abc import TaskStatus
 from .._broker import Broker
 from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock, datetime_to_ms
+from .._defaults import SCHEDULER_HEARTBEAT_INTERVAL
 from .._log import get_logger
 from .._model._info import TaskInfo
 from .._model._task import Task
@@ -63,7 +64,7 @@ class Scheduler:
     """
 
     def __init__(self, redis: RedisLike | Broker | None = None, *, broker: Broker | None = None,
-                 timezone: str | tzinfo = "UTC", heartbeat_interval: float = 10.0,
+                 timezone: str | tzinfo = "UTC", heartbeat_interval: float = SCHEDULER_HEARTBEAT_INTERVAL,
                  pre_enqueue: PreEnqueueHook | None = None,
                  post_enqueue: PostEnqueueHook | None = None, clock: Clock | None = None,
                  scheduler_id: str | None = None,
