@@ -64,7 +64,8 @@ class Scheduler:
     """
 
     def __init__(self, redis: RedisLike | Broker | None = None, *, broker: Broker | None = None,
-                 timezone: str | tzinfo = "UTC", heartbeat_interval: float = SCHEDULER_HEARTBEAT_INTERVAL,
+                 timezone: str | tzinfo = "UTC",
+                 heartbeat_interval: float = SCHEDULER_HEARTBEAT_INTERVAL,
                  pre_enqueue: PreEnqueueHook | None = None,
                  post_enqueue: PostEnqueueHook | None = None, clock: Clock | None = None,
                  scheduler_id: str | None = None,
