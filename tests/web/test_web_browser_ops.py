@@ -15,9 +15,9 @@ from conftest import serve, shot
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
-from worker_helpers import worker_process
 
 from asyncq.web import create_app
+from tests.helpers.processes import worker_process
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
