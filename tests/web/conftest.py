@@ -31,13 +31,13 @@ WebFactory = Callable[..., Any]
 
 
 @asynccontextmanager
-async def web_client(app: Any, base_url: str = "http://dash.test") -> AsyncIterator[
+async def web_http(app: Any, base_url: str = "http://dash.test") -> AsyncIterator[
         httpx.AsyncClient]:
     """An httpx client talking to ``app`` in-process; closes the app's connection after."""
     transport = httpx.ASGITransport(app=app)
     try:
-        async with httpx.AsyncClient(transport=transport, base_url=base_url) as client:
-            yield client
+        async with httpx.AsyncClient(transport=transport, base_url=base_url) as http:
+            yield http
     finally:
         dashboard = getattr(app.state, "dashboard", None)
         if dashboard is not None:
@@ -48,24 +48,24 @@ async def web_client(app: Any, base_url: str = "http://dash.test") -> AsyncItera
 def web(asyncq_redis_url: str) -> WebFactory:
     """``async with web(**create_app_options) as http:`` an httpx client on a fresh app."""
     def make(**options: Any) -> Any:
-        return web_client(create_app(asyncq_redis_url, **options))
+        return web_http(create_app(asyncq_redis_url, **options))
     return make
 
 
-def csrf_token(page: httpx.Response, client: httpx.AsyncClient) -> str:
+def csrf_token(page: httpx.Response, http: httpx.AsyncClient) -> str:
     """The token the page's forms carry (and its cookie holds)."""
     match = re.search(r'name="csrf" value="([^"]+)"', page.text)
     assert match, "no CSRF field on the page"
-    assert client.cookies.get("asyncq_csrf") == match.group(1)
+    assert http.cookies.get("asyncq_csrf") == match.group(1)
     return match.group(1)
 
 
-async def post_action(client: httpx.AsyncClient, page_path: str, action_path: str,
+async def post_action(http: httpx.AsyncClient, page_path: str, action_path: str,
                       **fields: str) -> httpx.Response:
     """Open ``page_path`` (for its token), then post ``fields`` as its form would."""
-    page = await client.get(page_path)
-    data = {"csrf": csrf_token(page, client), "next": page_path, **fields}
-    return await client.post(action_path, data=data)
+    page = await http.get(page_path)
+    data = {"csrf": csrf_token(page, http), "next": page_path, **fields}
+    return await http.post(action_path, data=data)
 
 
 def free_port() -> int:

@@ -4,30 +4,26 @@ the tests drive one iteration at a time (``tick()``) under a fake clock.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from asyncq import FakeClock, ServeMux, Worker
+from asyncq.testing import WorkerFactory
 
 DEAD_OWNER = "dead-worker"
 MakeWorker = Callable[..., Worker]
 
 
 @pytest.fixture
-async def make_worker(asyncq_redis_url: str, clock: FakeClock) -> AsyncIterator[MakeWorker]:
-    """Workers that are never run: tests call their components' tick() under the fake clock."""
-    made: list[Worker] = []
-
+def make_worker(asyncq_worker: WorkerFactory, clock: FakeClock) -> MakeWorker:
+    """Workers that are never run (``asyncq_worker.build``): tests call their components'
+    tick() under the fake clock."""
     def make(**options: Any) -> Worker:
-        worker = Worker(asyncq_redis_url, ServeMux(), clock=clock, **options)
-        made.append(worker)
-        return worker
+        return asyncq_worker.build(ServeMux(), clock=clock, **options)
 
-    yield make
-    for worker in made:
-        await worker.broker.close()
+    return make
 
 
 async def lease_to_dead_worker(worker: Worker, queue: str, count: int = 1,
