@@ -8,7 +8,6 @@ import re
 import httpx
 import orjson
 import pytest
-from conftest import post_action, serve, web_http
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
@@ -16,6 +15,7 @@ from starlette.routing import Mount, Route
 from asyncq import Client, Inspector
 from asyncq.web import create_app
 from asyncq.web._format import human_bytes
+from tests.web.web_helpers import post_action, serve, web_http
 
 pytestmark = pytest.mark.anyio
 

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from conftest import XSS, WebFactory
 
 import asyncq
 from asyncq import Client, Inspector, ServeMux, Task
 from asyncq.testing import WorkerFactory, wait_until
+from tests.web.web_helpers import XSS, WebFactory
 
 pytestmark = pytest.mark.anyio
 

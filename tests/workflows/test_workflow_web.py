@@ -7,7 +7,7 @@ import redis.asyncio
 
 from asyncq import Client, Task, chain, group
 from asyncq.web import create_app
-from tests.web.conftest import XSS, web_http
+from tests.web.web_helpers import XSS, web_http
 
 pytestmark = pytest.mark.anyio
 
