@@ -22,11 +22,12 @@ SLOW_APP = "tests.apps.slow:mux"
 
 @asynccontextmanager
 async def spawn(command: Sequence[str], log: Path, *, env: Mapping[str, str] | None = None,
-                append: bool = False) -> AsyncIterator[Process]:
-    """Run ``command`` from the project root with stdout and stderr to ``log`` (appended to
-    with ``append``); killed, and waited for, if still running when the block ends."""
+                append: bool = False, cwd: Path = ROOT) -> AsyncIterator[Process]:
+    """Run ``command`` (from the project root unless ``cwd``) with stdout and stderr to ``log``
+    (appended to with ``append``); killed, and waited for, if still running when the block
+    ends."""
     with log.open("ab" if append else "wb") as out:
-        async with await anyio.open_process(list(command), cwd=ROOT, stdout=out, stderr=out,
+        async with await anyio.open_process(list(command), cwd=cwd, stdout=out, stderr=out,
                                             env=env) as proc:
             try:
                 yield proc

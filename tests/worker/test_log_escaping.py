@@ -13,7 +13,7 @@ import pytest
 
 from asyncq import Client, configure_logging
 from asyncq.testing import wait_until
-from tests.helpers.processes import ROOT
+from tests.helpers.processes import ROOT, spawn
 
 pytestmark = pytest.mark.anyio
 
@@ -30,15 +30,13 @@ async def test_a_handler_error_cannot_forge_a_log_line(
         "async def forge(task):\n    raise ValueError(task.json())\n")
     log = tmp_path / "w.log"
     await asyncq_client.enqueue("forge", FORGED, queue=asyncq_queue, max_retry=0)
-    with log.open("wb") as out:
-        async with await anyio.open_process(
-                [sys.executable, "-m", "asyncq", "worker", "forging_app:mux", "--redis-url",
-                 asyncq_redis_url, "--queue", f"{asyncq_queue}=1", "--log-format", fmt],
-                cwd=tmp_path, stdout=out, stderr=out,
-                env={"PYTHONPATH": str(ROOT)}) as proc:
-            await wait_until(lambda: b"task archived" in log.read_bytes(), timeout=20)
-            proc.send_signal(signal.SIGTERM)
-            await proc.wait()
+    async with spawn([sys.executable, "-m", "asyncq", "worker", "forging_app:mux",
+                      "--redis-url", asyncq_redis_url, "--queue", f"{asyncq_queue}=1",
+                      "--log-format", fmt],
+                     log, cwd=tmp_path, env={"PYTHONPATH": str(ROOT)}) as proc:
+        await wait_until(lambda: b"task archived" in log.read_bytes(), timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
     text = log.read_text()
     assert "\x1b" not in text
     lines = text.splitlines()
