@@ -5,8 +5,9 @@
 #   make browser-bin make sure Debian's chromium is installed for the dashboard's browser tests
 #   make redis-up    start a local redis-server on 127.0.0.1:$(REDIS_PORT) (AOF on), state in .run/
 #   make redis-down  stop the server started by redis-up
-#   make test        run the test suite (tests start their own redis-server, or use
-#                    ASYNCQ_TEST_REDIS_URL if set); includes the quick chaos cases
+#   make test        run the test suite in parallel (pytest-xdist, TEST_WORKERS=auto; tests
+#                    start their own redis-server per process, or use ASYNCQ_TEST_REDIS_URL if
+#                    set, then serially); includes the quick chaos cases
 #   make test-chaos  the whole fault-injection suite (tests/chaos), slow cases included
 #                    (the 1M-task soak); ASYNCQ_CHAOS_REPORT=file.jsonl collects the ledgers
 #   make lint        ruff + mypy
@@ -31,6 +32,9 @@ LINT_PATHS := $(wildcard asyncq tests examples benchmarks)
 
 # The test suite needs a redis-server binary unless it is pointed at a server.
 TEST_REDIS_DEP := $(if $(ASYNCQ_TEST_REDIS_URL),,redis-bin)
+# pytest-xdist processes for `make test`, each with its own redis-server (0: serial). Serial
+# against a server of yours: some tests empty it (FLUSHDB), which would hit the other processes.
+TEST_WORKERS ?= $(if $(ASYNCQ_TEST_REDIS_URL),0,auto)
 
 .PHONY: venv redis-bin browser-bin redis-up redis-down test test-chaos lint run bench clean distclean
 
@@ -110,7 +114,7 @@ redis-down:
 	rm -f "$(REDIS_PID)"
 
 test: venv $(TEST_REDIS_DEP) browser-bin
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-chaos: venv redis-bin
 	$(VENV)/bin/python -m pytest -m chaos --run-slow tests/chaos $(PYTEST_ARGS)

@@ -43,6 +43,9 @@ Fixtures
             await client.enqueue("email:send", {...}, queue=queue)
             await w.wait_drained()
 
+    ``asyncq_worker.build(mux, **config)`` makes a Worker that is not started (the test
+    drives it: ``run()``, its components), closed after the test.
+
 Helpers: ``wait_until(predicate, timeout=...)`` polls a sync or async predicate with a
 deadline; ``queue_counts(redis, queue)`` returns the size of each state of a queue.
 """
@@ -215,11 +218,17 @@ async def asyncq_fresh_redis(asyncq_redis_url: str, anyio_backend: object) -> st
 
 
 @pytest.fixture
-def asyncq_worker(asyncq_redis_url: str, anyio_backend: object) -> WorkerFactory:
+async def asyncq_worker(asyncq_redis_url: str,
+                        anyio_backend: object) -> AsyncIterator[WorkerFactory]:
     """Runs a worker in-process: ``async with asyncq_worker(mux, **config) as w:``.
 
     ``w.worker`` is the ``Worker``; ``await w.wait_drained("q1", ...)`` waits until those queues
     have no pending or active task and every outcome was written. The worker shuts down
-    gracefully when the block ends.
+    gracefully when the block ends. ``asyncq_worker.build(mux, **config)`` returns a Worker
+    that is not started, for a test that drives it itself; it is closed after the test.
     """
-    return WorkerFactory(asyncq_redis_url)
+    factory = WorkerFactory(asyncq_redis_url)
+    try:
+        yield factory
+    finally:
+        await factory.aclose()

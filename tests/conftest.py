@@ -10,6 +10,7 @@ import gc
 import os
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ from asyncq import FakeClock
 from asyncq._testing.redis_server import REDIS_NOT_FOUND, RedisServer
 
 RUN_SLOW_ENV = "ASYNCQ_RUN_SLOW"
+TESTS = Path(__file__).resolve().parent
 AOF_ALWAYS = ["--appendonly", "yes", "--appendfsync", "always"]
 
 
@@ -33,7 +35,26 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     gc.collect()
 
 
+#: Tests that share one pytest-xdist worker (``make test`` runs ``--dist loadgroup``), by the
+#: directory or module they are in: the chaos cases each load the machine with worker
+#: processes and must not overlap one another; the deployment tests share session-scoped
+#: topologies (a cluster, sentinels) started once; the browser tests share one chromium.
+XDIST_GROUPS = {"chaos": "chaos", "deploy": "deploy", "test_web_browser.py": "browser",
+                "test_web_browser_ops.py": "browser"}
+
+
+def _group(item: pytest.Item) -> str | None:
+    if not item.path.is_relative_to(TESTS):
+        return None
+    parts = item.path.relative_to(TESTS).parts
+    return XDIST_GROUPS.get(parts[0]) or XDIST_GROUPS.get(parts[-1])
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = _group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
     if config.getoption("--run-slow") or os.environ.get(RUN_SLOW_ENV) == "1":
         return
     skip = pytest.mark.skip(reason=f"slow: run with --run-slow or {RUN_SLOW_ENV}=1 "

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from dataplane_helpers import dead_redis_url
 
 from asyncq import BrokerError, Client, DuplicateTaskError, ServeMux, Task, Worker
 from asyncq._testing.redis_server import RedisServer
+from tests.helpers.dataplane import dead_redis_url
 
 pytestmark = pytest.mark.anyio
 

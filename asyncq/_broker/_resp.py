@@ -40,7 +40,7 @@ _PACKED_MAX = 4096
 
 def pack(args: Sequence[Any]) -> bytes:
     """One command as a RESP array of bulk strings: the bytes redis-py's
-    ``Connection.pack_commands`` makes of it (pinned by tests/test_resp.py). The command name
+    ``Connection.pack_commands`` makes of it (pinned by tests/broker/test_resp.py). The command name
     must be given as separate words (``"SCRIPT", "LOAD"``)."""
     parts = [b"*%d\r\n" % len(args)]
     packed = _PACKED

@@ -93,10 +93,25 @@ class RunningWorker:
 
 
 class WorkerFactory:
-    """``async with factory(handler, **config) as w:`` runs a Worker until the block ends."""
+    """``async with factory(handler, **config) as w:`` runs a Worker until the block ends;
+    ``factory.build(handler, **config)`` makes one that is not running, for a test to drive."""
 
     def __init__(self, redis_url: str) -> None:
         self.redis_url = redis_url
+        self._built: list[Worker] = []
+
+    def build(self, handler: Handler, **config: Any) -> Worker:
+        """A Worker on the factory's Redis that is not started: the test drives it (its
+        components' rounds, ``run()``); its connections are closed when the test ends."""
+        worker = Worker(self.redis_url, handler, **config)
+        self._built.append(worker)
+        return worker
+
+    async def aclose(self) -> None:
+        """Close the connections of the workers ``build`` made."""
+        built, self._built = self._built, []
+        for worker in built:
+            await worker.broker.close()
 
     @asynccontextmanager
     async def __call__(self, handler: Handler, **config: Any) -> AsyncIterator[RunningWorker]:

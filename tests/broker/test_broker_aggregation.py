@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dataplane_helpers import (
-    smembers,
-    task_hash,
-    zmembers,
-)
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
 from asyncq._broker import RedisBroker
 from asyncq._broker import _keys as K
+from tests.helpers.dataplane import (
+    smembers,
+    task_hash,
+    zmembers,
+)
 
 pytestmark = pytest.mark.anyio
 

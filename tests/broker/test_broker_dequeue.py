@@ -9,17 +9,17 @@ from broker_helpers import (
     WAITER_TTL_MS,
     enqueue,
 )
-from dataplane_helpers import (
-    lmembers,
-    next_event,
-    task_hash,
-    zmembers,
-)
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
 from asyncq._broker import RawTask, RedisBroker
 from asyncq._broker import _keys as K
+from tests.helpers.dataplane import (
+    lmembers,
+    next_event,
+    task_hash,
+    zmembers,
+)
 
 pytestmark = pytest.mark.anyio
 

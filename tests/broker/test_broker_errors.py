@@ -5,7 +5,6 @@ for debugging only."""
 from __future__ import annotations
 
 import pytest
-from dataplane_helpers import dead_redis_url
 from redis.asyncio import Redis
 from redis.exceptions import (
     ClusterDownError,
@@ -22,6 +21,7 @@ from asyncq import BrokerError
 from asyncq._broker import _keys as K
 from asyncq._broker._connection import check_reachable, make_broker
 from asyncq._broker._redis_errors import broker_error
+from tests.helpers.dataplane import dead_redis_url
 
 pytestmark = pytest.mark.anyio
 

@@ -13,18 +13,18 @@ from broker_helpers import (
     finish1,
     lease,
 )
-from dataplane_helpers import (
+from redis.asyncio import Redis
+
+from asyncq import Client, FakeClock
+from asyncq._broker import Outcome, RedisBroker
+from asyncq._broker import _keys as K
+from tests.helpers.dataplane import (
     lmembers,
     msg_doc,
     next_event,
     task_hash,
     zmembers,
 )
-from redis.asyncio import Redis
-
-from asyncq import Client, FakeClock
-from asyncq._broker import Outcome, RedisBroker
-from asyncq._broker import _keys as K
 
 pytestmark = pytest.mark.anyio
 

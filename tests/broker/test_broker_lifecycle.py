@@ -12,16 +12,16 @@ from broker_helpers import (
     WAITER_TTL_MS,
     finish1,
 )
-from dataplane_helpers import (
-    msg_doc,
-    task_hash,
-)
 from redis.asyncio import Redis
 
 import asyncq
 from asyncq import Client, FakeClock, Task, TaskInfo
 from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker import _keys as K
+from tests.helpers.dataplane import (
+    msg_doc,
+    task_hash,
+)
 
 pytestmark = pytest.mark.anyio
 

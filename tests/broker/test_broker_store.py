@@ -9,14 +9,6 @@ from broker_helpers import (
     WAITER_TTL_MS,
     new_task,
 )
-from dataplane_helpers import (
-    dead_redis_url,
-    lmembers,
-    next_event,
-    smembers,
-    task_hash,
-    zmembers,
-)
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
@@ -24,6 +16,14 @@ from asyncq import BrokerError, FakeClock
 from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker import _keys as K
 from asyncq._broker._connection import make_broker
+from tests.helpers.dataplane import (
+    dead_redis_url,
+    lmembers,
+    next_event,
+    smembers,
+    task_hash,
+    zmembers,
+)
 
 pytestmark = pytest.mark.anyio
 

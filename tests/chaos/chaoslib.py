@@ -15,8 +15,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from asyncq._broker import _keys as K
 from asyncq.testing import queue_counts, wait_until
+from tests.helpers.processes import ROOT, spawn, worker_process
 
-ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.chaos.chaosapp:mux"
 RUNNER = ROOT / "tests" / "chaos" / "run_worker.py"
 REPORT_ENV = "ASYNCQ_CHAOS_REPORT"
@@ -182,33 +181,18 @@ def _env(ledger_url: str) -> dict[str, str]:
     return {**os.environ, LEDGER_URL_ENV: ledger_url, "PYTHONPATH": str(ROOT)}
 
 
-@asynccontextmanager
-async def _spawn(command: list[str], ledger_url: str, log: Path) -> AsyncIterator[Process]:
-    with log.open("ab") as out:
-        async with await anyio.open_process(command, cwd=ROOT, stdout=out, stderr=out,
-                                            env=_env(ledger_url)) as proc:
-            try:
-                yield proc
-            finally:
-                if proc.returncode is None:
-                    proc.kill()
-                    with anyio.CancelScope(shield=True):
-                        await proc.wait()
-
-
 def cli_worker(url: str, queue: str, ledger_url: str, log: Path,
                *extra: str) -> Any:
     """``python -m asyncq worker tests.chaos.chaosapp:mux`` serving ``queue``."""
-    command = [sys.executable, "-m", "asyncq", "worker", APP, "--redis-url", url,
-               "--queue", f"{queue}=1", "--log-format", "json", *extra]
-    return _spawn(command, ledger_url, log)
+    return worker_process(url, queue, log, *extra, target=APP, env=_env(ledger_url),
+                          append=True)
 
 
 def runner_worker(url: str, ledger_url: str, log: Path, **options: Any) -> Any:
     """``tests/chaos/run_worker.py``: a worker process with any ``WorkerConfig`` options."""
     command = [sys.executable, str(RUNNER), "--redis-url", url,
                "--options", json.dumps(options)]
-    return _spawn(command, ledger_url, log)
+    return spawn(command, log, env=_env(ledger_url), append=True)
 
 
 async def stop_process(proc: Process, *, timeout: float) -> tuple[int, float]:

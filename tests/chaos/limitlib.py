@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-import anyio
 from anyio.abc import Process
 from limitapp import LEDGER_URL_ENV
 from redis.asyncio import Redis
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.processes import ROOT, worker_process
+
 APP = "tests.chaos.limitapp:mux"
 
 
@@ -23,24 +22,11 @@ async def limit_workers(url: str, queue: str, ledger_url: str, logs: Path, count
     """``count`` processes ``python -m asyncq worker tests.chaos.limitapp:mux`` serving
     ``queue``; killed if still running when the block ends."""
     env = {**os.environ, LEDGER_URL_ENV: ledger_url, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "asyncq", "worker", APP, "--redis-url", url, "--queue",
-               f"{queue}=1", "--log-format", "json", *extra]
-    procs: list[Process] = []
-    outs = [(logs / f"w{i}.log").open("ab") for i in range(count)]
-    try:
-        for out in outs:
-            procs.append(await anyio.open_process(command, cwd=ROOT, stdout=out, stderr=out,
-                                                  env=env))
-        yield procs
-    finally:
-        with anyio.CancelScope(shield=True):
-            for proc in procs:
-                if proc.returncode is None:
-                    proc.kill()
-                await proc.wait()
-                await proc.aclose()
-        for out in outs:
-            out.close()
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(
+                   worker_process(url, queue, logs / f"w{i}.log", *extra, target=APP, env=env,
+                                  append=True))
+               for i in range(count)]
 
 
 class Runs:

@@ -18,11 +18,11 @@ from chaoslib import (
     task_ids,
 )
 from redis.asyncio import Redis
-from worker_helpers import log_events
 
 from asyncq import Client, Task
 from asyncq._broker import _keys as K
 from asyncq.testing import wait_until
+from tests.helpers.processes import log_events
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chaos]
 

@@ -25,10 +25,10 @@ from test_chaos_redis_restart import (
     assert_outages_logged_at_edges,
     producer_client,
 )
-from worker_helpers import log_events
 
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import wait_until
+from tests.helpers.processes import log_events
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chaos]
 

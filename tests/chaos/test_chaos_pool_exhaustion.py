@@ -19,9 +19,9 @@ from chaoslib import (
     wait_settled,
 )
 from redis.asyncio import Redis
-from worker_helpers import log_events
 
 from asyncq import Client, ConnectionOptions, Task
+from tests.helpers.processes import log_events
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chaos]
 

@@ -21,12 +21,12 @@ from chaoslib import (
     wait_settled,
 )
 from redis.asyncio import Redis
-from worker_helpers import log_events
 
 from asyncq import BrokerError, Client, Task, TaskIDConflictError
 from asyncq._broker import _keys as K
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import wait_until
+from tests.helpers.processes import log_events
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chaos]
 

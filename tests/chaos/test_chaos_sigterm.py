@@ -16,10 +16,10 @@ from chaoslib import (
     wait_settled,
 )
 from redis.asyncio import Redis
-from worker_helpers import log_events
 
 from asyncq import Client, Task
 from asyncq.testing import queue_counts, wait_until
+from tests.helpers.processes import log_events
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chaos]
 

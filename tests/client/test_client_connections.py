@@ -8,15 +8,6 @@ import pytest
 from client_helpers import (
     ok_info,
 )
-from dataplane_helpers import (
-    dt,
-    eventually,
-    lmembers,
-    ms,
-    msg_doc,
-    next_event,
-    task_hash,
-)
 from redis.asyncio import Redis
 
 from asyncq import (
@@ -29,6 +20,15 @@ from asyncq import (
 from asyncq._broker import RedisBroker
 from asyncq._broker import _keys as K
 from asyncq._broker._connection import make_broker
+from tests.helpers.dataplane import (
+    dt,
+    eventually,
+    lmembers,
+    ms,
+    msg_doc,
+    next_event,
+    task_hash,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -12,15 +12,6 @@ import pytest
 from client_helpers import (
     HOUR_MS,
 )
-from dataplane_helpers import (
-    dt,
-    lmembers,
-    msg_doc,
-    queue_key_names,
-    smembers,
-    task_hash,
-    zmembers,
-)
 from redis.asyncio import Redis
 
 from asyncq import (
@@ -31,6 +22,15 @@ from asyncq import (
     TaskState,
 )
 from asyncq._broker import _keys as K
+from tests.helpers.dataplane import (
+    dt,
+    lmembers,
+    msg_doc,
+    queue_key_names,
+    smembers,
+    task_hash,
+    zmembers,
+)
 
 pytestmark = pytest.mark.anyio
 

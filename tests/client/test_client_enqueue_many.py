@@ -7,14 +7,6 @@ from client_helpers import (
     HOUR_MS,
     ok_info,
 )
-from dataplane_helpers import (
-    dead_redis_url,
-    dt,
-    lmembers,
-    queue_key_names,
-    task_hash,
-    zmembers,
-)
 from redis.asyncio import Redis
 
 from asyncq import (
@@ -28,6 +20,14 @@ from asyncq import (
     TaskState,
 )
 from asyncq._broker import _keys as K
+from tests.helpers.dataplane import (
+    dead_redis_url,
+    dt,
+    lmembers,
+    queue_key_names,
+    task_hash,
+    zmembers,
+)
 
 pytestmark = pytest.mark.anyio
 

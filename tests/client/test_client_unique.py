@@ -10,13 +10,6 @@ import pytest
 from client_helpers import (
     HOUR_MS,
 )
-from dataplane_helpers import (
-    dt,
-    lmembers,
-    msg_doc,
-    task_hash,
-    zmembers,
-)
 from redis.asyncio import Redis
 
 from asyncq import (
@@ -27,6 +20,13 @@ from asyncq import (
     TaskState,
 )
 from asyncq._broker import _keys as K
+from tests.helpers.dataplane import (
+    dt,
+    lmembers,
+    msg_doc,
+    task_hash,
+    zmembers,
+)
 
 pytestmark = pytest.mark.anyio
 

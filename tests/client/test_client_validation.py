@@ -6,11 +6,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from dataplane_helpers import (
-    dt,
-    queue_key_names,
-    smembers,
-)
 from redis.asyncio import Redis
 
 from asyncq import (
@@ -19,6 +14,11 @@ from asyncq import (
     Task,
 )
 from asyncq._broker import _keys as K
+from tests.helpers.dataplane import (
+    dt,
+    queue_key_names,
+    smembers,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -35,7 +35,7 @@ from asyncq._broker._connection import connect, make_broker
 from asyncq._broker._scripts import load_scripts
 from asyncq._workflow._advance import Advancer
 from asyncq.testing import wait_drained, wait_until
-from tests.worker_helpers import gate_dequeues
+from tests.helpers.inprocess import gate_dequeues
 
 from .conftest import SlotChecker
 

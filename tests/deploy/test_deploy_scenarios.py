@@ -21,7 +21,7 @@ from redis.asyncio import Redis, RedisCluster
 from asyncq import Client, Inspector, Scheduler, ServeMux, Task, TaskState, Worker
 from asyncq._broker import _keys as K
 from asyncq.testing import wait_drained, wait_until
-from tests.worker_helpers import worker_process
+from tests.helpers.processes import worker_process
 
 from .conftest import Deployment
 

@@ -21,7 +21,7 @@ from asyncq import (
 )
 from asyncq._broker import _keys as K
 from asyncq.testing import WorkerFactory, wait_until
-from tests.faults import FaultyBroker
+from tests.helpers.faults import FaultyBroker
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from faults import FaultyBroker
 from redis.asyncio import Redis
 
 import asyncq
@@ -19,6 +18,7 @@ from asyncq._broker._limit_values import LimitClaim, LimitHold, LimitSpec, Limit
 from asyncq._limits import LimitGate
 from asyncq._limits._registry import HandlerLimits
 from asyncq.testing import wait_drained
+from tests.helpers.faults import FaultyBroker
 
 pytestmark = pytest.mark.anyio
 

@@ -11,13 +11,13 @@ import time
 import anyio
 import orjson
 import pytest
-from prom_helpers import key, samples
 from prometheus_client import CollectorRegistry, generate_latest
 from redis.asyncio import Redis
 
 import asyncq
 from asyncq.metrics import WorkerMetrics
 from asyncq.testing import WorkerFactory, wait_until
+from tests.helpers.prom import key, samples
 
 pytestmark = pytest.mark.anyio
 

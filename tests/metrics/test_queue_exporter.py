@@ -10,12 +10,12 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from prom_helpers import Key, key, outcome_mux, samples
 
 import asyncq
 from asyncq._testing.redis_server import RedisServer
 from asyncq.metrics import queue_metrics_app
 from asyncq.testing import WorkerFactory, wait_until
+from tests.helpers.prom import Key, key, outcome_mux, samples
 
 pytestmark = pytest.mark.anyio
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from prom_helpers import Key, key, outcome_mux, samples
 from prometheus_client import CollectorRegistry, generate_latest
 
 import asyncq
 from asyncq.metrics import WorkerMetrics
 from asyncq.testing import WorkerFactory
+from tests.helpers.prom import Key, key, outcome_mux, samples
 
 pytestmark = pytest.mark.anyio
 

@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from prom_helpers import samples
-from worker_helpers import worker_process
 
 import asyncq
 import asyncq.otel
 from asyncq.testing import wait_until
+from tests.helpers.processes import worker_process
+from tests.helpers.prom import samples
 
 pytestmark = pytest.mark.anyio
 

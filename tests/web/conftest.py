@@ -6,103 +6,29 @@ own Redis calls (playwright's sync API owns the test's thread). Screenshots go t
 
 from __future__ import annotations
 
-import asyncio
 import os
-import re
-import socket
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import pytest
-import uvicorn
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from starlette.types import ASGIApp
 
 from asyncq import Client, Inspector
 from asyncq.web import create_app
-
-XSS = "<script>alert(1)</script>"
-
-WebFactory = Callable[..., Any]
-
-
-@asynccontextmanager
-async def web_client(app: Any, base_url: str = "http://dash.test") -> AsyncIterator[
-        httpx.AsyncClient]:
-    """An httpx client talking to ``app`` in-process; closes the app's connection after."""
-    transport = httpx.ASGITransport(app=app)
-    try:
-        async with httpx.AsyncClient(transport=transport, base_url=base_url) as client:
-            yield client
-    finally:
-        dashboard = getattr(app.state, "dashboard", None)
-        if dashboard is not None:
-            await dashboard.close()
+from tests.web.web_helpers import WebFactory, web_http
 
 
 @pytest.fixture
 def web(asyncq_redis_url: str) -> WebFactory:
     """``async with web(**create_app_options) as http:`` an httpx client on a fresh app."""
     def make(**options: Any) -> Any:
-        return web_client(create_app(asyncq_redis_url, **options))
+        return web_http(create_app(asyncq_redis_url, **options))
     return make
 
 
-def csrf_token(page: httpx.Response, client: httpx.AsyncClient) -> str:
-    """The token the page's forms carry (and its cookie holds)."""
-    match = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert match, "no CSRF field on the page"
-    assert client.cookies.get("asyncq_csrf") == match.group(1)
-    return match.group(1)
-
-
-async def post_action(client: httpx.AsyncClient, page_path: str, action_path: str,
-                      **fields: str) -> httpx.Response:
-    """Open ``page_path`` (for its token), then post ``fields`` as its form would."""
-    page = await client.get(page_path)
-    data = {"csrf": csrf_token(page, client), "next": page_path, **fields}
-    return await client.post(action_path, data=data)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@contextmanager
-def serve(app: ASGIApp) -> Iterator[str]:
-    """Run ``app`` under uvicorn in a thread of its own; yields its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
-                            lifespan="on", timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
-    thread.start()
-    try:
-        for _ in range(1000):
-            if server.started:
-                break
-            if not thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            threading.Event().wait(0.01)
-        else:
-            raise TimeoutError("uvicorn did not start within 10 s")
-        yield f"http://127.0.0.1:{config.port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[2] / ".run" / "screenshots"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-
 
 
 @pytest.fixture(scope="module")
@@ -158,9 +84,3 @@ def redis_calls(portal: BlockingPortal, asyncq_redis_url: str) -> Callable[..., 
                 return await fn(client, insp)
         return portal.call(run)
     return call
-
-
-def shot(page: Any, name: str) -> None:
-    """Save a screenshot of the whole page as a test artifact."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)

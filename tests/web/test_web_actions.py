@@ -9,10 +9,10 @@ import html
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import WebFactory, csrf_token, post_action
 
 from asyncq import Client, Inspector, ServeMux, Task
 from asyncq.testing import WorkerFactory
+from tests.web.web_helpers import WebFactory, csrf_token, post_action
 
 pytestmark = pytest.mark.anyio
 

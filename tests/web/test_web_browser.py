@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHOTS, XSS, serve, shot
 from fastapi import FastAPI
 
 from asyncq.web import create_app
+from tests.web.web_helpers import SHOTS, XSS, serve, shot
 
 expect = pytest.importorskip("playwright.sync_api").expect
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal
-from conftest import serve, shot
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
-from worker_helpers import worker_process
 
 from asyncq.web import create_app
+from tests.helpers.processes import worker_process
+from tests.web.web_helpers import serve, shot
 
 expect = pytest.importorskip("playwright.sync_api").expect
 

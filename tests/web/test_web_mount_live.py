@@ -8,7 +8,6 @@ import re
 import httpx
 import orjson
 import pytest
-from conftest import post_action, serve, web_client
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
@@ -16,6 +15,7 @@ from starlette.routing import Mount, Route
 from asyncq import Client, Inspector
 from asyncq.web import create_app
 from asyncq.web._format import human_bytes
+from tests.web.web_helpers import post_action, serve, web_http
 
 pytestmark = pytest.mark.anyio
 
@@ -30,8 +30,8 @@ async def test_mounted_under_a_path_every_link_and_redirect_stays_under_it(
     info = await asyncq_client.enqueue("t", None, queue=asyncq_queue, process_in=3600)
     dashboard = create_app(asyncq_redis_url)
     host = Starlette(routes=[Route("/", _home), Mount("/admin/queues", app=dashboard)])
-    host.state.dashboard = dashboard.state.dashboard  # web_client closes it
-    async with web_client(host) as http:
+    host.state.dashboard = dashboard.state.dashboard  # web_http closes it
+    async with web_http(host) as http:
         assert (await http.get("/")).text == "the host app"
         overview = await http.get("/admin/queues/")
         links = re.findall(r'\s(?:href|src|action)="([^"]+)"', overview.text)

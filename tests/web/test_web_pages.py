@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from conftest import XSS, WebFactory
 
 import asyncq
 from asyncq import Client, Inspector, ServeMux, Task
 from asyncq.testing import WorkerFactory, wait_until
+from tests.web.web_helpers import XSS, WebFactory
 
 pytestmark = pytest.mark.anyio
 
@@ -177,7 +177,9 @@ async def test_static_files_are_served_from_the_package(web: WebFactory) -> None
 
 
 async def test_the_limits_page_shows_each_limit_key_in_use(
-        web: WebFactory, asyncq_client: Client, asyncq_queue: str) -> None:
+        asyncq_fresh_redis: str, web: WebFactory, asyncq_client: Client,
+        asyncq_queue: str) -> None:
+    # asyncq_fresh_redis: limits are server-wide, so no earlier test's limit may be in use
     await asyncq_client.enqueue("t", None, queue=asyncq_queue)  # a known queue
     stripe = asyncq.Limiter(asyncq_client, asyncq.ConcurrencyLimit(2, name="stripe"),
                             queue=asyncq_queue)

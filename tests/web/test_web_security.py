@@ -9,13 +9,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import XSS, WebFactory
 from starlette.requests import Request
 
 from asyncq import Client, Inspector
 from asyncq._cli import main
 from asyncq._cli._web_cmd import is_loopback
 from asyncq.web import basic_auth, create_app
+from tests.web.web_helpers import XSS, WebFactory
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ import redis.asyncio
 
 from asyncq import Client, Task, chain, group
 from asyncq.web import create_app
-from tests.web.conftest import XSS, web_client
+from tests.web.web_helpers import XSS, web_http
 
 pytestmark = pytest.mark.anyio
 
@@ -16,7 +16,7 @@ async def test_workflows_page_lists_and_shows_steps(
         wf_redis: redis.asyncio.Redis, asyncq_fresh_redis: str, asyncq_client: Client) -> None:
     flow = await asyncq_client.enqueue_workflow(
         chain(group(Task("wf:noop"), Task("wf:noop", queue="other")), Task(XSS)))
-    async with web_client(create_app(asyncq_fresh_redis)) as http:
+    async with web_http(create_app(asyncq_fresh_redis)) as http:
         listing = await http.get("/workflows")
         assert listing.status_code == 200
         assert flow.id in listing.text and "running" in listing.text

@@ -1,0 +1,89 @@
+"""Helpers of the dashboard tests: an httpx client on the app in-process, its forms' CSRF
+token, the app under a real uvicorn server, screenshots (to .run/screenshots/, test
+artifacts). The fixtures are in conftest.py."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.types import ASGIApp
+
+XSS = "<script>alert(1)</script>"
+SHOTS = Path(__file__).resolve().parents[2] / ".run" / "screenshots"
+
+WebFactory = Callable[..., Any]
+
+
+@asynccontextmanager
+async def web_http(app: Any, base_url: str = "http://dash.test") -> AsyncIterator[
+        httpx.AsyncClient]:
+    """An httpx client talking to ``app`` in-process; closes the app's connection after."""
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url=base_url) as http:
+            yield http
+    finally:
+        dashboard = getattr(app.state, "dashboard", None)
+        if dashboard is not None:
+            await dashboard.close()
+
+
+def csrf_token(page: httpx.Response, http: httpx.AsyncClient) -> str:
+    """The token the page's forms carry (and its cookie holds)."""
+    match = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert match, "no CSRF field on the page"
+    assert http.cookies.get("asyncq_csrf") == match.group(1)
+    return match.group(1)
+
+
+async def post_action(http: httpx.AsyncClient, page_path: str, action_path: str,
+                      **fields: str) -> httpx.Response:
+    """Open ``page_path`` (for its token), then post ``fields`` as its form would."""
+    page = await http.get(page_path)
+    data = {"csrf": csrf_token(page, http), "next": page_path, **fields}
+    return await http.post(action_path, data=data)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serve(app: ASGIApp) -> Iterator[str]:
+    """Run ``app`` under uvicorn in a thread of its own; yields its base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
+                            lifespan="on", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
+    thread.start()
+    try:
+        for _ in range(1000):
+            if server.started:
+                break
+            if not thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            threading.Event().wait(0.01)
+        else:
+            raise TimeoutError("uvicorn did not start within 10 s")
+        yield f"http://127.0.0.1:{config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def shot(page: Any, name: str) -> None:
+    """Save a screenshot of the whole page as a test artifact."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
