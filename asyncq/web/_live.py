@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -44,10 +45,11 @@ def counts(info: QueueInfo) -> dict[str, Any]:
     return doc
 
 
-async def snapshot(dash: Dashboard, queue: str | None, active: bool,
-                   base: str) -> dict[str, Any]:
-    """The live document: counts per queue, and the rendered rows of the active list."""
-    infos = await dash.queue_infos(None if queue is None else [queue])
+async def snapshot(dash: Dashboard, queue: str | None, active: bool, base: str,
+                   since: float | None = None) -> dict[str, Any]:
+    """The live document: counts per queue (read after ``since``, see
+    ``Dashboard.queue_infos``), and the rendered rows of the active list."""
+    infos = await dash.queue_infos(None if queue is None else [queue], since=since)
     doc: dict[str, Any] = {"queues": {q: counts(i) for q, i in infos.items()}}
     if queue is not None and active:
         try:
@@ -101,9 +103,16 @@ async def _stream(request: Request, dash: Dashboard, queues: list[str], queue: s
     changed = asyncio.Event()
     changed.set()  # the first document goes out at once
     async with dash.client.events(queues) as stream:
+        # Each document is read after the last change heard (the first: after subscribing),
+        # never from a shared snapshot older than it: a change between that snapshot and the
+        # event would otherwise show only at the next idle refresh.
+        heard = time.monotonic()
+
         async def pump() -> None:
+            nonlocal heard
             async for item in stream:
                 if isinstance(item, TaskEvent | EventsLost):
+                    heard = time.monotonic()
                     changed.set()
 
         pumping = asyncio.create_task(pump())
@@ -119,7 +128,7 @@ async def _stream(request: Request, dash: Dashboard, queues: list[str], queue: s
                     return
                 changed.clear()
                 try:
-                    doc = await snapshot(dash, queue, active, base)
+                    doc = await snapshot(dash, queue, active, base, since=heard)
                 except AsyncqError as exc:
                     doc = {"error": str(exc)}
                 yield b"data: " + to_json(doc) + b"\n\n"

@@ -65,13 +65,16 @@ class Dashboard:
         if inspector is not None:
             await inspector.close()
 
-    async def queue_infos(self, queues: list[str] | None = None, *,
-                          fresh: bool = False) -> dict[str, QueueInfo]:
+    async def queue_infos(self, queues: list[str] | None = None, *, fresh: bool = False,
+                          since: float | None = None) -> dict[str, QueueInfo]:
         """Snapshots of ``queues`` (every queue when None), by name, read at most every
-        ``SNAPSHOT_TTL`` seconds for all callers together unless ``fresh``."""
+        ``SNAPSHOT_TTL`` seconds for all callers together unless ``fresh``; ``since`` (a
+        ``time.monotonic()`` value) refuses a snapshot read before then, so a caller that
+        heard of a change sees it."""
         async with self._cache_lock:
             cached = self._cache
-            if fresh or cached is None or time.monotonic() - cached[0] > SNAPSHOT_TTL:
+            if (fresh or cached is None or time.monotonic() - cached[0] > SNAPSHOT_TTL
+                    or (since is not None and cached[0] < since)):
                 cached = (time.monotonic(), await self._read_all(fresh))
                 self._cache = cached
         infos = cached[1]

@@ -83,6 +83,20 @@ async def test_live_counts_arrive_over_server_sent_events(
                 "memory"]
 
 
+async def test_the_first_live_document_is_read_after_subscribing(
+        asyncq_redis_url: str, asyncq_client: Client, asyncq_queue: str) -> None:
+    """A change between the page's render (which fills the shared snapshot) and the event
+    stream's subscription shows in the stream's first document, not at the idle refresh."""
+    await asyncq_client.enqueue("t", None, queue=asyncq_queue)
+    with serve(create_app(asyncq_redis_url)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+            assert (await http.get("/")).status_code == 200  # snapshot: 1 pending
+            await asyncq_client.enqueue("t", None, queue=asyncq_queue)  # heard by nobody
+            async with http.stream("GET", "/events", params={"q": asyncq_queue}) as stream:
+                first = await anext(_documents(stream))
+    assert first["queues"][asyncq_queue]["pending"] == 2
+
+
 async def _documents(stream: httpx.Response):  # type: ignore[no-untyped-def]
     async for line in stream.aiter_lines():
         if line.startswith("data: "):
