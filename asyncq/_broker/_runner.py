@@ -257,8 +257,12 @@ class ScriptRunner:
             raise await self._failed("scanning keys", exc) from exc
 
     async def pubsub(self) -> PubSub:
-        """A new pub/sub connection (on a cluster, to the master of the first channel)."""
-        return await _cluster.pubsub(self.redis)
+        """A new pub/sub connection (on a cluster, to the master of the first channel);
+        BrokerError when a cluster's slots cannot be read (a failover under way)."""
+        try:
+            return await _cluster.pubsub(self.redis)
+        except RedisError as exc:
+            raise await self._failed("subscribing", exc) from exc
 
     def connection_broke(self) -> None:
         """A pub/sub connection broke: on a cluster, read the slots again before the next
