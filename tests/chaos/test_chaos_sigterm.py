@@ -75,8 +75,9 @@ async def test_sigterm_in_the_middle_of_10000_tasks(
     # before it returned runs again, so a second finish only comes with a second start.
     assert all(f <= s for s, f in zip(starts, finishes, strict=True)), \
         "a task finished more often than it started"
-    # A second start only for the handlers cancelled at the shutdown timeout (requeued).
-    assert report.duplicates == requeued <= CONCURRENCY, report
+    # A second start only for the handlers cancelled at the shutdown timeout (requeued); one
+    # cancelled before its first ledger write reached Redis left no start, so it may be fewer.
+    assert 0 < report.duplicates <= requeued <= CONCURRENCY, report
     assert max(starts) <= 2
 
 
