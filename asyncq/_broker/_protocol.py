@@ -169,13 +169,6 @@ class Broker(Protocol):
         when the task no longer exists."""
         ...
 
-    def listen(
-        self, channels: Sequence[str]
-    ) -> AsyncIterator[tuple[str, str] | None]:
-        """Subscribe to ``channels``: yields None once subscribed, then ``(channel,
-        message)`` pairs, until the connection fails (BrokerError)."""
-        ...
-
     def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
         """What a worker of ``queues`` hears besides hand-offs: yields None once subscribed,
         then cancel requests (of any task) and wake-ups of ``queues``, until the connection

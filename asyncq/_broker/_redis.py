@@ -209,6 +209,8 @@ class RedisBroker:
     # -- listening (see Listeners)
 
     def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:
+        """Raw pub/sub on named channels: the workflow outboxes' wake-ups, and tests. Not on
+        the Broker protocol, whose listeners take queue names and yield decoded values."""
         return self.listeners.listen(channels)
 
     def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
