@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._broker import Broker, Outcome, RawTask
+from .._broker import Broker, Handoff, Outcome, RawTask
 from .._clock import Clock
 from .._errors import BrokerError, DecodeError
 from .._log import get_logger
@@ -187,6 +187,11 @@ class Processor:
             if drained and self.fetching:
                 with anyio.move_on_after(self._config.idle_poll_interval):
                     await self.wake.wait()
+
+    def receive_handoff(self, handoff: Handoff) -> None:
+        """A one-hop hand-off heard by the subscriber: ``handoffs`` checks it, then
+        ``handed_off`` starts it."""
+        self.handoffs.receive(handoff)
 
     def free_slots(self) -> int:
         """How many more tasks this worker may lease (running + prefetched)."""

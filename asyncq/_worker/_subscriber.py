@@ -6,22 +6,35 @@ listeners run in one anyio task group, owned by ``run``."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import anyio
 from anyio.abc import TaskStatus
 
-from .._broker import Broker, CancelRequest, WorkerSignal
+from .._broker import Broker, CancelRequest, Handoff, WorkerSignal
 from .._errors import BrokerError
 from .._log import get_logger
 from .._service._outage import Outage
-from ._processor import Processor
+from ._running import Stop
+
+
+class Listener(Protocol):
+    """What the subscriber drives (the processor): a run to stop, a fetch loop to wake, a
+    hand-off to start."""
+
+    wake: asyncio.Event
+
+    def cancel(self, task_id: str, reason: Stop) -> bool: ...
+
+    def receive_handoff(self, handoff: Handoff) -> None: ...
 
 
 class Subscriber:
     """Cancels running handlers on request and wakes the fetch loop when work arrives."""
 
-    def __init__(self, broker: Broker, processor: Processor, queues: list[str], owner: str,
+    def __init__(self, broker: Broker, processor: Listener, queues: list[str], owner: str,
                  on_due: Callable[[int], None] | None = None,
                  on_reconnect: Callable[[], Awaitable[None]] | None = None) -> None:
         self._broker = broker
@@ -44,7 +57,7 @@ class Subscriber:
     def handle(self, signal: WorkerSignal) -> None:
         """React to one cancel request or wake-up (exposed for tests)."""
         if isinstance(signal, CancelRequest):
-            if self._processor.cancel(signal.task_id, "cancel"):
+            if self._processor.cancel(signal.task_id, Stop.CANCEL):
                 self._log.info("task cancelled on request", task_id=signal.task_id)
         elif signal.queue in self._queues:
             if signal.due_ms is None:
@@ -71,7 +84,7 @@ class Subscriber:
                         self._processor.wake.set()
                         subscribed.set()
                         continue
-                    self._processor.handoffs.receive(item)
+                    self._processor.receive_handoff(item)
             except BrokerError as exc:
                 await anyio.sleep(self.handoff_outage.failed(exc))
             except Exception as exc:
