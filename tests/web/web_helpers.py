@@ -63,8 +63,11 @@ def free_port() -> int:
 @contextmanager
 def serve(app: ASGIApp) -> Iterator[str]:
     """Run ``app`` under uvicorn in a thread of its own; yields its base URL."""
+    # Shutting down waits for open connections (a page's event stream ends once the browser
+    # has left it); 5 s leaves room for a loaded machine, and a stream that never ends still
+    # fails the test (uvicorn then leaves its socket unclosed, which the test reports).
     config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
-                            lifespan="on", timeout_graceful_shutdown=1)
+                            lifespan="on", timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
     thread.start()
