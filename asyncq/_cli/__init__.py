@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import structlog
 
@@ -35,10 +36,29 @@ COMMANDS = [_worker_cmd, _scheduler_cmd, _cron_cmd,
             _metrics_cmd, _web_cmd, _workflow_cmd]
 
 
+class Parser(argparse.ArgumentParser):
+    """The parser of every command and subcommand: a long option is taken only when spelt in
+    full (``--conc`` is no ``--concurrency``), and an argument a (sub)command does not know is
+    answered with that command's own usage, not the top-level one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None,
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="asyncq", description="asyncq task queue")
+    parser = Parser(prog="asyncq", description="asyncq task queue")
     parser.add_argument("--version", action="version", version=f"asyncq {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=Parser)
     for module in COMMANDS:
         module.register(sub)
     return parser

@@ -9,9 +9,26 @@ import anyio
 import pytest
 
 from asyncq import Client, ServeMux, Task, __version__
+from asyncq._cli import main
 from asyncq.testing import WorkerFactory
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(("argv", "unknown", "usage"), [
+    (["worker", "app:mux", "--concurency", "5"], "--concurency 5", "asyncq worker"),  # a typo
+    (["worker", "app:mux", "--conc", "5"], "--conc 5", "asyncq worker"),  # an abbreviation
+    (["task", "ls", "-q", "q", "--stat", "pending"], "--stat pending", "usage: asyncq task ls"),
+    (["queue", "inspect", "q", "--jso"], "--jso", "usage: asyncq queue inspect"),
+])
+def test_an_unknown_or_shortened_option_is_refused_with_its_commands_usage(
+        argv: list[str], unknown: str, usage: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"unrecognized arguments: {unknown}" in err
+    assert usage in err and "usage: asyncq [-h]" not in err  # not the top-level usage
 
 
 def test_version() -> None:
