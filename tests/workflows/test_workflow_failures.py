@@ -126,10 +126,13 @@ async def test_cancelling_a_workflow_stops_every_step(
     info = await asyncq_inspector.workflow(handle.id)
     assert info.state is WorkflowState.CANCELLED
     assert len(await runs(wf_redis)) <= 3  # the two running when it was cancelled
-    states = {node.state for node in info.nodes if node.kind == "task"}
-    # the running ones were cancelled (archived as such), the others deleted
-    assert states <= {"cancelled", "deleted"}, states
-    assert (await asyncq_inspector.queue_info("default")).archived <= 2
+    states = [node.state for node in info.nodes if node.kind == "task"]
+    # the active ones were cancelled (archived as such), the others deleted
+    assert set(states) <= {"cancelled", "deleted"}, states
+    # Active when it was cancelled: the two running, and at most one per slot already leased
+    # to the worker in one hop but not started yet (active from its lease on).
+    archived = (await asyncq_inspector.queue_info("default")).archived
+    assert archived <= min(states.count("cancelled"), 2 * 2), (archived, states)
 
 
 async def test_deleting_a_step_cancels_its_workflow(
