@@ -21,9 +21,11 @@ from .._broker import Broker, TaskRecord
 from .._clock import Clock, ms_to_datetime
 from .._defaults import DEFAULT_QUEUE, EVENTS_BUFFER
 from .._errors import AsyncqError, ResultNotKeptError, TaskNotFoundError
+from .._log import get_logger
 from .._model._events import TaskEvent
 from .._model._info import TaskFailedError, TaskInfo, TaskState
 from .._model._records import record_info
+from .._service._background import TaskSet
 from .._validate import validate_queue_name as validate_queue
 from .._validate import workflow_queue
 from .._workflow._info import WorkflowHandle, is_workflow_id
@@ -49,18 +51,20 @@ class Waiting:
         self._clock = clock
         self.hub = EventHub(broker)
         self.hub.on_resubscribe(self._recheck_soon)
-        #: Batched reads and rechecks after a resubscription: owned here, started from
-        #: callbacks (so no task group can hold them), cancelled and awaited by ``close``.
-        self._rechecks: set[asyncio.Task[None]] = set()
+        #: Batched reads and rechecks after a resubscription, started from callbacks; ``close``
+        #: cancels and awaits them.
+        self._background = TaskSet(self._failed)
+        self._log = get_logger("client")
         self._reads: list[tuple[tuple[str, str], asyncio.Future[TaskRecord | None]]] = []
 
     async def close(self) -> None:
-        pending = list(self._rechecks)
-        for task in pending:
-            task.cancel()
-        # (their failures reached their waiters; what is left here is their cancellation)
-        await asyncio.gather(*pending, return_exceptions=True)
+        await self._background.close(0)
         await self.hub.close()
+
+    def _failed(self, exc: BaseException) -> None:
+        # A read's failure reached its waiters, a recheck's ends at the next resubscription:
+        # what gets here is a bug, logged rather than lost.
+        self._log.error("background read failed", error=repr(exc))
 
     async def _read(self, queue: str, task_id: str) -> TaskInfo | None:
         """The task's current state. Reads asked for in the same loop iteration go to Redis
@@ -75,9 +79,7 @@ class Waiting:
 
     def _flush_reads(self) -> None:
         batch, self._reads = self._reads, []
-        task = asyncio.get_running_loop().create_task(self._read_batch(batch))
-        self._rechecks.add(task)
-        task.add_done_callback(self._rechecks.discard)
+        self._background.spawn(self._read_batch(batch))
 
     async def _read_batch(self, batch: list[tuple[tuple[str, str],
                                                   asyncio.Future[TaskRecord | None]]]) -> None:
@@ -164,9 +166,7 @@ class Waiting:
     def _recheck_soon(self, queues: frozenset[str]) -> None:
         waiting = self.hub.waiting_in(queues)
         if waiting:
-            task = asyncio.get_running_loop().create_task(self._recheck(waiting))
-            self._rechecks.add(task)
-            task.add_done_callback(self._rechecks.discard)
+            self._background.spawn(self._recheck(waiting))
 
     async def _recheck(self, waiting: list[tuple[str, str]]) -> None:
         """After a resubscription: a task that ended meanwhile ends its waits now."""

@@ -25,8 +25,8 @@ from .._model._message import TaskMessage
 from .._model._payload import encode_payload
 from .._model._task import Task
 from .._observe import RunOutcome
+from .._service._background import TaskSet
 from .._validate import to_ms
-from ._background import TaskSet
 from ._config import WorkerConfig
 from ._invoke import HandlerExit, contained
 from ._retry import default_retry_delay

@@ -38,9 +38,9 @@ from .._errors import BrokerError, DecodeError
 from .._log import get_logger
 from .._model._message import TaskMessage, decode_message
 from .._model._task import task_for_handler
+from .._service._background import TaskSet
 from .._service._backoff import Backoff
 from .._service._outage import QueueOutages
-from ._background import TaskSet
 from ._config import WorkerConfig
 from ._handoffs import Handoffs
 from ._invoke import HandlerExit, invoke

@@ -292,7 +292,7 @@ class Worker:
         #    claiming its limits first starts or goes back);
         # 3. cancel the handlers still running; their tasks are requeued, next in line; async
         #    error_handler calls get a short grace, then are cancelled (the processor owns
-        #    every task it started: see _background);
+        #    every task it started: see _service/_background);
         # 4. write every outcome; the heartbeat keeps those leases alive meanwhile;
         # 5. stop the heartbeat, forwarder, recoverer, janitor, aggregator and subscriber
         #    (the caller cancels the task group);

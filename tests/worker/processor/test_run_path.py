@@ -13,7 +13,7 @@ import pytest
 import asyncq._worker
 from asyncq import Client, ServeMux, Task
 from asyncq._model._message import NO_TIMEOUT, TaskMessage
-from asyncq._worker._background import TaskSet
+from asyncq._service._background import TaskSet
 from asyncq._worker._running import Stop, limit_of
 from asyncq.testing import WorkerFactory, wait_until
 
@@ -34,7 +34,7 @@ def test_components_do_not_import_the_processor() -> None:
     # outcome module get what they need as a callable or a small protocol: none imports the
     # processor (so no circle can form through it); only the Worker, which wires them, does.
     for module in ("_handoffs", "_subscriber", "_heartbeat", "_burst", "_acker", "_outcomes",
-                   "_running", "_invoke", "_background", "_leases"):
+                   "_running", "_invoke", "_leases"):
         assert "_processor" not in _worker_imports(module), module
 
 

@@ -1,10 +1,9 @@
-"""Owned background tasks: work a synchronous callback starts (a hand-off's limit claim, an
-async ``error_handler``) runs in a ``TaskSet`` whose owner awaits it at shutdown.
+"""Owned background tasks: work a synchronous callback starts (a worker's hand-off limit claim
+or async ``error_handler``, a client's batched reads) runs in a ``TaskSet`` whose owner closes
+it, so nothing is left running, unseen, after its owner stopped.
 
-The worker's long-lived components run in its anyio task group (``Worker._serve``). A handler
-run is an asyncio task owned by the processor (``Running.atask``: it can be cancelled, and
-abandoned when it ignores that). Everything else a callback starts goes into a ``TaskSet``, so
-nothing is left running, unseen, after the worker stopped.
+Long-lived components run in anyio task groups instead (``Worker._serve``); a callback cannot
+start work in a task group, hence this set.
 """
 
 from __future__ import annotations
@@ -12,6 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
+
+#: Longest ``close`` waits for cancelled tasks to end.
+CANCEL_WAIT = 1.0
 
 
 class TaskSet:
@@ -39,14 +41,16 @@ class TaskSet:
                 self._on_error(exc)
 
     async def close(self, timeout: float) -> int:
-        """Give the running tasks up to ``timeout`` seconds, then cancel the rest and wait (as
-        long again at most: a task may ignore cancellation) for them to end; returns how many
-        were cancelled."""
+        """Give the running tasks up to ``timeout`` seconds (0: none), then cancel the rest and
+        wait for them to end (``CANCEL_WAIT`` s at most: a task may ignore cancellation);
+        returns how many were cancelled."""
         if not self._tasks:
             return 0
-        _, left = await asyncio.wait(set(self._tasks), timeout=timeout)
+        left = set(self._tasks)
+        if timeout > 0:
+            _, left = await asyncio.wait(left, timeout=timeout)
         for task in left:
             task.cancel()
         if left:
-            await asyncio.wait(left, timeout=timeout)
+            await asyncio.wait(left, timeout=CANCEL_WAIT)
         return len(left)
