@@ -1,9 +1,10 @@
 """Starting a workflow: validate and compile the canvas, write its state, store its steps.
 
 Order matters for crash safety: the workflow's state (record, graph, counters) is written
-before any step exists, so an outcome of a first step always finds its workflow; every step
-is stored before any task it waits for (``after=``) is watched, so a release never meets a
-step that is not there yet. A crash of the caller part-way leaves the workflow "starting"
+before any step exists, so an outcome of a first step always finds its workflow; every
+waiting step is stored before any ready step (which may run and finish at once) and before
+any task it waits for (``after=``) is watched, so a release never meets a step that is not
+there yet. A crash of the caller part-way leaves the workflow "starting"
 (listed, and cancellable); a failure raised here cancels it first.
 """
 
@@ -174,12 +175,18 @@ async def _write(broker: Broker, plan: _Plan, retention_ms: int, now: int) -> No
                             len(plan.graph.tasks), plan.nodes):
         raise TaskIDConflictError(f"workflow {plan.id!r} already exists")
     try:
-        for queue, steps in plan.steps.items():
-            stored = await ops.store_steps(queue, steps)
-            taken = [s.id for s, ok in zip(steps, stored, strict=True) if not ok]
-            if taken:
-                raise TaskIDConflictError(f"workflow {plan.id!r}: task id {taken[0]!r} already "
-                                          f"exists in queue {queue!r}")
+        # The waiting steps first, then the ready ones: a ready step may run and finish at
+        # once, and the release that follows must find every step it names stored.
+        for ready in (False, True):
+            for queue, all_steps in plan.steps.items():
+                steps = [s for s in all_steps if s.ready is ready]
+                if not steps:
+                    continue
+                stored = await ops.store_steps(queue, steps)
+                taken = [s.id for s, ok in zip(steps, stored, strict=True) if not ok]
+                if taken:
+                    raise TaskIDConflictError(f"workflow {plan.id!r}: task id {taken[0]!r} "
+                                              f"already exists in queue {queue!r}")
         outcomes: list[StepOutcome] = []
         for a in plan.graph.afters:
             watched = await ops.watch(a.queue, a.task_id, plan.id, a.id)
