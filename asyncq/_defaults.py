@@ -23,12 +23,15 @@ DEFAULT_TIMEOUT_MS: Final = 30 * 60 * 1000
 """A handler's time limit when the task has neither ``timeout`` nor ``deadline`` (30 min);
 ``timeout=0`` means no limit at all."""
 
-DEFAULT_RETENTION_MS: Final = 0
-"""How long a completed task is kept: not at all, it is deleted as it completes."""
-
 RESULT_RETENTION: Final = 600.0
-"""How long a typed task that returns a value keeps it (10 min), so ``result()`` after
-``enqueue()`` finds it even when the task finished before anybody listened."""
+"""How long a task that returned a value is kept with it (10 min) when neither its producer
+nor its handler set ``retention``, so ``result()`` after ``enqueue()`` finds it even when the
+task finished before anybody listened."""
+
+COMPLETION_MARK: Final = 60.0
+"""How long a task that returned nothing (and has no ``retention``) leaves a completion mark:
+its hash without payload, in no list, expired by Redis — so ``wait()``/``result()``/``after=``
+that start after it ended still learn that it succeeded. ``retention=0`` leaves nothing."""
 
 WORKFLOW_RETENTION: Final = 86_400.0
 """How long an ended workflow's state is kept (1 day): ``enqueue_workflow`` and the one-step

@@ -23,6 +23,7 @@ from asyncq._cli import build_parser
 from asyncq._client._waiting import EventStream
 from asyncq._model._message import TaskMessage, decode_message
 from asyncq._model._options import NO_OPTIONS, ParsedOptions, parse_options, resolve
+from asyncq._model._rules import COMPLETION_MARK_MS, HandlerRules, apply_rules, kept_for
 from asyncq._worker import _config
 from asyncq.web import basic_auth, create_app
 
@@ -83,11 +84,18 @@ def test_a_task_and_the_client_apply_the_task_defaults() -> None:
     task = asyncq.Task("t")
     assert (task.queue, task.max_retry) == (D.DEFAULT_QUEUE, D.DEFAULT_MAX_RETRY)
     for opts in (NO_OPTIONS, ParsedOptions(), parse_options({"group": "g"})):
+        # The producer writes only what it was told: the worker applies the handler's
+        # registration, else the defaults.
         r = resolve(opts, 1_000)
         assert (r.queue, r.max_retry, r.timeout_ms, r.retention_ms) == (
-            D.DEFAULT_QUEUE, D.DEFAULT_MAX_RETRY, D.DEFAULT_TIMEOUT_MS, D.DEFAULT_RETENTION_MS)
+            D.DEFAULT_QUEUE, None, 0, None)
     msg = decode_message(orjson.dumps({"id": "i", "type": "t", "queue": "q"}))
-    assert msg.max_retry == TaskMessage("i", "t", "q").max_retry == D.DEFAULT_MAX_RETRY
+    assert msg.max_retry is TaskMessage("i", "t", "q").max_retry is None
+    assert apply_rules(msg, None) is msg
+    assert (msg.max_retry, msg.timeout_ms, msg.retention_ms) == (
+        D.DEFAULT_MAX_RETRY, D.DEFAULT_TIMEOUT_MS, None)
+    assert kept_for(None, True) == D.RESULT_RETENTION * 1000
+    assert kept_for(None, False) is None and COMPLETION_MARK_MS == D.COMPLETION_MARK * 1000
     assert _default(asyncq.Client.events, "queues") == D.DEFAULT_QUEUE
     assert _default(asyncq.Client.events, "buffer") == D.EVENTS_BUFFER
     assert _default(EventStream, "buffer") == D.EVENTS_BUFFER
@@ -98,19 +106,16 @@ def test_a_task_and_the_client_apply_the_task_defaults() -> None:
     assert timedelta(milliseconds=D.ARCHIVE_MAX_AGE_MS) == timedelta(days=90)
 
 
-def test_typed_tasks_keep_a_result_for_the_result_retention() -> None:
+def test_typed_tasks_leave_retention_to_the_result_rule() -> None:
     mux = asyncq.ServeMux()
 
-    @mux.task("defaults:value")
+    @mux.task("defaults:value", max_retry=2)
     async def value() -> int:
         return 1
 
-    @mux.task("defaults:none")
-    async def nothing() -> None:
-        return None
-
-    assert value.defaults["retention"] == D.RESULT_RETENTION
-    assert "retention" not in nothing.defaults
+    # Handler options are the registration's, not written by the producer.
+    assert "retention" not in value.defaults and "max_retry" not in value.defaults
+    assert mux.rules_for("defaults:value") == HandlerRules(max_retry=2)
     assert value.queue == D.DEFAULT_QUEUE
 
 
@@ -122,8 +127,10 @@ def test_scheduler_intervals_are_the_defaults() -> None:
 def test_the_public_options_document_the_defaults() -> None:
     doc = asyncq.EnqueueOptions.__doc__ or ""
     assert f'``queue`` (default "{D.DEFAULT_QUEUE}")' in doc
-    assert f"``max_retry`` ({D.DEFAULT_MAX_RETRY})" in doc
+    assert f"``max_retry`` (default: the handler's, else {D.DEFAULT_MAX_RETRY})" in doc
     assert f"{D.DEFAULT_TIMEOUT_MS // 60_000} min" in doc
+    assert f"{D.RESULT_RETENTION / 60:g} min when it returned a value" in doc
+    assert f"{D.COMPLETION_MARK / 60:g}-min completion mark" in doc
 
 
 def test_cli_flags_and_help_texts_show_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -58,7 +58,7 @@ class Outcome:
     kind: Literal["done", "complete", "retry", "archive", "requeue"]
     queue: str
     task_id: str
-    retention_ms: int = 0
+    retention_ms: int = 0  # "complete": how long it is kept; "done": its completion mark
     retry_at_ms: int = 0
     error: str = ""  # why it failed; for "done", why it was revoked ("" = it succeeded)
     is_failure: bool = True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from .._clock import ms_to_datetime, stored_datetime
+from .._model._rules import HandlerRules
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,9 @@ class ServerInfo:
     processed: int = 0
     failed: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    task_options: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """The task options its handlers were registered with, by pattern (a task type or a
+    prefix): ``max_retry``, ``timeout_ms``, ``retention_ms`` as set there."""
 
 
 def _ms_or_none(value: Any) -> datetime | None:
@@ -126,4 +130,30 @@ def server_info(raw: bytes, workers: Mapping[bytes, bytes]) -> ServerInfo:
         active_workers=tuple(active),
         processed=int(doc.get("processed", 0)), failed=int(doc.get("failed", 0)),
         extra=dict(doc.get("extra") or {}),
+        task_options={str(p): {str(k): int(v) for k, v in o.items()}
+                      for p, o in (doc.get("task_options") or {}).items()},
     )
+
+
+class PublishedRules:
+    """The handler registrations the live workers published, by queue: what ``rules(queue,
+    task_type)`` finds for a task (its type exactly, else the longest matching prefix, as a
+    ServeMux routes it). Where workers of one queue disagree (a rolling deploy), the first
+    worker by id that has the type wins."""
+
+    def __init__(self, servers: Sequence[ServerInfo]) -> None:
+        self._by_queue: dict[str, dict[str, HandlerRules]] = {}
+        for server in sorted(servers, key=lambda s: s.id):
+            for queue in server.queues:
+                known = self._by_queue.setdefault(queue, {})
+                for pattern, options in server.task_options.items():
+                    known.setdefault(pattern, HandlerRules.from_published(options))
+
+    def __call__(self, queue: str, task_type: str) -> HandlerRules | None:
+        known = self._by_queue.get(queue)
+        if not known:
+            return None
+        if task_type in known:
+            return known[task_type]
+        best = max((p for p in known if task_type.startswith(p)), key=len, default=None)
+        return None if best is None else known[best]

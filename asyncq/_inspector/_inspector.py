@@ -9,6 +9,7 @@ long; they are not atomic as a whole.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -54,8 +55,18 @@ from ._inspect_args import (
     check_task_id,
     utc_dates,
 )
-from ._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, server_info
+from ._inspect_models import (
+    DailyStats,
+    GroupInfo,
+    PublishedRules,
+    QueueInfo,
+    ServerInfo,
+    server_info,
+)
 from ._recovery import recover_task
+
+RULES_TTL = 2.0
+"""How long an Inspector reuses the handler registrations it read from the live workers."""
 
 
 class Inspector:
@@ -76,6 +87,7 @@ class Inspector:
         self._broker, self._owns_broker = open_broker(redis, broker, clock=self._clock,
                                                       connection=connection)
         self._ops = self._broker.inspect
+        self._published: tuple[float, PublishedRules] | None = None
 
     @property
     def broker(self) -> Broker:
@@ -102,8 +114,16 @@ class Inspector:
         if not await self._ops.queue_exists(queue):
             raise QueueNotFoundError(f"queue {queue!r} not found")
 
-    def _info(self, rec: TaskRecord, now: int) -> TaskInfo:
-        return record_info(rec, now)
+    def _info(self, rec: TaskRecord, now: int, rules: PublishedRules) -> TaskInfo:
+        return record_info(rec, now, rules)
+
+    async def _rules(self) -> PublishedRules:
+        """The handler registrations the live workers published (read at most every
+        RULES_TTL seconds): a TaskInfo shows the values that will apply."""
+        at = time.monotonic()
+        if self._published is None or at - self._published[0] > RULES_TTL:
+            self._published = (at, PublishedRules(await self.servers()))
+        return self._published[1]
 
     # -- queues
 
@@ -211,10 +231,11 @@ class Inspector:
         records = await self._ops.list_tasks(queue, st.value, group, (page - 1) * page_size,
                                              page_size)
         now = self._clock.now_ms()
+        rules = await self._rules() if records else PublishedRules(())
         out = []
         for rec in records:
             try:
-                out.append(self._info(rec, now))
+                out.append(self._info(rec, now, rules))
             except DecodeError:
                 continue  # a record we cannot read is skipped, not fatal to the listing
         return out
@@ -233,7 +254,7 @@ class Inspector:
             names = ", ".join(q for q, _ in found)
             raise ValueError(f"task id {task_id!r} exists in several queues ({names}): name "
                              f"the queue")
-        return self._info(found[0][1], self._clock.now_ms())
+        return self._info(found[0][1], self._clock.now_ms(), await self._rules())
 
     async def task_info(self, queue: str, task_id: str) -> TaskInfo:
         """One task, with its result and when it runs next (``next_process_at``)."""
@@ -242,7 +263,7 @@ class Inspector:
         rec = await self._ops.task(queue, task_id)
         if rec is None:
             raise TaskNotFoundError(f"task {task_id!r} not found in queue {queue!r}")
-        return self._info(rec, self._clock.now_ms())
+        return self._info(rec, self._clock.now_ms(), await self._rules())
 
     async def delete_task(self, queue: str, task_id: str) -> None:
         """Delete a task in any state but active (releasing the unique lock it owns)."""
@@ -277,7 +298,7 @@ class Inspector:
         cancel it instead."""
         task_id = check_task_id(task_id)
         await self._require_queue(queue)
-        await recover_task(self._ops, self._clock, queue, task_id)
+        await recover_task(self._ops, self._clock, queue, task_id, await self._rules())
 
     async def update_task_payload(self, queue: str, task_id: str, payload: object) -> None:
         """Replace the payload of a scheduled task (bytes as they are, else JSON)."""

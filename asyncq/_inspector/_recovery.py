@@ -12,9 +12,12 @@ from .._broker import InspectOps, Outcome
 from .._clock import Clock
 from .._errors import DecodeError, TaskNotFoundError, TaskStateError
 from .._model._message import decode_message
+from .._model._records import RulesLookup
+from .._model._rules import effective
 
 
-async def recover_task(ops: InspectOps, clock: Clock, queue: str, task_id: str) -> str:
+async def recover_task(ops: InspectOps, clock: Clock, queue: str, task_id: str,
+                       rules: RulesLookup) -> str:
     """Send an active task whose lease expired or whose worker is gone back to retry (or to
     the archive, its retries used up); returns "retry" or "archive".
 
@@ -37,7 +40,8 @@ async def recover_task(ops: InspectOps, clock: Clock, queue: str, task_id: str) 
     why = "its lease expired" if expired else f"its worker {owner!r} is gone"
     error = f"LeaseExpiredError: recovered by an operator: {why}"
     try:
-        max_retry = decode_message(rec.msg).max_retry
+        msg = decode_message(rec.msg)
+        max_retry = effective(msg, rules(queue, msg.type))[0]
     except DecodeError as exc:
         max_retry, error = 0, f"{error}; {exc}"
     outcome = (Outcome("retry", queue, task_id, retry_at_ms=now, error=error)

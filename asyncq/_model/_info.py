@@ -12,8 +12,9 @@ from typing import Any
 
 from .._clock import stored_datetime
 from .._errors import AsyncqError
-from ._message import TaskMessage
+from ._message import NO_TIMEOUT, TaskMessage
 from ._payload import Encoding, decode_json
+from ._rules import RESULT_RETENTION_MS, HandlerRules, effective
 
 
 class TaskState(enum.Enum):
@@ -41,7 +42,12 @@ STORED_STATES = tuple(s for s in TaskState if s not in (TaskState.DELETED, TaskS
 
 @dataclass(frozen=True, slots=True)
 class TaskInfo:
-    """A snapshot of a stored task, as returned by the client and the inspector."""
+    """A snapshot of a stored task, as returned by the client and the inspector.
+
+    ``max_retry``, ``timeout`` (None: no limit but the ``deadline``, if any) and ``retention``
+    are the values that apply to it: its producer's, else its handler's registration (which
+    the Inspector learns from the live workers), else the defaults — a task without a
+    retention keeps a value it returns for RESULT_RETENTION (10 min)."""
 
     id: str
     queue: str
@@ -86,20 +92,25 @@ def task_info(
     msg: TaskMessage, payload: bytes, state: TaskState, *, retried: int = 0,
     last_error: str | None = None, last_failed_at_ms: int = 0, next_process_at_ms: int = 0,
     is_orphaned: bool = False, completed_at_ms: int = 0, result: bytes | None = None,
-    result_encoding: str = "b",
+    result_encoding: str = "b", rules: HandlerRules | None = None,
 ) -> TaskInfo:
-    """Build a TaskInfo from a decoded message and the task hash's mutable fields."""
+    """Build a TaskInfo from a decoded message and the task hash's mutable fields; its
+    ``max_retry``, ``timeout`` and ``retention`` are those that apply (``rules``: the
+    registration of its handler, when known)."""
+    max_retry, timeout, retention = effective(msg, rules)
+    if retention is None:
+        retention = RESULT_RETENTION_MS
     return TaskInfo(
         id=msg.id, queue=msg.queue, type=msg.type, payload=payload, state=state,
-        max_retry=msg.max_retry, retried=retried, headers=msg.headers,
+        max_retry=max_retry, retried=retried, headers=msg.headers,
         last_error=last_error or None,
         last_failed_at=stored_datetime(last_failed_at_ms),
-        timeout=_duration(msg.timeout_ms) if msg.timeout_ms > 0 else None,
+        timeout=_duration(timeout) if timeout > 0 and timeout != NO_TIMEOUT else None,
         deadline=stored_datetime(msg.deadline_ms),
         group=msg.group or None,
         next_process_at=stored_datetime(next_process_at_ms),
         is_orphaned=is_orphaned,
-        retention=_duration(msg.retention_ms),
+        retention=_duration(retention),
         completed_at=stored_datetime(completed_at_ms),
         result=result, encoding=msg.enc,
         result_encoding="j" if result_encoding == "j" else "b",

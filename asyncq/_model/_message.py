@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 
-from .._defaults import DEFAULT_MAX_RETRY
 from .._errors import DecodeError
 from ._payload import Encoding
 
@@ -23,15 +22,17 @@ NO_TIMEOUT = -1  # timeout_ms of a task enqueued with timeout=0 and no deadline:
 @dataclass(slots=True)
 class TaskMessage:
     """Immutable metadata of one task (times in Unix ms, durations in ms; 0 = unset;
-    ``timeout_ms`` NO_TIMEOUT = no limit)."""
+    ``timeout_ms`` NO_TIMEOUT = no limit). ``max_retry``, ``timeout_ms`` and ``retention_ms``
+    hold what the producer set (None/0: not set, so the handler's registration or the default
+    applies, see ``_rules``); the worker fills them in before it runs the task."""
 
     id: str
     type: str
     queue: str
-    max_retry: int = DEFAULT_MAX_RETRY
+    max_retry: int | None = None
     timeout_ms: int = 0
     deadline_ms: int = 0
-    retention_ms: int = 0
+    retention_ms: int | None = None
     unique_key: str = ""
     group: str = ""
     headers: dict[str, str] = field(default_factory=dict)
@@ -40,13 +41,14 @@ class TaskMessage:
 
     def encode(self) -> bytes:
         doc: dict[str, Any] = {"id": self.id, "type": self.type, "queue": self.queue,
-                               "max_retry": self.max_retry, "enc": self.enc,
-                               "enqueued_at": self.enqueued_at_ms}
+                               "enc": self.enc, "enqueued_at": self.enqueued_at_ms}
+        if self.max_retry is not None:
+            doc["max_retry"] = self.max_retry
         if self.timeout_ms:
             doc["timeout"] = self.timeout_ms
         if self.deadline_ms:
             doc["deadline"] = self.deadline_ms
-        if self.retention_ms:
+        if self.retention_ms is not None:
             doc["retention"] = self.retention_ms
         if self.unique_key:
             doc["unique_key"] = self.unique_key
@@ -71,12 +73,13 @@ def decode_message(raw: bytes | None) -> TaskMessage:
         task_id, task_type, queue = doc["id"], doc["type"], doc["queue"]
         headers = doc.get("headers") or {}
         enc = doc.get("enc", "b")
+        max_retry, retention = doc.get("max_retry"), doc.get("retention")
         msg = TaskMessage(
             id=task_id, type=task_type, queue=queue,
-            max_retry=int(doc.get("max_retry", DEFAULT_MAX_RETRY)),
+            max_retry=None if max_retry is None else int(max_retry),
             timeout_ms=int(doc.get("timeout", 0)),
             deadline_ms=int(doc.get("deadline", 0)),
-            retention_ms=int(doc.get("retention", 0)),
+            retention_ms=None if retention is None else int(retention),
             unique_key=doc.get("unique_key", ""),
             group=doc.get("group", ""),
             headers=headers, enc=enc,

@@ -9,12 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from .._clock import MAX_TIME_MS, datetime_to_ms
-from .._defaults import (
-    DEFAULT_MAX_RETRY,
-    DEFAULT_QUEUE,
-    DEFAULT_RETENTION_MS,
-    DEFAULT_TIMEOUT_MS,
-)
+from .._defaults import DEFAULT_QUEUE
 from .._validate import check_text, to_ms, validate_queue_name
 from ._info import TaskInfo
 from ._message import NO_TIMEOUT
@@ -55,12 +50,14 @@ class EnqueueOptions(TaskOptions, _After, total=False):
     TypeError/ValueError for the same mistakes. None for an option (but ``after``) means
     "not given".
 
-    ``queue`` (default "default"); ``max_retry`` (25); ``timeout`` (seconds or timedelta;
-    30 min unless a ``deadline`` is given; 0 = no limit) and ``deadline`` (aware datetime);
-    ``process_at`` (aware datetime) or ``process_in`` (delay); ``unique`` (TTL of the
-    uniqueness lock, at least 1 s) with an optional ``unique_key`` (default: type and
-    payload); ``task_id`` (default a new UUID); ``retention`` (how long it is kept once
-    completed; default 0); ``group`` (aggregated with the other tasks of the group);
+    ``queue`` (default "default"); ``max_retry`` (default: the handler's, else 25);
+    ``timeout`` (seconds or timedelta; default: the handler's, else 30 min unless a
+    ``deadline`` is given; 0 = no limit) and ``deadline`` (aware datetime); ``process_at``
+    (aware datetime) or ``process_in`` (delay); ``unique`` (TTL of the uniqueness lock, at
+    least 1 s) with an optional ``unique_key`` (default: type and payload); ``task_id``
+    (default a new UUID); ``retention`` (how long it is kept once completed; default: the
+    handler's, else 10 min when it returned a value, a 1-min completion mark when it returned
+    nothing; 0 = nothing kept); ``group`` (aggregated with the other tasks of the group);
     ``headers`` (str -> str, given to middleware); ``after`` (TaskInfo, ``(queue, id)`` or
     an id in the same queue: tasks that must succeed first).
     """
@@ -193,32 +190,31 @@ def parse_options(options: Mapping[str, Any]) -> ParsedOptions:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedOptions:
-    """Options with defaults applied, as the client writes them."""
+    """Options as the client writes them: the producer's, with the routing defaults applied
+    (queue, id...). ``max_retry``, ``timeout_ms`` and ``retention_ms`` stay unset (None, 0)
+    when not given: the worker applies the handler's registration or the default."""
 
     queue: str
-    max_retry: int
-    timeout_ms: int
+    max_retry: int | None
+    timeout_ms: int  # 0 = not given; NO_TIMEOUT = no limit
     deadline_ms: int
     process_at_ms: int  # 0 = now
     unique_ms: int  # 0 = not unique
     unique_key: str | None
     task_id: str | None
-    retention_ms: int
+    retention_ms: int | None
     group: str
     headers: dict[str, str]
 
 
 def resolve(opts: ParsedOptions, now_ms: int) -> ResolvedOptions:
-    """Apply the defaults (_defaults: the default queue, 25 retries, a 30 min timeout when
-    neither timeout nor deadline is given, no retention)."""
-    if opts is NO_OPTIONS and now_ms + DEFAULT_TIMEOUT_MS <= MAX_TIME_MS:
-        return ResolvedOptions(DEFAULT_QUEUE, DEFAULT_MAX_RETRY, DEFAULT_TIMEOUT_MS, 0, 0, 0,
-                               None, None, DEFAULT_RETENTION_MS, "", {})
+    """Apply the routing defaults (the default queue, a new id, now) and check the times."""
+    if opts is NO_OPTIONS:
+        return ResolvedOptions(DEFAULT_QUEUE, None, 0, 0, 0, 0, None, None, None, "", {})
     timeout = 0 if opts.timeout_ms is UNSET else opts.timeout_ms
     deadline = 0 if opts.deadline_ms is UNSET else opts.deadline_ms
-    if timeout == 0 and deadline == 0:
-        # No option: the default limit. An explicit timeout=0: no limit at all.
-        timeout = DEFAULT_TIMEOUT_MS if opts.timeout_ms is UNSET else NO_TIMEOUT
+    if opts.timeout_ms == 0:
+        timeout = NO_TIMEOUT  # an explicit timeout=0: no limit at all
     if opts.process_at_ms is not UNSET:
         process_at = opts.process_at_ms
     elif opts.process_in_ms is not UNSET:
@@ -237,14 +233,14 @@ def resolve(opts: ParsedOptions, now_ms: int) -> ResolvedOptions:
         raise ValueError("unique_key needs a unique TTL (unique=seconds)")
     return ResolvedOptions(
         queue=DEFAULT_QUEUE if opts.queue is UNSET else opts.queue,
-        max_retry=DEFAULT_MAX_RETRY if opts.max_retry is UNSET else opts.max_retry,
+        max_retry=None if opts.max_retry is UNSET else opts.max_retry,
         timeout_ms=timeout,
         deadline_ms=deadline,
         process_at_ms=process_at,
         unique_ms=unique_ms,
         unique_key=unique_key,
         task_id=None if opts.task_id is UNSET else opts.task_id,
-        retention_ms=DEFAULT_RETENTION_MS if opts.retention_ms is UNSET else opts.retention_ms,
+        retention_ms=None if opts.retention_ms is UNSET else opts.retention_ms,
         group="" if opts.group is UNSET else opts.group,
         headers={} if opts.headers is UNSET else dict(opts.headers),
     )

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .._broker import TaskRecord
 from .._errors import DecodeError
 from ._info import TaskInfo, TaskState, task_info
 from ._message import decode_message
+from ._rules import HandlerRules
+
+RulesLookup = Callable[[str, str], HandlerRules | None]
+"""``rules(queue, task_type)``: the registration of the handler of that type, when known."""
 
 
-def record_info(rec: TaskRecord, now: int) -> TaskInfo:
-    """Decode a task record read at ``now`` (Unix ms); DecodeError when it is not valid."""
+def record_info(rec: TaskRecord, now: int, rules: RulesLookup | None = None) -> TaskInfo:
+    """Decode a task record read at ``now`` (Unix ms); DecodeError when it is not valid.
+    ``rules`` gives the handler registrations that decide the values that apply."""
     msg = decode_message(rec.msg)
     try:
         state = TaskState(rec.state)
@@ -26,4 +33,5 @@ def record_info(rec: TaskRecord, now: int) -> TaskInfo:
         last_failed_at_ms=rec.failed_at_ms, next_process_at_ms=next_at,
         is_orphaned=orphaned, completed_at_ms=rec.completed_at_ms, result=rec.result,
         result_encoding=rec.result_enc,
+        rules=None if rules is None else rules(msg.queue, msg.type),
     )

@@ -88,7 +88,7 @@ def task_for_handler(msg: TaskMessage, payload: bytes, retried: int, deadline_ms
     task.options = ParsedOptions()
     task.id = msg.id
     task.queue = msg.queue
-    task.max_retry = msg.max_retry
+    task.max_retry = DEFAULT_MAX_RETRY if msg.max_retry is None else msg.max_retry
     task.headers = msg.headers
     task.retried = retried
     if deadline_ms and not MIN_TIME_MS <= deadline_ms <= MAX_TIME_MS:

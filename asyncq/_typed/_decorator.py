@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
+from .._model._rules import HandlerRules
 from .._model._task import Task
 from ._definition import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition, define
 
@@ -18,10 +19,12 @@ class TaskDecorator:
     ``task.retried``...) and is not one of the task's arguments."""
 
     def __init__(self, name: str, options: dict[str, Any],
-                 register: Callable[[TaskDefinition[Any, Any]], None]) -> None:
+                 register: Callable[[TaskDefinition[Any, Any]], None],
+                 rules: HandlerRules | None = None) -> None:
         self._name = name
         self._options = options
         self._register = register
+        self._rules = rules
 
     # Overloads overlap for functions whose first parameter accepts a Task: the first match,
     # the one that treats it as the running task, is the one meant.
@@ -41,6 +44,6 @@ class TaskDecorator:
     def __call__(self, fn: Callable[P, R]) -> SyncTaskDefinition[P, R]: ...
 
     def __call__(self, fn: Callable[..., Any]) -> TaskDefinition[Any, Any]:
-        definition = define(self._name, fn, self._options)
+        definition = define(self._name, fn, self._options, self._rules)
         self._register(definition)
         return definition

@@ -10,15 +10,18 @@ annotated types, and ``await send_email.result(client, info)`` returns a ``Recei
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import inspect
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, Unpack
 
 import orjson
 
-from .._defaults import DEFAULT_QUEUE, RESULT_RETENTION
+from .._defaults import DEFAULT_QUEUE
 from .._model._info import TaskInfo
-from .._model._options import TaskOptions
+from .._model._message import NO_TIMEOUT, TaskMessage
+from .._model._options import UNSET, TaskOptions
+from .._model._rules import RESULT_RETENTION_MS, HandlerRules, effective
 from .._model._task import Task
 from .._workflow._canvas import Step
 from ._signature import TaskSignature
@@ -35,12 +38,16 @@ R2 = TypeVar("R2")
 @dataclasses.dataclass(frozen=True, eq=False)
 class TaskDefinition(Generic[P, R]):
     """A task function registered on a ServeMux under ``name`` with default enqueue
-    options. Call it to run the function directly (unit tests)."""
+    options (``defaults``: queue, process_in...; the handler's task options, max_retry and
+    the like, are its registration's). Call it to run the function directly (unit tests)."""
 
     name: str
     fn: Callable[..., Any]
     signature: TaskSignature = dataclasses.field(repr=False)
     defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+    rules: HandlerRules | None = None
+    """The task options its handler was registered with (max_retry, timeout, retention,
+    retry policy): they apply however its tasks are enqueued."""
 
     def options(self, **options: Unpack[TaskOptions]) -> Self:
         """The same task with some enqueue options changed (``process_in=60``,
@@ -76,7 +83,9 @@ class TaskDefinition(Generic[P, R]):
     async def enqueue(self, client: Client, /, *args: P.args, **kwargs: P.kwargs) -> TaskInfo:
         """Store a call of this task; a wrong or missing argument raises TypeError before
         anything is written."""
-        return await client.enqueue(self.task(*args, **kwargs))
+        task = self.task(*args, **kwargs)
+        info = await client.enqueue(task)
+        return info if self.rules is None else _with_rules(info, task, self.rules)
 
     @property
     def queue(self) -> str:
@@ -146,21 +155,36 @@ class SyncTaskDefinition(TaskDefinition[P, R]):
         return run_task
 
 
-def define(name: str, fn: Callable[..., Any], options: dict[str, Any]
+def _with_rules(info: TaskInfo, task: Task, rules: HandlerRules) -> TaskInfo:
+    """``info`` of a task just enqueued, showing the values its handler's registration
+    applies where the enqueue set none (the client alone knows only the defaults)."""
+    msg = TaskMessage(id=info.id, type=info.type, queue=info.queue,
+                      deadline_ms=0 if info.deadline is None else 1)
+    opts = task.options
+    if opts.max_retry is not UNSET:
+        msg.max_retry = opts.max_retry
+    if opts.timeout_ms is not UNSET:
+        msg.timeout_ms = opts.timeout_ms or NO_TIMEOUT
+    if opts.retention_ms is not UNSET:
+        msg.retention_ms = opts.retention_ms
+    max_retry, timeout, retention = effective(msg, rules)
+    limit = None if timeout <= 0 else dt.timedelta(milliseconds=timeout)
+    kept = dt.timedelta(milliseconds=RESULT_RETENTION_MS if retention is None else retention)
+    return dataclasses.replace(info, max_retry=max_retry, timeout=limit, retention=kept)
+
+
+def define(name: str, fn: Callable[..., Any], options: dict[str, Any],
+           rules: HandlerRules | None = None,
            ) -> AsyncTaskDefinition[Any, Any] | SyncTaskDefinition[Any, Any]:
     """A definition of ``fn`` as the task ``name``; bad options or annotations that cannot
     be resolved raise ValueError/TypeError here, when it is registered."""
     if not callable(fn) or isinstance(fn, TaskDefinition):
         raise TypeError(f"@mux.task({name!r}) decorates a function, got {fn!r}")
     signature = TaskSignature(name, fn)
-    if "retention" not in options and not signature.returns_none:
-        # Kept a while, as every peer keeps results, so ``result()`` after ``enqueue()``
-        # finds it even when the task finished before anybody listened.
-        options = {**options, "retention": RESULT_RETENTION}
     Task(name, **options)  # validates the name and the options
     if inspect.iscoroutinefunction(fn):
-        return AsyncTaskDefinition(name, fn, signature, dict(options))
+        return AsyncTaskDefinition(name, fn, signature, dict(options), rules)
     if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
         raise TypeError(f"task {name!r}: a generator function cannot be a task; return the "
                         "values as a list instead")
-    return SyncTaskDefinition(name, fn, signature, dict(options))
+    return SyncTaskDefinition(name, fn, signature, dict(options), rules)

@@ -25,6 +25,7 @@ from .._service._outage import Outage
 from ._acker import Acker
 from ._config import WorkerConfig
 from ._leases import OUTCOME, Leases
+from ._mux import RulesCache
 from ._running import Running, Stop
 
 
@@ -42,6 +43,10 @@ class Runs(Protocol):
     @property
     def failed(self) -> int:
         """Runs that failed."""
+
+    @property
+    def rules(self) -> RulesCache:
+        """The task options registered for each task type."""
 
     def cancel(self, task_id: str, reason: Stop) -> bool:
         """Stop the run of ``task_id`` for ``reason``; False when it is not running here."""
@@ -66,6 +71,7 @@ class Heartbeat:
         self.outage = Outage(self._log, "renew leases")
         self.started_ms = clock.now_ms()
         self.status = "active"
+        self._published: dict[str, dict[str, Any]] | None = None
         self._host = socket.gethostname()
         self._pid = os.getpid()
 
@@ -144,7 +150,15 @@ class Heartbeat:
             "started_at": self.started_ms, "active_workers": len(self._processor.running),
             "processed": self._processor.processed, "failed": self._processor.failed,
             **({"extra": dict(cfg.extra)} if cfg.extra else {}),
+            **({"task_options": options} if (options := self._task_options()) else {}),
         }
+
+    def _task_options(self) -> dict[str, dict[str, Any]]:
+        """The task options handlers were registered with, by pattern, so the Inspector shows
+        the values that apply (registrations are fixed once the worker runs: read once)."""
+        if self._published is None:
+            self._published = self._processor.rules.published()
+        return self._published
 
     async def write_state(self) -> None:
         workers = {

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from typing import Any, TypeVar, cast
 
 from .._errors import HandlerNotFoundError
 from .._limits import HandlerLimits, Limit, check_limits
+from .._model._rules import HandlerRules, handler_rules
 from .._model._task import Task
 from .._typed import TaskDecorator, TaskDefinition
 from ._config import Lifespan, check_lifespan
 from ._threads import is_sync_handler, threaded
 
 Handler = Callable[[Task], Awaitable[Any]]
+RetryDelay = float | timedelta | Callable[[int, BaseException, Task], float | timedelta]
+"""A handler's ``retry_delay``: seconds, a timedelta, or ``(retried, error, task) -> delay``."""
+HANDLER_OPTIONS = ("max_retry", "timeout", "retention", "retry_delay", "retry_on")
+"""The task options a handler registration sets (``handle``, ``handler``, ``task``)."""
 SyncOrAsyncHandler = Handler | Callable[[Task], Any]
 """What ``ServeMux.handle`` and ``Worker`` take: an async handler, or a sync one (threaded)."""
 H = TypeVar("H", bound=SyncOrAsyncHandler)
@@ -49,11 +55,18 @@ class ServeMux:
         self._prefixes: list[tuple[str, Handler]] = []  # longest first
         self._middlewares: list[Middleware] = []
         self._chains: dict[str, Handler] = {}
+        self._rules: dict[str, HandlerRules] = {}  # pattern -> its registered task options
+        self._nested: dict[str, ServeMux] = {}  # pattern -> a mux registered as its handler
         #: The rate and concurrency limits handlers were registered with (see ``handle``).
         self.limits = HandlerLimits(self.match)
 
     def handle(self, pattern: str, handler: SyncOrAsyncHandler, *,
-               limits: Sequence[Limit] | None = None) -> None:
+               limits: Sequence[Limit] | None = None, max_retry: int | None = None,
+               timeout: float | timedelta | None = None,
+               retention: float | timedelta | None = None,
+               retry_delay: RetryDelay | None = None,
+               retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+               ) -> None:
         """Register ``handler`` for ``pattern``; a blank or duplicate pattern, or a handler
         that is not callable, is an error. A sync handler (a plain ``def``) runs in a worker
         thread: it is registered wrapped in an async handler (so ``match`` returns that
@@ -61,10 +74,20 @@ class ServeMux:
 
         ``limits``: ``asyncq.ConcurrencyLimit``/``RateLimit`` objects every worker enforces
         together before starting a task of this handler (a limit without ``name=`` is named
-        after ``pattern``)."""
+        after ``pattern``).
+
+        Task options — the defaults of every task this handler runs, however it was
+        enqueued; an option its producer set wins: ``max_retry``, ``timeout`` (0: none),
+        ``retention`` (how long it is kept once completed), ``retry_delay`` (seconds, a
+        timedelta, or ``(retried, error, task) -> seconds``; instead of the worker's) and
+        ``retry_on`` (the exception types that are retried: any other error archives the
+        task at once; ``Retry`` always retries)."""
         if not isinstance(pattern, str) or not pattern.strip():
             raise ValueError("handler pattern must be a non-blank string")
         checked = check_limits(limits, pattern)
+        rules = handler_rules(max_retry=max_retry, timeout=timeout, retention=retention,
+                              retry_delay=retry_delay, retry_on=retry_on,
+                              what=f"handler {pattern!r}")
         wrapped = check_handler(handler, f"the handler for {pattern!r}")
         if pattern in self._exact:
             raise ValueError(f"a handler is already registered for {pattern!r}")
@@ -72,18 +95,30 @@ class ServeMux:
             wrapped = self.limits.register(checked, wrapped)
         if isinstance(handler, ServeMux):
             self.limits.nest(handler.limits)
+            self._nested[pattern] = handler
+        if rules is not None:
+            self._rules[pattern] = rules
         self._exact[pattern] = wrapped
         self._prefixes.append((pattern, wrapped))
         self._prefixes.sort(key=lambda item: -len(item[0]))
         self._chains.clear()
 
-    def handler(self, pattern: str, *,
-                limits: Sequence[Limit] | None = None) -> Callable[[H], H]:
-        """Decorator form of ``handle``: ``@mux.handler("email:deliver")``; the function is
-        returned as it is (a sync one stays callable directly)."""
+    def handler(self, pattern: str, *, limits: Sequence[Limit] | None = None,
+                max_retry: int | None = None, timeout: float | timedelta | None = None,
+                retention: float | timedelta | None = None,
+                retry_delay: RetryDelay | None = None,
+                retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+                ) -> Callable[[H], H]:
+        """Decorator form of ``handle`` (the same options): ``@mux.handler("email:deliver",
+        max_retry=3)``; the function is returned as it is (a sync one stays callable)."""
+        options: dict[str, Any] = dict(
+            limits=limits, max_retry=max_retry, timeout=timeout, retention=retention,
+            retry_delay=retry_delay, retry_on=retry_on)
+        handler_rules(**{k: v for k, v in options.items() if k != "limits"},
+                      what=f"handler {pattern!r}")  # (a bad option fails here, not later)
 
         def register(fn: H) -> H:
-            self.handle(pattern, fn, limits=limits)
+            self.handle(pattern, fn, **options)
             return fn
 
         return register
@@ -106,6 +141,41 @@ class ServeMux:
                 return handler
         return None
 
+    def _pattern(self, task_type: str) -> str | None:
+        if task_type in self._exact:
+            return task_type
+        for pattern, _ in self._prefixes:
+            if task_type.startswith(pattern):
+                return pattern
+        return None
+
+    def rules_for(self, task_type: str) -> HandlerRules | None:
+        """The task options the handler of ``task_type`` was registered with (through a
+        nested mux: its registration, completed by the enclosing one), or None."""
+        pattern = self._pattern(task_type)
+        if pattern is None:
+            return None
+        own = self._rules.get(pattern)
+        inner = self._nested.get(pattern)
+        inner_rules = None if inner is None else inner.rules_for(task_type)
+        return own if inner_rules is None else inner_rules.over(own)
+
+    def published_rules(self) -> dict[str, dict[str, Any]]:
+        """``{pattern: options}`` for every pattern (``{}``: none set) when some registration
+        has task options a process without handlers (the Inspector) can apply, else ``{}``:
+        what a worker publishes in its state. Every pattern is listed so a type matched
+        exactly is never given the options of a shorter prefix."""
+        out: dict[str, dict[str, Any]] = {}
+        for pattern in self._exact:
+            inner = self._nested.get(pattern)
+            for inner_pattern in () if inner is None else inner.published_rules():
+                if inner_pattern.startswith(pattern):
+                    rules = self.rules_for(inner_pattern)
+                    out[inner_pattern] = {} if rules is None else rules.published()
+            own = self._rules.get(pattern)
+            out[pattern] = {} if own is None else own.published()
+        return out if any(out.values()) else {}
+
     def patterns(self) -> list[str]:
         return sorted(self._exact)
 
@@ -123,17 +193,47 @@ class ServeMux:
         return await self._chain(task.type)(task)
 
     def task(self, name: str, **options: Any) -> TaskDecorator:
-        """Decorator registering a function as the typed task ``name`` with default enqueue
-        ``options`` (queue, max_retry, timeout, retention...); returns its TaskDefinition:
-        ``await fn.enqueue(client, *args)``, ``await fn.result(client, info)``.
-        ``limits=[...]`` are the handler's limits, as for ``handle``."""
+        """Decorator registering a function as the typed task ``name``; returns its
+        TaskDefinition: ``await fn.enqueue(client, *args)``, ``await fn.result(client, info)``.
+
+        ``limits``, ``max_retry``, ``timeout``, ``retention``, ``retry_delay`` and
+        ``retry_on`` are the handler's, as for ``handle``: they apply however the task is
+        enqueued. The other options (queue, process_in, unique, headers...) are what
+        ``fn.enqueue`` uses unless ``fn.options(...)`` says otherwise."""
         limits = check_limits(options.pop("limits", None), name)
+        handler_options = {k: options.pop(k) for k in HANDLER_OPTIONS if k in options}
+        rules = handler_rules(**handler_options, what=f"task {name!r}")  # (fails here)
 
         def register(definition: TaskDefinition[Any, Any]) -> None:
-            self.handle(definition.name, definition.handler(), limits=limits)
+            self.handle(definition.name, definition.handler(), limits=limits,
+                        **handler_options)
 
-        return TaskDecorator(name, options, register)
+        return TaskDecorator(name, options, register, rules)
 
 
 async def _not_found(task: Task) -> Any:
     raise HandlerNotFoundError(f"no handler registered for task type {task.type!r}")
+
+
+class RulesCache:
+    """A worker's lookup of the task options registered for each task type (see
+    ``ServeMux.rules_for``), each type looked up once; nothing for a plain handler."""
+
+    def __init__(self, handler: object) -> None:
+        self._mux = handler if isinstance(handler, ServeMux) else None
+        self._cache: dict[str, HandlerRules | None] = {}
+
+    def __call__(self, task_type: str) -> HandlerRules | None:
+        if self._mux is None:
+            return None
+        try:
+            return self._cache[task_type]
+        except KeyError:
+            found = self._mux.rules_for(task_type)
+            if len(self._cache) < 10_000:
+                self._cache[task_type] = found
+            return found
+
+    def published(self) -> dict[str, dict[str, Any]]:
+        """What the worker's state tells the Inspector (``ServeMux.published_rules``)."""
+        return {} if self._mux is None else self._mux.published_rules()

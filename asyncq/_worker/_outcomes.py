@@ -23,6 +23,7 @@ from .._clock import MAX_TIME_MS, Clock
 from .._errors import HandlerNotFoundError, LeaseExpiredError, Retry, RevokeTask, SkipRetry
 from .._model._message import TaskMessage
 from .._model._payload import encode_payload
+from .._model._rules import COMPLETION_MARK_MS, HandlerRules, kept_for
 from .._model._task import Task
 from .._observe import RunOutcome
 from .._service._background import TaskSet
@@ -124,7 +125,7 @@ class Endings:
             outcome = Outcome("archive", run.queue, run.id, error=text)
         else:
             outcome = failure_outcome(run.queue, run.id, task, exc, self._config, self._clock,
-                                      log)
+                                      log, run.rules)
         self._observe_failure(run, outcome)
         if unknown:
             # A type nobody handles (a typo, or a rolling deploy): one warning per type, no
@@ -186,43 +187,52 @@ class Endings:
 
 
 def success_outcome(msg: TaskMessage, value: Any, log: FilteringBoundLogger) -> Outcome:
-    """The outcome of a handler that returned ``value``: deleted (the value then travels only
-    with the completion event), or kept for its retention with the value as its result.
-    Raises ResultError when a kept value cannot be stored; one that is not kept and cannot be
-    encoded is only logged (nothing would hold it)."""
-    retention = msg.retention_ms
+    """The outcome of a handler that returned ``value``: kept for its retention with the value
+    as its result (without one, a value is kept for RESULT_RETENTION: ``kept_for``), else
+    deleted — leaving a completion mark for COMPLETION_MARK when it returned nothing and has
+    no retention, none at ``retention=0`` (the value then travels only with the completion
+    event). Raises ResultError when a kept value cannot be stored; one that is not kept and
+    cannot be encoded is only logged (nothing would hold it)."""
+    keep = kept_for(msg.retention_ms, value is not None)
     result, encoding = None, "b"
     if value is not None:
         try:
             result, encoding = encode_result(value)
         except ResultError as exc:
-            if retention:
+            if keep:
                 raise
             log.warning("handler result not sent with the completion event", task_id=msg.id,
                         error=str(exc))
-    if not retention:
-        return Outcome("done", msg.queue, msg.id, result=result, result_enc=encoding)
-    return Outcome("complete", msg.queue, msg.id, retention_ms=retention, result=result,
+    if not keep:
+        mark = COMPLETION_MARK_MS if keep is None else 0
+        return Outcome("done", msg.queue, msg.id, retention_ms=mark, result=result,
+                       result_enc=encoding)
+    return Outcome("complete", msg.queue, msg.id, retention_ms=keep, result=result,
                    result_enc=encoding)
 
 
 def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
-                    config: WorkerConfig, clock: Clock, log: FilteringBoundLogger) -> Outcome:
+                    config: WorkerConfig, clock: Clock, log: FilteringBoundLogger,
+                    rules: HandlerRules | None = None) -> Outcome:
     """The outcome of a run that failed with ``exc``.
 
-    ``RevokeTask``: deleted. ``SkipRetry``, a cancellation on request or no retry left:
-    archived. Otherwise retried after ``Retry.delay`` or the configured ``retry_delay`` (a
-    policy hook that raises is logged and replaced by its ``FALLBACK_*``).
+    ``RevokeTask``: deleted. ``SkipRetry``, a cancellation on request, an error its handler's
+    ``retry_on`` does not list, or no retry left: archived. Otherwise retried after
+    ``Retry.delay``, else the handler's ``retry_delay``, else the worker's (a policy hook
+    that raises is logged and replaced by its ``FALLBACK_*``). A lost lease
+    (``LeaseExpiredError``) is the worker's failure, not the handler's: ``retry_on`` does not
+    apply to it.
     """
     text = error_text(exc)
     if isinstance(exc, RevokeTask):
         return Outcome("done", queue, task_id, error=text)
-    if isinstance(exc, SkipRetry | TaskCancelledError) or task.retried >= task.max_retry:
+    if (isinstance(exc, SkipRetry | TaskCancelledError) or task.retried >= task.max_retry
+            or not _retried_error(exc, rules)):
         return Outcome("archive", queue, task_id, error=text)
     if isinstance(exc, Retry):
         delay_ms, failure = _checked_delay_ms(exc.delay, "Retry delay", task, exc, log), True
     else:
-        delay_ms = _retry_delay_ms(task, exc, config, log)
+        delay_ms = _retry_delay_ms(task, exc, config, log, rules)
         try:
             failure = bool(config.is_failure(exc))
         except BaseException as hook_exc:  # even SystemExit: a policy bug fails no worker
@@ -235,10 +245,19 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
                    is_failure=failure)
 
 
+def _retried_error(exc: BaseException, rules: HandlerRules | None) -> bool:
+    """Whether the handler's ``retry_on`` lets ``exc`` be retried (no ``retry_on``: any)."""
+    if rules is None or rules.retry_on is None or isinstance(exc, Retry | LeaseExpiredError):
+        return True
+    return isinstance(exc, rules.retry_on)
+
+
 def _retry_delay_ms(task: Task, exc: BaseException, config: WorkerConfig,
-                    log: FilteringBoundLogger) -> int:
+                    log: FilteringBoundLogger, rules: HandlerRules | None) -> int:
+    policy = rules.retry_delay if rules is not None and rules.retry_delay is not None \
+        else config.retry_delay
     try:
-        delay = config.retry_delay(task.retried, exc, task)
+        delay = policy(task.retried, exc, task)
     except BaseException as hook_exc:  # even SystemExit
         log.exception("retry_delay raised; using the default retry delay",
                       error=error_text(hook_exc))

@@ -37,6 +37,7 @@ from .._clock import Clock
 from .._errors import BrokerError, DecodeError
 from .._log import get_logger
 from .._model._message import TaskMessage, decode_message
+from .._model._rules import apply_rules
 from .._model._task import task_for_handler
 from .._service._background import TaskSet
 from .._service._backoff import Backoff
@@ -45,7 +46,7 @@ from ._config import WorkerConfig
 from ._handoffs import Handoffs
 from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
-from ._mux import Handler
+from ._mux import Handler, RulesCache
 from ._outcomes import Endings, error_text
 from ._retry import QueueOrder
 from ._running import Buffered, DeadlineTimers, Running, Stop, limit_of
@@ -93,8 +94,10 @@ class Processor:
     def __init__(self, broker: Broker, config: WorkerConfig, handler: Handler,
                  acker: OutcomeSink, leases: Leases, clock: Clock,
                  on_started: Callable[[TaskMessage, int], None] | None = None,
-                 limits: Gate | None = None) -> None:
+                 limits: Gate | None = None, rules: RulesCache | None = None) -> None:
         self._broker = broker
+        self.rules = rules or RulesCache(handler)
+        """The task options registered for each task type, applied to its message at start."""
         self._on_started = on_started  # the on_state_change notifier
         self._config = config
         self._handler = handler
@@ -307,6 +310,8 @@ class Processor:
             if msg.id != raw.id or msg.queue != queue:
                 raise DecodeError(f"message names task {msg.id!r} in queue {msg.queue!r} "
                                   f"but is stored as {raw.id!r} in {queue!r}")
+            rules = self.rules(msg.type)
+            apply_rules(msg, rules)
             deadline, limit = limit_of(now, msg)
             task = task_for_handler(msg, raw.payload, raw.retried, deadline,
                                     self._writer(queue, msg.id), self.state)
@@ -317,7 +322,7 @@ class Processor:
                             error=error_text(error))
             self.settle(Outcome("archive", queue, raw.id, error=error_text(error)))
             return
-        run = Running(msg, task, now, deadline)
+        run = Running(msg, task, now, deadline, rules)
         self.running[run.id] = run
         self._all_done.clear()
         if self._on_started is not None:

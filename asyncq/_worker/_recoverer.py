@@ -13,6 +13,7 @@ from .._clock import Clock
 from .._errors import DecodeError, LeaseExpiredError
 from .._log import get_logger
 from .._model._message import decode_message
+from .._model._rules import HandlerRules, apply_rules
 from .._model._task import task_for_handler
 from .._service._loops import for_each, run_periodically
 from .._service._outage import Outage
@@ -32,8 +33,10 @@ class Recoverer:
 
     def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock,
                  on_retry_scheduled: Callable[[int], None] | None = None,
-                 held: Container[str] = ()) -> None:
+                 held: Container[str] = (),
+                 rules: Callable[[str], HandlerRules | None] = lambda _: None) -> None:
         self._broker = broker
+        self._rules = rules  # the task options registered per task type (its retry policy)
         self._config = config
         self._clock = clock
         self._on_retry_scheduled = on_retry_scheduled
@@ -77,10 +80,11 @@ class Recoverer:
             msg = decode_message(raw.msg)
         except DecodeError as exc:
             return Outcome("archive", queue, raw.id, error=error_text(exc))
-        task = task_for_handler(msg, raw.payload, raw.retried, 0, None)
+        rules = self._rules(msg.type)
+        task = task_for_handler(apply_rules(msg, rules), raw.payload, raw.retried, 0, None)
         return failure_outcome(queue, raw.id, task, LeaseExpiredError("task lease expired"),
                                self._config, self._clock,
-                               self._log.bind(task_id=raw.id, queue=queue))
+                               self._log.bind(task_id=raw.id, queue=queue), rules)
 
     async def run(self) -> None:
         """Recover every ``recover_interval`` (a failed round is retried at the next one)."""

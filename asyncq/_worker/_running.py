@@ -16,6 +16,7 @@ from typing import Any
 from .._broker import RawTask
 from .._defaults import DEFAULT_TIMEOUT_MS
 from .._model._message import NO_TIMEOUT, TaskMessage
+from .._model._rules import HandlerRules
 from .._model._task import Task
 
 
@@ -51,12 +52,16 @@ class Running:
     Its lease is in the worker's lease table."""
 
     __slots__ = ("atask", "deadline_ms", "grace_timer", "id", "msg", "queue", "reason",
-                 "started_ms", "task", "timer", "trace")
+                 "rules", "started_ms", "task", "timer", "trace")
 
-    def __init__(self, msg: TaskMessage, task: Task, started_ms: int, deadline_ms: int) -> None:
+    def __init__(self, msg: TaskMessage, task: Task, started_ms: int, deadline_ms: int,
+                 rules: HandlerRules | None = None) -> None:
         self.id = msg.id
         self.queue = msg.queue
         self.msg = msg
+        #: The task options its handler was registered with (already applied to ``msg``;
+        #: kept for its retry policy).
+        self.rules = rules
         self.task = task
         self.started_ms = started_ms
         self.deadline_ms = deadline_ms

@@ -32,7 +32,7 @@ from ._healthcheck import HealthChecker
 from ._heartbeat import Heartbeat
 from ._janitor import Janitor
 from ._leases import Leases
-from ._mux import Handler, ServeMux, SyncOrAsyncHandler, check_handler
+from ._mux import Handler, RulesCache, ServeMux, SyncOrAsyncHandler, check_handler
 from ._notifier import Notifier
 from ._outcomes import error_text
 from ._processor import Processor
@@ -86,10 +86,13 @@ class Worker:
         self.acker = Acker(self.broker, cfg.server_id, self.leases,
                            on_retry_written=self.forwarder.poke,
                            on_written=notifier.written if notifier else None)
+        self.rules = RulesCache(self.handler)
+        """The task options registered for each task type: what its tasks run by."""
         self.processor = Processor(self.broker, cfg, self.handler, self.acker, self.leases,
                                    self.clock, on_started=notifier.started if notifier else None,
                                    limits=gate_for(self.handler, self.broker, cfg.server_id,
-                                                   self.forwarder.poke, cfg.metrics))
+                                                   self.forwarder.poke, cfg.metrics),
+                                   rules=self.rules)
         self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
                                    self.clock)
         if cfg.metrics is not None:
@@ -100,7 +103,8 @@ class Worker:
             self.acker.outage.on_failure = cfg.metrics.redis_error
             self.heartbeat.outage.on_failure = cfg.metrics.redis_error
         self.recoverer = Recoverer(self.broker, cfg, self.clock,
-                                   on_retry_scheduled=self.forwarder.poke, held=self.leases)
+                                   on_retry_scheduled=self.forwarder.poke, held=self.leases,
+                                   rules=self.rules)
         self.advancer = Advancer(self.broker, queues, cfg.server_id, cfg.workflow_interval)
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,
                                cfg.orphan_scan_count)

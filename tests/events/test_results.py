@@ -147,14 +147,14 @@ async def test_apply_enqueues_and_awaits_without_retention(
     assert results == list(range(50))
 
 
-async def test_large_results_need_retention(
+async def test_large_results_are_kept_unless_retention_0(
     asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
 ) -> None:
     async with asyncq_worker(results_mux(), queues={asyncq_queue: 1}):
-        kept = await asyncq_client.apply("big", queue=asyncq_queue, retention=60, timeout=5)
+        kept = await asyncq_client.apply("big", queue=asyncq_queue, timeout=5)
         assert kept == "x" * 70_000  # over 64 KiB: read from the task, not the event
         with pytest.raises(ResultNotKeptError, match="retention"):
-            await asyncq_client.apply("big", queue=asyncq_queue, timeout=5)
+            await asyncq_client.apply("big", queue=asyncq_queue, retention=0, timeout=5)
 
 
 async def test_ten_thousand_waiters_share_one_subscription(

@@ -82,3 +82,15 @@ async def next_event(events: AsyncIterator[T], timeout: float = 5.0) -> T:
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
     """Poll an async ``check`` until it is true; fail after ``timeout`` seconds."""
     await wait_until(check, timeout=timeout, message="condition")
+
+
+async def only_completion_mark(redis: Redis, queue: str, task_id: str) -> bool:
+    """Whether a task that succeeded returning nothing left only its completion mark: its
+    hash in state 'completed', without payload, owner or lease, expiring by itself."""
+    fields = await task_hash(redis, queue, task_id)
+    if fields.get("state") != b"completed" or {"payload", "owner"} & fields.keys():
+        return False
+    qk = K.queue_keys(queue)
+    return (await redis.pttl(qk.task(task_id)) > 0
+            and await redis.zscore(qk.completed, task_id) is None
+            and await redis.zscore(qk.lease, task_id) is None)

@@ -22,10 +22,12 @@ from asyncq import AsyncqError, Client, DecodeError, FakeClock, Task, TaskInfo, 
 from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker import _keys as K
 from asyncq._clock import datetime_to_ms, ms_to_datetime
+from asyncq._defaults import DEFAULT_MAX_RETRY, DEFAULT_TIMEOUT_MS, RESULT_RETENTION
 from asyncq._model._info import STORED_STATES, task_info
 from asyncq._model._message import NO_TIMEOUT, TaskMessage, decode_message
-from asyncq._model._options import DEFAULT_TIMEOUT_MS, UNSET, ParsedOptions, parse_options, resolve
+from asyncq._model._options import UNSET, ParsedOptions, parse_options, resolve
 from asyncq._model._payload import decode_json, encode_payload
+from asyncq._model._rules import HandlerRules
 from asyncq._model._task import task_for_handler
 from asyncq._validate import to_ms
 from tests.helpers.dataplane import lmembers, msg_doc, task_hash
@@ -192,8 +194,22 @@ def test_task_info_from_message() -> None:
     assert info.json() == [1]
     bare = task_info(TaskMessage(id="i", type="t", queue="q"), b"", TaskState.PENDING,
                      last_error="")
-    assert (bare.last_error, bare.timeout, bare.deadline, bare.group) == (None, None, None, None)
+    assert (bare.last_error, bare.deadline, bare.group) == (None, None, None)
     assert (bare.last_failed_at, bare.next_process_at, bare.is_orphaned) == (None, None, False)
+    # What the producer left unset shows what will apply: the defaults...
+    assert (bare.max_retry, bare.timeout, bare.retention) == (
+        DEFAULT_MAX_RETRY, timedelta(milliseconds=DEFAULT_TIMEOUT_MS),
+        timedelta(seconds=RESULT_RETENTION))
+    # ... or the handler's registration; an option the producer set wins over it.
+    rules = HandlerRules(max_retry=1, timeout_ms=5000, retention_ms=0)
+    registered = task_info(TaskMessage(id="i", type="t", queue="q"), b"", TaskState.PENDING,
+                           rules=rules)
+    assert (registered.max_retry, registered.timeout, registered.retention) == (
+        1, timedelta(seconds=5), timedelta(0))
+    assert task_info(msg, b"", TaskState.PENDING, rules=rules).max_retry == 3
+    # A deadline alone limits a run: no default timeout then.
+    assert task_info(TaskMessage(id="i", type="t", queue="q", deadline_ms=5), b"",
+                     TaskState.PENDING).timeout is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         info.retried = 5  # type: ignore[misc]
 
@@ -249,10 +265,13 @@ def test_merged_options_last_wins_and_headers_merge() -> None:
 
 def test_resolve_defaults() -> None:
     r = resolve(ParsedOptions(), 1_000)
-    assert (r.queue, r.max_retry, r.timeout_ms, r.deadline_ms) == (
-        "default", 25, DEFAULT_TIMEOUT_MS, 0)
+    # What applies when the producer says nothing is the worker's to decide (its handler's
+    # registration, else the defaults): nothing is written for it.
+    assert (r.queue, r.max_retry, r.timeout_ms, r.deadline_ms) == ("default", None, 0, 0)
     assert (r.process_at_ms, r.unique_ms, r.unique_key, r.task_id) == (0, 0, None, None)
-    assert (r.retention_ms, r.group, r.headers) == (0, "", {})
+    assert (r.retention_ms, r.group, r.headers) == (None, "", {})
+    explicit = resolve(parse_options({"max_retry": 0, "retention": 0}), 0)
+    assert (explicit.max_retry, explicit.retention_ms) == (0, 0)
     # An explicit timeout of 0 with no deadline means no limit (as documented).
     assert resolve(parse_options({"timeout": 0}), 0).timeout_ms == NO_TIMEOUT
     deadline_only = resolve(parse_options({"deadline": datetime(2030, 1, 1, tzinfo=UTC)}), 0)
@@ -272,8 +291,11 @@ def test_message_round_trip() -> None:
     assert decode_message(full.encode()) == full
     bare = TaskMessage(id="i", type="t", queue="q")
     assert decode_message(bare.encode()) == bare
-    assert set(orjson.loads(bare.encode())) == {"id", "type", "queue", "max_retry", "enc",
-                                                "enqueued_at"}
+    assert set(orjson.loads(bare.encode())) == {"id", "type", "queue", "enc", "enqueued_at"}
+    # An option set to 0 is written (it was given); one not given is not.
+    zeros = TaskMessage(id="i", type="t", queue="q", max_retry=0, retention_ms=0)
+    assert decode_message(zeros.encode()) == zeros
+    assert {"max_retry", "retention"} <= set(orjson.loads(zeros.encode()))
 
 
 @pytest.mark.parametrize(
@@ -452,7 +474,7 @@ async def test_options_round_trip(
     info = await Client(redis_client).enqueue(
         "prop", queue=queue, max_retry=max_retry, timeout=timeout[0],
         retention=None if retention is None else retention[0], headers=headers)
-    retention_ms = 0 if retention is None else retention[1]
+    retention_ms = RESULT_RETENTION * 1000 if retention is None else retention[1]
     assert info.queue == queue
     assert info.max_retry == max(0, max_retry)
     assert info.timeout == timedelta(milliseconds=timeout[1])
@@ -463,7 +485,7 @@ async def test_options_round_trip(
     assert doc["queue"] == queue
     assert doc["max_retry"] == max(0, max_retry)
     assert doc["timeout"] == timeout[1]
-    assert doc.get("retention", 0) == retention_ms
+    assert doc.get("retention") == (None if retention is None else retention_ms)
     assert doc.get("headers", {}) == headers
     assert decode_message(fields["msg"]).headers == headers
     assert (await lmembers(redis_client, K.queue_keys(queue).pending))[0] == info.id

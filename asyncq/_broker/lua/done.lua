@@ -1,5 +1,6 @@
 #!lua flags=allow-oom
--- done: a task finished and is not kept (active -> deleted). Also used for RevokeTask.
+-- done: a task finished and is not kept (active -> deleted), or only as a completion mark
+-- (ARGV[8]); also used for RevokeTask.
 -- KEYS[1] task hash          asyncq:{q}:t:<id>
 -- KEYS[2] active list        asyncq:{q}:active
 -- KEYS[3] lease zset         asyncq:{q}:lease
@@ -13,6 +14,10 @@
 -- ARGV[6] '' when the task succeeded; else why it was revoked (the handler raised RevokeTask)
 -- ARGV[7] largest result sent with the completion event, bytes: a larger one goes only to a
 --   workflow's outbox (see _wf_lib.lua), the event saying it was too big
+-- ARGV[8] completion mark, ms ('0' none): a task that succeeded returning nothing keeps its
+--   hash this long, without payload, owner or lease, in no list (state 'completed'), so a
+--   wait that starts after it ended still finds how it ended; Redis expires it
+-- ARGV[9] now, Unix ms (completed_at of the mark)
 -- Returns: 1 done; 0 the task is no longer active under this owner (lease lost: no change).
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
@@ -35,6 +40,12 @@ end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 asyncq_release_unique(v[3], ARGV[1])
-redis.call('DEL', KEYS[1])
+if ARGV[6] == '' and ARGV[8] ~= '0' then
+  redis.call('HDEL', KEYS[1], 'owner', 'payload', 'error', 'failed_at')
+  redis.call('HSET', KEYS[1], 'state', 'completed', 'completed_at', ARGV[9])
+  redis.call('PEXPIRE', KEYS[1], ARGV[8])
+else
+  redis.call('DEL', KEYS[1])
+end
 asyncq_bump(KEYS[4], KEYS[5], ARGV[3])
 return 1

@@ -27,7 +27,8 @@
 --   'archived', 'completed'   back in its sorted set ('completed': expiring now);
 --   'aggregating' back in its group;
 --   'archived:<reason>'   no usable state or message: archived with that reason.
---   A workflow step 'waiting' for the steps before it is in no list by design: left alone.
+--   A workflow step 'waiting' for the steps before it is in no list by design: left alone,
+--   as is a completion mark (a 'completed' hash with a TTL, see done.lua).
 -- @include _wake_lib.lua
 local now = ARGV[3]
 local search = tonumber(ARGV[4])
@@ -85,7 +86,9 @@ for i = 7, #ARGV do
         or state == 'completed' then
       local set = ({scheduled = KEYS[4], retry = KEYS[5], archived = KEYS[6],
                     completed = KEYS[7]})[state]
-      if not redis.call('ZSCORE', set, id) then
+      -- (a completion mark, done.lua, is in no list by design and expires by itself)
+      if not redis.call('ZSCORE', set, id)
+          and not (state == 'completed' and redis.call('PTTL', key) > 0) then
         redis.call('ZADD', set, now, id)
         action = state
       end

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from asyncq import Client, ServeMux, Task
 from asyncq._broker import _keys as K
+from asyncq._defaults import COMPLETION_MARK, RESULT_RETENTION
 from asyncq.testing import WorkerFactory, queue_counts
 from tests.helpers.dataplane import task_hash
 
@@ -148,14 +149,23 @@ async def test_retention_keeps_completed_tasks_with_their_result(
     async def plain(task: Task) -> str:
         return "not kept"
 
+    @mux.handler("nothing")
+    async def nothing(task: Task) -> None:
+        return None
+
     kept: dict[str, tuple[str, str]] = {}
     dropped: list[tuple[str, str]] = []
+    marked: list[tuple[str, str]] = []
     for queue in queues:
         kept[(await asyncq_client.enqueue("returns", queue=queue, retention=60)).id] = (
             queue, "returns")
         kept[(await asyncq_client.enqueue("writes", queue=queue, retention=3600)).id] = (
             queue, "writes")
-        dropped.append((queue, (await asyncq_client.enqueue("plain", queue=queue)).id))
+        # A value returned without a retention is kept for the result retention.
+        kept[(await asyncq_client.enqueue("plain", queue=queue)).id] = (queue, "plain")
+        dropped.append((queue, (await asyncq_client.enqueue("plain", queue=queue,
+                                                            retention=0)).id))
+        marked.append((queue, (await asyncq_client.enqueue("nothing", queue=queue)).id))
     before = now_ms()
     async with asyncq_worker(mux, queues=dict.fromkeys(queues, 1)) as w:
         await w.wait_drained()
@@ -165,13 +175,23 @@ async def test_retention_keeps_completed_tasks_with_their_result(
         assert fields["state"] == b"completed"
         completed_at = int(fields["completed_at"])
         assert before <= completed_at <= after
-        retention = 60_000 if kind == "returns" else 3_600_000
+        retention = {"returns": 60_000, "writes": 3_600_000,
+                     "plain": RESULT_RETENTION * 1000}[kind]
         score = await redis_client.zscore(K.queue_keys(queue).completed, task_id)
         assert score == completed_at + retention
-        assert fields["result"] == (b'{"sum":3}' if kind == "returns" else b"partial")
+        assert fields["result"] == {"returns": b'{"sum":3}', "writes": b"partial",
+                                    "plain": b'"not kept"'}[kind]
     for queue, task_id in dropped:
         assert await task_hash(redis_client, queue, task_id) == {}
+    # Returning nothing leaves a completion mark: no payload, in no list, expired by Redis.
+    for queue, task_id in marked:
+        fields = await task_hash(redis_client, queue, task_id)
+        assert fields["state"] == b"completed" and "payload" not in fields
+        assert before <= int(fields["completed_at"]) <= after
+        ttl = await redis_client.pttl(K.queue_keys(queue).task(task_id))
+        assert COMPLETION_MARK * 1000 - 30_000 < ttl <= COMPLETION_MARK * 1000
+        assert await redis_client.zscore(K.queue_keys(queue).completed, task_id) is None
     for queue in queues:
-        assert (await queue_counts(redis_client, queue))["completed"] == 2
+        assert (await queue_counts(redis_client, queue))["completed"] == 3
 
 
