@@ -152,7 +152,7 @@ def test_cli_flags_and_help_texts_show_the_defaults(monkeypatch: pytest.MonkeyPa
     enqueue = _subparser(parser, "task", "enqueue")
     assert f"queue {D.DEFAULT_QUEUE}, {D.DEFAULT_MAX_RETRY} retries" in (
         enqueue.description or "")
-    assert f"default {D.DEFAULT_MAX_RETRY}" in (_flag(enqueue, "--retry").help or "")
+    assert f"default {D.DEFAULT_MAX_RETRY}" in (_flag(enqueue, "--max-retry").help or "")
 
     metrics = _subparser(parser, "metrics")
     assert _flag(metrics, "--host").default == D.METRICS_HOST

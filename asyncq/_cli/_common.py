@@ -19,6 +19,26 @@ class CLIError(Exception):
     """An error reported as one line on stderr with exit code 1."""
 
 
+class _Replaced(argparse.Action):
+    """An option spelling that is no longer taken: giving it stops the command with its usage
+    and a line saying what to write instead (one name per option, as in the Python API)."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, use: str,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs="?",
+                         default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        self.use = use
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        raise argparse.ArgumentError(None, f"{option_string} is no longer taken; {self.use}")
+
+
+def add_replaced(parser: argparse.ArgumentParser, *old: str, use: str) -> None:
+    """Refuse the old spellings ``old`` (hidden from help) with a message saying ``use``."""
+    parser.add_argument(*old, action=_Replaced, use=use)
+
+
 def add_redis_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--redis-url", "-u", default=os.environ.get(REDIS_URL_ENV, DEFAULT_REDIS_URL),

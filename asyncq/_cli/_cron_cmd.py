@@ -14,6 +14,7 @@ from ._output import (
     add_common_args,
     bytes_doc,
     fmt_time,
+    object_doc,
     print_json,
     print_table,
     run_inspector,
@@ -39,13 +40,7 @@ def register(sub: Any) -> None:
 
 
 def entry_doc(e: SchedulerEntry) -> dict[str, Any]:
-    payload, payload_enc = bytes_doc(e.payload, e.encoding)
-    return {
-        "id": e.id, "spec": e.spec, "timezone": e.timezone, "type": e.type,
-        "payload": payload, "payload_encoding": payload_enc, "options": dict(e.options),
-        "next_enqueue_at": e.next_enqueue_at, "prev_enqueue_at": e.prev_enqueue_at,
-        "scheduler_id": e.scheduler_id,
-    }
+    return object_doc(e)
 
 
 def _short(text: str, width: int = PAYLOAD_WIDTH) -> str:
@@ -98,8 +93,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def _print_events(args: argparse.Namespace, events: list[SchedulerEvent]) -> None:
     if args.json:
-        print_json([{"entry_id": ev.entry_id, "task_id": ev.task_id, "queue": ev.queue,
-                     "enqueued_at": ev.enqueued_at, "tick_at": ev.tick_at} for ev in events])
+        print_json([object_doc(ev) for ev in events])
         return
     if not events:
         say(f"no enqueue events for entry {args.entry_id} on page {args.page}")

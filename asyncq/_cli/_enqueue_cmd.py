@@ -1,4 +1,5 @@
-"""``asyncq task enqueue -t TYPE [-l PAYLOAD] [options]``: enqueue a task from the shell."""
+"""``asyncq task enqueue -t TYPE [-l PAYLOAD] [options]``: enqueue a task from the shell, with
+the options of ``Client.enqueue`` under the same names."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import orjson
 from .._client._client import Client
 from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_TIMEOUT_MS
 from .._validate import to_seconds
-from ._common import CLIError, check_redis
+from ._common import CLIError, add_replaced, check_redis
 from ._output import add_common_args, print_json, say, task_doc
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
@@ -56,27 +57,62 @@ def parse_time(text: str) -> datetime:
     return when
 
 
+def parse_header(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` (the value may hold ``=``) -> ``(NAME, VALUE)``."""
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"invalid header {text!r}: use NAME=VALUE")
+    return name, value
+
+
 def register(tsub: Any) -> None:
     p: argparse.ArgumentParser = tsub.add_parser(
         "enqueue", help="enqueue a task",
-        description=f"Enqueue a task. Only the options given are set; the others take the "
-                    f"usual defaults (queue {DEFAULT_QUEUE}, {DEFAULT_MAX_RETRY} retries, "
-                    f"{DEFAULT_TIMEOUT_MS // 60_000} min timeout).")
+        description=f"Enqueue a task, as Client.enqueue(type, payload, **options) does: each "
+                    f"option is named as the keyword it sets (--max-retry is max_retry). Only "
+                    f"the options given are set; the others take the handler's registered "
+                    f"options or the defaults (queue {DEFAULT_QUEUE}, {DEFAULT_MAX_RETRY} "
+                    f"retries, {DEFAULT_TIMEOUT_MS // 60_000} min timeout).")
     p.add_argument("--type", "-t", required=True, help="task type")
     p.add_argument("--payload", "-l", help="payload as JSON text (see --bytes)")
     p.add_argument("--bytes", action="store_true", help="send the payload text as raw bytes")
     p.add_argument("--queue", "-q", help=f"queue (default: {DEFAULT_QUEUE})")
-    p.add_argument("--retry", type=int, help=f"most retries (default {DEFAULT_MAX_RETRY})")
-    p.add_argument("--timeout", type=parse_duration, help="handler time limit, e.g. 5m")
-    p.add_argument("--deadline", type=parse_time, help="RFC 3339 deadline")
-    p.add_argument("--unique", type=parse_duration, help="uniqueness TTL, e.g. 1h")
-    p.add_argument("--process-at", type=parse_time, help="RFC 3339 time to run at")
-    p.add_argument("--process-in", type=parse_duration, help="delay before running, e.g. 10m")
-    p.add_argument("--retention", type=parse_duration, help="keep after success, e.g. 24h")
+    p.add_argument("--max-retry", type=int, metavar="N",
+                   help=f"most retries (default {DEFAULT_MAX_RETRY})")
+    p.add_argument("--timeout", type=parse_duration, metavar="DURATION",
+                   help="handler time limit, e.g. 5m (0: no limit)")
+    p.add_argument("--deadline", type=parse_time, metavar="TIME", help="RFC 3339 deadline")
+    p.add_argument("--process-at", type=parse_time, metavar="TIME",
+                   help="RFC 3339 time to run at")
+    p.add_argument("--process-in", type=parse_duration, metavar="DURATION",
+                   help="delay before running, e.g. 10m")
+    p.add_argument("--unique", type=parse_duration, metavar="TTL",
+                   help="refuse a duplicate for this long, e.g. 1h (at least 1s)")
+    p.add_argument("--unique-key", metavar="KEY",
+                   help="what makes a duplicate (needs --unique; default: type and payload)")
+    p.add_argument("--task-id", metavar="ID", help="task id (default: a new UUID)")
+    p.add_argument("--retention", type=parse_duration, metavar="DURATION",
+                   help="how long the task is kept once completed, e.g. 24h")
     p.add_argument("--group", "-g", help="group to aggregate with")
-    p.add_argument("--id", help="task id (default: a new UUID)")
+    p.add_argument("--header", type=parse_header, action="append", metavar="NAME=VALUE",
+                   help="a header given to middleware (repeatable)")
+    p.add_argument("--after", action="append", metavar="ID",
+                   help="a task of the same queue that must succeed first (repeatable)")
+    add_replaced(p, "--retry", use="use --max-retry N, named as Client.enqueue's max_retry")
+    add_replaced(p, "--id", use="use --task-id ID, named as Client.enqueue's task_id")
     add_common_args(p)
     p.set_defaults(func=cmd_enqueue)
+
+
+def _headers(pairs: list[tuple[str, str]] | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    headers: dict[str, str] = {}
+    for name, value in pairs:
+        if name in headers:
+            raise CLIError(f"--header {name!r} is given twice: give each header once")
+        headers[name] = value
+    return headers
 
 
 def _payload(args: argparse.Namespace) -> object:
@@ -95,11 +131,14 @@ def _payload(args: argparse.Namespace) -> object:
 
 def cmd_enqueue(args: argparse.Namespace) -> int:
     payload = _payload(args)
+    if args.unique_key is not None and args.unique is None:
+        raise CLIError("--unique-key needs --unique TTL (how long a duplicate is refused)")
     options: dict[str, Any] = {
-        "queue": args.queue, "max_retry": args.retry, "timeout": args.timeout,
-        "deadline": args.deadline, "unique": args.unique, "process_at": args.process_at,
-        "process_in": args.process_in, "retention": args.retention, "group": args.group,
-        "task_id": args.id,
+        "queue": args.queue, "max_retry": args.max_retry, "timeout": args.timeout,
+        "deadline": args.deadline, "process_at": args.process_at,
+        "process_in": args.process_in, "unique": args.unique, "unique_key": args.unique_key,
+        "task_id": args.task_id, "retention": args.retention, "group": args.group,
+        "headers": _headers(args.header), "after": args.after,
     }
     options = {k: v for k, v in options.items() if v is not None}
 

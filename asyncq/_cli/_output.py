@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import dataclasses
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -48,7 +49,7 @@ def _default(value: Any) -> Any:
     if isinstance(value, timedelta):
         return value.total_seconds()
     if isinstance(value, bytes):
-        return bytes_doc(value)[0]
+        return base64.b64encode(value).decode("ascii")
     if isinstance(value, Mapping):
         return dict(value)
     raise TypeError(f"cannot encode {type(value).__name__} as JSON")
@@ -76,38 +77,44 @@ def bytes_doc(data: bytes | None, encoding: str = "b") -> tuple[Any, str]:
         return base64.b64encode(data).decode("ascii"), "base64"
 
 
-def task_doc(t: TaskInfo) -> dict[str, Any]:
-    payload, payload_enc = bytes_doc(t.payload, t.encoding)
-    result, result_enc = bytes_doc(t.result)
-    return {
-        "id": t.id, "queue": t.queue, "type": t.type, "state": t.state.value,
-        "payload": payload, "payload_encoding": payload_enc, "headers": dict(t.headers),
-        "max_retry": t.max_retry, "retried": t.retried, "last_error": t.last_error,
-        "last_failed_at": t.last_failed_at,
-        "timeout": t.timeout.total_seconds() if t.timeout else None,
-        "deadline": t.deadline, "group": t.group, "next_process_at": t.next_process_at,
-        "is_orphaned": t.is_orphaned, "retention": t.retention.total_seconds(),
-        "completed_at": t.completed_at, "result": result, "result_encoding": result_enc,
-    }
+#: Bytes fields of the Python objects and the field saying how they are encoded.
+_ENCODED = {"payload": "encoding", "result": "result_encoding"}
 
 
-def queue_doc(info: QueueInfo) -> dict[str, Any]:
-    doc = {name: getattr(info, name) for name in info.__dataclass_fields__}
-    doc["latency"] = info.latency.total_seconds()
+def encoded_doc(data: bytes | None, encoding: str) -> tuple[Any, str]:
+    """Stored bytes for a JSON document and the encoding they are given in, as the Python
+    objects name it: ``j`` the JSON value itself, ``b`` base64 of the bytes, null for none."""
+    if data is None or encoding == "n":
+        return None, encoding
+    if encoding == "j":
+        try:
+            return orjson.loads(data), "j"
+        except orjson.JSONDecodeError:
+            pass  # not the JSON it claims to be: shown exactly, as bytes
+    return base64.b64encode(data).decode("ascii"), "b"
+
+
+def object_doc(obj: Any) -> dict[str, Any]:
+    """A dataclass (TaskInfo, QueueInfo, ...) as the ``--json`` of every command gives it: its
+    fields by their Python names; payload/result by their encoding field (``encoded_doc``);
+    durations in seconds, times RFC 3339 UTC, enums by value (``print_json``)."""
+    doc = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    for name, encoding in _ENCODED.items():
+        if name in doc and encoding in doc:
+            doc[name], doc[encoding] = encoded_doc(doc[name], doc[encoding])
     return doc
 
 
+def task_doc(t: TaskInfo) -> dict[str, Any]:
+    return object_doc(t)
+
+
+def queue_doc(info: QueueInfo) -> dict[str, Any]:
+    return object_doc(info)
+
+
 def server_doc(s: ServerInfo) -> dict[str, Any]:
-    return {
-        "id": s.id, "host": s.host, "pid": s.pid, "concurrency": s.concurrency,
-        "queues": dict(s.queues), "strict_priority": s.strict_priority, "status": s.status,
-        "started": s.started, "processed": s.processed, "failed": s.failed,
-        "active_workers": [
-            {"task_id": w.task_id, "task_type": w.task_type, "queue": w.queue,
-             "started": w.started, "deadline": w.deadline, "payload_size": w.payload_size}
-            for w in s.active_workers
-        ],
-    }
+    return object_doc(s)
 
 
 # -- human output

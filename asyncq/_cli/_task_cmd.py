@@ -10,6 +10,7 @@ import orjson
 from .._inspector._inspector import Inspector
 from .._model._info import STORED_STATES, TaskInfo, TaskState
 from . import _enqueue_cmd
+from ._common import add_replaced
 from ._output import (
     add_common_args,
     bytes_doc,
@@ -39,6 +40,17 @@ def _queue_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queue", "-q", required=True, help="queue name")
 
 
+def _ids_arg(p: argparse.ArgumentParser, *, many: bool = True) -> None:
+    """The task id(s), positional in every ``task`` subcommand, and the optional queue that
+    holds them (without it the task is looked for in every queue)."""
+    if many:
+        p.add_argument("ids", nargs="+", metavar="ID", help="task id(s)")
+    else:
+        p.add_argument("ids", nargs=1, metavar="ID", help="task id")
+    p.add_argument("--queue", "-q", help="the task's queue (default: look in every queue)")
+    add_replaced(p, "--id", "-i", use=f"give the task id without an option: {p.prog} ID")
+
+
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser("task", help="look at and manage tasks")
     tsub = p.add_subparsers(dest="task_command", metavar="SUBCOMMAND", required=True)
@@ -54,31 +66,26 @@ def register(sub: Any) -> None:
     ls.set_defaults(func=cmd_ls)
 
     inspect = tsub.add_parser("inspect", help="show one task")
-    inspect.add_argument("--queue", "-q", help="the task's queue (default: look in every "
-                                               "queue)")
-    inspect.add_argument("--id", "-i", required=True, help="task id")
+    _ids_arg(inspect, many=False)
     add_common_args(inspect)
     inspect.set_defaults(func=cmd_inspect)
 
     cancel = tsub.add_parser("cancel", help="cancel running tasks")
-    cancel.add_argument("ids", nargs="+", metavar="ID")
-    cancel.add_argument("--queue", "-q", help="the tasks' queue (default: look in every queue)")
+    _ids_arg(cancel)
     add_common_args(cancel, json=False)
     cancel.set_defaults(func=cmd_cancel)
 
     recover = tsub.add_parser(
-        "recover", help="send back an active task whose worker is gone or whose lease expired")
-    _queue_arg(recover)
-    recover.add_argument("id", metavar="ID")
+        "recover", help="send back active tasks whose worker is gone or whose lease expired")
+    _ids_arg(recover)
     add_common_args(recover, json=False)
     recover.set_defaults(func=cmd_recover)
 
-    for name, text in (("run", "run a task now"), ("archive", "archive a task"),
-                       ("delete", "delete a task")):
+    for name, text in (("run", "run tasks now"), ("archive", "archive tasks"),
+                       ("delete", "delete tasks")):
         cmd = tsub.add_parser(name, help=text, aliases=["rm", "remove"] if name == "delete"
                               else [])
-        _queue_arg(cmd)
-        cmd.add_argument("--id", "-i", required=True, help="task id")
+        _ids_arg(cmd)
         add_common_args(cmd, json=False)
         cmd.set_defaults(func=cmd_one, op=name)
 
@@ -195,10 +202,18 @@ def print_task(t: TaskInfo) -> None:
     ])
 
 
+async def _queue_of(inspector: Inspector, args: argparse.Namespace, task_id: str) -> str:
+    """The queue given with ``-q``, else the one queue that holds ``task_id``."""
+    if args.queue:
+        return str(args.queue)
+    return (await inspector.find_task(task_id)).queue
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
-        t = (await inspector.task_info(args.queue, args.id) if args.queue
-             else await inspector.find_task(args.id))
+        [task_id] = args.ids
+        t = (await inspector.task_info(args.queue, task_id) if args.queue
+             else await inspector.find_task(task_id))
         if args.json:
             print_json(task_doc(t))
         else:
@@ -215,7 +230,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
                 say(f"cancellation recorded for running task {task_id}")
             else:
                 say(f"task {task_id} is not running: nothing to cancel (a task left "
-                      "active by a worker that is gone: asyncq task recover -q QUEUE ID)")
+                      "active by a worker that is gone: asyncq task recover ID)")
         return 0
 
     return run_inspector(args, body)
@@ -223,25 +238,30 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 def cmd_recover(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
-        await inspector.recover_task(args.queue, args.id)
-        state = (await inspector.task_info(args.queue, args.id)).state
-        say(f"recovered task {args.id}: now {state.value}")
+        for task_id in args.ids:
+            queue = await _queue_of(inspector, args, task_id)
+            await inspector.recover_task(queue, task_id)
+            state = (await inspector.task_info(queue, task_id)).state
+            say(f"recovered task {task_id}: now {state.value}")
         return 0
 
     return run_inspector(args, body)
 
 
 def cmd_one(args: argparse.Namespace) -> int:
+    """``task run|archive|delete ID...``: each id in turn; the first error stops the rest."""
     async def body(inspector: Inspector) -> int:
-        if args.op == "run":
-            await inspector.run_task(args.queue, args.id)
-            say(f"task {args.id} is now pending")
-        elif args.op == "archive":
-            await inspector.archive_task(args.queue, args.id)
-            say(f"archived task {args.id}")
-        else:
-            await inspector.delete_task(args.queue, args.id)
-            say(f"deleted task {args.id}")
+        for task_id in args.ids:
+            queue = await _queue_of(inspector, args, task_id)
+            if args.op == "run":
+                await inspector.run_task(queue, task_id)
+                say(f"task {task_id} is now pending")
+            elif args.op == "archive":
+                await inspector.archive_task(queue, task_id)
+                say(f"archived task {task_id}")
+            else:
+                await inspector.delete_task(queue, task_id)
+                say(f"deleted task {task_id}")
         return 0
 
     return run_inspector(args, body)

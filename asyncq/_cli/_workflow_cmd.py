@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any
 
 from .._inspector._inspector import Inspector
 from .._workflow import WorkflowInfo
 from ._output import (
     add_common_args,
-    bytes_doc,
     fmt_time,
+    object_doc,
     print_fields,
     print_json,
     print_table,
@@ -39,10 +38,7 @@ def register(sub: Any) -> None:
 
 
 def workflow_doc(info: WorkflowInfo) -> dict[str, Any]:
-    doc = dataclasses.asdict(info)
-    doc["state"] = info.state.value
-    doc["result"], doc["result_encoding"] = bytes_doc(info.result, info.result_encoding)
-    return doc
+    return object_doc(info)
 
 
 def cmd_ls(args: argparse.Namespace) -> int:

@@ -63,14 +63,14 @@ async def test_task_inspect_finds_the_queue_and_shows_the_result(
     info = await asyncq_client.enqueue("t", queue=asyncq_queue, retention=60)
     async with asyncq_worker(mux, queues={asyncq_queue: 1}) as w:
         await w.wait_drained()
-    out = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "inspect", "--id",
+    out = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "inspect",
                                    info.id, "--redis-url", asyncq_redis_url], check=False)
     text = out.stdout.decode()
     assert out.returncode == 0, out.stderr.decode()
     assert "queue:" in text and asyncq_queue in text  # found without -q
     assert '{"total":42,"items":["a","b"]}' in text  # the decoded result, not "N bytes"
     missing = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "inspect",
-                                       "--id", "no-such-id", "--redis-url", asyncq_redis_url],
+                                       "no-such-id", "--redis-url", asyncq_redis_url],
                                       check=False)
     assert missing.returncode == 1 and b"not found in any queue" in missing.stderr
 

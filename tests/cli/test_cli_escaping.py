@@ -46,11 +46,11 @@ async def test_listings_and_inspect_escape_what_tasks_carry(
     await redis_client.zadd(qk.archived, {info.id: 1})
     url = ["--redis-url", asyncq_redis_url]
     for args in (["task", "ls", "-q", asyncq_queue, "-s", "archived"],
-                 ["task", "inspect", "-q", asyncq_queue, "--id", info.id]):
+                 ["task", "inspect", "-q", asyncq_queue, info.id]):
         stdout, _ = await run(*args, *url)
         assert "\x1b" not in stdout and "\x07" not in stdout
         assert "forged line" not in stdout.splitlines()[-1] or "\\n" in stdout
         assert not any(line.startswith("2026-11-23 [info]") for line in stdout.splitlines())
-    stdout, _ = await run("task", "inspect", "-q", asyncq_queue, "--id", info.id, "--json",
+    stdout, _ = await run("task", "inspect", "-q", asyncq_queue, info.id, "--json",
                           *url)
     assert EVIL in orjson.loads(stdout)["last_error"]  # --json is exact

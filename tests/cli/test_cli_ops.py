@@ -3,68 +3,22 @@ test Redis: ``--json`` output is parsed, human output is checked for its key lin
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import orjson
 import pytest
 
 import asyncq
 from asyncq.testing import WorkerFactory, wait_until
+from tests.helpers.cli import Cli, cli_runner, err, gather, js, out
 from tests.helpers.dataplane import dead_redis_url
 
 pytestmark = pytest.mark.anyio
 
-Cli = Callable[..., Awaitable[subprocess.CompletedProcess[bytes]]]
-
-
 @pytest.fixture
 def cli(asyncq_redis_url: str) -> Cli:
     """``await cli("queue", "ls", ok=True)`` runs ``python -m asyncq queue ls``."""
-    env = {**os.environ, "ASYNCQ_REDIS_URL": asyncq_redis_url}
-
-    async def run(*args: str, ok: bool | None = True) -> subprocess.CompletedProcess[bytes]:
-        proc = await anyio.run_process([sys.executable, "-m", "asyncq", *args], env=env,
-                                       check=False)
-        if ok is True:
-            assert proc.returncode == 0, (args, proc.stderr.decode())
-        elif ok is False:
-            assert proc.returncode == 1, (args, proc.returncode, proc.stdout.decode())
-            lines = proc.stderr.decode().strip().splitlines()
-            assert len(lines) == 1 and lines[0].startswith("asyncq: error: "), lines
-        return proc
-
-    return run
-
-
-def out(proc: subprocess.CompletedProcess[bytes]) -> str:
-    return proc.stdout.decode()
-
-
-def js(proc: subprocess.CompletedProcess[bytes]) -> Any:
-    return orjson.loads(proc.stdout)
-
-
-def err(proc: subprocess.CompletedProcess[bytes]) -> str:
-    return proc.stderr.decode().strip()
-
-
-async def gather(*calls: Awaitable[subprocess.CompletedProcess[bytes]],
-                 ) -> list[subprocess.CompletedProcess[bytes]]:
-    """Run independent CLI calls concurrently (each is a separate process)."""
-    results: list[Any] = [None] * len(calls)
-
-    async def one(i: int, call: Awaitable[subprocess.CompletedProcess[bytes]]) -> None:
-        results[i] = await call
-
-    async with anyio.create_task_group() as tg:
-        for i, call in enumerate(calls):
-            tg.start_soon(one, i, call)
-    return results
+    return cli_runner(asyncq_redis_url)
 
 
 async def test_queue_commands(cli: Cli, asyncq_client: asyncq.Client, asyncq_queue: str) -> None:
@@ -101,12 +55,12 @@ async def test_queue_commands(cli: Cli, asyncq_client: asyncq.Client, asyncq_que
 async def test_task_enqueue_list_inspect(cli: Cli, asyncq_queue: str) -> None:
     q = asyncq_queue
     pending = js(await cli("task", "enqueue", "-t", "email", "-l", '{"to": "a@b.c"}', "-q", q,
-                           "--retry", "3", "--timeout", "1m30s", "--json"))
+                           "--max-retry", "3", "--timeout", "1m30s", "--json"))
     assert (pending["state"], pending["payload"], pending["max_retry"], pending["timeout"]) == (
         "pending", {"to": "a@b.c"}, 3, 90.0)
     raw = js(await cli("task", "enqueue", "-t", "raw", "-l", "not json", "--bytes", "-q", q,
-                       "--id", "my-id", "--json"))
-    assert (raw["id"], raw["payload"], raw["payload_encoding"]) == ("my-id", "not json", "text")
+                       "--task-id", "my-id", "--json"))
+    assert (raw["id"], raw["payload"], raw["encoding"]) == ("my-id", "bm90IGpzb24=", "b")
     await cli("task", "enqueue", "-t", "u", "-q", q, "--unique", "1h")
     # Tasks that are not pending, and refused ones, in any order.
     sched_p, at_p, grouped, dup, bad_json, conflict, bad_time = await gather(
@@ -116,7 +70,7 @@ async def test_task_enqueue_list_inspect(cli: Cli, asyncq_queue: str) -> None:
         cli("task", "enqueue", "-t", "grouped", "-q", q, "--group", "g1"),
         cli("task", "enqueue", "-t", "u", "-q", q, "--unique", "1h", ok=False),
         cli("task", "enqueue", "-t", "x", "-l", "{oops", "-q", q, ok=False),
-        cli("task", "enqueue", "-t", "x", "-q", q, "--id", "my-id", ok=False),
+        cli("task", "enqueue", "-t", "x", "-q", q, "--task-id", "my-id", ok=False),
         cli("task", "enqueue", "-t", "x", "--process-at", "tomorrow", ok=None))
     sched, at = js(sched_p), js(at_p)
     assert sched["state"] == "scheduled" and at["next_process_at"] == "2099-01-01T00:00:00Z"
@@ -133,8 +87,8 @@ async def test_task_enqueue_list_inspect(cli: Cli, asyncq_queue: str) -> None:
         cli("task", "ls", "-q", q, "-s", "pending", "--page", "2", "--size", "1", "--json"),
         cli("task", "ls", "-q", q, "-s", "scheduled"),
         cli("task", "ls", "-q", q, "-s", "aggregating", "-g", "g1", "--json"),
-        cli("task", "inspect", "-q", q, "-i", pending["id"], "--json"),
-        cli("task", "inspect", "-q", q, "-i", pending["id"]))
+        cli("task", "inspect", "-q", q, pending["id"], "--json"),
+        cli("task", "inspect", "-q", q, pending["id"]))
     assert [t["type"] for t in js(ls_json)] == ["email", "raw", "u"]  # processing order
     lines = out(ls).splitlines()
     assert lines[0].split() == ["ID", "TYPE", "PAYLOAD", "RETRIED"]
@@ -159,17 +113,17 @@ async def test_task_changes_and_bulk(cli: Cli, asyncq_client: asyncq.Client,
     for n in range(4):
         await asyncq_client.enqueue("bulk", {"n": n}, queue=q, process_in=3600)
 
-    assert out(await cli("task", "run", "-q", q, "-i", sched.id)).strip() == (
+    assert out(await cli("task", "run", "-q", q, sched.id)).strip() == (
         f"task {sched.id} is now pending")
-    assert "already pending" in err(await cli("task", "run", "-q", q, "-i", sched.id,
+    assert "already pending" in err(await cli("task", "run", "-q", q, sched.id,
                                               ok=False))
-    assert out(await cli("task", "archive", "-q", q, "-i", sched.id)).strip() == (
+    assert out(await cli("task", "archive", "-q", q, sched.id)).strip() == (
         f"archived task {sched.id}")
-    assert "already archived" in err(await cli("task", "archive", "-q", q, "-i", sched.id,
+    assert "already archived" in err(await cli("task", "archive", "-q", q, sched.id,
                                                ok=False))
-    assert out(await cli("task", "delete", "-q", q, "-i", sched.id)).strip() == (
+    assert out(await cli("task", "delete", "-q", q, sched.id)).strip() == (
         f"deleted task {sched.id}")
-    assert "not found" in err(await cli("task", "delete", "-q", q, "-i", sched.id, ok=False))
+    assert "not found" in err(await cli("task", "delete", "-q", q, sched.id, ok=False))
 
     assert js(await cli("task", "archiveall", "-q", q, "-s", "scheduled", "--json"))[
         "count"] == 4
@@ -233,12 +187,12 @@ async def test_errors_are_one_line_with_exit_1(cli: Cli, asyncq_client: asyncq.C
         cli("queue", "inspect", unknown, ok=False),
         cli("task", "ls", "-q", unknown, "-s", "pending", ok=False),
         cli("group", "ls", "-q", unknown, ok=False),
-        cli("task", "run", "-q", unknown, "-i", "x", ok=False),
+        cli("task", "run", "-q", unknown, "x", ok=False),
         cli("queue", "pause", unknown, ok=False))
     for proc in results:
         assert err(proc) == f"asyncq: error: queue '{unknown}' not found"
     await asyncq_client.enqueue("t", queue=asyncq_queue)
-    proc = await cli("task", "inspect", "-q", asyncq_queue, "-i", "missing", ok=False)
+    proc = await cli("task", "inspect", "-q", asyncq_queue, "missing", ok=False)
     assert "task 'missing' not found" in err(proc)
     proc = await cli("task", "ls", "-q", asyncq_queue, "-s", "aggregating", ok=False)
     assert "group" in err(proc)
