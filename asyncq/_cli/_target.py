@@ -171,7 +171,8 @@ def check_handler(what: str, obj: Any, target: str) -> None:
     if kind is not None:
         found = [f"{module}:{name}" for module, name in _muxes_with(None, target, None)]
         where = f": {' or '.join(found)}" if found else f" ({HINT})"
-        raise CLIError(f"{what} is an {kind} web app, not a task handler: pass the ServeMux "
+        article = "an" if kind == "ASGI" else "a"
+        raise CLIError(f"{what} is {article} {kind} web app, not a task handler: pass the ServeMux "
                        f"the tasks are registered on{where}")
     if not _takes_one_argument(obj):
         if inspect.iscoroutinefunction(obj) and _takes_no_argument(obj):
@@ -228,7 +229,7 @@ def _module_of(target: str) -> str:
 def _short(obj: Any) -> str:
     """How an object is named in a message: its type and, for a function, its name."""
     text = repr(obj)
-    return text if len(text) <= 60 else f"a {type(obj).__name__}"
+    return text if len(text) <= 60 else f"an object of type {type(obj).__name__}"
 
 
 def _params(fn: Any) -> str:

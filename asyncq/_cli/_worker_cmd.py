@@ -34,6 +34,7 @@ from .._defaults import (
     WORKER_UNKNOWN_TYPE,
     WORKER_WORKFLOW_INTERVAL,
 )
+from .._errors import BrokerError
 from .._log import get_logger
 from .._log_setup import configure_logging
 from .._worker import Worker, WorkerConfig
@@ -288,7 +289,9 @@ def run(args: argparse.Namespace) -> int:
         config = (await resolve_config(args.config, config_source)
                   if args.config else None)
         worker = build_worker(args, made, config, options)
-        if not isinstance(made, Worker):
+        if isinstance(made, Worker):
+            await _check_worker_redis(args.target, made)
+        else:
             await check_redis(args.redis_url)
         # A task beside the worker, not a task group: an error of worker.run (a failing
         # start-up) must reach main() as itself for its one-line message, not in a group.
@@ -302,6 +305,15 @@ def run(args: argparse.Namespace) -> int:
 
     _run_loop(main())
     return 0
+
+
+async def _check_worker_redis(target: str, worker: Worker) -> None:
+    """Fail fast, as with --redis-url, when the Redis of a Worker target does not answer."""
+    try:
+        await worker.broker.ping()
+    except BrokerError as exc:
+        await worker.broker.close()
+        raise CLIError(f"the Worker of {target}: {exc}") from None
 
 
 def _serve_metrics(host: str, port: int) -> Any:

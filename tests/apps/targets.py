@@ -26,6 +26,11 @@ async def send_email(to: str) -> None:
 api = FastAPI()  # the web app of the same service (ASGI)
 
 
+def create_api() -> FastAPI:
+    """An app factory, as FastAPI projects often have."""
+    return FastAPI()
+
+
 def wsgi_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     """A WSGI application."""
     start_response("200 OK", [])

@@ -19,7 +19,7 @@ import pytest
 from asyncq import Client, Inspector, TaskNotFoundError, WorkerConfig
 from asyncq import _defaults as D
 from asyncq._cli import build_parser
-from asyncq._cli._worker_cmd import CONFIG_ONLY, RENAMED
+from asyncq._cli._worker_cmd import CONFIG_ONLY, RENAMED, with_flags, worker_options
 from asyncq.testing import wait_until
 from tests.helpers.processes import ROOT, spawn, worker_process
 
@@ -42,7 +42,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
          f"ServeMux it is registered on: {APP}:mux"),
         ([f"{APP}:api"], f"{APP}:api is an ASGI web app, not a task handler: pass the "
                          f"ServeMux the tasks are registered on: {APP}:mux"),
-        ([f"{APP}:wsgi_app"], f"{APP}:wsgi_app is an WSGI web app, not a task handler"),
+        ([f"{APP}:create_api"], f"{APP}:create_api returned <fastapi.applications.FastAPI "),
+        ([f"{APP}:wsgi_app"], f"{APP}:wsgi_app is a WSGI web app, not a task handler"),
         ([f"{APP}:two_arguments"],
          f"{APP}:two_arguments cannot take the task as its one argument (it takes (task, "
          f"other)); a handler is `async def handler(task)`"),
@@ -54,8 +55,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         ([f"{APP}:mux", "--config", f"{APP}:make_worker"],
          f"--config {APP}:make_worker returned "),
     ],
-    ids=["typed task", "asgi app", "wsgi app", "two arguments", "config as target",
-         "config not a config", "config returning a worker"],
+    ids=["typed task", "asgi app", "asgi app factory", "wsgi app", "two arguments",
+         "config as target", "config not a config", "config returning a worker"],
 )
 def test_a_target_the_worker_cannot_run_is_refused_saying_what_to_pass(
     args: list[str], message: str,
@@ -72,7 +73,8 @@ def test_a_target_the_worker_cannot_run_is_refused_saying_what_to_pass(
                                          f"settings: drop --config"),
     (["--redis-url", "redis://127.0.0.1:2/0"], "has its own Redis connection: drop "
                                                "--redis-url"),
-], ids=["with --config", "with --redis-url"])
+    ([], f"the Worker of {APP}:make_worker: cannot reach Redis at 127.0.0.1:1"),
+], ids=["with --config", "with --redis-url", "its redis unreachable"])
 def test_a_worker_target_keeps_its_settings_source_and_its_redis(
     flags: list[str], message: str,
 ) -> None:
@@ -81,6 +83,23 @@ def test_a_worker_target_keeps_its_settings_source_and_its_redis(
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1, result.stderr
     assert len(lines) == 1 and message in lines[0], result.stderr
+
+
+def test_flags_override_a_config_and_derived_settings_follow_them() -> None:
+    def flags(*argv: str) -> dict[str, object]:
+        return worker_options(build_parser().parse_args(["worker", "app:mux", *argv]))
+
+    base = WorkerConfig(concurrency=8, error_handler=print, group_max_size=5)
+    config = with_flags(base, flags("--lease-duration", "3", "--concurrency", "20",
+                                    "--group-max-size", "2"))
+    assert (config.lease_duration, config.heartbeat_interval) == (3, 1)  # derived again
+    assert (config.concurrency, config.prefetch, config.group_max_size) == (20, 5, 2)
+    assert config.error_handler is print and config.server_id == base.server_id
+    assert with_flags(base, {}) == base
+    # what the config set itself stays unless a flag says otherwise
+    fixed = WorkerConfig(lease_duration=10, heartbeat_interval=2, concurrency=8, prefetch=0)
+    again = with_flags(fixed, flags("--lease-duration", "20", "--concurrency", "40"))
+    assert (again.heartbeat_interval, again.prefetch) == (2, 0)
 
 
 def _worker_parser() -> dict[str, list[str]]:
