@@ -108,19 +108,19 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
     help giving the default of asyncq/_defaults.py. None of them has a default of its own: a
     flag not given leaves the field to WorkerConfig (or to --config / a Worker target)."""
     g = p.add_argument_group("worker settings (WorkerConfig fields; durations in seconds)")
-    g.add_argument("--concurrency", "-c", type=int,
+    g.add_argument("--concurrency", "-c", type=int, metavar="N",
                    help=f"most handlers at once (default {WORKER_CONCURRENCY})")
     g.add_argument("--queue", "-q", action="append", metavar="NAME=WEIGHT",
                    help=f"queue to serve, repeatable: the queues field (default: "
                         f"{' '.join(f'{q}={w}' for q, w in WORKER_QUEUES)})")
     g.add_argument("--strict-priority", "--strict", action="store_true", default=None,
                    help="always drain higher-priority queues first instead of weighting them")
-    g.add_argument("--shutdown-timeout", type=float,
+    g.add_argument("--shutdown-timeout", type=float, metavar="SECONDS",
                    help=f"seconds running tasks get to finish on shutdown "
                         f"(default {WORKER_SHUTDOWN_TIMEOUT:g})")
-    g.add_argument("--lease-duration", type=float,
+    g.add_argument("--lease-duration", type=float, metavar="SECONDS",
                    help=f"task lease in seconds (default {WORKER_LEASE_DURATION:g})")
-    g.add_argument("--heartbeat-interval", type=float,
+    g.add_argument("--heartbeat-interval", type=float, metavar="SECONDS",
                    help=f"seconds between lease renewals and state updates (default: the "
                         f"smaller of {WORKER_HEARTBEAT_INTERVAL:g} and a third of the lease)")
     seconds = [
