@@ -4,22 +4,42 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import os
 from typing import Any, NoReturn
 
 from .._defaults import (
+    DEFAULT_REDIS_URL,
     METRICS_HOST,
+    WORKER_CANCEL_GRACE,
     WORKER_CONCURRENCY,
+    WORKER_DEQUEUE_BATCH,
+    WORKER_FORWARD_INTERVAL,
+    WORKER_GROUP_GRACE_PERIOD,
+    WORKER_GROUP_MAX_DELAY,
+    WORKER_GROUP_MAX_SIZE,
+    WORKER_HEALTH_CHECK_INTERVAL,
     WORKER_HEARTBEAT_INTERVAL,
+    WORKER_IDLE_POLL_INTERVAL,
+    WORKER_JANITOR_BATCH,
+    WORKER_JANITOR_INTERVAL,
     WORKER_LEASE_DURATION,
+    WORKER_ORPHAN_SCAN_COUNT,
     WORKER_QUEUES,
+    WORKER_RECOVER_GRACE,
+    WORKER_RECOVER_INTERVAL,
     WORKER_SHUTDOWN_TIMEOUT,
+    WORKER_TASK_LOGS,
+    WORKER_UNKNOWN_TYPE,
+    WORKER_WORKFLOW_INTERVAL,
 )
+from .._errors import BrokerError
 from .._log import get_logger
 from .._log_setup import configure_logging
-from .._worker import Worker
+from .._worker import Worker, WorkerConfig
 from ._common import (
+    REDIS_URL_ENV,
     CLIError,
     add_log_args,
     add_redis_args,
@@ -28,47 +48,48 @@ from ._common import (
 )
 from ._reload import Reloader, check_watchfiles
 from ._supervisor import Supervisor, child_argv, watch_supervisor
-from ._target import ImportFailed, import_target, resolve_handler
+from ._target import ImportFailed, import_target, resolve_config, resolve_target
+
+#: WorkerConfig fields only the Python API can set (callables, objects): a factory target
+#: returning a configured Worker, or ``--config`` naming a WorkerConfig, carries them.
+CONFIG_ONLY = frozenset({"retry_delay", "is_failure", "error_handler", "on_state_change",
+                         "health_check", "group_aggregator", "lifespan", "metrics"})
+#: Flags of the worker command named otherwise than their WorkerConfig field: dest -> field.
+RENAMED = {"queue": "queues", "log_success": "task_logs"}
 
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "worker", help="run a worker process",
         description="Run handlers for tasks. TARGET is module:attr naming a ServeMux, an "
-                    "async handler function, or a function without arguments returning one.")
+                    "async handler function, a configured Worker, or a function without "
+                    "arguments returning one. Each worker setting is a flag named as its "
+                    "WorkerConfig field; the others (error_handler, group_aggregator, "
+                    "retry_delay, lifespan...) come from --config or a Worker target, and the "
+                    "flags given override them.")
     p.add_argument("target", metavar="TARGET",
-                   help="module:attr of a ServeMux, a handler or a factory (e.g. app.tasks:mux)")
+                   help="module:attr of a ServeMux, a handler, a Worker or a factory "
+                        "(e.g. app.tasks:mux)")
     p.add_argument("--factory", action="store_true",
-                   help="TARGET is a factory to call (sync or async) for the ServeMux/handler")
+                   help="TARGET is a factory to call (sync or async) for the ServeMux, "
+                        "handler or Worker")
+    p.add_argument("--config", metavar="MODULE:ATTR",
+                   help="a WorkerConfig, or a function without arguments (sync or async) "
+                        "returning one: the worker's settings, callables included; the flags "
+                        "given override its values")
     p.add_argument("--traceback", action="store_true",
                    help="when importing TARGET fails, show the whole traceback")
     add_redis_args(p)
-    p.add_argument("--concurrency", "-c", type=int,
-                   help=f"most handlers at once (default {WORKER_CONCURRENCY})")
-    p.add_argument("--queue", "-q", action="append", metavar="NAME=WEIGHT",
-                   help=f"queue to serve, repeatable (default: "
-                        f"{' '.join(f'{q}={w}' for q, w in WORKER_QUEUES)})")
-    p.add_argument("--strict", action="store_true", help="strict queue priority")
-    p.add_argument("--shutdown-timeout", type=float,
-                   help=f"seconds running tasks get to finish on shutdown "
-                        f"(default {WORKER_SHUTDOWN_TIMEOUT:g})")
-    p.add_argument("--lease-duration", type=float,
-                   help=f"task lease in seconds (default {WORKER_LEASE_DURATION:g})")
-    p.add_argument("--heartbeat-interval", type=float,
-                   help=f"seconds between lease renewals and state updates (default: the "
-                        f"smaller of {WORKER_HEARTBEAT_INTERVAL:g} and a third of the lease)")
+    _add_setting_flags(p)
     p.add_argument("--log-success", action="store_true",
-                   help="log every task that succeeded at info level (by default only "
-                        "failures are logged per task; --log-level debug logs each start and "
-                        "finish)")
+                   help="log every task that succeeded at info level, as --task-logs info "
+                        "(by default only failures are logged per task; --log-level debug "
+                        "logs each start and finish)")
     p.add_argument("--metrics-port", type=int, metavar="PORT",
                    help="serve this worker's Prometheus metrics on PORT (needs "
                         "asyncq[prometheus]; one port per worker process)")
     p.add_argument("--metrics-host", default=METRICS_HOST,
                    help=f"address of the metrics endpoint (default {METRICS_HOST})")
-    p.add_argument("--burst", action="store_true",
-                   help="exit (status 0) once the queues have no pending tasks and none due "
-                        "soon: for CI and batch jobs")
     p.add_argument("--processes", "-p", type=int, default=1, metavar="N",
                    help="run N worker processes under a supervisor that restarts one that "
                         "dies and passes SIGTERM/SIGINT on (default 1: no supervisor)")
@@ -82,6 +103,81 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run, child_argv=functools.partial(child_argv, p))
 
 
+def _add_setting_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per plain WorkerConfig field, named as the field (``--lease-duration``), its
+    help giving the default of asyncq/_defaults.py. None of them has a default of its own: a
+    flag not given leaves the field to WorkerConfig (or to --config / a Worker target)."""
+    g = p.add_argument_group("worker settings (WorkerConfig fields; durations in seconds)")
+    g.add_argument("--concurrency", "-c", type=int, metavar="N",
+                   help=f"most handlers at once (default {WORKER_CONCURRENCY})")
+    g.add_argument("--queue", "-q", action="append", metavar="NAME=WEIGHT",
+                   help=f"queue to serve, repeatable: the queues field (default: "
+                        f"{' '.join(f'{q}={w}' for q, w in WORKER_QUEUES)})")
+    g.add_argument("--strict-priority", "--strict", action="store_true", default=None,
+                   help="always drain higher-priority queues first instead of weighting them")
+    g.add_argument("--shutdown-timeout", type=float, metavar="SECONDS",
+                   help=f"seconds running tasks get to finish on shutdown "
+                        f"(default {WORKER_SHUTDOWN_TIMEOUT:g})")
+    g.add_argument("--lease-duration", type=float, metavar="SECONDS",
+                   help=f"task lease in seconds (default {WORKER_LEASE_DURATION:g})")
+    g.add_argument("--heartbeat-interval", type=float, metavar="SECONDS",
+                   help=f"seconds between lease renewals and state updates (default: the "
+                        f"smaller of {WORKER_HEARTBEAT_INTERVAL:g} and a third of the lease)")
+    seconds = [
+        ("--forward-interval", WORKER_FORWARD_INTERVAL,
+         "longest wait between checks for due scheduled/retry tasks"),
+        ("--recover-interval", WORKER_RECOVER_INTERVAL,
+         "how often expired leases of dead workers are looked for"),
+        ("--recover-grace", WORKER_RECOVER_GRACE,
+         "how long after a lease expired its task is recovered"),
+        ("--workflow-interval", WORKER_WORKFLOW_INTERVAL,
+         "safety-net period of the workflow advancer"),
+        ("--janitor-interval", WORKER_JANITOR_INTERVAL,
+         "how often completed tasks past their retention are deleted"),
+        ("--idle-poll-interval", WORKER_IDLE_POLL_INTERVAL,
+         "safety net: an idle worker re-checks its queues at least this often"),
+        ("--cancel-grace", WORKER_CANCEL_GRACE,
+         "how long a cancelled handler may take to stop"),
+        ("--health-check-interval", WORKER_HEALTH_CHECK_INTERVAL,
+         "how often the health_check callback is called"),
+        ("--group-grace-period", WORKER_GROUP_GRACE_PERIOD,
+         "a group is aggregated once no task was added to it for this long"),
+        ("--group-max-delay", WORKER_GROUP_MAX_DELAY,
+         "a group is aggregated once its oldest task waited this long (0: no limit)"),
+    ]
+    for flag, default, text in seconds:
+        g.add_argument(flag, type=float, metavar="SECONDS", help=f"{text} (default {default:g})")
+    counts = [
+        ("--janitor-batch", WORKER_JANITOR_BATCH, "most completed tasks deleted per call"),
+        ("--orphan-scan-count", WORKER_ORPHAN_SCAN_COUNT,
+         "keys the janitor examines per round for orphaned tasks (0 disables)"),
+        ("--dequeue-batch", WORKER_DEQUEUE_BATCH, "most tasks leased per call"),
+        ("--group-max-size", WORKER_GROUP_MAX_SIZE,
+         "a group is aggregated once it holds this many tasks (0: no limit)"),
+    ]
+    for flag, count, text in counts:
+        g.add_argument(flag, type=int, metavar="N", help=f"{text} (default {count})")
+    g.add_argument("--prefetch", type=int, metavar="N",
+                   help="tasks leased ahead of free slots (default: concurrency // 4; "
+                        "0 disables)")
+    g.add_argument("--sync-threads", type=int, metavar="N",
+                   help="most threads running sync handlers at once (default: concurrency)")
+    g.add_argument("--task-logs", choices=["off", "debug", "info"],
+                   help=f"per-task log lines (default {WORKER_TASK_LOGS}; --log-success is "
+                        f"info, --log-level debug is debug)")
+    g.add_argument("--unknown-type", choices=["retry", "archive"],
+                   help=f"a task whose type has no handler: retried or archived at once "
+                        f"(default {WORKER_UNKNOWN_TYPE})")
+    g.add_argument("--burst", action="store_true", default=None,
+                   help="exit (status 0) once the queues have no pending tasks and none due "
+                        "soon: for CI and batch jobs")
+    g.add_argument("--server-id", metavar="ID",
+                   help="identity of this worker in Redis (default host:pid:random; not with "
+                        "--processes)")
+    g.add_argument("--extra", action="append", metavar="KEY=VALUE",
+                   help="a label published with the worker's state, repeatable")
+
+
 def _one_line_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     """A bad flag: one line on stderr (not the whole usage), exit code 2."""
     parser.exit(2, f"{parser.prog}: error: {message} (see '{parser.prog} --help')\n")
@@ -89,16 +185,89 @@ def _one_line_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
 
 def worker_options(args: argparse.Namespace) -> dict[str, Any]:
     """The WorkerConfig options the flags set. A flag not given is left out, so WorkerConfig
-    applies (or derives) the same default as the Python API."""
-    flags: dict[str, Any] = {
-        "concurrency": args.concurrency, "strict_priority": args.strict or None,
-        "shutdown_timeout": args.shutdown_timeout, "lease_duration": args.lease_duration,
-        "heartbeat_interval": args.heartbeat_interval, "queues": parse_queue_weights(args.queue),
-        "task_logs": ("info" if getattr(args, "log_success", False)
-                      else "debug" if getattr(args, "log_level", None) == "debug" else None),
-        "burst": True if getattr(args, "burst", False) else None,
-    }
-    return {name: value for name, value in flags.items() if value is not None}
+    applies (or derives) the same default as the Python API, or --config / a Worker target
+    keeps its value."""
+    fields = {f.name for f in dataclasses.fields(WorkerConfig)}
+    options = {name: getattr(args, name) for name in fields - CONFIG_ONLY - {"queues", "extra"}
+               if getattr(args, name, None) is not None}
+    queues = parse_queue_weights(getattr(args, "queue", None))
+    if queues is not None:
+        options["queues"] = queues
+    if getattr(args, "extra", None):
+        options["extra"] = _labels(args.extra)
+    logs = options.get("task_logs")
+    if getattr(args, "log_success", False):
+        if logs not in (None, "info"):
+            raise CLIError(f"--log-success is --task-logs info: drop one of them "
+                           f"(--task-logs {logs} given)")
+        options["task_logs"] = "info"
+    elif logs is None and getattr(args, "log_level", None) == "debug":
+        options["task_logs"] = "debug"
+    return options
+
+
+def _labels(items: list[str]) -> dict[str, str]:
+    labels = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CLIError(f"--extra expects KEY=VALUE, got {item!r}")
+        labels[key] = value
+    return labels
+
+
+def with_flags(config: WorkerConfig, options: dict[str, Any]) -> WorkerConfig:
+    """``config`` with the settings the flags gave in place of its own. A setting derived
+    from another (the heartbeat from the lease, prefetch from concurrency) is derived again
+    from the new value unless the config or the flags set it to something else."""
+    derived: dict[str, Any] = {}
+    if ("lease_duration" in options and "heartbeat_interval" not in options
+            and config.heartbeat_interval == min(WORKER_HEARTBEAT_INTERVAL,
+                                                 config.lease_duration / 3)):
+        derived["heartbeat_interval"] = None
+    if ("concurrency" in options and "prefetch" not in options
+            and config.prefetch == config.concurrency // 4):
+        derived["prefetch"] = None
+    return dataclasses.replace(config, **{**derived, **options})
+
+
+def build_worker(args: argparse.Namespace, made: Any, config: WorkerConfig | None,
+                 options: dict[str, Any]) -> Worker:
+    """The Worker to run: the target's own (rebuilt with the flags' settings over its config
+    when any is given), or one on --redis-url running the target's handler with --config's
+    settings (if given) under the flags'."""
+    try:
+        if isinstance(made, Worker):
+            if config is not None:
+                raise CLIError(f"{args.target} is a Worker, which has its settings: drop "
+                               f"--config (or make TARGET the ServeMux)")
+            if args.redis_url != redis_url_default():
+                raise CLIError(f"{args.target} is a Worker, which has its own Redis "
+                               f"connection: drop --redis-url (or make TARGET the ServeMux and "
+                               f"pass its settings with --config)")
+            if not options:
+                return made
+            return Worker(broker=made.broker, handler=made.handler, clock=made.clock,
+                          config=with_flags(made.config, options))
+        if config is not None:
+            return Worker(args.redis_url, made, config=with_flags(config, options))
+        return Worker(args.redis_url, made, **options)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc)) from None
+
+
+def redis_url_default() -> str:
+    """The Redis URL of a command given no --redis-url."""
+    return os.environ.get(REDIS_URL_ENV, DEFAULT_REDIS_URL)
+
+
+def _imported(path: str, traceback: bool) -> Any:
+    try:
+        return import_target(path)
+    except ImportFailed as exc:
+        if traceback:
+            raise exc.original from None
+        raise
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,24 +277,22 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(Reloader(args.child_argv(args), args.reload_dir or []).run())
     if supervised:
         return asyncio.run(Supervisor(args.child_argv(args), args.processes,
-                                      burst=args.burst).run())
-    try:
-        target = import_target(args.target)
-    except ImportFailed as exc:
-        if args.traceback:
-            raise exc.original from None
-        raise
+                                      burst=bool(args.burst)).run())
+    target = _imported(args.target, args.traceback)
+    config_source = _imported(args.config, args.traceback) if args.config else None
     options = worker_options(args)
     if args.metrics_port is not None:
         options["metrics"] = _serve_metrics(args.metrics_host, args.metrics_port)
 
     async def main() -> None:
-        handler = await resolve_handler(args.target, target, factory=args.factory)
-        try:
-            worker = Worker(args.redis_url, handler, **options)
-        except (ValueError, TypeError) as exc:
-            raise CLIError(str(exc)) from None
-        await check_redis(args.redis_url)
+        made = await resolve_target(args.target, target, factory=args.factory)
+        config = (await resolve_config(args.config, config_source)
+                  if args.config else None)
+        worker = build_worker(args, made, config, options)
+        if isinstance(made, Worker):
+            await _check_worker_redis(args.target, made)
+        else:
+            await check_redis(args.redis_url)
         # A task beside the worker, not a task group: an error of worker.run (a failing
         # start-up) must reach main() as itself for its one-line message, not in a group.
         watchdog = asyncio.ensure_future(watch_supervisor(worker.stop))  # ends unless supervised
@@ -133,9 +300,20 @@ def run(args: argparse.Namespace) -> int:
             await worker.run()
         finally:
             watchdog.cancel()
+            if worker is not made and isinstance(made, Worker):
+                await made.broker.close()  # the target's Worker made it; the rebuilt one ran
 
     _run_loop(main())
     return 0
+
+
+async def _check_worker_redis(target: str, worker: Worker) -> None:
+    """Fail fast, as with --redis-url, when the Redis of a Worker target does not answer."""
+    try:
+        await worker.broker.ping()
+    except BrokerError as exc:
+        await worker.broker.close()
+        raise CLIError(f"the Worker of {target}: {exc}") from None
 
 
 def _serve_metrics(host: str, port: int) -> Any:
@@ -161,6 +339,9 @@ def _check_supervisor_flags(args: argparse.Namespace) -> bool:
         raise CLIError(f"--processes must be at least 1, got {args.processes}")
     if args.reload_dir and not args.reload:
         raise CLIError("--reload-dir needs --reload")
+    if args.server_id is not None and args.processes > 1:
+        raise CLIError("--server-id names one worker process: with --processes each process "
+                       "has its own (host:pid:random)")
     if args.metrics_port is not None and args.processes > 1:
         raise CLIError("--metrics-port serves one process: with several, run one "
                        "'asyncq worker' per process, each with its own --metrics-port")

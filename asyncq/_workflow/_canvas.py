@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, Unpack, overload
 
 from .._model._flow import Flow, I, O, same
+from .._model._options import TaskOptions, parse_options
 from .._model._task import Task
 
 A = TypeVar("A")
@@ -27,6 +28,19 @@ R = TypeVar("R")
 
 Decode = Callable[[Any], Any]
 
+#: Options a workflow step cannot take: it runs when the steps before it are done, alone.
+NOT_FOR_STEPS = ("process_at", "process_in", "group", "unique", "unique_key")
+
+
+def check_step_options(options: dict[str, Any], what: str) -> None:
+    """Options of a workflow step, validated as enqueue options are, less those a step
+    cannot take: a ValueError/TypeError when the step is built, not when it is started."""
+    parse_options(options)
+    refused = [name for name in NOT_FOR_STEPS if options.get(name) is not None]
+    if refused:
+        raise ValueError(f"{what}: a workflow step cannot take {', '.join(refused)} (it runs "
+                         f"when the steps before it are done, in no group, never unique)")
+
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Step(Flow[I, O]):
@@ -36,7 +50,15 @@ class Step(Flow[I, O]):
     task: Task
     mode: str = ""
     decode: Decode = field(default=same, repr=False)
-    options: dict[str, Any] = field(default_factory=dict)  # applied over the Task's own
+    overrides: dict[str, Any] = field(default_factory=dict)  # applied over the Task's own
+
+    def options(self, **options: Unpack[TaskOptions]) -> Step[I, O]:
+        """This step with some task options changed (``queue``, ``max_retry``, ``timeout``,
+        ``retention``, ``task_id``, ``headers``...): ``add.s(1, 2).options(queue="q")`` is the
+        same step as ``add.options(queue="q").s(1, 2)``. A bad option raises here."""
+        merged = {**self.overrides, **options}
+        check_step_options(merged, f"step {self.task.type!r}")
+        return Step(self.task, self.mode, self.decode, merged)
 
     def decoder(self) -> Decode:
         return self.decode

@@ -111,7 +111,7 @@ class _Plan:
     def _step(self, node: str, step: Step[Any, Any], dep: str | None,
               now: int) -> tuple[StoredStep, NodeSpec]:
         task = step.task
-        opts = step.options
+        opts = step.overrides
         new = prepare(task, opts, now)
         if new.process_at_ms > now:
             raise ValueError("a workflow step runs when the steps before it are done: "
@@ -161,7 +161,7 @@ async def start_workflow(broker: Broker, flow: Flow[Any, Any], *, workflow_id: s
 def _first_queue(flow: Flow[Any, Any]) -> str:
     while not isinstance(flow, Step):
         flow = flow.parts[0]  # type: ignore[attr-defined]
-    queue = flow.options.get("queue", flow.task.queue)
+    queue = flow.overrides.get("queue", flow.task.queue)
     return str(queue)
 
 
@@ -226,7 +226,7 @@ async def enqueue_after(broker: Broker, task: Task, options: Mapping[str, Any],
     opts = dict(options)
     if task.id is None and "task_id" not in opts:
         opts["task_id"] = str(uuid.uuid4())
-    step: Step[Any, Any] = Step(task, "", options=opts)
+    step: Step[Any, Any] = Step(task, "", overrides=opts)
     handle = await start_workflow(broker, step, workflow_id=None, on_error=None,
                                   retention=WORKFLOW_RETENTION, after=after)
     del handle

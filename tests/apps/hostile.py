@@ -1,13 +1,15 @@
 """Hostile handlers for worker-process tests: ``asyncq worker tests.apps.hostile:mux`` (handlers
 that raise ``SystemExit``/``KeyboardInterrupt``), ``tests.apps.hostile:no_args`` (a target that
-cannot be called with a task) and ``tests.apps.hostile:asgi_app`` (not a handler at all)."""
+cannot be called with a task) and ``tests.apps.hostile:asgi_worker`` (a Worker whose handler is
+not a handler at all)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
-from asyncq import ServeMux, Task
+from asyncq import ServeMux, Task, Worker
 
 mux = ServeMux()
 
@@ -45,3 +47,9 @@ class AsgiApp:
 
 
 asgi_app = AsgiApp()
+
+
+def asgi_worker() -> Worker:
+    """A Worker whose handler is the ASGI app: the command refuses the app as TARGET, but a
+    Worker built in Python runs any callable, and each call of it fails."""
+    return Worker(os.environ["ASYNCQ_REDIS_URL"], asgi_app)

@@ -172,7 +172,8 @@ def test_each_worker_process_gets_the_flags_of_the_supervisor_but_its_own() -> N
             "--strict", "--lease-duration", "1.5", "--burst", "--log-format", "json"]
     args = build_parser().parse_args(argv)
     child = args.child_argv(args)
-    assert child == ["app:mux", "--concurrency=4", "--queue=a=2", "--queue=-odd=1", "--strict",
+    assert child == ["app:mux", "--concurrency=4", "--queue=a=2", "--queue=-odd=1",
+                     "--strict-priority",
                      "--lease-duration=1.5", "--burst", "--log-format=json"]
     again = build_parser().parse_args(["worker", *child])
     same = {k: v for k, v in vars(args).items() if k not in {"processes", "child_argv"}}

@@ -6,6 +6,7 @@ and leaves none of its tasks active."""
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ YEAR_10000_MS = 253_402_300_800_000
 def hostile_worker(url: str, target: str, queue: str, log: Path) -> Any:
     """``python -m asyncq worker tests.apps.hostile:<target>`` serving ``queue``."""
     return worker_process(url, queue, log, "--shutdown-timeout", "0.5",
-                          target=f"tests.apps.hostile:{target}")
+                          target=f"tests.apps.hostile:{target}",
+                          env={**os.environ, "ASYNCQ_REDIS_URL": url})
 
 
 async def infos(url: str, queue: str, ids: list[str]) -> list[TaskInfo]:
@@ -125,10 +127,11 @@ async def test_system_exit_and_keyboard_interrupt_in_a_handler_fail_only_their_t
     assert await states_are(asyncq_redis_url, asyncq_queue, [block], "pending")
 
 
-# (An `async def` without the task argument, `tests.apps.hostile:no_args`, is refused by
-# `asyncq worker` before it starts: tests/cli/test_cli_worker_target.py. An object whose async
-# __call__ has another signature can only fail when it is called.)
-@pytest.mark.parametrize("target", ["asgi_app"])
+# (An `async def` without the task argument, `tests.apps.hostile:no_args`, and an ASGI app are
+# refused by `asyncq worker` before it starts: tests/cli/test_cli_worker_target.py and
+# test_cli_worker_config.py. A Worker built in Python with such a handler runs it: each call
+# fails.)
+@pytest.mark.parametrize("target", ["asgi_worker"])
 async def test_a_worker_process_whose_target_cannot_be_called_leaves_nothing_active(
     asyncq_client: Client, asyncq_queue: str, asyncq_redis_url: str, redis_client: Redis,
     tmp_path: Path, target: str,
