@@ -76,7 +76,7 @@ def finish_call(o: Outcome, owner: str, now: int, lease_cutoff: int | str = "") 
                           [task_key, qk.active, qk.lease, qk.processed, qk.processed_day(day)],
                           [o.task_id, owner, stats_expiry, o.result or b"",
                            "" if o.result is None else o.result_enc, o.error,
-                           EVENT_RESULT_MAX, o.retention_ms, now])
+                           EVENT_RESULT_MAX, o.retention_ms, now, o.task_type])
     if o.kind == "complete":
         return ScriptCall("mark_complete",
                           [task_key, qk.active, qk.lease, qk.completed, qk.processed,

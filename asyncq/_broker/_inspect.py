@@ -25,13 +25,14 @@ MEMORY_SAMPLE = 20  # task hashes sampled per list/zset for the memory estimate
 MEMORY_GROUP_SAMPLE = 5  # groups sampled for the memory estimate
 
 
-def _record(task_id: bytes | str, fields: Sequence[Any]) -> TaskRecord:
-    msg, payload, state, retried, error, failed_at, completed_at, result, score, enc = fields
+def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "") -> TaskRecord:
+    msg, payload, state, retried, error, failed_at, completed_at, result, score, enc = fields[:10]
     return TaskRecord(
         id=text(task_id), msg=msg, payload=payload or b"", state=text(state or b""),
         retried=number(retried), error=text(error or b""), failed_at_ms=number(failed_at),
         completed_at_ms=number(completed_at), result=result,
         score=None if score is None else number(score), result_enc=text(enc or b"") or "b",
+        queue=queue, type=text(fields[10] or b"") if len(fields) > 10 else "",
     )
 
 
@@ -153,7 +154,7 @@ class RedisInspectOps:
         row = await self.runner.run("inspect_task_info",
                                     [qk.task(task_id), qk.lease, qk.scheduled, qk.retry],
                                     [task_id])
-        return None if row is None else _record(task_id, row)
+        return None if row is None else _record(task_id, row, queue)
 
     async def tasks(self, keys: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
         calls = []
@@ -164,10 +165,10 @@ class RedisInspectOps:
                                     [task_id]))
         rows = await self.runner.run_many(calls)
         out: list[TaskRecord | None] = []
-        for (_, task_id), row in zip(keys, rows, strict=True):
+        for (queue, task_id), row in zip(keys, rows, strict=True):
             if isinstance(row, Exception):
                 raise reply_error("reading a task", row)
-            out.append(None if row is None else _record(task_id, row))
+            out.append(None if row is None else _record(task_id, row, queue))
         return out
 
     async def task_owner(self, queue: str, task_id: str) -> str | None:

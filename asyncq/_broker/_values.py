@@ -64,6 +64,7 @@ class Outcome:
     is_failure: bool = True
     result: bytes | None = None  # the handler's return value, encoded
     result_enc: str = "b"  # "b" bytes or "j" JSON: how `result` was encoded
+    task_type: str = ""  # "done" with a completion mark: the type the mark keeps
 
 
 class Backlog(NamedTuple):
@@ -89,6 +90,8 @@ class TaskRecord(NamedTuple):
     result: bytes | None
     score: int | None  # zset score; lease expiry for active tasks; None when there is none
     result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
+    queue: str = ""  # the queue it was read from ("" when the reader did not say)
+    type: str = ""  # a completion mark's task type (a mark has no ``msg``; see done.lua)
 
 
 def decode_handoff(data: bytes) -> tuple[RawTask, int]:

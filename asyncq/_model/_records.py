@@ -7,7 +7,7 @@ from collections.abc import Callable
 from .._broker import TaskRecord
 from .._errors import DecodeError
 from ._info import TaskInfo, TaskState, task_info
-from ._message import decode_message
+from ._message import TaskMessage, decode_message
 from ._rules import HandlerRules
 
 RulesLookup = Callable[[str, str], HandlerRules | None]
@@ -17,6 +17,11 @@ RulesLookup = Callable[[str, str], HandlerRules | None]
 def record_info(rec: TaskRecord, now: int, rules: RulesLookup | None = None) -> TaskInfo:
     """Decode a task record read at ``now`` (Unix ms); DecodeError when it is not valid.
     ``rules`` gives the handler registrations that decide the values that apply."""
+    if not rec.msg and rec.state == "completed" and rec.type:
+        # A completion mark (a task that returned nothing): its type, retries and end only.
+        return task_info(TaskMessage(id=rec.id, type=rec.type, queue=rec.queue), b"",
+                         TaskState.COMPLETED, retried=rec.retried,
+                         completed_at_ms=rec.completed_at_ms)
     msg = decode_message(rec.msg)
     try:
         state = TaskState(rec.state)

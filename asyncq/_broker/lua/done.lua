@@ -14,10 +14,12 @@
 -- ARGV[6] '' when the task succeeded; else why it was revoked (the handler raised RevokeTask)
 -- ARGV[7] largest result sent with the completion event, bytes: a larger one goes only to a
 --   workflow's outbox (see _wf_lib.lua), the event saying it was too big
--- ARGV[8] completion mark, ms ('0' none): a task that succeeded returning nothing keeps its
---   hash this long, without payload, owner or lease, in no list (state 'completed'), so a
---   wait that starts after it ended still finds how it ended; Redis expires it
+-- ARGV[8] completion mark, ms ('0' none): a task that succeeded returning nothing leaves,
+--   this long, a hash of a few short fields (state 'completed', completed_at, type, retried)
+--   in place of its own, in no list, so a wait that starts after it ended still finds how it
+--   ended; Redis expires it. (Short fields keep the hash in Redis's compact encoding.)
 -- ARGV[9] now, Unix ms (completed_at of the mark)
+-- ARGV[10] the task's type (kept by the mark)
 -- Returns: 1 done; 0 the task is no longer active under this owner (lease lost: no change).
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
@@ -41,8 +43,10 @@ redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 asyncq_release_unique(v[3], ARGV[1])
 if ARGV[6] == '' and ARGV[8] ~= '0' then
-  redis.call('HDEL', KEYS[1], 'owner', 'payload', 'error', 'failed_at')
-  redis.call('HSET', KEYS[1], 'state', 'completed', 'completed_at', ARGV[9])
+  local retried = redis.call('HGET', KEYS[1], 'retried') or '0'
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'state', 'completed', 'completed_at', ARGV[9], 'type', ARGV[10],
+             'retried', retried)
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
 else
   redis.call('DEL', KEYS[1])
