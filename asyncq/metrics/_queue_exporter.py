@@ -97,8 +97,13 @@ def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
 
 
 def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
-    tasks = _gauge("asyncq_tasks", "Tasks in the queue by state", ["queue", "state"])
-    size = _gauge("asyncq_queue_size", "Tasks in the queue, every state", ["queue"])
+    tasks = _gauge("asyncq_tasks", "Tasks in the queue by state (completed: results kept "
+                   "for their retention; completion marks are not counted)", ["queue", "state"])
+    size = _gauge("asyncq_queue_size", "Tasks stored in the queue, every state: the backlog "
+                  "plus archived and completed", ["queue"])
+    backlog = _gauge("asyncq_queue_backlog", "Tasks not finished yet: pending, active, "
+                     "scheduled, retry and aggregating (neither archived nor completed)",
+                     ["queue"])
     latency = _gauge("asyncq_queue_latency_seconds",
                      "How long the oldest pending task has waited", ["queue"])
     memory = _gauge("asyncq_queue_memory_usage_bytes",
@@ -121,6 +126,7 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
         for state in _STATES:
             tasks.add_metric([q.queue, state], getattr(q, state))
         size.add_metric(name, q.size)
+        backlog.add_metric(name, _backlog(q))
         latency.add_metric(name, q.latency.total_seconds())
         memory.add_metric(name, q.memory_usage)
         paused.add_metric(name, 1.0 if q.paused else 0.0)
@@ -130,8 +136,13 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
         failed_today.add_metric(name, q.failed)
         processed.add_metric(name, q.processed_total)
         failed.add_metric(name, q.failed_total)
-    yield from (count, tasks, size, latency, memory, paused, groups, expired, processed_today,
+    yield from (count, tasks, size, backlog, latency, memory, paused, groups, expired, processed_today,
                 failed_today, processed, failed)
+
+
+def _backlog(q: QueueInfo) -> int:
+    """The work a queue still holds: what a worker has yet to run or is running."""
+    return q.pending + q.active + q.scheduled + q.retry + q.aggregating
 
 
 def _server_metrics(servers: list[ServerInfo]) -> Iterator[Metric]:

@@ -71,6 +71,41 @@ async def test_a_scrape_reports_what_a_known_workload_left(
     assert m[("asyncq_queues", ())] >= 3
 
 
+async def test_the_backlog_counts_unfinished_tasks_and_the_size_every_stored_one(
+    asyncq_client: asyncq.Client, asyncq_queue: str, asyncq_worker: WorkerFactory,
+    asyncq_redis_url: str,
+) -> None:
+    # After a drain, the backlog is 0 however many results are kept: what an on-call
+    # alerts on. The size still counts the kept results and the archive; a task that returned
+    # nothing leaves only a completion mark, which no size counts.
+    work, waiting = f"{asyncq_queue}-work", f"{asyncq_queue}-wait"
+    mux = outcome_mux()
+
+    @mux.handler("value")
+    async def value(task: asyncq.Task) -> int:
+        return 42
+
+    await asyncq_client.enqueue_many(
+        [asyncq.Task("ok", i, queue=work) for i in range(3)]
+        + [asyncq.Task("value", i, queue=work) for i in range(2)]
+        + [asyncq.Task("bad", i, queue=work, max_retry=0) for i in range(2)])
+    await asyncq_client.enqueue_many([asyncq.Task("ok", i, queue=waiting) for i in range(5)]
+                                     + [asyncq.Task("ok", queue=waiting, process_in=600)] * 2)
+    app = queue_metrics_app(asyncq_redis_url)
+    try:
+        async with asyncq_worker(mux, queues={work: 1}, concurrency=5) as w:
+            await w.wait_drained(work)
+        m = await scrape(app)
+    finally:
+        await app.aclose()
+    assert m[q("asyncq_tasks", work, state="completed")] == 2  # the 3 marks are not counted
+    assert m[q("asyncq_tasks", work, state="archived")] == 2
+    assert m[q("asyncq_queue_backlog", work)] == 0
+    assert m[q("asyncq_queue_size", work)] == 4
+    assert m[q("asyncq_queue_backlog", waiting)] == 7  # 5 pending + 2 scheduled
+    assert m[q("asyncq_queue_size", waiting)] == 7
+
+
 async def test_a_scrape_while_redis_is_down_answers_with_up_0_and_recovers() -> None:
     with RedisServer() as server:
         async with asyncq.Client(server.url) as client:
