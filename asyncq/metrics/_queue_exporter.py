@@ -136,8 +136,8 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
         failed_today.add_metric(name, q.failed)
         processed.add_metric(name, q.processed_total)
         failed.add_metric(name, q.failed_total)
-    yield from (count, tasks, size, backlog, latency, memory, paused, groups, expired, processed_today,
-                failed_today, processed, failed)
+    yield from (count, tasks, size, backlog, latency, memory, paused, groups, expired,
+                processed_today, failed_today, processed, failed)
 
 
 def _backlog(q: QueueInfo) -> int:

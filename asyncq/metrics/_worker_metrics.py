@@ -4,11 +4,18 @@ prefetched gauges, Redis errors, failed lease renewals and limit deferrals."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Literal
+from typing import Literal, get_args
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 from .._observe import RunOutcome
+
+# -- counters present at 0 (H-METRICS, issue 28): an alert rule's rate() sees the first
+# increase only if the series existed before it, so these label sets are created up front.
+#: The operations whose failed Redis calls a worker counts (its dequeue, acker, heartbeat).
+REDIS_OPERATIONS = ("dequeue", "write outcomes", "renew leases")
+#: Every outcome a run can have, created at 0 for a (queue, type) when it is first seen.
+OUTCOMES: tuple[RunOutcome, ...] = get_args(RunOutcome)
 
 RUN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
                60, 300, 900, 3600)
@@ -59,6 +66,9 @@ class WorkerMetrics:
             "limit refused them", labels, **kw)  # type: ignore[arg-type]
         self.lease_failures = Counter("lease_renewals_failed", "Leases that could not be "
                                       "renewed", **kw)  # type: ignore[arg-type]
+        for operation in REDIS_OPERATIONS:
+            self.redis_errors.labels(operation)
+        self._seen: set[tuple[str, str]] = set()
 
     def bind(self, *, concurrency: int, in_flight: Callable[[], int],
              prefetched: Callable[[], int]) -> None:
@@ -67,12 +77,24 @@ class WorkerMetrics:
         self.prefetched.set_function(prefetched)
 
     def started(self, queue: str, task_type: str, wait_s: float | None) -> None:
+        kind = self._type(task_type)
+        self._first_seen(queue, kind)
         if wait_s is not None:
-            self.queue_wait.labels(queue, self._type(task_type)).observe(max(wait_s, 0.0))
+            self.queue_wait.labels(queue, kind).observe(max(wait_s, 0.0))
+
+    def _first_seen(self, queue: str, kind: str) -> None:
+        """Create a (queue, type)'s outcome and failure counters at 0 when it first runs."""
+        if (queue, kind) in self._seen:
+            return
+        self._seen.add((queue, kind))
+        self.failures.labels(queue, kind)
+        for outcome in OUTCOMES:
+            self.outcomes.labels(queue, kind, outcome)
 
     def finished(self, queue: str, task_type: str, outcome: RunOutcome, failed: bool,
                  run_s: float) -> None:
         kind = self._type(task_type)
+        self._first_seen(queue, kind)
         self.run_time.labels(queue, kind).observe(run_s)
         self.outcomes.labels(queue, kind, outcome).inc()
         if failed:
