@@ -3,6 +3,11 @@
 #   make venv        create .venv and install asyncq[dev] (editable); redone when pyproject.toml changes
 #   make redis-bin   make sure redis-server is installed (apt-get as root, else explain)
 #   make browser-bin make sure Debian's chromium is installed for the dashboard's browser tests
+#   make prometheus-bin make sure Debian's prometheus (prometheus + promtool) is installed
+#   make check-rules promtool checks the shipped alert rules (asyncq/metrics/alerts.yml) and
+#                    runs their unit tests (tests/metrics/alerts_test.yml)
+#   make test-prometheus a real Prometheus scrapes a worker and the exporter and evaluates
+#                    the shipped rules (the slow tests of tests/metrics)
 #   make redis-up    start a local redis-server on 127.0.0.1:$(REDIS_PORT) (AOF on), state in .run/
 #   make redis-down  stop the server started by redis-up
 #   make test        run the test suite in parallel (pytest-xdist, TEST_WORKERS=auto; tests
@@ -36,7 +41,7 @@ TEST_REDIS_DEP := $(if $(ASYNCQ_TEST_REDIS_URL),,redis-bin)
 # against a server of yours: some tests empty it (FLUSHDB), which would hit the other processes.
 TEST_WORKERS ?= $(if $(ASYNCQ_TEST_REDIS_URL),0,auto)
 
-.PHONY: venv redis-bin browser-bin redis-up redis-down test test-chaos lint run bench clean distclean
+.PHONY: venv redis-bin browser-bin prometheus-bin check-rules test-prometheus redis-up redis-down test test-chaos lint run bench clean distclean
 
 venv: $(STAMP)
 
@@ -67,6 +72,24 @@ browser-bin:
 		echo "chromium not found: install it (Debian/Ubuntu: apt-get install chromium) for the web dashboard's browser tests" >&2; \
 		exit 1; \
 	fi
+
+# The alert rules are checked, and evaluated by the slow tests, with Debian's prometheus
+# package (never a downloaded binary).
+prometheus-bin:
+	@if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "prometheus/promtool not found: installing Debian's prometheus with apt-get"; \
+		(apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			--no-install-recommends prometheus) || exit 1; \
+	else \
+		echo "prometheus/promtool not found: install them (Debian/Ubuntu: apt-get install prometheus) to check the alert rules" >&2; \
+		exit 1; \
+	fi
+
+check-rules: prometheus-bin
+	promtool check rules asyncq/metrics/alerts.yml
+	promtool test rules tests/metrics/alerts_test.yml
 
 redis-up: redis-bin
 	@if redis-cli -h 127.0.0.1 -p $(REDIS_PORT) ping 2>/dev/null | grep -q PONG; then \
@@ -118,6 +141,9 @@ test: venv $(TEST_REDIS_DEP) browser-bin
 
 test-chaos: venv redis-bin
 	$(VENV)/bin/python -m pytest -m chaos --run-slow tests/chaos $(PYTEST_ARGS)
+
+test-prometheus: venv redis-bin prometheus-bin
+	$(VENV)/bin/python -m pytest -m slow --run-slow tests/metrics $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check $(LINT_PATHS)

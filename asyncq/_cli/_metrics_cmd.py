@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from importlib.resources import files
 from typing import Any
 
 from .._defaults import METRICS_HOST, METRICS_PORT
@@ -21,11 +23,23 @@ def register(sub: Any) -> None:
                    help=f"address to listen on (default {METRICS_HOST}: this machine only)")
     p.add_argument("--port", type=int, default=METRICS_PORT,
                    help=f"port (default {METRICS_PORT})")
+    p.add_argument("--alert-rules", action="store_true",
+                   help="print the Prometheus alert rules shipped with asyncq (for "
+                        "rule_files: in prometheus.yml) and exit")
     add_log_args(p)
     p.set_defaults(func=run)
 
 
+def alert_rules() -> str:
+    """The alert rules file shipped in the package (asyncq/metrics/alerts.yml), read without
+    importing asyncq.metrics, so it prints without the prometheus extra."""
+    return (files("asyncq") / "metrics" / "alerts.yml").read_text(encoding="utf-8")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.alert_rules:
+        sys.stdout.write(alert_rules())
+        return 0
     configure_logging(args.log_level, args.log_format)
     try:
         import uvicorn
