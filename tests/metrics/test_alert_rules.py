@@ -74,7 +74,9 @@ async def test_every_metric_the_rules_query_is_exported_before_any_failure(
     assert "asyncq_queue_backlog" in queried
 
 
-def test_promtool_accepts_the_rules_and_their_unit_tests_pass() -> None:
+def test_promtool_accepts_the_rules_their_unit_tests_and_the_example_config(
+    tmp_path: Path,
+) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool not found: `make prometheus-bin` installs Debian's prometheus")
@@ -85,3 +87,12 @@ def test_promtool_accepts_the_rules_and_their_unit_tests_pass() -> None:
     unit = subprocess.run([promtool, "test", "rules", str(RULE_TESTS)], capture_output=True,
                           text=True, timeout=120, check=False)
     assert unit.returncode == 0, unit.stdout + unit.stderr
+    # the docker compose example loads them (mounted at /etc/prometheus/asyncq-alerts.yml)
+    example = (ROOT / "examples" / "observability" / "prometheus.yml").read_text()
+    assert "/etc/prometheus/asyncq-alerts.yml" in example
+    config = tmp_path / "prometheus.yml"
+    config.write_text(example.replace("/etc/prometheus/asyncq-alerts.yml", str(RULES)))
+    checked = subprocess.run([promtool, "check", "config", str(config)], capture_output=True,
+                             text=True, timeout=60, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 1 rule files found" in checked.stdout

@@ -1,4 +1,5 @@
-"""The Grafana dashboard in examples/observability queries only metrics asyncq exports."""
+"""The Grafana dashboard in examples/observability queries only metrics asyncq exports, and
+shows the backlog and the shipped alerts."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 import asyncq
 from asyncq.metrics import WorkerMetrics, queue_metrics_app
 
-DASHBOARD = (Path(__file__).resolve().parents[2] / "examples" / "observability" / "grafana"
-             / "dashboards" / "asyncq.json")
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARD = ROOT / "examples" / "observability" / "grafana" / "dashboards" / "asyncq.json"
+RULES = ROOT / "asyncq" / "metrics" / "alerts.yml"
 
 
 def exported(text: str) -> set[str]:
@@ -48,3 +50,16 @@ async def test_every_metric_the_dashboard_queries_is_exported(
     queried = {m for e in exprs for m in re.findall(r"\basyncq_[a-z_]+", e)}
     assert len(queried) >= 12
     assert queried <= names, sorted(queried - names)
+
+
+def test_the_dashboard_shows_the_backlog_and_every_shipped_alert() -> None:
+    doc = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in doc["panels"] for t in p["targets"]]
+    assert any("asyncq_queue_backlog" in e for e in exprs)
+    alerts = re.findall(r"^\s+- alert: (\w+)$", RULES.read_text(), re.MULTILINE)
+    assert len(alerts) >= 7
+    shown = [re.compile(m) for e in exprs
+             for m in re.findall(r'ALERTS\{alertname=~"([^"]+)"', e)]
+    assert shown
+    for pattern in shown:  # each alerts panel lists every shipped alert
+        assert [a for a in alerts if not pattern.fullmatch(a)] == []

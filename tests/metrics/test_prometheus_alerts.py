@@ -6,6 +6,7 @@ exporter stopped)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import socket
@@ -28,6 +29,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "asyncq" / "metrics" / "alerts.yml"
+DASHBOARD = ROOT / "examples" / "observability" / "grafana" / "dashboards" / "asyncq.json"
 QUEUE = "alerts"
 NEVER = ("AsyncqBacklogGrowing", "AsyncqOldestPendingTooOld", "AsyncqWorkerRedisErrors")
 
@@ -165,6 +167,10 @@ async def steady_state(prom: Prom) -> None:
     async def quiet() -> bool:  # (an alert of Prometheus's first seconds, before any scrape,
         return await prom.firing() == {}  # resolves at the next evaluation)
     await wait_until(quiet, timeout=15, message="no alert firing")
+    # every query of the Grafana dashboard is one this Prometheus answers
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        for target in panel["targets"]:
+            await prom.query(target["expr"])
 
 
 async def faults(prom: Prom, client: asyncq.Client, worker: Process, exporter: Process,
