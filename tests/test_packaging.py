@@ -27,6 +27,7 @@ def test_the_wheel_describes_itself_with_the_readme(tmp_path: Path) -> None:
     assert {"testing", "dev", "fast", "web"} <= set(meta.get_all("Provides-Extra") or [])
     assert "asyncq/py.typed" in names
     assert "asyncq/_broker/lua/dequeue.lua" in names
+    assert "asyncq/metrics/alerts.yml" in names  # asyncq metrics --alert-rules prints it
     assert {"asyncq/web/templates/base.html", "asyncq/web/templates/overview.html",
             "asyncq/web/static/app.css", "asyncq/web/static/app.js"} <= set(names)
     assert not [n for n in names if n.startswith("tests/") or "topology" in n]
