@@ -146,8 +146,9 @@ async def build_report(case: str, queue_redis: Redis, queue: str, ledger: Ledger
                        kept: bool = True) -> LedgerReport:
     """Compare the ledger with the tasks' final states.
 
-    ``kept``: tasks were enqueued with a retention, so a completed task is still in Redis
-    (state ``completed``); otherwise a completed task's hash is gone.
+    ``kept``: tasks were enqueued with a retention (or return a value), so a completed task is
+    still in Redis (state ``completed``); otherwise a completed task is gone or, for a minute,
+    only its completion mark (state ``completed`` too).
     ``runs_expected[i]``: how many starts task i needs without any fault (default 1); starts
     beyond that are duplicates.
     """
@@ -161,7 +162,7 @@ async def build_report(case: str, queue_redis: Redis, queue: str, ledger: Ledger
         if extra_runs:
             report.duplicates += extra_runs
             report.duplicate_ids.append(task_id)
-        done = state == "completed" if kept else state == ""
+        done = state == "completed" or (not kept and state == "")
         if state == "archived":
             report.archived += 1
             reason = error.split(":", 1)[0] or "?"

@@ -27,9 +27,9 @@ async def test_server_answers_ping(
 def test_queue_names_are_unique(asyncq_queue: str, round_: int) -> None:
     assert asyncq_queue.startswith("t-")
     assert len(asyncq_queue) == 14
+    # (both rounds run in one process unless pytest-xdist splits them: then each checks alone)
     assert asyncq_queue not in _queues
     _queues.append(asyncq_queue)
-    assert len(_queues) == round_
 
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason=REDIS_NOT_FOUND)
