@@ -89,6 +89,7 @@ class TaskRecord(NamedTuple):
     result: bytes | None
     score: int | None  # zset score; lease expiry for active tasks; None when there is none
     result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
+    started_at_ms: int = 0  # when its latest run started (leased to a worker); 0 never/unknown
 
 
 def decode_handoff(data: bytes) -> tuple[RawTask, int]:

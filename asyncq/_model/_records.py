@@ -25,5 +25,5 @@ def record_info(rec: TaskRecord, now: int) -> TaskInfo:
         msg, rec.payload, state, retried=rec.retried, last_error=rec.error,
         last_failed_at_ms=rec.failed_at_ms, next_process_at_ms=next_at,
         is_orphaned=orphaned, completed_at_ms=rec.completed_at_ms, result=rec.result,
-        result_encoding=rec.result_enc,
+        result_encoding=rec.result_enc, started_at_ms=rec.started_at_ms,
     )

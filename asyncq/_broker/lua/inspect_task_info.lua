@@ -3,12 +3,13 @@
 -- KEYS[2] lease zset         KEYS[3] scheduled zset     KEYS[4] retry zset
 -- ARGV[1] task id
 -- Returns: false if there is no such task, else
---   {msg, payload, state, retried, error, failed_at, completed_at, result, score, result_enc},
+--   {msg, payload, state, retried, error, failed_at, completed_at, result, score, result_enc,
+--   started_at},
 --   where score is
 --   the lease expiry of an active task (false: no lease), the run-at time of a scheduled or
 --   retry task, and false otherwise.
 local v = redis.call('HMGET', KEYS[1], 'msg', 'payload', 'state', 'retried', 'error',
-  'failed_at', 'completed_at', 'result', 'result_enc')
+  'failed_at', 'completed_at', 'result', 'result_enc', 'started_at')
 if not v[1] then
   return false
 end
@@ -21,4 +22,4 @@ elseif v[3] == 'retry' then
   score = redis.call('ZSCORE', KEYS[4], ARGV[1]) or false
 end
 return {v[1], v[2] or '', v[3] or '', v[4] or '0', v[5] or '', v[6] or '0', v[7] or '0',
-        v[8] or false, score, v[9] or ''}
+        v[8] or false, score, v[9] or '', v[10] or '0'}
