@@ -26,13 +26,15 @@ MEMORY_GROUP_SAMPLE = 5  # groups sampled for the memory estimate
 
 
 def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "") -> TaskRecord:
-    msg, payload, state, retried, error, failed_at, completed_at, result, score, enc = fields[:10]
+    (msg, payload, state, retried, error, failed_at, completed_at, result, score, enc,
+     started_at) = fields[:11]
     return TaskRecord(
         id=text(task_id), msg=msg, payload=payload or b"", state=text(state or b""),
         retried=number(retried), error=text(error or b""), failed_at_ms=number(failed_at),
         completed_at_ms=number(completed_at), result=result,
         score=None if score is None else number(score), result_enc=text(enc or b"") or "b",
-        queue=queue, type=text(fields[10] or b"") if len(fields) > 10 else "",
+        started_at_ms=number(started_at), queue=queue,
+        type=text(fields[11] or b"") if len(fields) > 11 else "",
     )
 
 

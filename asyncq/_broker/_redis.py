@@ -162,13 +162,14 @@ class RedisBroker:
         request_id: str = "", one_hop: bool = False,
     ) -> tuple[list[RawTask], int]:
         qk = K.queue_keys(queue)
+        now = self.clock.now_ms()
         flat = await self.runner.run(
             "dequeue",
             [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters, qk.dequeued(owner),
              qk.idle, qk.handoff(owner)],
-            [self.clock.now_ms() + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
+            [now + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
              request_id, lease_ms, qk.cancel_prefix, lease_ms if one_hop else "",
-             HANDOFF_GRACE_MS],
+             HANDOFF_GRACE_MS, now],
         )
         tasks, bad = raw_tasks(flat, 1, width=5)
         await self.maintenance.quarantine(queue, bad)

@@ -90,6 +90,7 @@ class TaskRecord(NamedTuple):
     result: bytes | None
     score: int | None  # zset score; lease expiry for active tasks; None when there is none
     result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
+    started_at_ms: int = 0  # when its latest run started (leased to a worker); 0 never/unknown
     queue: str = ""  # the queue it was read from ("" when the reader did not say)
     type: str = ""  # a completion mark's task type (a mark has no ``msg``; see done.lua)
 

@@ -8,14 +8,14 @@ import base64
 import dataclasses
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
 from .._inspector._inspect_models import QueueInfo, ServerInfo
 from .._inspector._inspector import Inspector
-from .._model._info import TaskInfo
+from .._model._info import TaskInfo, TaskState, run_time
 from .._text import printable, scaled_bytes
 from ._common import add_redis_args, check_redis
 
@@ -168,6 +168,36 @@ def fmt_duration(d: timedelta | float | None) -> str:
     minutes, secs = divmod(rest, 60)
     parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
     return "".join(f"{v}{u}" for v, u in parts if v) or "0s"
+
+
+def fmt_run_time(t: TaskInfo, now: datetime | None = None) -> str:
+    """The latest run's length and how it ended: ``2.5s (completed)``, ``0.3s (failed)``,
+    ``running for 12s``; ``-`` when no run is known."""
+    took = run_time(t, now or datetime.now(UTC))
+    if took is None:
+        return "-"
+    length, running = took
+    if running:
+        return f"running for {fmt_duration(length)}"
+    ended = "completed" if t.state is TaskState.COMPLETED else "failed"
+    return f"{fmt_duration(length)} ({ended})"
+
+
+def fmt_run_length(t: TaskInfo, now: datetime | None = None) -> str:
+    """Only the length of the latest run (a list's state says how it ended), ``-`` when no run
+    is known."""
+    took = run_time(t, now or datetime.now(UTC))
+    return "-" if took is None else fmt_duration(took[0])
+
+
+def fmt_limit(t: TaskInfo) -> str:
+    """The time limits a run of the task has: its timeout and its deadline, ``-`` when none."""
+    parts = []
+    if t.timeout is not None:
+        parts.append(fmt_duration(t.timeout))
+    if t.deadline is not None:
+        parts.append(f"deadline {fmt_time(t.deadline)}")
+    return ", ".join(parts) or "-"
 
 
 def fmt_bytes(n: int) -> str:

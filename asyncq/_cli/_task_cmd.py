@@ -15,7 +15,10 @@ from ._output import (
     add_common_args,
     bytes_doc,
     fmt_duration,
+    fmt_limit,
     fmt_payload,
+    fmt_run_length,
+    fmt_run_time,
     fmt_time,
     print_fields,
     print_json,
@@ -102,23 +105,28 @@ def register(sub: Any) -> None:
 
 def _columns(state: TaskState) -> tuple[list[str], Any]:
     """Extra columns for a state: headers and a function TaskInfo -> cells."""
+    # LIMIT: the timeout and deadline a run has (of tasks still to run or running); RAN: how
+    # long the latest run took (of tasks done with).
     if state is TaskState.ACTIVE:
-        return ["ORPHANED", "DEADLINE"], lambda t: ["yes" if t.is_orphaned else "no",
-                                                    fmt_time(t.deadline)]
+        return ["ORPHANED", "RUNNING", "LIMIT"], lambda t: [
+            "yes" if t.is_orphaned else "no", fmt_run_length(t), fmt_limit(t)]
     if state is TaskState.SCHEDULED:
-        return ["PROCESS AT"], lambda t: [fmt_time(t.next_process_at)]
+        return ["PROCESS AT", "LIMIT"], lambda t: [fmt_time(t.next_process_at), fmt_limit(t)]
     if state is TaskState.RETRY:
-        return ["NEXT RETRY", "RETRIED", "LAST ERROR"], lambda t: [
-            fmt_time(t.next_process_at), f"{t.retried}/{t.max_retry}", _short(t.last_error)]
+        return ["NEXT RETRY", "RETRIED", "LIMIT", "LAST ERROR"], lambda t: [
+            fmt_time(t.next_process_at), f"{t.retried}/{t.max_retry}", fmt_limit(t),
+            _short(t.last_error)]
     if state is TaskState.ARCHIVED:
-        return ["LAST FAILED", "RETRIED", "LAST ERROR"], lambda t: [
-            fmt_time(t.last_failed_at), f"{t.retried}/{t.max_retry}", _short(t.last_error)]
+        return ["LAST FAILED", "RETRIED", "RAN", "LAST ERROR"], lambda t: [
+            fmt_time(t.last_failed_at), f"{t.retried}/{t.max_retry}", fmt_run_length(t),
+            _short(t.last_error)]
     if state is TaskState.COMPLETED:
-        return ["COMPLETED AT", "RESULT"], lambda t: [
-            fmt_time(t.completed_at), "-" if t.result is None else f"{len(t.result)} bytes"]
+        return ["COMPLETED AT", "RAN", "RESULT"], lambda t: [
+            fmt_time(t.completed_at), fmt_run_length(t),
+            "-" if t.result is None else f"{len(t.result)} bytes"]
     if state is TaskState.AGGREGATING:
-        return ["GROUP"], lambda t: [t.group or "-"]
-    return ["RETRIED"], lambda t: [f"{t.retried}/{t.max_retry}"]
+        return ["GROUP", "LIMIT"], lambda t: [t.group or "-", fmt_limit(t)]
+    return ["RETRIED", "LIMIT"], lambda t: [f"{t.retried}/{t.max_retry}", fmt_limit(t)]
 
 
 def _short(text: str | None, width: int = 40) -> str:
@@ -197,7 +205,9 @@ def print_task(t: TaskInfo) -> None:
         ("timeout", fmt_duration(t.timeout)), ("deadline", fmt_time(t.deadline)),
         ("group", t.group or "-"), ("next process at", fmt_time(t.next_process_at)),
         ("orphaned", "yes" if t.is_orphaned else "no"),
-        ("retention", fmt_duration(t.retention)), ("completed at", fmt_time(t.completed_at)),
+        ("retention", fmt_duration(t.retention)),
+        ("enqueued at", fmt_time(t.enqueued_at)), ("started at", fmt_time(t.started_at)),
+        ("completed at", fmt_time(t.completed_at)), ("run time", fmt_run_time(t)),
         ("result", fmt_result(t)),
     ])
 

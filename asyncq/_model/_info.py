@@ -65,6 +65,10 @@ class TaskInfo:
     next_process_at: datetime | None = None
     is_orphaned: bool = False
     retention: timedelta = timedelta(0)
+    #: When it was enqueued (by the producer's clock); None when the message does not say.
+    enqueued_at: datetime | None = None
+    #: When its latest run started (it was leased to a worker); None when it never ran.
+    started_at: datetime | None = None
     completed_at: datetime | None = None
     result: bytes | None = None
     encoding: Encoding = "b"
@@ -92,7 +96,8 @@ def task_info(
     msg: TaskMessage, payload: bytes, state: TaskState, *, retried: int = 0,
     last_error: str | None = None, last_failed_at_ms: int = 0, next_process_at_ms: int = 0,
     is_orphaned: bool = False, completed_at_ms: int = 0, result: bytes | None = None,
-    result_encoding: str = "b", rules: HandlerRules | None = None,
+    result_encoding: str = "b", started_at_ms: int = 0,
+    rules: HandlerRules | None = None,
 ) -> TaskInfo:
     """Build a TaskInfo from a decoded message and the task hash's mutable fields; its
     ``max_retry``, ``timeout`` and ``retention`` are those that apply (``rules``: the
@@ -111,10 +116,28 @@ def task_info(
         next_process_at=stored_datetime(next_process_at_ms),
         is_orphaned=is_orphaned,
         retention=_duration(retention),
+        enqueued_at=stored_datetime(msg.enqueued_at_ms),
+        started_at=stored_datetime(started_at_ms),
         completed_at=stored_datetime(completed_at_ms),
         result=result, encoding=msg.enc,
         result_encoding="j" if result_encoding == "j" else "b",
     )
+
+
+def run_time(info: TaskInfo, now: datetime) -> tuple[timedelta, bool] | None:
+    """How long the task's latest run took (started -> completed or failed), or, with True,
+    how long it has been running at ``now``; None when no run is under way or known to have
+    ended. Start and end may come from two hosts' clocks: a negative difference reads as 0."""
+    start = info.started_at
+    if start is None:
+        return None
+    if info.state is TaskState.ACTIVE:
+        return max(now - start, timedelta(0)), True
+    if info.state is TaskState.COMPLETED and info.completed_at is not None:
+        return max(info.completed_at - start, timedelta(0)), False
+    if info.last_failed_at is not None and info.last_failed_at >= start:
+        return info.last_failed_at - start, False
+    return None
 
 
 class TaskFailedError(AsyncqError):

@@ -21,7 +21,7 @@ def record_info(rec: TaskRecord, now: int, rules: RulesLookup | None = None) -> 
         # A completion mark (a task that returned nothing): its type, retries and end only.
         return task_info(TaskMessage(id=rec.id, type=rec.type, queue=rec.queue), b"",
                          TaskState.COMPLETED, retried=rec.retried,
-                         completed_at_ms=rec.completed_at_ms)
+                         completed_at_ms=rec.completed_at_ms, started_at_ms=rec.started_at_ms)
     msg = decode_message(rec.msg)
     try:
         state = TaskState(rec.state)
@@ -37,6 +37,6 @@ def record_info(rec: TaskRecord, now: int, rules: RulesLookup | None = None) -> 
         msg, rec.payload, state, retried=rec.retried, last_error=rec.error,
         last_failed_at_ms=rec.failed_at_ms, next_process_at_ms=next_at,
         is_orphaned=orphaned, completed_at_ms=rec.completed_at_ms, result=rec.result,
-        result_encoding=rec.result_enc,
+        result_encoding=rec.result_enc, started_at_ms=rec.started_at_ms,
         rules=None if rules is None else rules(msg.queue, msg.type),
     )

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 import orjson
 
 from .._inspector._inspect_models import DailyStats
+from .._model._info import TaskInfo, TaskState, run_time
 from .._text import scaled_bytes
 
 #: Longest payload or result shown on a page; the rest is cut with a note.
@@ -84,6 +85,35 @@ def ago(value: datetime | None, now: datetime | None = None) -> str:
     delta = value - (now or datetime.now(UTC))
     text = human_duration(abs(delta))
     return f"in {text}" if delta.total_seconds() > 0 else f"{text} ago"
+
+
+def run_length(task: TaskInfo, now: datetime | None = None) -> str:
+    """How long the task's latest run took, or has been running; ``""`` when none is known."""
+    took = run_time(task, now or datetime.now(UTC))
+    return "" if took is None else human_duration(took[0])
+
+
+def run_summary(task: TaskInfo, now: datetime | None = None) -> str:
+    """The latest run for the task page: ``running for 3.2 s``, ``2.5 s, completed``,
+    ``0.3 s, failed``; ``""`` when none is known."""
+    took = run_time(task, now or datetime.now(UTC))
+    if took is None:
+        return ""
+    length, running = took
+    if running:
+        return f"running for {human_duration(length)}"
+    ended = "completed" if task.state is TaskState.COMPLETED else "failed"
+    return f"{human_duration(length)}, {ended}"
+
+
+def time_limit(task: TaskInfo) -> str:
+    """The time limits of a run of the task: its timeout and deadline; ``""`` when none."""
+    parts = []
+    if task.timeout is not None:
+        parts.append(human_duration(task.timeout))
+    if task.deadline is not None:
+        parts.append(f"deadline {when(task.deadline)}")
+    return " · ".join(parts)
 
 
 def error_rate(processed: int, failed: int) -> str:

@@ -23,7 +23,8 @@ ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 ENV.filters.update(bytes=_format.human_bytes, duration=_format.human_duration,
-                   when=_format.when, ago=_format.ago)
+                   when=_format.when, ago=_format.ago, run_length=_format.run_length,
+                   run_summary=_format.run_summary, time_limit=_format.time_limit)
 ENV.globals.update(error_rate=_format.error_rate, version=__version__)
 
 

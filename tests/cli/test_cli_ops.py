@@ -91,7 +91,7 @@ async def test_task_enqueue_list_inspect(cli: Cli, asyncq_queue: str) -> None:
         cli("task", "inspect", "-q", q, pending["id"]))
     assert [t["type"] for t in js(ls_json)] == ["email", "raw", "u"]  # processing order
     lines = out(ls).splitlines()
-    assert lines[0].split() == ["ID", "TYPE", "PAYLOAD", "RETRIED"]
+    assert lines[0].split() == ["ID", "TYPE", "PAYLOAD", "RETRIED", "LIMIT"]
     assert any(pending["id"] in ln and '{"to":"a@b.c"}' in ln for ln in lines)
     assert [t["type"] for t in js(page2)] == ["raw"]
     assert "PROCESS AT" in out(sched_ls) and sched["id"] in out(sched_ls)

@@ -724,3 +724,37 @@ async def test_bulk_operations_loop_over_batches(
     assert await task_keys(redis_client, asyncq_queue) == set()
     assert [k async for k in redis_client.scan_iter(
         match=K.queue_keys(asyncq_queue).base + "unique:*")] == []
+
+
+# -- times of a task's runs
+
+
+async def test_each_run_of_a_task_has_its_own_start(
+    asyncq_client: asyncq.Client, inspector: asyncq.Inspector, asyncq_queue: str,
+    asyncq_worker: WorkerFactory,
+) -> None:
+    seen: list[asyncq.TaskInfo] = []
+    mux = asyncq.ServeMux()
+
+    @mux.handler("flaky")
+    async def flaky(task: asyncq.Task) -> None:
+        assert task.id is not None
+        seen.append(await inspector.task_info(asyncq_queue, task.id))  # as it runs
+        if len(seen) == 1:
+            raise RuntimeError("first run fails")
+
+    info = await asyncq_client.enqueue("flaky", queue=asyncq_queue, retention=60)
+    assert info.enqueued_at is not None
+    async with asyncq_worker(mux, queues={asyncq_queue: 1},
+                             retry_delay=lambda n, e, t: 0.05) as w:
+        await w.wait_drained(include_scheduled=True, timeout=10)
+    done = await inspector.task_info(asyncq_queue, info.id)
+    first, second = seen
+    assert first.state is second.state is asyncq.TaskState.ACTIVE
+    assert first.started_at is not None and second.started_at is not None
+    assert info.enqueued_at <= first.started_at < second.started_at
+    assert first.last_failed_at is None and second.last_failed_at is not None
+    assert first.started_at <= second.last_failed_at <= second.started_at
+    assert (done.state, done.enqueued_at, done.started_at) == (
+        asyncq.TaskState.COMPLETED, info.enqueued_at, second.started_at)
+    assert done.completed_at is not None and done.completed_at >= done.started_at

@@ -7,7 +7,8 @@
 -- registered worker: it publishes the task on the worker's shard channel <base>to:<owner> and,
 -- only if the worker heard it, leases the task to it exactly as dequeue.lua does and records
 -- it in <base>handoff:<owner> (HASH id -> '<pending_since>:<handed at ms>'), which the worker's next dequeue
--- returns so a message lost in flight is recovered then. A registration whose channel nobody
+-- returns so a message lost in flight is recovered then. The task's 'started_at' is then the
+-- hand-off time by the server's clock (the lease's clock here too). A registration whose channel nobody
 -- listens to (a dead or stopping worker) is dropped and the next one tried. Returns true when
 -- a task was handed off (no wake-up is needed then).
 -- @include _lib.lua
@@ -47,7 +48,7 @@ local function asyncq_handoff(idle_key)
         redis.call('LMOVE', pending, base .. 'active', 'RIGHT', 'LEFT')
         redis.call('HDEL', key, 'pending_since')
         redis.call('DEL', base .. 'cancel:' .. id)
-        redis.call('HSET', key, 'state', 'active', 'owner', owner)
+        redis.call('HSET', key, 'state', 'active', 'owner', owner, 'started_at', now)
         redis.call('ZADD', base .. 'lease', until_ms, id)
         local handed = base .. 'handoff:' .. owner
         redis.call('HSET', handed, id, since .. ':' .. now)

@@ -22,6 +22,8 @@
 -- KEYS[8] hand-offs          asyncq:{q}:handoff:<owner> (HASH id -> '<pending_since>:<at ms>')
 -- ARGV[9] lease ms of a hand-off to this worker; '' registers nothing (one-hop pickup off)
 -- ARGV[10] grace, ms: hand-offs younger than this are left to their message
+-- ARGV[11] now, Unix ms, by the worker's clock: each leased task's 'started_at' (when its
+--   latest run started), so a run's length is measured on the clock that writes its end
 -- One-hop pickup: the tasks handed off to this owner (asyncq_handoff in _wake_lib.lua) at least
 --   ARGV[10] ms ago that are still leased to it are returned first and their records cleared,
 --   so a hand-off whose message was lost in flight is picked up here (the worker skips those it
@@ -100,7 +102,7 @@ while got < want do
   else
     redis.call('HDEL', key, 'pending_since')
     redis.call('DEL', ARGV[8] .. id)
-    redis.call('HSET', key, 'state', 'active', 'owner', ARGV[4])
+    redis.call('HSET', key, 'state', 'active', 'owner', ARGV[4], 'started_at', ARGV[11])
     redis.call('ZADD', KEYS[3], ARGV[1], id)
     out[#out + 1] = id
     out[#out + 1] = v[1] or ''

@@ -15,7 +15,8 @@
 -- ARGV[7] largest result sent with the completion event, bytes: a larger one goes only to a
 --   workflow's outbox (see _wf_lib.lua), the event saying it was too big
 -- ARGV[8] completion mark, ms ('0' none): a task that succeeded returning nothing leaves,
---   this long, a hash of a few short fields (state 'completed', completed_at, type, retried)
+--   this long, a hash of a few short fields (state 'completed', completed_at, type, retried,
+--   started_at)
 --   in place of its own, in no list, so a wait that starts after it ended still finds how it
 --   ended; Redis expires it. (Short fields keep the hash in Redis's compact encoding.)
 -- ARGV[9] now, Unix ms (completed_at of the mark)
@@ -43,10 +44,10 @@ redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 asyncq_release_unique(v[3], ARGV[1])
 if ARGV[6] == '' and ARGV[8] ~= '0' then
-  local retried = redis.call('HGET', KEYS[1], 'retried') or '0'
+  local kept = redis.call('HMGET', KEYS[1], 'retried', 'started_at')
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'state', 'completed', 'completed_at', ARGV[9], 'type', ARGV[10],
-             'retried', retried)
+             'retried', kept[1] or '0', 'started_at', kept[2] or '0')
   redis.call('PEXPIRE', KEYS[1], ARGV[8])
 else
   redis.call('DEL', KEYS[1])

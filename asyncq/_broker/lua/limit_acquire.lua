@@ -1,6 +1,7 @@
 #!lua flags=allow-oom
 -- limit_acquire: take a slot/token of every limit of each task, or defer the task (active ->
--- scheduled) until the next token is due or a slot frees; all or nothing per task.
+-- scheduled) until the next token is due or a slot frees; all or nothing per task. A deferred
+-- task loses the 'started_at' its lease wrote: that run did not start.
 -- KEYS[1] active list        asyncq:{q}:active
 -- KEYS[2] lease zset         asyncq:{q}:lease
 -- KEYS[3] scheduled zset     asyncq:{q}:scheduled
@@ -187,7 +188,7 @@ while i <= #ARGV do
         local limited = table.concat(why, ',')
         redis.call('LREM', KEYS[1], 1, holder)
         redis.call('ZREM', KEYS[2], holder)
-        redis.call('HDEL', tkey, 'owner')
+        redis.call('HDEL', tkey, 'owner', 'started_at')  -- deferred: this run never started
         redis.call('ZADD', KEYS[3], due, holder)
         redis.call('HSET', tkey, 'state', 'scheduled', 'limited', limited)
         emit(holder, 'active', 'scheduled', {limited = limited, next = due})
