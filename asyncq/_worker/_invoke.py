@@ -8,6 +8,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from structlog.contextvars import bind_contextvars
+
 from .. import _tracing
 from .._model._message import TaskMessage
 from .._model._task import Task
@@ -40,14 +42,21 @@ async def invoke(handler: Callable[[Task], Any], threads: SyncThreads, task: Tas
                  msg: TaskMessage, run: Running) -> Any:
     """Run the handler for ``task`` (inside a CONSUMER span when tracing is on, its ids kept
     on ``run`` for the worker's log lines): what calling it raises (it takes no argument, the
-    target is not a handler...) is this task's failure."""
+    target is not a handler...) is this task's failure.
+
+    Runs in the handler's own asyncio task, so what it sets in the context is the handler's
+    alone: the pool sync handlers run in, and the task's log context — every line logged
+    during the run (structlog or stdlib ``logging``, in a sync handler's thread too: the
+    thread runs in a copy of this context) carries task_id, queue, type and retried."""
     use_threads(threads)  # in this handler's own context: where sync handlers run
+    bind_contextvars(task_id=msg.id, queue=msg.queue, type=msg.type, retried=task.retried)
     tracer = _tracing.active
     try:
         if tracer is None:
             return await _call(handler, task)
         with tracer.consuming(msg, task):
             run.trace = tracer.log_context()
+            bind_contextvars(**run.trace)  # (for an application's own structlog set-up)
             return await _call(handler, task)
     except (Exception, asyncio.CancelledError):
         raise
