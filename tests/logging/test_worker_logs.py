@@ -136,3 +136,27 @@ async def test_a_shutdown_names_the_tasks_it_requeues(
     for info in infos:
         info = await asyncq_inspector.task_info(asyncq_queue, info.id)
         assert info.state is TaskState.PENDING
+
+
+async def test_with_tracing_on_a_handlers_lines_carry_its_trace_and_span(
+    asyncq_client: Client, asyncq_queue: str, asyncq_redis_url: str, tmp_path: Path,
+) -> None:
+    log = tmp_path / "worker.log"
+    async with worker_process(asyncq_redis_url, asyncq_queue, log, "--task-logs", "info",
+                              target="tests.logging.tracedapp:mux", env=ENV) as proc:
+        infos = [await asyncq_client.enqueue(f"log:{kind}", queue=asyncq_queue)
+                 for kind in ("async", "sync")]
+        for info in infos:
+            assert (await asyncq_client.wait(info, timeout=20)).state is TaskState.COMPLETED
+        await wait_until(lambda: log.read_text().count("task succeeded") == 2, timeout=10)
+        await stop(proc)
+    docs = json_lines(log)
+    for info in infos:
+        mine = [d for d in docs if d.get("task_id") == info.id]
+        [done] = [d for d in mine if d["event"] == "task succeeded"]  # the run's own ids
+        ids = {"trace_id": done["trace_id"], "span_id": done["span_id"]}
+        assert len(ids["trace_id"]) == 32 and len(ids["span_id"]) == 16
+        handler_lines = [d for d in mine if d["event"] != "task succeeded"]
+        assert {d["event"].split(" from ")[0] for d in handler_lines} >= {
+            "handler structlog line", "handler stdlib line", "library line"}
+        assert all(d.items() >= ids.items() for d in handler_lines), handler_lines
