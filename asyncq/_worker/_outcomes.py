@@ -109,7 +109,8 @@ class Endings:
         if self._task_logs != "off":
             log = self._log.info if self._task_logs == "info" else self._log.debug
             log("task succeeded", task_id=run.id, queue=run.queue, type=run.msg.type,
-                **run.trace, duration_s=round((self._clock.now_ms() - run.started_ms) / 1000, 3),
+                retried=run.task.retried, **run.trace,
+                duration_s=round((self._clock.now_ms() - run.started_ms) / 1000, 3),
                 outcome=outcome.kind)
         self._settle(outcome)
 
