@@ -44,6 +44,7 @@ WORKER_FIELDS: dict[str, object] = {
     "cancel_grace": D.WORKER_CANCEL_GRACE,
     "task_logs": D.WORKER_TASK_LOGS,
     "unknown_type": D.WORKER_UNKNOWN_TYPE,
+    "traceback_on": D.WORKER_TRACEBACK_ON,
     "health_check_interval": D.WORKER_HEALTH_CHECK_INTERVAL,
     "group_grace_period": D.WORKER_GROUP_GRACE_PERIOD,
     "group_max_delay": D.WORKER_GROUP_MAX_DELAY,

@@ -8,11 +8,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import structlog
-
 from .. import __version__
 from .._errors import AsyncqError
-from .._log_setup import configure_logging
+from .._log_setup import configure_logging, logging_restored
 from .._text import printable
 from . import (
     _cron_cmd,
@@ -71,19 +69,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     # its table or its --json document — is only its output; worker and scheduler set their
     # own logging from their flags. The previous set-up is restored afterwards, so calling
     # main() in-process (tests, embedding) leaves the caller's logging as it was.
-    previous = structlog.get_config()
-    configure_logging("warning")
-    try:
-        code: int = args.func(args)
-    except (CLIError, AsyncqError, ValueError) as exc:
-        print(printable(f"asyncq: error: {exc}"), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        return _pipe_closed()
-    finally:
-        structlog.configure(**previous)
+    with logging_restored():  # (structlog's set-up and the root logger's handlers)
+        configure_logging("warning")
+        try:
+            code: int = args.func(args)
+        except (CLIError, AsyncqError, ValueError) as exc:
+            print(printable(f"asyncq: error: {exc}"), file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:
+            return _pipe_closed()
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -31,6 +31,7 @@ from .._defaults import (
     WORKER_RECOVER_INTERVAL,
     WORKER_SHUTDOWN_TIMEOUT,
     WORKER_TASK_LOGS,
+    WORKER_TRACEBACK_ON,
     WORKER_UNKNOWN_TYPE,
     WORKER_WORKFLOW_INTERVAL,
 )
@@ -168,6 +169,10 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--unknown-type", choices=["retry", "archive"],
                    help=f"a task whose type has no handler: retried or archived at once "
                         f"(default {WORKER_UNKNOWN_TYPE})")
+    g.add_argument("--traceback-on", choices=["archive", "failure", "off"],
+                   help=f"when a failed run's log line carries its traceback: when the task "
+                        f"is archived, on every failure, or never (default "
+                        f"{WORKER_TRACEBACK_ON})")
     g.add_argument("--burst", action="store_true", default=None,
                    help="exit (status 0) once the queues have no pending tasks and none due "
                         "soon: for CI and batch jobs")

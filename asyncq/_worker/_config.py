@@ -33,6 +33,7 @@ from .._defaults import (
     WORKER_RECOVER_INTERVAL,
     WORKER_SHUTDOWN_TIMEOUT,
     WORKER_TASK_LOGS,
+    WORKER_TRACEBACK_ON,
     WORKER_UNKNOWN_TYPE,
     WORKER_WORKFLOW_INTERVAL,
 )
@@ -123,6 +124,11 @@ class WorkerConfig:
     unknown_type: Literal["retry", "archive"] = WORKER_UNKNOWN_TYPE
     """A task whose type has no handler: "retry" (it may reach a worker that knows it, as in a
     rolling deploy) or "archive" at once. Either way it is logged once per type."""
+    traceback_on: Literal["archive", "failure", "off"] = WORKER_TRACEBACK_ON
+    """When a failed run's log line carries the traceback: "archive" (the default) only when
+    the task is archived, so a task retried 25 times logs it once, with one short line per
+    retry (error, retries so far, when the next attempt runs); "failure" on every failed run;
+    "off" never (the error text is always logged)."""
     on_state_change: StateChangeCallback | None = None
     """Called (sync or async) with a TaskEvent for every transition this worker makes: a task
     starts (pending -> active) and its outcome is written (completed, retry, archived,

@@ -56,6 +56,7 @@ class Endings:
         self._settle = settle
         self._observer = config.metrics
         self._task_logs = config.task_logs
+        self._traceback_on = config.traceback_on
         self._unknown_types: set[str] = set()  # task types already reported as unhandled
         self.hooks = TaskSet(self._hook_failed)
         """The async ``error_handler`` calls still running (awaited by ``hooks_done``)."""
@@ -108,7 +109,8 @@ class Endings:
         if self._task_logs != "off":
             log = self._log.info if self._task_logs == "info" else self._log.debug
             log("task succeeded", task_id=run.id, queue=run.queue, type=run.msg.type,
-                **run.trace, duration_s=round((self._clock.now_ms() - run.started_ms) / 1000, 3),
+                retried=run.task.retried, **run.trace,
+                duration_s=round((self._clock.now_ms() - run.started_ms) / 1000, 3),
                 outcome=outcome.kind)
         self._settle(outcome)
 
@@ -119,7 +121,8 @@ class Endings:
         self.failed += 1
         task = run.task
         text = error_text(exc)
-        log = self._log.bind(task_id=run.id, queue=run.queue, type=run.msg.type, **run.trace)
+        log = self._log.bind(task_id=run.id, queue=run.queue, type=run.msg.type,
+                             retried=task.retried, **run.trace)
         unknown = isinstance(exc, HandlerNotFoundError)
         if unknown and self._config.unknown_type == "archive":
             outcome = Outcome("archive", run.queue, run.id, error=text)
@@ -137,11 +140,13 @@ class Endings:
         elif outcome.kind == "done":
             log.info("task revoked", error=text)
         elif outcome.kind == "archive":
-            log.warning("task archived", error=text, retried=task.retried, exc_info=exc)
+            log.warning("task archived", error=text,
+                        **_traceback(exc, self._traceback_on != "off"))
         else:
-            log.warning("task failed; will retry", error=text, retried=task.retried,
-                        retry_in=(outcome.retry_at_ms - self._clock.now_ms()) / 1000,
-                        exc_info=exc)
+            # One short line per retry; the traceback waits for the archive (traceback_on).
+            log.warning("task failed; will retry", error=text,
+                        retry_in=round((outcome.retry_at_ms - self._clock.now_ms()) / 1000, 3),
+                        **_traceback(exc, self._traceback_on == "failure"))
         self._settle(outcome)
         self._call_error_handler(run, exc)
 
@@ -181,6 +186,11 @@ class Endings:
         if isinstance(exc, HandlerExit):
             exc = exc.original
         self._log.error("error_handler raised", error=error_text(exc))
+
+
+def _traceback(exc: BaseException, wanted: bool) -> dict[str, BaseException]:
+    """The log line's ``exc_info`` when its traceback is ``wanted`` (``traceback_on``)."""
+    return {"exc_info": exc} if wanted else {}
 
 
 # -- 2. what the outcome is

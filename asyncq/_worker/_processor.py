@@ -35,7 +35,7 @@ import anyio
 from .._broker import Broker, Handoff, Outcome, RawTask
 from .._clock import Clock
 from .._errors import BrokerError, DecodeError
-from .._log import get_logger
+from .._log import get_logger, some_ids
 from .._model._message import TaskMessage, decode_message
 from .._model._rules import apply_rules
 from .._model._task import task_for_handler
@@ -165,6 +165,10 @@ class Processor:
         self.fetching = False
         self.wake.set()
         self._slot_free.set()
+        if self.buffer:
+            ids = list(self.buffer)
+            self._log.info("prefetched tasks requeued (never started)", count=len(ids),
+                           task_ids=some_ids(ids))
         for item in self.buffer.values():
             self.settle(Outcome("requeue", item.queue, item.raw.id))
         self.buffer.clear()
@@ -469,9 +473,10 @@ class Processor:
                 tg.start_soon(until, self._all_done)
                 tg.start_soon(until, self._forced)
         if self.running:
-            if not self._forced.is_set():
-                self._log.warning("shutdown timeout reached; requeueing running tasks",
-                                  count=len(self.running))
+            ids = list(self.running)
+            self._log.warning("requeueing running tasks" if self._forced.is_set()
+                              else "shutdown timeout reached; requeueing running tasks",
+                              count=len(ids), task_ids=some_ids(ids))
             for task_id in list(self.running):
                 self.cancel(task_id, Stop.SHUTDOWN)
             with anyio.move_on_after(min(self._config.cancel_grace, 1.0)):

@@ -39,6 +39,7 @@ SAMPLES: dict[str, tuple[list[str], dict[str, Any]]] = {
     "cancel_grace": (["--cancel-grace", "1"], {"cancel_grace": 1}),
     "task_logs": (["--task-logs", "debug"], {"task_logs": "debug"}),
     "unknown_type": (["--unknown-type", "archive"], {"unknown_type": "archive"}),
+    "traceback_on": (["--traceback-on", "failure"], {"traceback_on": "failure"}),
     "health_check_interval": (["--health-check-interval", "2"], {"health_check_interval": 2}),
     "group_grace_period": (["--group-grace-period", "2"], {"group_grace_period": 2}),
     "group_max_delay": (["--group-max-delay", "30"], {"group_max_delay": 30}),
