@@ -30,8 +30,9 @@ task finished before anybody listened."""
 
 COMPLETION_MARK: Final = 60.0
 """How long a task that returned nothing (and has no ``retention``) leaves a completion mark:
-its hash without payload, in no list, expired by Redis — so ``wait()``/``result()``/``after=``
-that start after it ended still learn that it succeeded. ``retention=0`` leaves nothing."""
+its id and completion time in its queue's marks (the task itself is deleted) — so
+``wait()``/``result()``/``after=`` that start after it ended still learn that it succeeded.
+``retention=0`` leaves nothing."""
 
 WORKFLOW_RETENTION: Final = 86_400.0
 """How long an ended workflow's state is kept (1 day): ``enqueue_workflow`` and the one-step

@@ -73,10 +73,11 @@ def finish_call(o: Outcome, owner: str, now: int, lease_cutoff: int | str = "") 
         # A result too large for the event is not published (the event says so): only a
         # workflow step's outbox record takes it (the script decides, asyncq_result_too_big).
         return ScriptCall("done",
-                          [task_key, qk.active, qk.lease, qk.processed, qk.processed_day(day)],
+                          [task_key, qk.active, qk.lease, qk.processed, qk.processed_day(day),
+                           qk.marks],
                           [o.task_id, owner, stats_expiry, o.result or b"",
                            "" if o.result is None else o.result_enc, o.error,
-                           EVENT_RESULT_MAX, o.retention_ms, now, o.task_type])
+                           EVENT_RESULT_MAX, "1" if o.retention_ms else "0", now])
     if o.kind == "complete":
         return ScriptCall("mark_complete",
                           [task_key, qk.active, qk.lease, qk.completed, qk.processed,

@@ -27,14 +27,13 @@ MEMORY_GROUP_SAMPLE = 5  # groups sampled for the memory estimate
 
 def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "") -> TaskRecord:
     (msg, payload, state, retried, error, failed_at, completed_at, result, score, enc,
-     started_at) = fields[:11]
+     started_at) = fields
     return TaskRecord(
         id=text(task_id), msg=msg, payload=payload or b"", state=text(state or b""),
         retried=number(retried), error=text(error or b""), failed_at_ms=number(failed_at),
         completed_at_ms=number(completed_at), result=result,
         score=None if score is None else number(score), result_enc=text(enc or b"") or "b",
         started_at_ms=number(started_at), queue=queue,
-        type=text(fields[11] or b"") if len(fields) > 11 else "",
     )
 
 
@@ -120,7 +119,7 @@ class RedisInspectOps:
             "inspect_remove_queue",
             [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
              qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets,
-             qk.registered],
+             qk.registered, qk.marks],
             [mode, qk.task_prefix, *days],
         )
         return number(code), number(active), number(queued)
@@ -154,8 +153,8 @@ class RedisInspectOps:
     async def task(self, queue: str, task_id: str) -> TaskRecord | None:
         qk = K.queue_keys(queue)
         row = await self.runner.run("inspect_task_info",
-                                    [qk.task(task_id), qk.lease, qk.scheduled, qk.retry],
-                                    [task_id])
+                                    [qk.task(task_id), qk.lease, qk.scheduled, qk.retry,
+                                     qk.marks], [task_id])
         return None if row is None else _record(task_id, row, queue)
 
     async def tasks(self, keys: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
@@ -163,8 +162,8 @@ class RedisInspectOps:
         for queue, task_id in keys:
             qk = K.queue_keys(queue)
             calls.append(ScriptCall("inspect_task_info",
-                                    [qk.task(task_id), qk.lease, qk.scheduled, qk.retry],
-                                    [task_id]))
+                                    [qk.task(task_id), qk.lease, qk.scheduled, qk.retry,
+                                     qk.marks], [task_id]))
         rows = await self.runner.run_many(calls)
         out: list[TaskRecord | None] = []
         for (queue, task_id), row in zip(keys, rows, strict=True):

@@ -46,6 +46,7 @@ class QueueKeys:
     retry: str
     archived: str
     completed: str
+    marks: str  # ZSET id -> completed_at: tasks that returned nothing, kept a minute (done.lua)
     paused: str
     waiters: str
     # One-hop pickup: the scripts derive these from the waiters flag's base (asyncq_handoff in
@@ -140,6 +141,7 @@ def queue_keys(queue: str) -> QueueKeys:
         retry=base + "retry",
         archived=base + "archived",
         completed=base + "completed",
+        marks=base + "marks",
         paused=base + "paused",
         waiters=base + "waiters",
         idle=base + "idle",

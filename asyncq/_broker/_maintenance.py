@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from .._clock import Clock
+from .._defaults import COMPLETION_MARK
 from . import _keys as K
 from ._calls import finish_call
 from ._protocol import Backlog, Outcome, RawTask
@@ -110,8 +111,10 @@ class MaintenanceOps:
 
     async def delete_expired_completed(self, queue: str, limit: int) -> int:
         qk = K.queue_keys(queue)
-        return int(await self.runner.run("delete_expired_completed", [qk.completed],
-                                         [self.clock.now_ms(), qk.task_prefix, limit]))
+        now = self.clock.now_ms()
+        marks_until = now - round(COMPLETION_MARK * 1000)
+        return int(await self.runner.run("delete_expired_completed", [qk.completed, qk.marks],
+                                         [now, qk.task_prefix, limit, marks_until]))
 
     async def write_server_state(self, server_id: str, info: bytes,
                                  workers: dict[str, bytes], ttl_ms: int) -> None:

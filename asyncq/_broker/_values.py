@@ -58,13 +58,12 @@ class Outcome:
     kind: Literal["done", "complete", "retry", "archive", "requeue"]
     queue: str
     task_id: str
-    retention_ms: int = 0  # "complete": how long it is kept; "done": its completion mark
+    retention_ms: int = 0  # "complete": how long it is kept; "done": >0 leaves a completion mark
     retry_at_ms: int = 0
     error: str = ""  # why it failed; for "done", why it was revoked ("" = it succeeded)
     is_failure: bool = True
     result: bytes | None = None  # the handler's return value, encoded
     result_enc: str = "b"  # "b" bytes or "j" JSON: how `result` was encoded
-    task_type: str = ""  # "done" with a completion mark: the type the mark keeps
 
 
 class Backlog(NamedTuple):
@@ -92,7 +91,6 @@ class TaskRecord(NamedTuple):
     result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
     started_at_ms: int = 0  # when its latest run started (leased to a worker); 0 never/unknown
     queue: str = ""  # the queue it was read from ("" when the reader did not say)
-    type: str = ""  # a completion mark's task type (a mark has no ``msg``; see done.lua)
 
 
 def decode_handoff(data: bytes) -> tuple[RawTask, int]:

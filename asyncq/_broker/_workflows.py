@@ -241,8 +241,9 @@ class RedisWorkflowOps:
                                                       [workflow_id, self.clock.now_ms(), why])))
 
     async def watch(self, queue: str, task_id: str, workflow_id: str, node: str) -> Watched:
-        reply = await self.runner.run("workflow_watch", [K.queue_keys(queue).task(task_id)],
-                                      [_token(workflow_id, node)])
+        qk = K.queue_keys(queue)
+        reply = await self.runner.run("workflow_watch", [qk.task(task_id), qk.marks],
+                                      [_token(workflow_id, node), task_id])
         state = WatchState(text(reply[0]))
         if state is WatchState.SUCCEEDED:
             return Watched(state, text(reply[1]), bytes(reply[2]))

@@ -17,11 +17,10 @@ RulesLookup = Callable[[str, str], HandlerRules | None]
 def record_info(rec: TaskRecord, now: int, rules: RulesLookup | None = None) -> TaskInfo:
     """Decode a task record read at ``now`` (Unix ms); DecodeError when it is not valid.
     ``rules`` gives the handler registrations that decide the values that apply."""
-    if not rec.msg and rec.state == "completed" and rec.type:
-        # A completion mark (a task that returned nothing): its type, retries and end only.
-        return task_info(TaskMessage(id=rec.id, type=rec.type, queue=rec.queue), b"",
-                         TaskState.COMPLETED, retried=rec.retried,
-                         completed_at_ms=rec.completed_at_ms, started_at_ms=rec.started_at_ms)
+    if not rec.msg and rec.state == "completed":
+        # A completion mark (a task that returned nothing): that it succeeded, and when.
+        return task_info(TaskMessage(id=rec.id, type="", queue=rec.queue), b"",
+                         TaskState.COMPLETED, completed_at_ms=rec.completed_at_ms)
     msg = decode_message(rec.msg)
     try:
         state = TaskState(rec.state)

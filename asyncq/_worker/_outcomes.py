@@ -216,7 +216,7 @@ def success_outcome(msg: TaskMessage, value: Any, log: FilteringBoundLogger) -> 
     if not keep:
         mark = COMPLETION_MARK_MS if keep is None else 0
         return Outcome("done", msg.queue, msg.id, retention_ms=mark, result=result,
-                       result_enc=encoding, task_type=msg.type)
+                       result_enc=encoding)
     return Outcome("complete", msg.queue, msg.id, retention_ms=keep, result=result,
                    result_enc=encoding)
 

@@ -9,6 +9,8 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, ServeMux, Task, TaskNotFoundError, TaskState
+from asyncq._broker import _keys as K
+from asyncq._defaults import COMPLETION_MARK
 from asyncq.testing import WorkerFactory
 from tests.helpers.dataplane import only_completion_mark, task_hash
 
@@ -67,3 +69,19 @@ async def test_enqueue_then_result_on_a_fresh_client_never_misses_a_fast_task(
         async with Client(asyncq_redis_url) as late:
             with pytest.raises(TaskNotFoundError):
                 await late.result(gone, timeout=5)
+
+
+async def test_the_janitor_drops_completion_marks_after_a_minute(
+    asyncq_client: Client, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    broker = asyncq_client.broker
+    marks = K.queue_keys(asyncq_queue).marks
+    now = broker.workflows.clock.now_ms()
+    await redis_client.zadd(marks, {"old": now - COMPLETION_MARK * 1000 - 1, "new": now})
+    await broker.delete_expired_completed(asyncq_queue, 100)
+    assert await redis_client.zrange(marks, 0, -1) == [b"new"]
+    # A mark read back is a completed task (of unknown type: only its id and time are kept).
+    info = await asyncq_client.wait("new", queue=asyncq_queue, timeout=5)
+    assert info.state is TaskState.COMPLETED and info.completed_at is not None
+    with pytest.raises(TaskNotFoundError):
+        await asyncq_client.wait("old", queue=asyncq_queue, timeout=5)

@@ -85,12 +85,9 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0)
 
 
 async def only_completion_mark(redis: Redis, queue: str, task_id: str) -> bool:
-    """Whether a task that succeeded returning nothing left only its completion mark: its
-    hash in state 'completed', without payload, owner or lease, expiring by itself."""
-    fields = await task_hash(redis, queue, task_id)
-    if fields.get("state") != b"completed" or {"payload", "owner"} & fields.keys():
-        return False
+    """Whether a task that succeeded returning nothing left only its completion mark: no task
+    hash, no lease, and its id in the queue's completion marks."""
     qk = K.queue_keys(queue)
-    return (await redis.pttl(qk.task(task_id)) > 0
-            and await redis.zscore(qk.completed, task_id) is None
-            and await redis.zscore(qk.lease, task_id) is None)
+    return (await task_hash(redis, queue, task_id) == {}
+            and await redis.zscore(qk.lease, task_id) is None
+            and await redis.zscore(qk.marks, task_id) is not None)

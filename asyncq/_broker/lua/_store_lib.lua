@@ -2,27 +2,13 @@
 -- scripts that store them: enqueue, enqueue_batch, schedule, add_to_group, workflow_store.
 -- @include _lib.lua
 
--- Whether a task holds the id of `task_key`.
-local function asyncq_id_taken(task_key)
-  -- A completion mark (done.lua: a 'completed' hash with a TTL, in no list) only answers
-  -- waits: it does not hold its id, which a new task may take at once.
-  if redis.call('EXISTS', task_key) == 0 then
-    return false
-  end
-  if redis.call('HGET', task_key, 'state') == 'completed' and redis.call('PTTL', task_key) > 0 then
-    redis.call('DEL', task_key)
-    return false
-  end
-  return true
-end
-
 -- The opening every new task goes through: its id must be free and, when it is unique
 -- (`unique_ttl` ms > 0, a string as ARGV has it), it takes its uniqueness lock `lock_key`,
 -- recorded in the task as its 'unique_key'. The id is checked first, so that a conflict never
 -- leaves a stray lock. Returns 1: write the task; 0 a task with this id exists; -1 a unique
 -- duplicate holds the lock (nothing written in either case).
 local function asyncq_new_task(task_key, lock_key, id, unique_ttl)
-  if asyncq_id_taken(task_key) then
+  if redis.call('EXISTS', task_key) == 1 then
     return 0
   end
   local ttl = tonumber(unique_ttl)

@@ -1,11 +1,12 @@
 #!lua flags=allow-oom
--- done: a task finished and is not kept (active -> deleted), or only as a completion mark
+-- done: a task finished and is not kept (active -> deleted), leaving at most a completion mark
 -- (ARGV[8]); also used for RevokeTask.
 -- KEYS[1] task hash          asyncq:{q}:t:<id>
 -- KEYS[2] active list        asyncq:{q}:active
 -- KEYS[3] lease zset         asyncq:{q}:lease
 -- KEYS[4] processed total    asyncq:{q}:processed
 -- KEYS[5] processed today    asyncq:{q}:processed:<YYYY-MM-DD>
+-- KEYS[6] completion marks   asyncq:{q}:marks
 -- ARGV[1] task id
 -- ARGV[2] owner ('' = any owner)
 -- ARGV[3] daily counter expiry, Unix ms
@@ -14,13 +15,11 @@
 -- ARGV[6] '' when the task succeeded; else why it was revoked (the handler raised RevokeTask)
 -- ARGV[7] largest result sent with the completion event, bytes: a larger one goes only to a
 --   workflow's outbox (see _wf_lib.lua), the event saying it was too big
--- ARGV[8] completion mark, ms ('0' none): a task that succeeded returning nothing leaves,
---   this long, a hash of a few short fields (state 'completed', completed_at, type, retried,
---   started_at)
---   in place of its own, in no list, so a wait that starts after it ended still finds how it
---   ended; Redis expires it. (Short fields keep the hash in Redis's compact encoding.)
+-- ARGV[8] completion mark ('0' none, else '1'): a task that succeeded returning nothing is
+--   added to KEYS[6] (id -> completed_at), so a wait that starts after it ended still finds
+--   that it succeeded; the janitor drops marks after a minute (delete_expired_completed.lua).
+--   A mark does not hold the id: a new task may take it at once (and is read first).
 -- ARGV[9] now, Unix ms (completed_at of the mark)
--- ARGV[10] the task's type (kept by the mark)
 -- Returns: 1 done; 0 the task is no longer active under this owner (lease lost: no change).
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
@@ -43,14 +42,9 @@ end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 asyncq_release_unique(v[3], ARGV[1])
+redis.call('DEL', KEYS[1])
 if ARGV[6] == '' and ARGV[8] ~= '0' then
-  local kept = redis.call('HMGET', KEYS[1], 'retried', 'started_at')
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'state', 'completed', 'completed_at', ARGV[9], 'type', ARGV[10],
-             'retried', kept[1] or '0', 'started_at', kept[2] or '0')
-  redis.call('PEXPIRE', KEYS[1], ARGV[8])
-else
-  redis.call('DEL', KEYS[1])
+  redis.call('ZADD', KEYS[6], ARGV[9], ARGV[1])
 end
 asyncq_bump(KEYS[4], KEYS[5], ARGV[3])
 return 1

@@ -27,8 +27,7 @@
 --   'archived', 'completed'   back in its sorted set ('completed': expiring now);
 --   'aggregating' back in its group;
 --   'archived:<reason>'   no usable state or message: archived with that reason.
---   A workflow step 'waiting' for the steps before it is in no list by design: left alone,
---   as is a completion mark (a 'completed' hash with a TTL, see done.lua).
+--   A workflow step 'waiting' for the steps before it is in no list by design: left alone.
 -- @include _wake_lib.lua
 local now = ARGV[3]
 local search = tonumber(ARGV[4])
@@ -86,9 +85,7 @@ for i = 7, #ARGV do
         or state == 'completed' then
       local set = ({scheduled = KEYS[4], retry = KEYS[5], archived = KEYS[6],
                     completed = KEYS[7]})[state]
-      -- (a completion mark, done.lua, is in no list by design and expires by itself)
-      if not redis.call('ZSCORE', set, id)
-          and not (state == 'completed' and redis.call('PTTL', key) > 0) then
+      if not redis.call('ZSCORE', set, id) then
         redis.call('ZADD', set, now, id)
         action = state
       end

@@ -22,7 +22,7 @@ for i = 1, #KEYS - 3 do
   local key = KEYS[i + 3]
   local at = 5 * i - 1
   local id, mode = ARGV[at], ARGV[at + 4]
-  if asyncq_id_taken(key) then
+  if redis.call('EXISTS', key) == 1 then
     out[i] = 0
   else
     redis.call('HSET', key, 'msg', ARGV[at + 1], 'payload', ARGV[at + 2], 'wf', ARGV[at + 3])
