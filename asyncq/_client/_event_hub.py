@@ -96,7 +96,9 @@ class EventHub:
         self._linger = linger
         self._recent_max = recent
         self._log = get_logger("events")
-        self._outage = Outage(self._log, "listen to task events", base=0.1, cap=5.0)
+        # Capped at a second: every outcome published while the hub is down is missed by its
+        # waiters (those that keep nothing are lost to them), so it comes back soon after Redis.
+        self._outage = Outage(self._log, "listen to task events", base=0.1, cap=1.0)
         self._users: Counter[str] = Counter()
         self._idle_since: dict[str, float] = {}
         self._subscribed: frozenset[str] = frozenset()
@@ -302,8 +304,14 @@ class EventHub:
         """One subscription to ``queues``, until it fails or the watched set changes."""
         async with anyio.create_task_group() as tg:
             async def until_changed() -> None:
-                await self._changed.wait()
-                tg.cancel_scope.cancel()
+                # Only a different set of queues makes a new subscription: every one drops
+                # the events published while it is made.
+                while True:
+                    await self._changed.wait()
+                    self._changed.clear()
+                    if set(queues) != set(self._users) | set(self._idle_since):
+                        tg.cancel_scope.cancel()
+                        return
 
             async for item in self._broker.listen_events(queues):
                 if not isinstance(item, TaskEvent):
