@@ -333,8 +333,9 @@ class EventHub:
             await anyio.sleep(self._flag_ttl_ms / 3000)
             self._drop_idle()
             if set(queues) - set(self._users) - set(self._idle_since):
+                # A new subscription without them comes; until it does (a watch may want one
+                # back meanwhile, keeping this one), the flags stay alive.
                 self._changed.set()
-                return
             await self._broker.set_listening(queues, self._flag_ttl_ms)
 
     def _resubscribed(self, queues: frozenset[str]) -> None:
