@@ -12,7 +12,7 @@ Redis holds.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,6 +20,10 @@ Holder = Literal["prefetched", "running", "outcome"]
 PREFETCHED: Holder = "prefetched"
 RUNNING: Holder = "running"
 OUTCOME: Holder = "outcome"
+
+#: How many let-go leases are remembered (see ``Leases.released_since``): far more than are let
+#: go during one dequeue's round trip.
+RELEASED_MEMORY = 10_000
 
 
 @dataclass(slots=True)
@@ -36,6 +40,10 @@ class Leases:
 
     def __init__(self) -> None:
         self._leases: dict[str, Lease] = {}
+        #: How many leases were let go so far; ``_released`` holds when (in that count) each of
+        #: the latest ``RELEASED_MEMORY`` was.
+        self.releases = 0
+        self._released: OrderedDict[str, int] = OrderedDict()
 
     def __contains__(self, task_id: object) -> bool:
         """Whether this worker holds the task (the recoverer leaves it alone then)."""
@@ -62,6 +70,18 @@ class Leases:
         lease = self._leases.get(task_id)
         if lease is not None and lease.holder == holder:
             del self._leases[task_id]
+            self.releases += 1
+            self._released[task_id] = self.releases
+            self._released.move_to_end(task_id)
+            if len(self._released) > RELEASED_MEMORY:
+                self._released.popitem(last=False)
+
+    def released_since(self, task_id: str, mark: int) -> bool:
+        """Whether the lease of ``task_id`` was let go after ``mark`` (a value ``releases``
+        had). A dequeue sent before then may still return the task: it ran in Redis before the
+        outcome that ended the lease was written (a hand-off, recovered by the dequeue, whose
+        run just finished), and must not start it again."""
+        return self._released.get(task_id, 0) > mark
 
     def held_by(self, holder: Holder) -> list[tuple[str, str]]:
         """``(task id, queue)`` of every lease ``holder`` holds."""

@@ -218,6 +218,7 @@ class Processor:
             want = min(free - got, self._config.dequeue_batch)
             before = self._clock.now_ms()
             request = self._unanswered.pop(queue, None) or uuid.uuid4().hex
+            released = self._leases.releases
             try:
                 raws, dropped = await self._broker.dequeue(queue, want, self._owner,
                                                            self._config.lease_ms, waiter_ttl,
@@ -234,7 +235,12 @@ class Processor:
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
             arriving = self._arriving
-            raws = [r for r in raws if r.id not in self._leases and r.id not in arriving]
+            # Skipped: those this worker holds, and those it let go of since the request was
+            # sent (their outcome was written after the dequeue ran: they are done, or someone
+            # else's; in the rare case the dequeue leased one again, its lease runs out and
+            # the task is recovered).
+            raws = [r for r in raws if r.id not in self._leases and r.id not in arriving
+                    and not self._leases.released_since(r.id, released)]
             leased = len(raws)
             if self.limits is not None and raws and self.limits.limits:
                 raws = await self._admit(queue, raws, lease_until)

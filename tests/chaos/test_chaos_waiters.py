@@ -28,8 +28,11 @@ from chaoslib import Ledger, cli_worker, observer, stop_process, task_ids, task_
 from redis.asyncio import Redis
 
 from asyncq import Client, Task, TaskInfo, TaskNotFoundError
+from asyncq._broker import _keys as K
+from asyncq._broker._redis import HANDOFF_GRACE_MS
 from asyncq._testing.redis_server import RedisServer
-from asyncq.testing import wait_until
+from asyncq.testing import WorkerFactory, wait_until
+from tests.helpers.inprocess import blocking_mux
 from tests.helpers.processes import log_events
 
 pytestmark = [pytest.mark.anyio, pytest.mark.chaos]
@@ -217,3 +220,48 @@ async def _finished(ledger: Ledger, n: int, share: float) -> bool:
 async def _kill_pubsub(redis: Redis) -> int:
     """Kill every pub/sub connection of the server (the client's and the workers')."""
     return int(await redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub"))
+
+
+async def test_a_hand_off_a_dequeue_returns_after_it_finished_is_not_run_again(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    """How the duplicate of the issue came about: a task handed off in one hop and still
+    running when its worker's next dequeue (past the grace) returns it again; its outcome is
+    written in between, so the dequeue's reply arrives after the worker let go of it."""
+    q = asyncq_queue
+    started: list[str] = []
+    release = asyncio.Event()
+    async with asyncq_worker(blocking_mux(started, release), queues={q: 1}, concurrency=2,
+                             idle_poll_interval=30, lease_duration=30) as w:
+        idle = K.queue_keys(q).idle
+        await wait_until(lambda: _idle(redis_client, idle), timeout=5, message="registered")
+        first = await asyncq_client.enqueue("block", queue=q)
+        await wait_until(lambda: started == [first.id], timeout=5, message="handed off")
+        # Past the grace, a dequeue of this worker returns the hand-off again (it is still
+        # leased to it): hold that dequeue's reply until the task has finished.
+        await anyio.sleep(HANDOFF_GRACE_MS / 1000 + 0.2)
+        held: list[Any] = []
+        hold = asyncio.Event()
+        real = w.worker.broker.dequeue
+
+        async def held_dequeue(*args: Any, **kwargs: Any) -> Any:
+            reply = await real(*args, **kwargs)
+            if any(raw.id == first.id for raw in reply[0]):
+                held.append(reply)
+                await hold.wait()
+            return reply
+
+        w.worker.broker.dequeue = held_dequeue  # type: ignore[method-assign]
+        await wait_until(lambda: _idle(redis_client, idle), timeout=5, message="registered")
+        await asyncq_client.enqueue("quick", queue=q)  # its hand-off makes the worker dequeue
+        await wait_until(lambda: held, timeout=5, message="the dequeue returned the hand-off")
+        release.set()
+        await wait_until(lambda: first.id not in w.worker.leases, timeout=5,
+                         message="outcome written")
+        hold.set()
+        await w.wait_drained(q)
+    assert started.count(first.id) == 1, started
+
+
+async def _idle(redis: Redis, key: str) -> bool:
+    return bool(await redis.zcard(key))
