@@ -55,6 +55,7 @@ class _Seen:
     """What one wait learned of its task, for the error a timeout raises."""
 
     target: tuple[str, str] | None = None
+    enqueueing: bool = False  # (apply: the enqueue was sent)
     info: TaskInfo | None = None
     event: TaskEvent | None = None
 
@@ -150,14 +151,17 @@ class Waiting:
         with anyio.move_on_after(timeout):
             await self.hub.watch([queue])
             try:
+                seen.enqueueing = True
                 info = await enqueue()
                 seen.target = (info.queue, info.id)
                 return await self._outcome(*await self._wait_for(info.queue, info.id, seen))
             finally:
                 self.hub.unwatch([queue])
         if seen.target is None:
-            raise BrokerError(f"the task was not enqueued within {timeout:g} s: Redis did not "
-                              "answer in time (it may have been stored)", transient=True)
+            if seen.enqueueing:
+                raise BrokerError(f"no answer from Redis to the enqueue within {timeout:g} s "
+                                  "(the task may have been stored)", transient=True)
+            raise self._timed_out(queue, "", timeout, seen)
         raise self._timed_out(*seen.target, timeout, seen)
 
     async def _wait(self, task: TaskInfo | WorkflowHandle[Any] | str, queue: str | None,
@@ -204,11 +208,17 @@ class Waiting:
         """The error of a wait whose ``timeout`` ran out: a BrokerError when the queue's
         events could not be listened to meanwhile (Redis unreachable), else a
         WaitTimeoutError with the task's last known state."""
-        what = (f"workflow {task_id!r}" if is_workflow_id(task_id) and queue.startswith("wf:")
-                else f"task {task_id!r} in queue {queue!r}")
+        if not task_id:
+            what = f"apply in queue {queue!r}"  # (not enqueued: it could not listen first)
+        elif is_workflow_id(task_id) and queue == workflow_queue(task_id):
+            what = f"workflow {task_id!r}"
+        else:
+            what = f"task {task_id!r} in queue {queue!r}"
         after = f"{timeout:g} s"
-        if not self.hub.subscribed(queue):
-            failure = self.hub.last_failure
+        failure = self.hub.last_failure
+        if not self.hub.subscribed(queue) and (failure is not None or seen.info is None):
+            # (Not subscribed for a moment only, without a failure, while the client changes
+            # its subscription: that is a plain timeout.)
             cause = f": {failure}" if failure is not None else \
                 " (subscribing to its events got no answer)"
             err = BrokerError(f"{what}: no outcome within {after}, and Redis cannot be reached "
