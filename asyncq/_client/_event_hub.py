@@ -115,6 +115,9 @@ class EventHub:
         self._failures = 0
         self.last_failure: BaseException | None = None
         self._watches_waiting = 0
+        #: How many subscriptions were made so far (a wait tells whether its events could have
+        #: been missed: the subscription broke or changed since it began).
+        self.generation = 0
         self._task: asyncio.Task[None] | None = None
         self._flush: EventFlush | None = None
 
@@ -339,6 +342,7 @@ class EventHub:
             await self._broker.set_listening(queues, self._flag_ttl_ms)
 
     def _resubscribed(self, queues: frozenset[str]) -> None:
+        self.generation += 1
         since = self._down_since
         if since is not None:
             lost = EventsLost(tuple(sorted(queues)), since, datetime.now(UTC))

@@ -183,6 +183,7 @@ class Waiting:
     async def _wait_watched(self, queue: str, task_id: str,
                             seen: _Seen) -> tuple[TaskInfo, TaskEvent | None]:
         fut = self.hub.waiter(queue, task_id)
+        generation = self.hub.generation
         try:
             base = seen.info = await self._read(queue, task_id)
             if base is not None and base.state in _FINAL:
@@ -192,8 +193,11 @@ class Waiting:
                 # (the read took another connection), so let the subscription catch up first.
                 await self.hub.settle(queue)
             outcome = self.hub.recent(queue, task_id) or (fut.result() if fut.done() else None)
-            if base is None and not isinstance(outcome, TaskEvent):
-                raise _not_found(queue, task_id)
+            if base is None and outcome is None and self.hub.subscribed(queue) \
+                    and self.hub.generation == generation:
+                raise _not_found(queue, task_id)  # (listened all along: it ended before)
+            # Else the subscription broke meanwhile: the recheck of its resubscription tells
+            # (the task's event, or that it was missed).
             if outcome is None:
                 outcome = await fut
             if isinstance(outcome, Gone):
