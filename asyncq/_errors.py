@@ -7,6 +7,8 @@
     ├── TaskFailedError               Client.result: the task was archived, revoked or deleted
     │                                 (defined beside TaskInfo, which it carries)
     ├── ResultNotKeptError            Client.result: a large result without retention is gone
+    ├── WaitTimeoutError              Client.wait/result/apply: the timeout ran out (also a
+    │                                 TimeoutError; carries the task's last known state)
     ├── QueueNotFoundError            the queue is unknown
     ├── QueueNotEmptyError            a queue still holds tasks (delete without force)
     ├── TaskStateError                the operation is not allowed in the task's current state

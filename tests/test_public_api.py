@@ -15,6 +15,8 @@ PUBLIC = {
     "SkipRetry", "SystemClock", "Task", "TaskEvent", "TaskFailedError", "TaskIDConflictError",
     "TaskInfo", "TaskNotFoundError",
     "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "WorkerStartupError",
+    # Client.wait/result/apply: a timeout that tells the task's last known state
+    "WaitTimeoutError",
     "Flow", "WorkflowHandle", "WorkflowInfo", "WorkflowState", "WorkflowStep", "chain", "chord",
     "group",
     "__version__",

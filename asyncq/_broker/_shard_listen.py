@@ -62,10 +62,16 @@ async def listen_shards(runner: ScriptRunner, channels: Sequence[str],
             async def flush(channel: str) -> None:
                 """A PING sent now on the channel's connection is answered after every
                 message already published to it: its pong is the barrier."""
+                connection = by_channel[channel].connection
+                if connection is None or not connection.is_connected:
+                    raise BrokerError("the event subscription's connection is closed",
+                                      transient=True)
                 token = f"asyncq-flush-{next(tokens)}"
                 fut = flushes[token] = asyncio.get_running_loop().create_future()
                 try:
-                    await by_channel[channel].ping(token)
+                    # Sent on the connection itself: the PubSub's ping would reconnect a
+                    # connection killed meanwhile, under its reader, and leak the new one.
+                    await connection.send_command("PING", token, check_health=False)
                     await asyncio.wait_for(asyncio.shield(fut), reply_timeout)
                 except (RedisError, TimeoutError) as exc:
                     raise broker_error(f"flushing the event subscription failed: {exc!r}",

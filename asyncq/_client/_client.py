@@ -234,31 +234,32 @@ class Client:
         """Wait until the task is completed, archived or deleted and return its final
         TaskInfo (``task``: what ``enqueue`` returned, or an id in ``queue``, "default" when
         not given). A workflow (its handle, or its id "wf-..." without ``queue``) ends
-        completed, or archived when it failed or was cancelled. Raises TimeoutError after
-        ``timeout`` seconds, TaskNotFoundError for an unknown id."""
+        completed, or archived when it failed or was cancelled.
+
+        Raises WaitTimeoutError (a TimeoutError carrying the task's last known state) after
+        ``timeout`` seconds; BrokerError when Redis cannot be reached to listen or read — at
+        once when the wait starts, or when the timeout runs out while the connection is
+        down (a wait without timeout outlasts an outage); TaskNotFoundError for an unknown
+        id, or a task that ended, keeping nothing, while the connection was lost."""
         return await self._waits.wait(task, queue, timeout)
 
     async def result(self, task: TaskInfo | WorkflowHandle[Any] | str, *,
                      queue: str | None = None, timeout: float | None = None) -> Any:
         """Wait for the task and return its handler's result (JSON decoded; bytes stay bytes;
         None when it returned nothing). Raises TaskFailedError when it was archived, revoked
-        or deleted, TimeoutError and TaskNotFoundError as ``wait``."""
+        or deleted (for a workflow: naming the step that failed), the other errors as
+        ``wait``."""
         return await self._waits.result(task, queue, timeout)
 
     async def apply(self, task: Task | str, payload: object = None, *,
                     timeout: float | None = None, **options: Unpack[ApplyOptions]) -> Any:
         """Enqueue a task and wait for its result (``enqueue`` then ``result``), listening to
         its queue before it is enqueued so a fast task's result is never missed, whatever
-        its retention. ``timeout`` bounds the wait; TaskFailedError as ``result``."""
+        its retention. ``timeout`` bounds both; errors as ``result``, and BrokerError as
+        ``enqueue`` (also when the enqueue itself got no answer within ``timeout``)."""
         queue = options.get("queue") or (task.queue if isinstance(task, Task) else DEFAULT_QUEUE)
-        waits = self._waits
-        with anyio.fail_after(timeout):
-            await waits.hub.watch([queue])
-            try:
-                info = await self.enqueue(task, payload, **options)
-                return await waits.result(info, info.queue, None)
-            finally:
-                waits.hub.unwatch([queue])
+        return await self._waits.apply(lambda: self.enqueue(task, payload, **options), queue,
+                                       timeout)
 
     async def enqueue_workflow(self, flow: Flow[Any, O], *, workflow_id: str | None = None,
                                on_error: Flow[Any, Any] | None = None,

@@ -12,7 +12,7 @@ Redis holds.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,6 +20,10 @@ Holder = Literal["prefetched", "running", "outcome"]
 PREFETCHED: Holder = "prefetched"
 RUNNING: Holder = "running"
 OUTCOME: Holder = "outcome"
+
+#: How many runs taken and leases let go are remembered (see ``Leases.ran_already``): far more
+#: than are let go during one dequeue's round trip.
+RUNS_MEMORY = 10_000
 
 
 @dataclass(slots=True)
@@ -36,6 +40,12 @@ class Leases:
 
     def __init__(self) -> None:
         self._leases: dict[str, Lease] = {}
+        #: How many leases were let go so far; ``_released`` holds when (in that count) each of
+        #: the latest was, ``_runs`` when the task of each of the latest runs taken became
+        #: pending (what tells one run of a task from the next).
+        self.releases = 0
+        self._released: OrderedDict[str, int] = OrderedDict()
+        self._runs: OrderedDict[str, int] = OrderedDict()
 
     def __contains__(self, task_id: object) -> bool:
         """Whether this worker holds the task (the recoverer leaves it alone then)."""
@@ -62,6 +72,26 @@ class Leases:
         lease = self._leases.get(task_id)
         if lease is not None and lease.holder == holder:
             del self._leases[task_id]
+            self.releases += 1
+            _remember(self._released, task_id, self.releases)
+
+    def taken(self, task_id: str, pending_since: int) -> None:
+        """A run of the task starts: it became pending at ``pending_since`` (Unix ms, 0 when
+        unknown)."""
+        if pending_since:
+            _remember(self._runs, task_id, pending_since)
+
+    def ran_already(self, task_id: str, pending_since: int, mark: int | None = None) -> bool:
+        """Whether this worker already took the run of ``task_id`` that became pending at
+        ``pending_since`` — and, given ``mark`` (a value ``releases`` had), let go of it since.
+
+        A dequeue sent before the outcome of a hand-off's run was written can still return
+        that task (the dequeue returns hand-offs in case their message was lost, and it ran in
+        Redis first); so can a hand-off message heard late. Started again, it would run twice.
+        A new run of the task (retried, requeued) became pending later: it is not refused."""
+        if not pending_since or self._runs.get(task_id) != pending_since:
+            return False
+        return mark is None or self._released.get(task_id, 0) > mark
 
     def held_by(self, holder: Holder) -> list[tuple[str, str]]:
         """``(task id, queue)`` of every lease ``holder`` holds."""
@@ -83,3 +113,10 @@ class Leases:
         """
         return [task_id for task_id, lease in self._leases.items()
                 if lease.until_ms <= now_ms and lease.holder != OUTCOME]
+
+
+def _remember(table: OrderedDict[str, int], task_id: str, value: int) -> None:
+    table[task_id] = value
+    table.move_to_end(task_id)
+    if len(table) > RUNS_MEMORY:
+        table.popitem(last=False)

@@ -225,6 +225,7 @@ class Processor:
             want = min(free - got, self._config.dequeue_batch)
             before = self._clock.now_ms()
             request = self._unanswered.pop(queue, None) or uuid.uuid4().hex
+            released = self._leases.releases
             try:
                 raws, dropped = await self._broker.dequeue(queue, want, self._owner,
                                                            self._config.lease_ms, waiter_ttl,
@@ -241,7 +242,10 @@ class Processor:
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
             arriving = self._arriving
-            raws = [r for r in raws if r.id not in self._leases and r.id not in arriving]
+            # Skipped: those this worker holds, and a run it took and let go of since the
+            # request was sent (its outcome was written after the dequeue ran).
+            raws = [r for r in raws if r.id not in self._leases and r.id not in arriving
+                    and not self._leases.ran_already(r.id, r.pending_since, released)]
             leased = len(raws)
             if self.limits is not None and raws and self.limits.limits:
                 raws = await self._admit(queue, raws, lease_until)
@@ -255,7 +259,8 @@ class Processor:
     def handed_off(self, queue: str, raw: RawTask, lease_until: int) -> None:
         """A task arrived already leased to this worker (one hop): start it as if dequeued,
         or give it back next in line when this worker is stopping or has no free slot."""
-        if raw.id in self._leases or raw.id in self._arriving:
+        if (raw.id in self._leases or raw.id in self._arriving
+                or self._leases.ran_already(raw.id, raw.pending_since)):
             return  # a dequeue returned it first
         if not self.fetching or self.free_slots() <= 0:
             # Registered on several queues, one hand-off filled the last slot: the requeue
@@ -298,6 +303,7 @@ class Processor:
     def take(self, queue: str, raw: RawTask, lease_until: int) -> None:
         """A task was just leased: start it when a slot is free, else keep it for the next."""
         self._acker.discard_stale(raw.id)
+        self._leases.taken(raw.id, raw.pending_since)
         if len(self.running) < self._config.concurrency or not self.fetching:
             self._leases.add(raw.id, queue, lease_until, RUNNING)
             self._start(queue, raw)

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from .._broker._wf_ops import WorkflowState as WorkflowState
-from .._model._info import TaskState
+from .._model._info import TaskFailedError, TaskInfo, TaskState
 from .._validate import WORKFLOW_ID_PREFIX
 
 O = TypeVar("O", covariant=True)  # noqa: E741
@@ -82,3 +82,28 @@ class WorkflowInfo:
                 WorkflowState.FAILED: TaskState.ARCHIVED,
                 WorkflowState.CANCELLED: TaskState.ARCHIVED,
                 WorkflowState.STARTING: TaskState.PENDING}.get(self.state, TaskState.ACTIVE)
+
+
+#: The prefix of the error a workflow records when a step's end cancelled it.
+_CANCELLED_PREFIX = "workflow cancelled: "
+
+
+def workflow_failed(info: TaskInfo, workflow: WorkflowInfo | None) -> TaskFailedError:
+    """``Client.result`` of a workflow that failed or was cancelled: a TaskFailedError (``info``
+    is the workflow's final TaskInfo) whose message names the workflow and the step that ended
+    it — its node, task id, type and queue, as ``Inspector.workflow`` shows them — not the
+    internal queue its record lives in."""
+    err = TaskFailedError(info)
+    cancelled = workflow is not None and workflow.state is WorkflowState.CANCELLED
+    how = "was cancelled" if cancelled else "failed"
+    error = (workflow.error if workflow is not None else None) or info.last_error or ""
+    step = None
+    if workflow is not None and workflow.failed_step is not None:
+        step = next((n for n in workflow.nodes if n.node == workflow.failed_step), None)
+        how += f" at step {workflow.failed_step}"
+        if cancelled and error.startswith(_CANCELLED_PREFIX):
+            error = error[len(_CANCELLED_PREFIX):]
+    if step is not None and step.task_id is not None:
+        how += f" (task {step.task_id!r} of type {step.type!r} in queue {step.queue!r})"
+    err.args = (f"workflow {info.id!r} {how}" + (f": {error}" if error else ""),)
+    return err

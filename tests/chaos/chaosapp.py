@@ -88,6 +88,13 @@ async def work(task: Task) -> None:
     await _record(doc, started=0, finished=1)
 
 
+@mux.handler("chaos:echo")
+async def echo(task: Task) -> int:
+    """As ``chaos:work``, then returns its index ``n``: what a waiter of the task expects."""
+    await work(task)
+    return int(task.json()["n"])
+
+
 @mux.handler("chaos:flaky")
 async def flaky(task: Task) -> None:
     """Fails with probability ``p`` (half of the failures raise an error, retried after the
