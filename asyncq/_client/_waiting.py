@@ -63,9 +63,9 @@ class _Seen:
 def _not_found(queue: str, task_id: str) -> TaskNotFoundError:
     return TaskNotFoundError(
         f"task {task_id!r} not found in queue {queue!r}: it never existed, or it ended and "
-        "was removed before this client listened to the queue (a task without retention "
-        "leaves nothing behind). Use client.apply(), or enqueue with retention=... to wait "
-        "for it later")
+        "nothing of it is kept any more (a result is kept 10 min and a completion mark 1 "
+        "min by default, nothing at retention=0; an archived task until the archive's cap "
+        "or age). Give it a longer retention=... to wait for it later")
 
 
 def _missed(queue: str, task_id: str, lost_since: datetime | None) -> Gone:
@@ -77,8 +77,8 @@ def _missed(queue: str, task_id: str, lost_since: datetime | None) -> Gone:
         how = "while this client was changing its subscription to task events"
     return Gone(
         f"task {task_id!r} in queue {queue!r} ended {how}, and it kept nothing to read "
-        "afterwards (no retention): its outcome was missed. Enqueue it with retention=... "
-        "so that a wait survives a lost connection")
+        "afterwards (retention=0): its outcome was missed. Leave it the default retention "
+        "(or a longer one) so that a wait survives a lost connection")
 
 
 class Waiting:
@@ -249,7 +249,7 @@ class Waiting:
         (archived, or completed with retention), else built from the event."""
         if event.state is not TaskState.DELETED and (
                 event.state is TaskState.ARCHIVED or event.result_kept):
-            stored = await self._read(event.queue, event.id)
+            stored = await self._read_again(event)
             if stored is not None and stored.state is event.state:
                 return stored
         if base is None:
@@ -261,6 +261,22 @@ class Waiting:
             last_failed_at=None if completed else event.at,
             completed_at=event.at if completed else None, next_process_at=None,
             result=event.result, result_encoding=event.result_encoding)
+
+    async def _read_again(self, event: TaskEvent) -> TaskInfo | None:
+        """The stored task a final event told of. A read failing on a broken connection (Redis
+        just restarted) is tried again within the wait's timeout; when the event itself
+        carries what the waiter needs (no result, or the result), it is the answer instead."""
+        backoff = 0.05
+        while True:
+            try:
+                return await self._read(event.queue, event.id)
+            except BrokerError as exc:
+                if not exc.transient:
+                    raise
+                if event.state is TaskState.COMPLETED and not event.result_too_large:
+                    return None  # (built from the event)
+                await anyio.sleep(backoff)
+                backoff = min(1.0, backoff * 2)
 
     async def _outcome(self, info: TaskInfo, event: TaskEvent | None) -> Any:
         """What ``result`` returns for a task that ended, or the error it raises."""
@@ -274,9 +290,9 @@ class Waiting:
             raise TaskFailedError(info)
         if info.result is None and event is not None and event.result_too_large:
             raise ResultNotKeptError(
-                f"task {info.id!r} returned a result larger than 64 KiB and has no "
-                "retention, so the result was not kept: enqueue it with retention=... to "
-                "read large results")
+                f"task {info.id!r} returned a result larger than 64 KiB with retention=0, "
+                "so the result was not kept: leave it the default retention (or give a "
+                "longer one) to read large results")
         if info.result is None or info.result_encoding == "b":
             return info.result
         return info.result_json()

@@ -4,8 +4,8 @@ restart shorter than a lease, with worker processes running the tasks:
 
 * every task runs exactly once (the handlers keep a ledger of every start and finish);
 * every waiter gets its task's result, or a TaskNotFoundError saying why there is none: its
-  task ended, keeping nothing (no retention), while the client's event connection was broken
-  — or, for a waiter that started late, before the client listened;
+  task ended, keeping nothing, while the client's event connection was broken — or, for a
+  waiter that started late, before the client listened;
 * nothing reaches the event loop's exception handler ("Future exception was never
   retrieved") and no other error reaches a waiter.
 
@@ -53,7 +53,7 @@ LEASE = 10.0  # seconds: longer than the restart, so no lease runs out
 DOWN = 1.5  # seconds Redis stays down
 MISSED = "ended while this client's connection for task events was broken"
 CHANGED = "ended while this client was changing its subscription to task events"
-BEFORE = "it ended and was removed before this client listened to the queue"
+BEFORE = "it ended and nothing of it is kept any more"
 
 
 @pytest.mark.timeout(300)

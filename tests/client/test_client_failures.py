@@ -149,7 +149,7 @@ async def test_an_outcome_missed_on_a_killed_connection_is_told_as_such(
     gate = asyncio.Event()
     async with Client(broker=broker) as client, \
             asyncq_worker(failing_mux(gate), queues={asyncq_queue: 1}):
-        info = await client.enqueue("quiet", queue=asyncq_queue)
+        info = await client.enqueue("quiet", queue=asyncq_queue, retention=0)
         waiting = asyncio.ensure_future(client.result(info, timeout=10))
         await wait_until(lambda: listening(redis_client, asyncq_queue), timeout=5)
         cannot_listen.active = True
