@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 from .._defaults import (
     DEFAULT_REDIS_URL,
+    HEALTH_HOST,
     METRICS_HOST,
     WORKER_CANCEL_GRACE,
     WORKER_CONCURRENCY,
@@ -30,6 +31,8 @@ from .._defaults import (
     WORKER_RECOVER_GRACE,
     WORKER_RECOVER_INTERVAL,
     WORKER_SHUTDOWN_TIMEOUT,
+    WORKER_STALL_TIMEOUT,
+    WORKER_STALL_WARNING,
     WORKER_TASK_LOGS,
     WORKER_UNKNOWN_TYPE,
     WORKER_WORKFLOW_INTERVAL,
@@ -87,7 +90,8 @@ def register(sub: Any) -> None:
                         "logs each start and finish)")
     p.add_argument("--metrics-port", type=int, metavar="PORT",
                    help="serve this worker's Prometheus metrics on PORT (needs "
-                        "asyncq[prometheus]; one port per worker process)")
+                        "asyncq[prometheus]); with --processes one port serves every worker "
+                        "process's, each labelled process=1..N")
     p.add_argument("--metrics-host", default=METRICS_HOST,
                    help=f"address of the metrics endpoint (default {METRICS_HOST})")
     p.add_argument("--processes", "-p", type=int, default=1, metavar="N",
@@ -144,6 +148,10 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
          "a group is aggregated once no task was added to it for this long"),
         ("--group-max-delay", WORKER_GROUP_MAX_DELAY,
          "a group is aggregated once its oldest task waited this long (0: no limit)"),
+        ("--stall-timeout", WORKER_STALL_TIMEOUT,
+         "/livez fails once the event loop has not turned for this long"),
+        ("--stall-warning", WORKER_STALL_WARNING,
+         "a loop turn this long is logged, naming the task blocking it (0: never)"),
     ]
     for flag, default, text in seconds:
         g.add_argument(flag, type=float, metavar="SECONDS", help=f"{text} (default {default:g})")
@@ -174,6 +182,12 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--server-id", metavar="ID",
                    help="identity of this worker in Redis (default host:pid:random; not with "
                         "--processes)")
+    g.add_argument("--health-port", type=int, metavar="PORT",
+                   help="serve GET /livez (the event loop turns) and GET /readyz (Redis "
+                        "answers, the worker fetches) on PORT; with --processes one port "
+                        "covers every worker process")
+    g.add_argument("--health-host", metavar="ADDRESS",
+                   help=f"address of the health probes (default {HEALTH_HOST})")
     g.add_argument("--extra", action="append", metavar="KEY=VALUE",
                    help="a label published with the worker's state, repeatable")
 

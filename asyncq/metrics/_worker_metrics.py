@@ -12,6 +12,7 @@ from .._observe import RunOutcome
 
 RUN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
                60, 300, 900, 3600)
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 WAIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
                 60, 300, 900, 3600, 21600, 86400)
 
@@ -57,6 +58,17 @@ class WorkerMetrics:
         self.limit_deferrals = Counter(
             "task_limit_deferrals", "Tasks deferred instead of run: a rate or concurrency "
             "limit refused them", labels, **kw)  # type: ignore[arg-type]
+        self.loop_lag = Histogram(
+            "event_loop_lag_seconds", "How late the worker's event loop ran a callback due "
+            "now (sampled every 0.25 s): high when something blocks the loop",
+            buckets=LAG_BUCKETS, **kw)  # type: ignore[arg-type]
+        self.loop_blocked = Gauge(
+            "event_loop_blocked_seconds", "Seconds since the worker's event loop last turned "
+            "(read from another thread: it grows while the loop is blocked)",
+            **kw)  # type: ignore[arg-type]
+        self.loop_stalls = Counter(
+            "event_loop_stalls", "Loop turns longer than stall_warning (each one logged, "
+            "rate-limited)", **kw)  # type: ignore[arg-type]
         self.lease_failures = Counter("lease_renewals_failed", "Leases that could not be "
                                       "renewed", **kw)  # type: ignore[arg-type]
 
@@ -65,6 +77,18 @@ class WorkerMetrics:
         self.concurrency.set(concurrency)
         self.in_flight.set_function(in_flight)
         self.prefetched.set_function(prefetched)
+
+    def bind_loop(self, blocked: Callable[[], float]) -> None:
+        """The worker's loop watch: seconds since its loop last turned."""
+        self.loop_blocked.set_function(blocked)
+
+    def loop_lagged(self, lag_s: float) -> None:
+        """One sample of the loop's lag (every tick of the loop watch)."""
+        self.loop_lag.observe(lag_s)
+
+    def loop_stalled(self) -> None:
+        """A loop turn longer than stall_warning (called from the watch thread)."""
+        self.loop_stalls.inc()
 
     def started(self, queue: str, task_type: str, wait_s: float | None) -> None:
         if wait_s is not None:
