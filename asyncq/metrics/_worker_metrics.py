@@ -3,10 +3,21 @@ prefetched gauges, Redis errors, failed lease renewals and limit deferrals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Metric,
+    generate_latest,
+)
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from .._observe import RunOutcome
 
@@ -118,3 +129,36 @@ def _same(task_type: str) -> str:
 
 def _blank(task_type: str) -> str:
     return ""
+
+
+def merge_processes(expositions: Mapping[str, bytes], up: Mapping[str, bool], *,
+                    label: str = "process") -> bytes:
+    """One exposition of several worker processes' metrics: each process's samples get
+    ``label`` (its stable index, not its pid, so a restarted process continues the same
+    series), plus ``asyncq_worker_process_up`` per process (0 while it is down)."""
+    families: dict[str, Metric] = {}
+    for index, text in expositions.items():
+        for family in text_string_to_metric_families(text.decode()):
+            merged = families.get(family.name)
+            if merged is None:
+                merged = families[family.name] = Metric(family.name, family.documentation,
+                                                        family.type, family.unit)
+            merged.samples.extend(
+                Sample(s.name, {**s.labels, label: index}, s.value, s.timestamp, s.exemplar)
+                for s in family.samples)
+    alive = Metric("asyncq_worker_process_up", "Whether the supervised worker process "
+                   "answered this scrape (1) or is down/restarting (0)", "gauge")
+    alive.samples.extend(Sample("asyncq_worker_process_up", {label: index}, float(ok))
+                         for index, ok in up.items())
+    families[alive.name] = alive
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Fixed(list(families.values())))
+    return generate_latest(registry)
+
+
+class _Fixed(Collector):
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families
