@@ -81,7 +81,7 @@ WORKER_STALL_TIMEOUT: Final = 30.0
 """/livez answers 503 once the worker's event loop has not turned for this long."""
 WORKER_STALL_WARNING: Final = 1.0
 """A loop turn this long is logged, naming the task that blocked it."""
-WORKER_LOOP_TICK: Final = 0.25
+LOOP_WATCH_TICK: Final = 0.25
 """How often the event loop's turning is stamped (a callback) and checked (a thread)."""
 HEALTH_HOST: Final = "127.0.0.1"
 """Where ``asyncq worker --health-port`` serves /livez and /readyz: this machine only."""

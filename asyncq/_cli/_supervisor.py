@@ -293,8 +293,8 @@ class Supervisor:
                     server.close()
                 raise CLIError(f"cannot serve {what} on {host}:{port}: "
                                f"{exc.strerror or exc}") from None
-            self._log.info(f"serving {what} of every worker process", host=host, port=port,
-                           paths=sorted(routes))
+            self._log.info(f"serving {what} of every worker process", host=host,
+                           port=servers[-1].port, paths=sorted(routes))
         return servers
 
     def _ask(self, route: str, timeout: float) -> dict[str, tuple[str, int | None, bytes]]:

@@ -17,7 +17,7 @@ from anyio.abc import TaskStatus
 from .._broker import Broker
 from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock
-from .._defaults import WORKER_LOOP_TICK
+from .._defaults import LOOP_WATCH_TICK
 from .._errors import BrokerError, WorkerStartupError
 from .._limits import gate_for
 from .._log import get_logger
@@ -123,7 +123,7 @@ class Worker:
                               if cfg.health_check is not None else None)
         running = self.processor.running
         self.loop_watch = LoopWatch(
-            warn_after=cfg.stall_warning, tick=WORKER_LOOP_TICK,
+            warn_after=cfg.stall_warning, tick=LOOP_WATCH_TICK,
             running=lambda: running_tasks(running), name_task=task_of(running),
             on_lag=getattr(cfg.metrics, "loop_lagged", None),
             on_stall=getattr(cfg.metrics, "loop_stalled", None), server_id=cfg.server_id)

@@ -1,8 +1,9 @@
 """A ServeMux for health tests: a handler that blocks its worker's event loop, as a
-``time.sleep`` inside ``async def`` does, and one that does nothing."""
+``time.sleep`` inside ``async def`` does, and one that waits without blocking it."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from asyncq import ServeMux, Task
@@ -16,6 +17,7 @@ async def sleep(task: Task) -> None:
     time.sleep(float(task.json().get("s", 0)))  # noqa: ASYNC251 (on purpose)
 
 
-@mux.handler("blocking:noop")
-async def noop(task: Task) -> None:
-    """Does nothing: a run to count."""
+@mux.handler("blocking:nap")
+async def nap(task: Task) -> None:
+    """Awaits ``payload["s"]`` seconds (the right way to wait): a run to count."""
+    await asyncio.sleep(float(task.json().get("s", 0)))
