@@ -15,9 +15,13 @@ import anyio
 import orjson
 import psutil
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from asyncq import Client
 from asyncq._cli._supervisor import POLICY_ENV
+from asyncq.metrics import WorkerMetrics
+from asyncq.metrics._worker_metrics import merge_processes
 from asyncq.testing import wait_until
 from tests.helpers.processes import log_events, spawn
 from tests.helpers.prom import key, samples
@@ -113,3 +117,21 @@ async def test_one_scrape_and_one_probe_cover_every_worker_process(
         proc.send_signal(signal.SIGTERM)
         with anyio.fail_after(20):
             assert await proc.wait() == 0, log.read_text()[-2000:]
+
+
+def test_the_merged_exposition_keeps_every_sample_of_every_process_once_per_family() -> None:
+    registry = CollectorRegistry()
+    metrics = WorkerMetrics(registry)
+    metrics.finished("q", 'odd "type" {x} y', "succeeded", False, 0.1)
+    metrics.redis_error("a b")
+    text = generate_latest(registry)
+    merged = merge_processes({"1": text, "2": text}, {"1": True, "2": True, "3": False})
+    families = list(text_string_to_metric_families(merged.decode()))
+    assert len({f.name for f in families}) == len(families)  # each family written once
+    want = {(name, (*labels, ("process", p))): value
+            for (name, labels), value in samples(text.decode()).items() for p in "12"}
+    got = samples(merged.decode())
+    assert {k: v for k, v in got.items() if not k[0].endswith("_up")} == {
+        (name, tuple(sorted(labels))): value for (name, labels), value in want.items()}
+    assert got[key("asyncq_worker_process_up", process="3")] == 0
+    assert got[key("asyncq_worker_process_up", process="1")] == 1
