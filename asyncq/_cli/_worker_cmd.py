@@ -314,13 +314,13 @@ def run(args: argparse.Namespace) -> int:
     options = worker_options(args)
     if args.metrics_port is not None:
         options["metrics"] = _serve_metrics(args.metrics_host, args.metrics_port)
-    elif supervisor_metrics:
-        options["metrics"] = _worker_metrics()()
 
     async def main() -> None:
         made = await resolve_target(args.target, target, factory=args.factory)
         config = (await resolve_config(args.config, config_source)
                   if args.config else None)
+        if supervisor_metrics and not _measured(made, config):
+            options["metrics"] = _worker_metrics()()
         worker = build_worker(args, made, config, options)
         if isinstance(made, Worker):
             await _check_worker_redis(args.target, made)
@@ -362,13 +362,21 @@ def _worker_metrics() -> Any:
     return WorkerMetrics
 
 
+def _measured(made: Any, config: WorkerConfig | None) -> bool:
+    """Whether the target's Worker or --config already measures (keep its metrics then)."""
+    if isinstance(made, Worker):
+        return made.config.metrics is not None
+    return config is not None and config.metrics is not None
+
+
 def _serve_supervisor(worker: Worker, path: str) -> ProbeServer:
     """In a supervised process: its probes (and metrics, when measured) on the unix socket
     ``path``, for the supervisor to gather."""
     routes = dict(worker.probes.routes())
     if worker.config.metrics is not None:
         from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
-        routes["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, generate_latest(REGISTRY))
+        registry = getattr(worker.config.metrics, "registry", None) or REGISTRY
+        routes["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, generate_latest(registry))
     return ProbeServer(routes, path=path)
 
 

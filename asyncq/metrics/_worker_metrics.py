@@ -36,6 +36,8 @@ class WorkerMetrics:
         else:
             allowed = frozenset(task_types)
             self._type = lambda t: t if t in allowed else "other"
+        self.registry = registry
+        """Where the metrics are registered (None: nowhere)."""
         labels = ["queue", "type"]
         kw = {"registry": registry, "namespace": namespace}
         self.run_time = Histogram("task_run_seconds", "Time a handler ran", labels,
