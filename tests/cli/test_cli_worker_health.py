@@ -74,7 +74,9 @@ async def test_one_scrape_and_one_probe_cover_every_worker_process(
                 p["status"] == "ok" for p in doc["processes"].values()) else None
         live = await wait_until(live_both, timeout=30, message="both processes live")
         assert set(live["processes"]) == {"1", "2"}  # type: ignore[arg-type]
-        assert (await get(health, "/readyz"))[0] == 200
+        async def ready() -> bool:
+            return (await get(health, "/readyz"))[0] == 200
+        await wait_until(ready, timeout=30, message="/readyz 200")
 
         # Tasks run by both processes: one scrape has each one's counter.
         for _ in range(20):

@@ -64,7 +64,7 @@ async def test_a_handler_blocking_the_loop_fails_livez_and_is_named_in_one_log_l
 ) -> None:
     log = tmp_path / "worker.log"
     async with worker_process(asyncq_redis_url, asyncq_queue, log, "--health-port", "0",
-                              "--stall-timeout", "1", "--stall-warning", "0.3",
+                              "--stall-timeout", "1", "--stall-warning", "0.5",
                               target=APP) as proc:
         port = await served_port(log)
         assert (await answers(port, "/livez", 200))["status"] == "ok"
@@ -80,14 +80,17 @@ async def test_a_handler_blocking_the_loop_fails_livez_and_is_named_in_one_log_l
         proc.send_signal(signal.SIGTERM)
         with anyio.fail_after(15):
             assert await proc.wait() == 0
-    warnings = [e for e in log_events(log) if e["event"].startswith("event loop blocked")]
-    assert len(warnings) == 1, warnings  # one line per stall, while it lasts
+    # One line per stall, while it lasts. (Only those naming the task: on a loaded machine
+    # the process may also miss the CPU for a moment.)
+    warnings = [e for e in log_events(log) if e["event"].startswith("event loop blocked")
+                and e.get("task_id") == info.id]
+    assert len(warnings) == 1, warnings
     line = warnings[0]
     assert line["task_type"] == "blocking:sleep" and line["task_id"] == info.id
     assert line["where"].endswith("in sleep") and "tests/apps/blocking.py" in line["where"]
-    assert line["level"] == "warning" and line["blocked_s"] >= 0.3
+    assert line["level"] == "warning" and line["blocked_s"] >= 0.5
     resumed = [e for e in log_events(log) if e["event"] == "event loop turned again"]
-    assert len(resumed) == 1 and resumed[0]["blocked_s"] >= 3
+    assert len([e for e in resumed if e["blocked_s"] >= 3]) == 1, resumed
 
 
 async def test_readyz_fails_while_redis_is_down_and_after_sigtstp(
@@ -164,8 +167,9 @@ async def test_loop_lag_and_stalls_are_metrics_and_repeated_stalls_log_once(
     with structlog.testing.capture_logs() as logs:
         await run_stalls(worker, asyncq_client, asyncq_queue, registry)
     # Three stalls of the same task type within a minute: one warning.
-    blocked = [e for e in logs if e["event"].startswith("event loop blocked")]
-    assert len(blocked) == 1 and blocked[0]["task_type"] == "stall", blocked
+    blocked = [e for e in logs if e["event"].startswith("event loop blocked")
+               and e.get("task_type") == "stall"]
+    assert len(blocked) == 1, blocked
 
 
 async def run_stalls(worker: Worker, client: Client, queue: str,
@@ -184,4 +188,4 @@ async def run_stalls(worker: Worker, client: Client, queue: str,
         assert found[key("asyncq_worker_event_loop_lag_seconds_bucket", le="0.1")] < \
             found[key("asyncq_worker_event_loop_lag_seconds_count")]
         assert 0 <= found[key("asyncq_worker_event_loop_blocked_seconds")] < 10
-        assert worker.loop_watch.stalls == 3
+        assert worker.loop_watch.stalls >= 3
