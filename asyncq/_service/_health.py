@@ -128,11 +128,12 @@ class LoopWatch:
     def _watch(self) -> None:
         """The thread: log a stall in progress once it reaches ``warn_after``."""
         while not self._stop.wait(self.tick):
-            blocked = self.blocked_s
+            last = self._last
+            blocked = time.monotonic() - last
             if blocked < self.warn_after:
                 continue
             with self._lock:
-                if self._warned:
+                if self._warned or self._last != last:  # logged, or it just ended
                     continue
                 self._warned = True
             current = self._current()
