@@ -59,7 +59,8 @@ class LoopWatch:
                  on_stall: Callable[[], None] | None = None,
                  **log_context: Any) -> None:
         self.warn_after = warn_after
-        self.tick = min(tick, warn_after / 2) if warn_after > 0 else tick
+        # (Checked at least twice per warn_after, at most 100 times a second.)
+        self.tick = max(0.01, min(tick, warn_after / 2) if warn_after > 0 else tick)
         self._running = running
         self._name_task = name_task
         self._on_lag = on_lag

@@ -123,7 +123,7 @@ class Worker:
                               if cfg.health_check is not None else None)
         running = self.processor.running
         self.loop_watch = LoopWatch(
-            warn_after=cfg.stall_warning, tick=LOOP_WATCH_TICK,
+            warn_after=cfg.stall_warning, tick=min(LOOP_WATCH_TICK, cfg.stall_timeout / 4),
             running=lambda: running_tasks(running), name_task=task_of(running),
             on_lag=getattr(cfg.metrics, "loop_lagged", None),
             on_stall=getattr(cfg.metrics, "loop_stalled", None), server_id=cfg.server_id)
