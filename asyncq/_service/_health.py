@@ -161,7 +161,8 @@ class LoopWatch:
     def _stalled(self, blocked: float, current: tuple[str, str] | None,
                  where: str | None) -> None:
         """Count a stall and log it, at most once per STALL_LOG_INTERVAL for the same types."""
-        self.stalls += 1
+        with self._log_lock:
+            self.stalls += 1
         if self._on_stall is not None:
             self._on_stall()
         running = self._snapshot()
