@@ -79,6 +79,16 @@ WORKER_HEALTH_CHECK_INTERVAL: Final = 15.0
 WORKER_GROUP_GRACE_PERIOD: Final = 60.0
 WORKER_GROUP_MAX_DELAY: Final = 0.0
 WORKER_GROUP_MAX_SIZE: Final = 0
+WORKER_STALL_TIMEOUT: Final = 30.0
+"""/livez answers 503 once the worker's event loop has not turned for this long."""
+WORKER_STALL_WARNING: Final = 1.0
+"""A loop turn this long is logged, naming the task that blocked it."""
+LOOP_WATCH_TICK: Final = 0.25
+"""How often the event loop's turning is stamped (a callback) and checked (a thread)."""
+HEALTH_HOST: Final = "127.0.0.1"
+"""Where ``asyncq worker --health-port`` serves /livez and /readyz: this machine only."""
+HEALTH_PROBE_TIMEOUT: Final = 2.0
+"""/readyz: how long Redis (and the worker's event loop) may take to answer a ping."""
 
 # -- the scheduler (Scheduler and PeriodicTaskManager arguments of the same name)
 

@@ -37,6 +37,10 @@ class RunObserver(Protocol):
         """Leases the worker could not renew."""
         ...
 
+    # Optional too, each looked up once: ``bind_loop(blocked)`` (a function giving the seconds
+    # since the loop last turned), ``loop_lagged(lag_s)`` (every tick of the loop watch) and
+    # ``loop_stalled()`` (a turn longer than stall_warning; called from the watch thread).
+
     def limit_deferred(self, queue: str, task_type: str) -> None:
         """A leased task was deferred, not run: a rate or concurrency limit refused it. (An
         observer without this method is fine: the worker looks it up once.)"""

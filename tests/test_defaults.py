@@ -49,6 +49,9 @@ WORKER_FIELDS: dict[str, object] = {
     "group_grace_period": D.WORKER_GROUP_GRACE_PERIOD,
     "group_max_delay": D.WORKER_GROUP_MAX_DELAY,
     "group_max_size": D.WORKER_GROUP_MAX_SIZE,
+    "health_host": D.HEALTH_HOST,
+    "stall_timeout": D.WORKER_STALL_TIMEOUT,
+    "stall_warning": D.WORKER_STALL_WARNING,
 }
 
 

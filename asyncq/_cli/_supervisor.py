@@ -3,33 +3,52 @@ that dies (with backoff), passes stop signals on, and gives up when they keep cr
 
 The supervisor does no Redis work: each worker process is ``python -m asyncq worker`` with the
 same target and flags, so it behaves exactly like a worker started by hand.
+
+``--health-port`` and ``--metrics-port`` are the supervisor's: each worker process serves its
+probes and metrics on a private unix socket (slot N: ``<temp dir>/N.sock``, the same for the
+process that replaces it), and the supervisor answers one probe or scrape for all of them,
+asking each process from the probe server's thread. Metrics are labelled ``process="N"``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
+from .._defaults import HEALTH_PROBE_TIMEOUT
 from .._log import get_logger
+from .._service._health import Answer, ProbeServer, Route, get_unix, json_answer
 from .._service._signals import signal_handlers
 from ._common import CLIError
 
 #: Set in a worker process's environment to its supervisor's pid: the worker stops gracefully
 #: when that parent is gone (killed with SIGKILL, it could not pass the stop on).
 SUPERVISOR_ENV = "ASYNCQ_SUPERVISOR_PID"
+#: Set in a supervised worker process's environment to the unix socket on which it serves its
+#: probes (and metrics) to the supervisor.
+PROBES_ENV = "ASYNCQ_SUPERVISOR_PROBES"
+#: Set (to 1) in its environment when the supervisor serves metrics: the process measures them.
+METRICS_ENV = "ASYNCQ_SUPERVISOR_METRICS"
 #: Overrides of the restart policy, for tests: ``first_delay=0.05,max_quick_crashes=3``.
 POLICY_ENV = "ASYNCQ_SUPERVISOR_POLICY"
 #: The flags of the supervisor itself, not passed on to the worker processes.
 SUPERVISOR_FLAGS = frozenset({"processes", "reload", "reload_dir"})
+#: The flags a supervisor serves for all its worker processes (a reloader passes them on).
+ENDPOINT_FLAGS = frozenset({"metrics_port", "metrics_host", "health_port", "health_host"})
 #: Exit statuses of a worker process that ended because it was told to stop: done (0),
 #: interrupted before its handlers were installed (130, or killed by the signal itself).
 STOPPED = frozenset({0, 130, -signal.SIGTERM, -signal.SIGINT})
@@ -62,13 +81,16 @@ class RestartPolicy:
         return cls(**values)
 
 
-def child_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+def child_argv(parser: argparse.ArgumentParser, args: argparse.Namespace, *,
+               endpoints: bool = False) -> list[str]:
     """The ``asyncq worker`` arguments of a worker process: the flags given to the supervisor,
-    less its own. A flag left at its default is left out (the Redis URL from the environment
-    stays there, out of the process list)."""
+    less its own (and less the metrics and health ports it serves, unless ``endpoints``). A
+    flag left at its default is left out (the Redis URL from the environment stays there, out
+    of the process list)."""
     argv: list[str] = []
+    dropped = SUPERVISOR_FLAGS if endpoints else SUPERVISOR_FLAGS | ENDPOINT_FLAGS
     for action in parser._actions:
-        if action.dest in SUPERVISOR_FLAGS or action.dest == argparse.SUPPRESS:
+        if action.dest in dropped or action.dest == argparse.SUPPRESS:
             continue
         value = getattr(args, action.dest, None)
         if not action.option_strings:
@@ -96,10 +118,11 @@ def describe_exit(code: int) -> str:
     return f"exited with status {code}"
 
 
-async def spawn(argv: list[str]) -> asyncio.subprocess.Process:
+async def spawn(argv: list[str], env: Mapping[str, str] | None = None
+                ) -> asyncio.subprocess.Process:
     """Start ``python -m asyncq worker ARGV`` sharing our stdout/stderr, in its own process
     group: a Ctrl-C in the terminal reaches the supervisor only, which passes it on once."""
-    env = {**os.environ, SUPERVISOR_ENV: str(os.getpid())}
+    env = {**os.environ, **(env or {}), SUPERVISOR_ENV: str(os.getpid())}
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "asyncq", "worker", *argv,
         stdin=subprocess.DEVNULL, env=env, process_group=0)
@@ -154,7 +177,11 @@ class Supervisor:
     exited 0); see ``run``."""
 
     def __init__(self, argv: list[str], processes: int, *, burst: bool = False,
-                 policy: RestartPolicy | None = None) -> None:
+                 policy: RestartPolicy | None = None, health: tuple[str, int] | None = None,
+                 metrics: tuple[str, int] | None = None) -> None:
+        self._health = health
+        self._metrics = metrics
+        self._dir = ""  # the worker processes' sockets, while running
         self._argv = argv
         self._processes = processes
         self._burst = burst
@@ -170,13 +197,19 @@ class Supervisor:
         process keeps crashing: the others are stopped first."""
         self._log.info("supervisor starting", processes=self._processes, burst=self._burst,
                        supervisor_pid=os.getpid())
+        self._dir = tempfile.mkdtemp(prefix="asyncq-supervisor-")
+        servers: list[ProbeServer] = []
         with self._stops.handlers():
             try:
+                servers = self._serve()
                 async with asyncio.TaskGroup() as tg:
                     slots = [tg.create_task(self._run_slot(n))
                              for n in range(1, self._processes + 1)]
             finally:  # (on an unexpected error: no worker process is left running alone)
                 self._stops.forward(signal.SIGTERM)
+                for server in servers:
+                    server.close()
+                shutil.rmtree(self._dir, ignore_errors=True)
         if self._failure is not None:
             raise CLIError(self._failure)
         unclean = [(n, status) for n, status in enumerate((s.result() for s in slots), 1)
@@ -201,7 +234,7 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         delay, crashes = policy.first_delay, 0
         while not self._stops.event.is_set():
-            proc = self._children[slot] = await spawn(self._argv)
+            proc = self._children[slot] = await spawn(self._argv, self._child_env(slot))
             if self._stops.event.is_set():  # a stop came while it was being started
                 send(proc, signal.SIGTERM)
             began = loop.time()
@@ -230,6 +263,101 @@ class Supervisor:
                 await asyncio.wait_for(self._stops.event.wait(), delay)
             delay = min(delay * 2, policy.max_delay)
         return None
+
+
+    # -- one probe and one scrape for every worker process
+
+    def _child_env(self, slot: int) -> dict[str, str]:
+        env = {PROBES_ENV: self._socket(slot)} if self._health or self._metrics else {}
+        if self._metrics:
+            env[METRICS_ENV] = "1"
+        return env
+
+    def _socket(self, slot: int) -> str:
+        return os.path.join(self._dir, f"{slot}.sock")
+
+    def _serve(self) -> list[ProbeServer]:
+        """The supervisor's probe and metrics servers (CLIError when a port cannot be had)."""
+        wanted: list[tuple[str, tuple[str, int], Mapping[str, Route]]] = []
+        if self._health is not None:
+            wanted.append(("health probes", self._health,
+                           {"/livez": self.live, "/readyz": self.ready}))
+        if self._metrics is not None:
+            wanted.append(("metrics", self._metrics, {"/metrics": self.metrics}))
+        servers: list[ProbeServer] = []
+        for what, (host, port), routes in wanted:
+            try:
+                servers.append(ProbeServer(routes, host=host, port=port))
+            except OSError as exc:
+                for server in servers:
+                    server.close()
+                raise CLIError(f"cannot serve {what} on {host}:{port}: "
+                               f"{exc.strerror or exc}") from None
+            self._log.info(f"serving {what} of every worker process", host=host,
+                           port=servers[-1].port, paths=sorted(routes))
+        return servers
+
+    def _ask(self, route: str, timeout: float) -> dict[str, tuple[str, int | None, bytes]]:
+        """GET ``route`` of every worker process at once: process index -> (what happened,
+        HTTP status, body). "down": no process runs in that slot (it is being restarted);
+        "starting": it does not serve yet; "not answering": nothing within ``timeout``."""
+        def ask(slot: int) -> tuple[str, int | None, bytes]:
+            proc = self._children.get(slot)
+            if proc is None or proc.returncode is not None:
+                return "down", None, b""
+            try:
+                status, body = get_unix(self._socket(slot), route, timeout)
+            except (FileNotFoundError, ConnectionRefusedError):
+                return "starting", None, b""
+            except OSError:
+                return "not answering", None, b""
+            return "answered", status, body
+
+        slots = range(1, self._processes + 1)
+        with concurrent.futures.ThreadPoolExecutor(self._processes) as pool:
+            return {str(n): answer for n, answer in zip(slots, pool.map(ask, slots),
+                                                        strict=True)}
+
+    def live(self) -> Answer:
+        """503 when a worker process says it is stalled or does not answer in time (one that
+        starts or is being restarted is the supervisor's to mind, not a reason to kill the
+        pod)."""
+        answers = self._ask("/livez", HEALTH_PROBE_TIMEOUT)
+        ok = all(status == 200 or (status is None and what in ("down", "starting"))
+                 for what, status, _ in answers.values())
+        return json_answer(ok, {"status": "ok" if ok else "stalled",
+                                "processes": _bodies(answers)})
+
+    def ready(self) -> Answer:
+        """200 when every worker process is ready."""
+        answers = self._ask("/readyz", HEALTH_PROBE_TIMEOUT + 1)
+        ok = all(status == 200 for _, status, _ in answers.values())
+        return json_answer(ok, {"status": "ok" if ok else "not ready",
+                                "processes": _bodies(answers)})
+
+    def metrics(self) -> Answer:
+        """Every worker process's metrics, labelled process="N"."""
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        from ..metrics._worker_metrics import merge_processes
+        answers = self._ask("/metrics", 5.0)
+        texts = {n: body for n, (_, status, body) in answers.items() if status == 200}
+        up = {n: n in texts for n in answers}
+        return 200, CONTENT_TYPE_LATEST, merge_processes(texts, up)
+
+
+def _bodies(answers: Mapping[str, tuple[str, int | None, bytes]]) -> dict[str, Any]:
+    """Each process's answer as JSON (or what happened when it gave none)."""
+    out: dict[str, Any] = {}
+    for n, (what, status, body) in answers.items():
+        if status is None:
+            out[n] = {"status": what}
+            continue
+        try:
+            out[n] = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            out[n] = {"status": what, "http_status": status}
+    return out
 
 
 async def watch_supervisor(stop: Callable[[], None], interval: float = 1.0) -> None:

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 from .._defaults import (
     DEFAULT_REDIS_URL,
+    HEALTH_HOST,
     METRICS_HOST,
     WORKER_CANCEL_GRACE,
     WORKER_CONCURRENCY,
@@ -30,6 +31,8 @@ from .._defaults import (
     WORKER_RECOVER_GRACE,
     WORKER_RECOVER_INTERVAL,
     WORKER_SHUTDOWN_TIMEOUT,
+    WORKER_STALL_TIMEOUT,
+    WORKER_STALL_WARNING,
     WORKER_TASK_LOGS,
     WORKER_TRACEBACK_ON,
     WORKER_UNKNOWN_TYPE,
@@ -38,6 +41,7 @@ from .._defaults import (
 from .._errors import BrokerError
 from .._log import get_logger
 from .._log_setup import configure_logging
+from .._service._health import ProbeServer
 from .._worker import Worker, WorkerConfig
 from ._common import (
     REDIS_URL_ENV,
@@ -48,7 +52,13 @@ from ._common import (
     parse_queue_weights,
 )
 from ._reload import Reloader, check_watchfiles
-from ._supervisor import Supervisor, child_argv, watch_supervisor
+from ._supervisor import (
+    METRICS_ENV,
+    PROBES_ENV,
+    Supervisor,
+    child_argv,
+    watch_supervisor,
+)
 from ._target import ImportFailed, import_target, resolve_config, resolve_target
 
 #: WorkerConfig fields only the Python API can set (callables, objects): a factory target
@@ -88,7 +98,8 @@ def register(sub: Any) -> None:
                         "logs each start and finish)")
     p.add_argument("--metrics-port", type=int, metavar="PORT",
                    help="serve this worker's Prometheus metrics on PORT (needs "
-                        "asyncq[prometheus]; one port per worker process)")
+                        "asyncq[prometheus]); with --processes one port serves every worker "
+                        "process's, each labelled process=1..N")
     p.add_argument("--metrics-host", default=METRICS_HOST,
                    help=f"address of the metrics endpoint (default {METRICS_HOST})")
     p.add_argument("--processes", "-p", type=int, default=1, metavar="N",
@@ -145,6 +156,10 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
          "a group is aggregated once no task was added to it for this long"),
         ("--group-max-delay", WORKER_GROUP_MAX_DELAY,
          "a group is aggregated once its oldest task waited this long (0: no limit)"),
+        ("--stall-timeout", WORKER_STALL_TIMEOUT,
+         "/livez fails once the event loop has not turned for this long"),
+        ("--stall-warning", WORKER_STALL_WARNING,
+         "a loop turn this long is logged, naming the task blocking it (0: never)"),
     ]
     for flag, default, text in seconds:
         g.add_argument(flag, type=float, metavar="SECONDS", help=f"{text} (default {default:g})")
@@ -179,6 +194,12 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--server-id", metavar="ID",
                    help="identity of this worker in Redis (default host:pid:random; not with "
                         "--processes)")
+    g.add_argument("--health-port", type=int, metavar="PORT",
+                   help="serve GET /livez (the event loop turns) and GET /readyz (Redis "
+                        "answers, the worker fetches) on PORT; with --processes one port "
+                        "covers every worker process")
+    g.add_argument("--health-host", metavar="ADDRESS",
+                   help=f"address of the health probes (default {HEALTH_HOST})")
     g.add_argument("--extra", action="append", metavar="KEY=VALUE",
                    help="a label published with the worker's state, repeatable")
 
@@ -279,10 +300,20 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
     supervised = _check_supervisor_flags(args)
     if args.reload:
-        return asyncio.run(Reloader(args.child_argv(args), args.reload_dir or []).run())
+        return asyncio.run(Reloader(args.child_argv(args, endpoints=True),
+                                    args.reload_dir or []).run())
     if supervised:
-        return asyncio.run(Supervisor(args.child_argv(args), args.processes,
-                                      burst=bool(args.burst)).run())
+        if args.metrics_port is not None:
+            _worker_metrics()  # (the prometheus extra is there, or say so now)
+        return asyncio.run(Supervisor(
+            args.child_argv(args), args.processes, burst=bool(args.burst),
+            health=(None if args.health_port is None
+                    else (args.health_host or HEALTH_HOST, args.health_port)),
+            metrics=(None if args.metrics_port is None
+                     else (args.metrics_host, args.metrics_port))).run())
+    # Set by a supervisor for this process only (not for processes its handlers start).
+    probes_path = os.environ.pop(PROBES_ENV, None)
+    supervisor_metrics = os.environ.pop(METRICS_ENV, None) == "1"
     target = _imported(args.target, args.traceback)
     config_source = _imported(args.config, args.traceback) if args.config else None
     options = worker_options(args)
@@ -293,6 +324,8 @@ def run(args: argparse.Namespace) -> int:
         made = await resolve_target(args.target, target, factory=args.factory)
         config = (await resolve_config(args.config, config_source)
                   if args.config else None)
+        if supervisor_metrics and not _measured(made, config):
+            options["metrics"] = _worker_metrics()()
         worker = build_worker(args, made, config, options)
         if isinstance(made, Worker):
             await _check_worker_redis(args.target, made)
@@ -301,10 +334,13 @@ def run(args: argparse.Namespace) -> int:
         # A task beside the worker, not a task group: an error of worker.run (a failing
         # start-up) must reach main() as itself for its one-line message, not in a group.
         watchdog = asyncio.ensure_future(watch_supervisor(worker.stop))  # ends unless supervised
+        probes = _serve_supervisor(worker, probes_path) if probes_path else None
         try:
             await worker.run()
         finally:
             watchdog.cancel()
+            if probes is not None:
+                probes.close()
             if worker is not made and isinstance(made, Worker):
                 await made.broker.close()  # the target's Worker made it; the rebuilt one ran
 
@@ -321,20 +357,43 @@ async def _check_worker_redis(target: str, worker: Worker) -> None:
         raise CLIError(f"the Worker of {target}: {exc}") from None
 
 
-def _serve_metrics(host: str, port: int) -> Any:
-    """This worker's metrics on http://host:port/metrics (prometheus_client's server)."""
+def _worker_metrics() -> Any:
+    """The WorkerMetrics class; CLIError without the prometheus extra."""
     try:
-        from prometheus_client import start_http_server
-
         from ..metrics import WorkerMetrics
     except ImportError as exc:
         raise CLIError("--metrics-port needs the prometheus extra: pip install "
                        f"'asyncq[prometheus]' ({exc})") from exc
+    return WorkerMetrics
+
+
+def _measured(made: Any, config: WorkerConfig | None) -> bool:
+    """Whether the target's Worker or --config already measures (keep its metrics then)."""
+    if isinstance(made, Worker):
+        return made.config.metrics is not None
+    return config is not None and config.metrics is not None
+
+
+def _serve_supervisor(worker: Worker, path: str) -> ProbeServer:
+    """In a supervised process: its probes (and metrics, when measured) on the unix socket
+    ``path``, for the supervisor to gather."""
+    routes = dict(worker.probes.routes())
+    if worker.config.metrics is not None:
+        from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+        registry = getattr(worker.config.metrics, "registry", None) or REGISTRY
+        routes["/metrics"] = lambda: (200, CONTENT_TYPE_LATEST, generate_latest(registry))
+    return ProbeServer(routes, path=path)
+
+
+def _serve_metrics(host: str, port: int) -> Any:
+    """This worker's metrics on http://host:port/metrics (prometheus_client's server)."""
+    metrics = _worker_metrics()
+    from prometheus_client import start_http_server
     try:
         start_http_server(port, addr=host)
     except OSError as exc:
         raise CLIError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
-    return WorkerMetrics()
+    return metrics()
 
 
 def _check_supervisor_flags(args: argparse.Namespace) -> bool:
@@ -347,9 +406,6 @@ def _check_supervisor_flags(args: argparse.Namespace) -> bool:
     if args.server_id is not None and args.processes > 1:
         raise CLIError("--server-id names one worker process: with --processes each process "
                        "has its own (host:pid:random)")
-    if args.metrics_port is not None and args.processes > 1:
-        raise CLIError("--metrics-port serves one process: with several, run one "
-                       "'asyncq worker' per process, each with its own --metrics-port")
     if args.reload:
         if args.processes > 1:
             raise CLIError("--reload runs one worker process: drop --processes (or --reload)")

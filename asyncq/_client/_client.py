@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
@@ -83,6 +84,13 @@ class Client:
             self._waiting = None
         if self._owns_broker:
             await self._broker.close()
+
+    async def ping(self) -> float:
+        """Check that Redis answers, for a host application's readiness probe: the round trip
+        in seconds; raises BrokerError (saying why) when Redis cannot be reached."""
+        began = time.perf_counter()
+        await self._broker.ping()
+        return time.perf_counter() - began
 
     async def enqueue(self, task: Task | str, payload: object = None,
                       **options: Unpack[EnqueueOptions]) -> TaskInfo:

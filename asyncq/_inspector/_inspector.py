@@ -106,6 +106,13 @@ class Inspector:
         if self._owns_broker:
             await self._broker.close()
 
+    async def ping(self) -> float:
+        """Check that Redis answers (a readiness probe): the round trip in seconds; raises
+        BrokerError (saying why) when Redis cannot be reached."""
+        began = time.perf_counter()
+        await self._broker.ping()
+        return time.perf_counter() - began
+
     # -- helpers
 
     async def _require_queue(self, queue: str) -> None:

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from .._defaults import (
+    HEALTH_HOST,
     WORKER_CANCEL_GRACE,
     WORKER_CONCURRENCY,
     WORKER_DEQUEUE_BATCH,
@@ -32,6 +33,8 @@ from .._defaults import (
     WORKER_RECOVER_GRACE,
     WORKER_RECOVER_INTERVAL,
     WORKER_SHUTDOWN_TIMEOUT,
+    WORKER_STALL_TIMEOUT,
+    WORKER_STALL_WARNING,
     WORKER_TASK_LOGS,
     WORKER_TRACEBACK_ON,
     WORKER_UNKNOWN_TYPE,
@@ -137,6 +140,19 @@ class WorkerConfig:
     health_check: HealthCheck | None = None
     """Called every health_check_interval with None when Redis answers, else the error."""
     health_check_interval: float = field(default=WORKER_HEALTH_CHECK_INTERVAL, metadata=NONZERO)
+    health_port: int | None = None
+    """Serve HTTP probes on this port (0: a free one, see ``Worker.health_port``): GET /livez
+    is 200 while the event loop turns, 503 once it has not turned for stall_timeout; GET
+    /readyz is 200 while Redis answers and the worker fetches tasks, else 503 (Redis
+    unreachable, starting, shutting down, after SIGTSTP). Answered from a thread, so a
+    blocked loop shows. None (the default) serves nothing."""
+    health_host: str = HEALTH_HOST
+    """Address the probes are served on (loopback by default)."""
+    stall_timeout: float = field(default=WORKER_STALL_TIMEOUT, metadata=NONZERO)
+    """/livez fails once the event loop has not turned for this long."""
+    stall_warning: float = WORKER_STALL_WARNING
+    """A loop turn at least this long is logged once, naming the task that blocked it and the
+    running ones (and counted in the metrics); 0 logs none."""
     group_aggregator: GroupAggregator | None = None
     """Combines a group's tasks into one task; the aggregator runs only when this is set."""
     group_grace_period: float = WORKER_GROUP_GRACE_PERIOD
@@ -183,6 +199,9 @@ class WorkerConfig:
             raise ValueError(
                 f"heartbeat_interval ({self.heartbeat_interval}s) must be at most half of "
                 f"lease_duration ({self.lease_duration}s) so leases are renewed in time")
+        if self.health_port is not None and self.health_port > 65535:
+            raise ValueError(f"health_port must be a TCP port (0 to 65535; 0 picks a free "
+                             f"one), got {self.health_port}")
         if self.group_aggregator is not None and self.group_grace_period < 1:
             raise ValueError("group_grace_period must be at least 1 second")
         for name in ("retry_delay", "is_failure"):

@@ -17,9 +17,11 @@ from anyio.abc import TaskStatus
 from .._broker import Broker
 from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock
+from .._defaults import LOOP_WATCH_TICK
 from .._errors import BrokerError, WorkerStartupError
 from .._limits import gate_for
 from .._log import get_logger
+from .._service._health import LoopWatch, ProbeServer
 from .._service._lifecycle import start_background, stop_background
 from .._service._signals import signal_handlers
 from .._workflow._advance import Advancer
@@ -35,6 +37,7 @@ from ._leases import Leases
 from ._mux import Handler, RulesCache, ServeMux, SyncOrAsyncHandler, check_handler
 from ._notifier import Notifier
 from ._outcomes import error_text
+from ._probes import WorkerProbes, running_tasks, task_of
 from ._processor import Processor
 from ._recoverer import Recoverer
 from ._subscriber import Subscriber
@@ -118,6 +121,20 @@ class Worker:
         self.healthchecker = (HealthChecker(self.broker, cfg.health_check,
                                             cfg.health_check_interval)
                               if cfg.health_check is not None else None)
+        running = self.processor.running
+        self.loop_watch = LoopWatch(
+            warn_after=cfg.stall_warning, tick=min(LOOP_WATCH_TICK, cfg.stall_timeout / 4),
+            running=lambda: running_tasks(running), name_task=task_of(running),
+            on_lag=getattr(cfg.metrics, "loop_lagged", None),
+            on_stall=getattr(cfg.metrics, "loop_stalled", None), server_id=cfg.server_id)
+        """Notices (logs, measures) an event loop that stops turning: see ``stall_warning``."""
+        if (bind_loop := getattr(cfg.metrics, "bind_loop", None)) is not None:
+            watch = self.loop_watch
+            bind_loop(lambda: watch.blocked_s)
+        self.probes = WorkerProbes(self.loop_watch, self.broker, cfg.stall_timeout,
+                                   self._probe_state)
+        """/livez and /readyz of this worker (served on health_port when given)."""
+        self._probe_server: ProbeServer | None = None
         self._log = get_logger("worker", server_id=cfg.server_id)
         self._state = "new"
         self._ready = asyncio.Event()
@@ -132,6 +149,46 @@ class Worker:
 
     async def wait_ready(self) -> None:
         await self._ready.wait()
+
+    @property
+    def health_port(self) -> int | None:
+        """The port /livez and /readyz are served on while the worker runs (the one picked
+        when health_port=0), else None."""
+        return self._probe_server.port if self._probe_server is not None else None
+
+    def _probe_state(self) -> str:
+        """What /readyz says of the worker itself (Redis aside)."""
+        if self._shutdown.is_set() or self._state == "closed":
+            return "stopping"
+        if not self._ready.is_set():
+            return "starting"
+        if not self.processor.fetching:
+            return "stopped fetching"
+        return "ready"
+
+    def _serve_probes(self) -> None:
+        """Watch the loop; serve the probes when health_port is set (WorkerStartupError when
+        the port cannot be had)."""
+        cfg = self.config
+        self.loop_watch.start()
+        self.probes.loop = asyncio.get_running_loop()
+        if cfg.health_port is None:
+            return
+        try:
+            self._probe_server = ProbeServer(self.probes.routes(), host=cfg.health_host,
+                                             port=cfg.health_port)
+        except OSError as exc:
+            self.loop_watch.stop()
+            raise WorkerStartupError(f"cannot serve health probes on {cfg.health_host}:"
+                                     f"{cfg.health_port}: {exc.strerror or exc}") from None
+        self._log.info("serving health probes", host=cfg.health_host, port=self.health_port,
+                       paths=["/livez", "/readyz"])
+
+    def _stop_probes(self) -> None:
+        self.loop_watch.stop()
+        if self._probe_server is not None:
+            self._probe_server.close()
+            self._probe_server = None
 
     def stop(self) -> None:
         """Request a graceful shutdown (the order is written in ``run``); a second request
@@ -184,6 +241,7 @@ class Worker:
                               "HandlerNotFoundError and be retried; register handlers with "
                               "@mux.handler(...) before starting the worker")
         try:
+            self._serve_probes()
             with self._signals(handle_signals):
                 lifespan = await self._enter_lifespan()
                 try:  # (after a stop() during the lifespan's start, this returns at once)
@@ -199,6 +257,7 @@ class Worker:
                 if self._owns_broker:
                     await self.broker.close()
             self._state = "closed"
+            self._stop_probes()
             self._log.info("worker stopped", processed=self.processor.processed,
                            failed=self.processor.failed,
                            abandoned=len(self.processor.abandoned))

@@ -3,7 +3,7 @@ prefetched gauges, Redis errors, failed lease renewals and limit deferrals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, get_args
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
@@ -19,6 +19,7 @@ OUTCOMES: tuple[RunOutcome, ...] = get_args(RunOutcome)
 
 RUN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
                60, 300, 900, 3600)
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 WAIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
                 60, 300, 900, 3600, 21600, 86400)
 
@@ -42,6 +43,8 @@ class WorkerMetrics:
         else:
             allowed = frozenset(task_types)
             self._type = lambda t: t if t in allowed else "other"
+        self.registry = registry
+        """Where the metrics are registered (None: nowhere)."""
         labels = ["queue", "type"]
         kw = {"registry": registry, "namespace": namespace}
         self.run_time = Histogram("task_run_seconds", "Time a handler ran", labels,
@@ -64,6 +67,17 @@ class WorkerMetrics:
         self.limit_deferrals = Counter(
             "task_limit_deferrals", "Tasks deferred instead of run: a rate or concurrency "
             "limit refused them", labels, **kw)  # type: ignore[arg-type]
+        self.loop_lag = Histogram(
+            "event_loop_lag_seconds", "How late the worker's event loop ran a callback due "
+            "now (sampled every 0.25 s): high when something blocks the loop",
+            buckets=LAG_BUCKETS, **kw)  # type: ignore[arg-type]
+        self.loop_blocked = Gauge(
+            "event_loop_blocked_seconds", "Seconds since the worker's event loop last turned "
+            "(read from another thread: it grows while the loop is blocked)",
+            **kw)  # type: ignore[arg-type]
+        self.loop_stalls = Counter(
+            "event_loop_stalls", "Loop turns longer than stall_warning (each one logged, "
+            "rate-limited)", **kw)  # type: ignore[arg-type]
         self.lease_failures = Counter("lease_renewals_failed", "Leases that could not be "
                                       "renewed", **kw)  # type: ignore[arg-type]
         for operation in REDIS_OPERATIONS:
@@ -75,6 +89,18 @@ class WorkerMetrics:
         self.concurrency.set(concurrency)
         self.in_flight.set_function(in_flight)
         self.prefetched.set_function(prefetched)
+
+    def bind_loop(self, blocked: Callable[[], float]) -> None:
+        """The worker's loop watch: seconds since its loop last turned."""
+        self.loop_blocked.set_function(blocked)
+
+    def loop_lagged(self, lag_s: float) -> None:
+        """One sample of the loop's lag (every tick of the loop watch)."""
+        self.loop_lag.observe(lag_s)
+
+    def loop_stalled(self) -> None:
+        """A loop turn longer than stall_warning (called from the watch thread)."""
+        self.loop_stalls.inc()
 
     def started(self, queue: str, task_type: str, wait_s: float | None) -> None:
         kind = self._type(task_type)
@@ -116,3 +142,48 @@ def _same(task_type: str) -> str:
 
 def _blank(task_type: str) -> str:
     return ""
+
+
+def merge_processes(expositions: Mapping[str, bytes], up: Mapping[str, bool], *,
+                    label: str = "process") -> bytes:
+    """One exposition (text format 0.0.4) of several worker processes' metrics: each sample
+    gets ``label`` (the process's stable index, not its pid, so a restarted process continues
+    the same series), each family is written once with every process's samples, and
+    ``asyncq_worker_process_up`` says which processes answered (0: down or restarting).
+
+    Done on the text, line by line (a sample's name never holds a space or a brace), which is
+    about 20 times cheaper than parsing the samples and writing them again."""
+    families: dict[str, tuple[list[bytes], list[bytes]]] = {}  # name -> (comments, samples)
+    for index, text in expositions.items():
+        tag = b'%s="%s"' % (label.encode(), index.encode())
+        current: list[bytes] | None = None
+        for line in text.splitlines():
+            if not line:
+                continue
+            if line.startswith(b"#"):
+                parts = line.split(b" ", 3)
+                if len(parts) >= 3 and parts[1] in (b"HELP", b"TYPE"):
+                    family = families.setdefault(parts[2].decode(), ([], []))
+                    if line not in family[0]:
+                        family[0].append(line)
+                    current = family[1]
+                continue
+            if current is None:  # (a sample before any HELP/TYPE: a family of its own)
+                current = families.setdefault("", ([], []))[1]
+            cut = min(i for i in (line.find(b"{"), line.find(b" ")) if i >= 0)
+            if line[cut:cut + 2] == b"{}":
+                current.append(line[:cut + 1] + tag + line[cut + 1:])
+            elif line[cut:cut + 1] == b"{":
+                current.append(line[:cut + 1] + tag + b"," + line[cut + 1:])
+            else:
+                current.append(line[:cut] + b"{" + tag + b"}" + line[cut:])
+    out: list[bytes] = []
+    for comments, lines in families.values():
+        out += comments
+        out += lines
+    out.append(b"# HELP asyncq_worker_process_up Whether the supervised worker process "
+               b"answered this scrape (1) or is down or restarting (0)")
+    out.append(b"# TYPE asyncq_worker_process_up gauge")
+    out += [b'asyncq_worker_process_up{%s="%s"} %d' % (label.encode(), index.encode(), ok)
+            for index, ok in up.items()]
+    return b"\n".join(out) + b"\n"

@@ -46,6 +46,10 @@ SAMPLES: dict[str, tuple[list[str], dict[str, Any]]] = {
     "group_max_size": (["--group-max-size", "50"], {"group_max_size": 50}),
     "sync_threads": (["--sync-threads", "3"], {"sync_threads": 3}),
     "extra": (["--extra", "zone=a", "--extra", "v=2"], {"extra": {"zone": "a", "v": "2"}}),
+    "health_port": (["--health-port", "8081"], {"health_port": 8081}),
+    "health_host": (["--health-host", "0.0.0.0"], {"health_host": "0.0.0.0"}),
+    "stall_timeout": (["--stall-timeout", "5"], {"stall_timeout": 5}),
+    "stall_warning": (["--stall-warning", "0"], {"stall_warning": 0}),
 }
 #: dests of flags that map to a WorkerConfig field under another name
 RENAMED = {"queue": "queues", "log_success": "task_logs"}
