@@ -203,13 +203,22 @@ class RedisInspectOps:
             "inspect_run_task", [*self._task_keys(queue, task_id), qk.waiters],
             [task_id, qk.group_prefix, self.clock.now_ms(), K.WAKE_CHANNEL, queue]))
 
-    async def archive_task(self, queue: str, task_id: str) -> int:
+    async def archive_task(self, queue: str, task_id: str) -> tuple[int, int]:
         qk = K.queue_keys(queue)
         now = self.clock.now_ms()
-        return number(await self.runner.run(
+        code, trimmed = await self.runner.run(
             "inspect_archive_task", self._task_keys(queue, task_id),
             [task_id, qk.group_prefix, now, ARCHIVE_MAX_SIZE, now - ARCHIVE_MAX_AGE_MS,
-             qk.task_prefix]))
+             qk.task_prefix])
+        return number(code), number(trimmed)
+
+    async def archive_overflow(self, queue: str, adding: int) -> int:
+        archived = K.queue_keys(queue).archived
+        size, expired = await self.runner.commands("reading the archive", [
+            ("ZCARD", archived),
+            ("ZCOUNT", archived, "-inf", f"({self.clock.now_ms() - ARCHIVE_MAX_AGE_MS}")])
+        size, expired = number(size), number(expired)
+        return expired + max(0, size - expired + max(0, adding) - ARCHIVE_MAX_SIZE)
 
     async def update_payload(self, queue: str, task_id: str, old_msg: bytes, new_msg: bytes,
                              payload: bytes) -> int:

@@ -94,8 +94,14 @@ class InspectOps(Protocol):
         """Make a task pending now: 1 done, 0 not found, -1 active, -2 already pending."""
         ...
 
-    async def archive_task(self, queue: str, task_id: str) -> int:
-        """Archive a task: 1 done, 0 not found, -1 active, -2 already archived."""
+    async def archive_task(self, queue: str, task_id: str) -> tuple[int, int]:
+        """Archive a task: (1 done, 0 not found, -1 active, -2 already archived, -3 a waiting
+        workflow step; how many of the oldest archived tasks the caps deleted)."""
+        ...
+
+    async def archive_overflow(self, queue: str, adding: int) -> int:
+        """How many archived tasks the caps (size, age) would delete if ``adding`` tasks were
+        archived now."""
         ...
 
     async def update_payload(self, queue: str, task_id: str, old_msg: bytes, new_msg: bytes,

@@ -267,8 +267,10 @@ def cmd_one(args: argparse.Namespace) -> int:
                 await inspector.run_task(queue, task_id)
                 say(f"task {task_id} is now pending")
             elif args.op == "archive":
-                await inspector.archive_task(queue, task_id)
-                say(f"archived task {task_id}")
+                trimmed = await inspector.archive_task(queue, task_id)
+                say(f"archived task {task_id}" + (
+                    f" (the archive cap deleted the {trimmed} oldest archived task(s))"
+                    if trimmed else ""))
             else:
                 await inspector.delete_task(queue, task_id)
                 say(f"deleted task {task_id}")

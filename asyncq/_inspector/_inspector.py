@@ -283,14 +283,29 @@ class Inspector:
                                                 -2: "the task is already pending",
                                                 -3: WAITING_STEP})
 
-    async def archive_task(self, queue: str, task_id: str) -> None:
-        """Archive a pending, scheduled, retry, completed or aggregating task."""
+    async def archive_task(self, queue: str, task_id: str) -> int:
+        """Archive a pending, scheduled, retry, completed or aggregating task. Returns how many
+        of the oldest archived tasks the archive's caps deleted to make room (usually 0; a
+        trim is also logged as a warning)."""
         task_id = check_task_id(task_id)
         await self._require_queue(queue)
-        code = await self._ops.archive_task(queue, task_id)
+        code, trimmed = await self._ops.archive_task(queue, task_id)
         check_code(code, queue, task_id,
                          {-1: "cannot archive an active task; cancel it instead",
                           -2: "the task is already archived", -3: WAITING_STEP})
+        if trimmed:
+            _log_trim(queue, 1, trimmed)
+        return trimmed
+
+    async def archive_overflow(self, queue: str, adding: int) -> int:
+        """How many of the oldest archived tasks the archive's caps (10 000 tasks, 90 days)
+        would delete if ``adding`` more tasks were archived now: what to tell whoever is
+        about to ``archive_all`` (the count ``archive_all`` returns may differ if tasks
+        arrive or leave meanwhile)."""
+        if not isinstance(adding, int) or isinstance(adding, bool) or adding < 0:
+            raise ValueError(f"adding must be an int >= 0, got {adding!r}")
+        await self._require_queue(queue)
+        return await self._ops.archive_overflow(queue, adding)
 
     async def recover_task(self, queue: str, task_id: str) -> None:
         """Send back an active task whose lease expired or whose worker is gone (retried now,
@@ -336,10 +351,7 @@ class Inspector:
             done, dropped = await self._ops.bulk(op, queue, st.value, g or None)
             total, trimmed = total + done, trimmed + dropped
         if trimmed:
-            # (A logger made here, not at import: it follows the logging set up by then.)
-            get_logger("inspector").warning(
-                "archive over its cap: oldest archived tasks deleted", queue=queue,
-                archived=total, deleted=trimmed, max_size=ARCHIVE_MAX_SIZE)
+            _log_trim(queue, total, trimmed)
         return ArchivedCount(total, trimmed)
 
     async def delete_all(self, queue: str, state: TaskState | str,
@@ -417,3 +429,10 @@ class Inspector:
         """Enqueue events of one scheduler entry, newest first."""
         check_page(page, page_size)
         return await list_scheduler_events(self._broker, entry_id, page, page_size)
+
+
+def _log_trim(queue: str, archived: int, trimmed: int) -> None:
+    # (A logger made here, not at import: it follows the logging set up by then.)
+    get_logger("inspector").warning(
+        "archive over its cap: oldest archived tasks deleted", queue=queue,
+        archived=archived, deleted=trimmed, max_size=ARCHIVE_MAX_SIZE)

@@ -6,12 +6,14 @@ its outcome, or the Inspector's error, in the query string (shown escaped by the
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
+from .._defaults import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE
 from .._errors import AsyncqError
 from .._inspector._inspector import Inspector
 from ._pages import STATES
@@ -81,8 +83,10 @@ async def task_action(request: Request) -> Response:
             if not await inspector.cancel(task_id, queue=queue):
                 raise ValueError(f"task {task_id!r} is not running: nothing to cancel")
             return f"cancellation of task {task_id} requested"
-        operation = {"run": inspector.run_task, "archive": inspector.archive_task,
-                     "delete": inspector.delete_task}[action]
+        if action == "archive":
+            trimmed = await inspector.archive_task(queue, task_id)
+            return f"task {task_id}: archive done{_trim_note(trimmed)}"
+        operation = {"run": inspector.run_task, "delete": inspector.delete_task}[action]
         await operation(queue, task_id)
         return f"task {task_id}: {action} done"
 
@@ -106,23 +110,38 @@ async def state_action(request: Request) -> Response:
             raise ValueError(f"unknown action {action!r}")
         operation = {"run": inspector.run_all, "archive": inspector.archive_all,
                      "delete": inspector.delete_all}[action]
-        count = int(await operation(queue, state, group))
-        return f"{action}: {count} {state} task(s) of queue {queue}"
+        count = await operation(queue, state, group)
+        done = f"{action}: {int(count)} {state} task(s) of queue {queue}"
+        return done + _trim_note(getattr(count, "trimmed", 0))
 
     return await _outcome(request, form, call)
 
 
 async def _confirm(request: Request, form: FormData, inspector: Inspector, queue: str,
                    state: str, group: str | None) -> Response:
+    action = _field(form, "action")
     try:
         info = await inspector.queue_info(queue)
+        count = getattr(info, state) if state in STATES else 0
+        if group and state == "aggregating":
+            count = next((g.size for g in await inspector.groups(queue) if g.group == group), 0)
+        overflow = await inspector.archive_overflow(queue, count) if action == "archive" else 0
     except (AsyncqError, ValueError, TypeError) as exc:
         return back(request, form, error=str(exc))
     return render(request, "confirm.html", {
-        "nav": "", "action": _field(form, "action"), "queue": queue, "state": state,
-        "group": group, "count": getattr(info, state) if state in STATES else 0,
+        "nav": "", "action": action, "queue": queue, "state": state, "group": group,
+        "count": count, "archived": info.archived, "overflow": overflow,
+        "max_size": ARCHIVE_MAX_SIZE, "max_age": timedelta(milliseconds=ARCHIVE_MAX_AGE_MS),
         "next": safe_next(request, _field(form, "next")),
     })
+
+
+def _trim_note(trimmed: int) -> str:
+    """What an archive deleted to stay within the archive's caps, said in its result."""
+    if not trimmed:
+        return ""
+    return (f"; the archive cap ({ARCHIVE_MAX_SIZE} tasks) deleted the {trimmed} oldest "
+            f"archived task(s)")
 
 
 async def queue_action(request: Request) -> Response:

@@ -12,25 +12,26 @@
 -- ARGV[4] most archived tasks kept
 -- ARGV[5] oldest archive entry kept, Unix ms
 -- ARGV[6] task key prefix    asyncq:{q}:t:
--- Returns: 1 archived; 0 no such task; -1 the task is active; -2 it is already archived;
---   -3 it is a workflow step waiting for the steps before it (never archived: a re-run would
---   lack its input). Archiving a workflow step fails its workflow.
+-- Returns {code, trimmed}: code 1 archived; 0 no such task; -1 the task is active; -2 it is
+--   already archived; -3 it is a workflow step waiting for the steps before it (never archived:
+--   a re-run would lack its input). trimmed: how many of the oldest archived tasks the caps
+--   deleted to make room (0 unless archived). Archiving a workflow step fails its workflow.
 -- The uniqueness lock is kept (the task still exists), as when a worker archives a task.
 -- Trimming the archive deletes the task hashes of the entries it drops.
 -- @include _inspect_lib.lua
 -- @include _wf_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'group', 'wf')
 if not v[1] then
-  return 0
+  return {0, 0}
 end
 if v[1] == 'active' then
-  return -1
+  return {-1, 0}
 end
 if v[1] == 'archived' then
-  return -2
+  return {-2, 0}
 end
 if v[1] == 'waiting' then
-  return -3
+  return {-3, 0}
 end
 local c = inspect_task_containers()
 inspect_detach(c, v[1], ARGV[1], v[2])
@@ -41,5 +42,4 @@ asyncq_event(KEYS[1], ARGV[1], v[1], 'archived')
 if v[3] then
   asyncq_wf_out(KEYS[1], ARGV[1], v[3], 'f', '-', 'archived by the inspector')
 end
-asyncq_trim_archive(KEYS[5], ARGV[6], ARGV[5], tonumber(ARGV[4]), 1000)
-return 1
+return {1, asyncq_trim_archive(KEYS[5], ARGV[6], ARGV[5], tonumber(ARGV[4]), 1000)}
