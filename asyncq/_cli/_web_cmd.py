@@ -1,7 +1,8 @@
 """``asyncq web``: serve the web dashboard with uvicorn, on loopback unless told otherwise.
 
 A host other than loopback without auth is refused (anyone who reaches the port could delete
-every task) unless ``--allow-public-without-auth`` says the operator means it.
+every task) unless ``--allow-public-without-auth`` says the operator means it. Redis unreachable
+at start is said on stderr, not fatal: the dashboard answers 503 until Redis is back.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ import argparse
 import asyncio
 import ipaddress
 import os
+import sys
 from typing import Any
 
+from .._broker._connection import check_reachable
 from .._defaults import WEB_HOST, WEB_PORT, WEB_TITLE
-from ._common import CLIError, add_redis_args, check_redis
+from .._errors import BrokerError
+from ._common import CLIError, add_redis_args
 
 PASSWORD_ENV = "ASYNCQ_WEB_PASSWORD"
 
@@ -76,7 +80,16 @@ def cmd_web(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise CLIError(f"{exc}; asyncq web needs the web extra: pip install 'asyncq[web]'"
                        ) from None
-    asyncio.run(check_redis(args.redis_url))
+    try:
+        asyncio.run(check_reachable(args.redis_url))
+    except (ValueError, TypeError) as exc:  # a malformed URL: nothing to wait for
+        raise CLIError(str(exc)) from None
+    except BrokerError as exc:
+        if not exc.transient:
+            raise CLIError(str(exc)) from None
+        # Redis restarting or not up yet: serve anyway, pages answer 503 until it answers.
+        print(f"asyncq web: {str(exc).rstrip('.')}; serving anyway: pages answer 503 until "
+              f"Redis is back", file=sys.stderr, flush=True)
     auth = basic_auth(*credentials) if credentials else None
     app = create_app(args.redis_url, read_only=args.read_only, auth=auth, title=args.title)
     print(f"asyncq web: http://{args.host}:{args.port}{args.root_path}/"

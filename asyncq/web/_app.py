@@ -13,6 +13,7 @@ from starlette.staticfiles import StaticFiles
 from .._broker import Broker
 from .._broker._connection import RedisLike
 from .._defaults import WEB_TITLE
+from .._errors import BrokerError
 from . import _actions, _live, _pages, _workflows
 from ._security import AuthHook, SecurityMiddleware
 from ._state import Dashboard, Settings
@@ -29,7 +30,9 @@ def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
     receives each request and returns (or awaits to) True to let it in, else 401.
 
     The connection opens on the first request; the app's lifespan closes it when it is served
-    on its own. Mounted, where Starlette runs only the parent's lifespan, call
+    on its own. While Redis cannot be reached, pages answer 503 with a page that says so and
+    reloads itself (one warning logged per failed request, no traceback); nothing needs a
+    restart once Redis is back. Mounted, where Starlette runs only the parent's lifespan, call
     ``await app.state.dashboard.close()`` in that lifespan to close it at shutdown.
     """
     if not isinstance(read_only, bool):
@@ -64,6 +67,7 @@ def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
         Mount("/static", StaticFiles(packages=[("asyncq.web", "static")]), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan,
-                    middleware=[Middleware(SecurityMiddleware, auth=auth)])
+                    middleware=[Middleware(SecurityMiddleware, auth=auth)],
+                    exception_handlers={BrokerError: _pages.redis_failed})
     app.state.dashboard = dashboard
     return app

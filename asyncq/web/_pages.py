@@ -9,14 +9,17 @@ import math
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from .._errors import AsyncqError, QueueNotFoundError, TaskNotFoundError
+from .._errors import AsyncqError, BrokerError, QueueNotFoundError, TaskNotFoundError
 from .._inspector._inspect_models import DailyStats, QueueInfo
 from .._inspector._inspector import Inspector
+from .._log import get_logger
 from .._model._info import STORED_STATES, TaskInfo, TaskState
 from . import _format
 from ._render import dashboard, link, render
 
 PAGE_SIZE = 25
+#: Seconds after which the "Redis unreachable" page reloads itself.
+RETRY_AFTER = 5
 HISTORY_DAYS = 7
 #: Scheduler events shown under each periodic entry.
 ENTRY_HISTORY = 8
@@ -155,3 +158,19 @@ async def limits_page(request: Request) -> Response:
     """Every rate and concurrency limit per key: its size, what is in use, who waits."""
     uses = await dashboard(request).inspector.limits()
     return render(request, "limits.html", {"nav": "limits", "limits": uses})
+
+
+async def redis_failed(request: Request, exc: Exception) -> Response:
+    """A page whose Redis call failed: 503 (500 when Redis answered with an error) with a page
+    saying so, which reloads itself every ``RETRY_AFTER`` seconds; one warning line is logged,
+    not a traceback per request."""
+    transient = isinstance(exc, BrokerError) and exc.transient
+    get_logger("web").warning("dashboard: redis call failed", path=request.url.path,
+                              error=str(exc), transient=transient)
+    status = 503 if transient else 500
+    response = render(request, "unavailable.html", {
+        "nav": "", "message": str(exc), "transient": transient, "retry_after": RETRY_AFTER,
+    }, status)
+    if transient:
+        response.headers["Retry-After"] = str(RETRY_AFTER)
+    return response
