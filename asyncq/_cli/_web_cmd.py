@@ -37,6 +37,9 @@ def register(sub: Any) -> None:
                    help=f"shown in the header (default {WEB_TITLE})")
     p.add_argument("--root-path", default="",
                    help="the path prefix a reverse proxy serves the dashboard under")
+    p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                   help="accept actions posted from this origin (scheme://host[:port]) besides "
+                        "the request's own host: behind a proxy that rewrites Host; repeatable")
     p.add_argument("--allow-public-without-auth", action="store_true",
                    help="listen on a non-loopback address without --basic-auth")
     p.set_defaults(func=cmd_web)
@@ -80,6 +83,12 @@ def cmd_web(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise CLIError(f"{exc}; asyncq web needs the web extra: pip install 'asyncq[web]'"
                        ) from None
+    auth = basic_auth(*credentials) if credentials else None
+    try:
+        app = create_app(args.redis_url, read_only=args.read_only, auth=auth, title=args.title,
+                         allowed_origins=args.allowed_origin)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc)) from None
     try:
         asyncio.run(check_reachable(args.redis_url))
     except (ValueError, TypeError) as exc:  # a malformed URL: nothing to wait for
@@ -90,8 +99,6 @@ def cmd_web(args: argparse.Namespace) -> int:
         # Redis restarting or not up yet: serve anyway, pages answer 503 until it answers.
         print(f"asyncq web: {str(exc).rstrip('.')}; serving anyway: pages answer 503 until "
               f"Redis is back", file=sys.stderr, flush=True)
-    auth = basic_auth(*credentials) if credentials else None
-    app = create_app(args.redis_url, read_only=args.read_only, auth=auth, title=args.title)
     print(f"asyncq web: http://{args.host}:{args.port}{args.root_path}/"
           f"{' (read-only)' if args.read_only else ''}", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, root_path=args.root_path,

@@ -18,7 +18,7 @@ from .._errors import AsyncqError
 from .._inspector._inspector import Inspector
 from ._pages import STATES
 from ._render import base_path, dashboard, render
-from ._security import CSRF_FIELD, csrf_ok
+from ._security import CSRF_FIELD, csrf_ok, foreign_origin
 
 _TASK_ACTIONS = ("run", "archive", "delete", "cancel")
 _BULK_ACTIONS = ("run", "archive", "delete")
@@ -26,9 +26,17 @@ _QUEUE_ACTIONS = ("pause", "unpause")
 
 
 async def _checked_form(request: Request) -> FormData | Response:
-    """The posted form, or the refusal: read-only mode, or a missing/wrong CSRF token."""
+    """The posted form, or the refusal: read-only mode, a foreign Origin/Referer, or a
+    missing/wrong CSRF token."""
     if dashboard(request).settings.read_only:
         return PlainTextResponse("the dashboard is read-only", 403)
+    foreign = foreign_origin(request, dashboard(request).settings.allowed_origins)
+    if foreign is not None:
+        return PlainTextResponse(
+            f"cross-origin request refused: it comes from {foreign}, not from this dashboard's "
+            f"host {request.headers.get('host', '?')} (behind a proxy that rewrites Host, "
+            f"list the public origin in create_app(allowed_origins=...) or --allowed-origin)",
+            403)
     form = await request.form()
     if not csrf_ok(request, form.get(CSRF_FIELD)):
         return PlainTextResponse("CSRF token missing or wrong: reload the page and retry", 403)

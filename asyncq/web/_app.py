@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -15,19 +15,23 @@ from .._broker._connection import RedisLike
 from .._defaults import WEB_TITLE
 from .._errors import BrokerError
 from . import _actions, _live, _pages, _workflows
-from ._security import AuthHook, SecurityMiddleware
+from ._security import AuthHook, SecurityMiddleware, check_origins
 from ._state import Dashboard, Settings
 
 
 def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
-               auth: AuthHook | None = None, title: str = WEB_TITLE) -> Starlette:
+               auth: AuthHook | None = None, title: str = WEB_TITLE,
+               allowed_origins: Iterable[str] = ()) -> Starlette:
     """The dashboard: an ASGI app showing and operating the queues of ``redis`` (a URL, a
     ``redis.asyncio`` client, or a Broker: ``create_app(client.broker)``).
 
     Serve it alone (``uvicorn``, ``asyncq web``) or mount it: ``app.mount("/admin/queues",
     create_app(url, auth=basic_auth("admin", pw)))``; links follow the mount path and a
     proxy's ``root_path``. ``read_only`` hides every action and refuses them (403). ``auth``
-    receives each request and returns (or awaits to) True to let it in, else 401.
+    receives each request and returns (or awaits to) True to let it in, else 401. An action
+    (POST) whose ``Origin``/``Referer`` names another host than the request's ``Host`` is
+    refused (403) unless that origin is in ``allowed_origins`` (``["https://ops.example.com"]``:
+    for a proxy that rewrites ``Host``).
 
     The connection opens on the first request; the app's lifespan closes it when it is served
     on its own. While Redis cannot be reached, pages answer 503 with a page that says so and
@@ -41,7 +45,8 @@ def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
         raise TypeError(f"auth must be a callable(request) -> bool, got {auth!r}")
     if not isinstance(title, str) or not title.strip():
         raise ValueError("title must be a non-empty str")
-    dashboard = Dashboard(redis, Settings(read_only=read_only, title=title))
+    dashboard = Dashboard(redis, Settings(read_only=read_only, title=title,
+                                          allowed_origins=check_origins(allowed_origins)))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
