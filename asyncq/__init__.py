@@ -26,7 +26,14 @@ from ._errors import (
     TaskStateError,
     WorkerStartupError,
 )
-from ._inspector._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, WorkerInfo
+from ._inspector._inspect_models import (
+    DailyStats,
+    GroupInfo,
+    QueueInfo,
+    ServerInfo,
+    TaskMatches,
+    WorkerInfo,
+)
 from ._inspector._inspector import Inspector
 from ._limits import ConcurrencyLimit, Limiter, LimitUse, RateLimit
 from ._log_setup import configure_logging
@@ -103,6 +110,7 @@ __all__ = [
     "TaskFailedError",
     "TaskIDConflictError",
     "TaskInfo",
+    "TaskMatches",
     "TaskNotFoundError",
     "TaskState",
     "TaskStateError",

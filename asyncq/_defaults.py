@@ -45,6 +45,12 @@ ARCHIVE_MAX_SIZE: Final = 10_000
 ARCHIVE_MAX_AGE_MS: Final = 90 * 86_400_000
 """Archived tasks older than this (90 days) are deleted."""
 
+# -- the inspector
+
+INSPECT_FIND_SCAN: Final = 10_000
+"""Most tasks ``Inspector.find_tasks`` examines in one call (a filtered task list): about
+10 script calls of 1 000 tasks each, so one search never holds Redis for long."""
+
 # -- the client
 
 EVENTS_BUFFER: Final = 10_000

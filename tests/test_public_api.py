@@ -13,7 +13,7 @@ PUBLIC = {
     "ResultNotKeptError", "Retry",
     "RevokeTask", "Scheduler", "SchedulerEntry", "SchedulerEvent", "ServeMux", "ServerInfo",
     "SkipRetry", "SystemClock", "Task", "TaskEvent", "TaskFailedError", "TaskIDConflictError",
-    "TaskInfo", "TaskNotFoundError",
+    "TaskInfo", "TaskMatches", "TaskNotFoundError",
     "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "WorkerStartupError",
     "Flow", "WorkflowHandle", "WorkflowInfo", "WorkflowState", "WorkflowStep", "chain", "chord",
     "group",

@@ -21,6 +21,7 @@ from ._replies import number, register, text
 from ._runner import ScriptRunner, reply_error
 
 BATCH_SIZE = 1000
+FIND_BATCH = 1000  # entries a task search examines per script call
 MEMORY_SAMPLE = 20  # task hashes sampled per list/zset for the memory estimate
 MEMORY_GROUP_SAMPLE = 5  # groups sampled for the memory estimate
 
@@ -150,6 +151,25 @@ class RedisInspectOps:
         if kind == "list":
             records.reverse()
         return records
+
+    async def find_tasks(self, queue: str, state: str, group: str | None, start: int,
+                         count: int, type_text: str, error_text: str,
+                         scan: int) -> tuple[list[TaskRecord], int | None, int]:
+        qk = K.queue_keys(queue)
+        source = self._source(queue, state, group)
+        kind = "list" if state in ("pending", "active") else "zset"
+        found: list[TaskRecord] = []
+        position: int | None = start
+        scanned = 0
+        while position is not None and len(found) < count and scanned < scan:
+            reply = await self.runner.run(
+                "inspect_find_tasks", [source, qk.lease],
+                [kind, position, min(FIND_BATCH, scan - scanned), count - len(found),
+                 qk.task_prefix, type_text.lower(), error_text.lower()])
+            found += [_record(row[0], row[1:]) for row in reply[2:]]
+            scanned += number(reply[1])
+            position = None if number(reply[0]) < 0 else number(reply[0])
+        return found, position, scanned
 
     async def task(self, queue: str, task_id: str) -> TaskRecord | None:
         qk = K.queue_keys(queue)

@@ -65,6 +65,16 @@ class InspectOps(Protocol):
         those of ``group`` (ValueError without one)."""
         ...
 
+    async def find_tasks(self, queue: str, state: str, group: str | None, start: int,
+                         count: int, type_text: str, error_text: str,
+                         scan: int) -> tuple[list[TaskRecord], int | None, int]:
+        """Up to ``count`` tasks of the state (in ``list_tasks`` order) whose type and last
+        error contain ``type_text`` / ``error_text`` (case-insensitive; '' matches all),
+        examining entries from position ``start`` on, at most ``scan`` of them. Returns the
+        matches, the position to resume from (None: the end was reached), and how many
+        entries were examined."""
+        ...
+
     async def task(self, queue: str, task_id: str) -> TaskRecord | None:
         """One task, None when there is no such task."""
         ...

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from .._clock import ms_to_datetime, stored_datetime
+from .._model._info import TaskInfo
 from .._model._rules import HandlerRules
 
 
@@ -45,6 +46,18 @@ class QueueInfo:
     expired_leases: int
     #: when the snapshot was taken
     timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TaskMatches:
+    """What ``Inspector.find_tasks`` found: the matching tasks, in listing order, and where
+    the search stopped, to resume it there."""
+
+    tasks: list[TaskInfo]
+    #: the ``start`` that continues the search; None when it reached the last task
+    next_start: int | None
+    #: how many tasks the search examined (matching or not)
+    scanned: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from .._broker import ARCHIVE_MAX_SIZE, Broker, BulkOp, TaskRecord
 from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._client._cancel import request_cancel
 from .._clock import SYSTEM_CLOCK, Clock
+from .._defaults import INSPECT_FIND_SCAN
 from .._errors import (
     DecodeError,
     QueueNotEmptyError,
@@ -61,6 +62,7 @@ from ._inspect_models import (
     PublishedRules,
     QueueInfo,
     ServerInfo,
+    TaskMatches,
     server_info,
 )
 from ._recovery import recover_task
@@ -239,6 +241,42 @@ class Inspector:
             except DecodeError:
                 continue  # a record we cannot read is skipped, not fatal to the listing
         return out
+
+    async def find_tasks(self, queue: str, state: TaskState | str, *,
+                         task_type: str = "", error: str = "", group: str | None = None,
+                         start: int = 0, limit: int = 30,
+                         scan: int = INSPECT_FIND_SCAN) -> TaskMatches:
+        """The tasks in ``state`` whose type contains ``task_type`` and whose last error
+        contains ``error`` (case-insensitive; "" matches every task), in ``list_tasks``
+        order: at most ``limit`` of them, examining at most ``scan`` tasks from position
+        ``start`` (0: the first). A search of a long list is resumed with
+        ``start=matches.next_start``; each step holds Redis for one script call of at most
+        1 000 tasks."""
+        st = check_state(state)
+        for name, text_value in (("task_type", task_type), ("error", error)):
+            if not isinstance(text_value, str):
+                raise TypeError(f"{name} must be a str, got {text_value!r}")
+        for name, value, least in (("start", start, 0), ("limit", limit, 1), ("scan", scan, 1)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+            if value < least:
+                raise ValueError(f"{name} must be >= {least}, got {value}")
+        if st is TaskState.AGGREGATING and not group:
+            raise ValueError("aggregating tasks are listed per group: give the group")
+        if st is not TaskState.AGGREGATING and group is not None:
+            raise ValueError("group only applies to aggregating tasks")
+        await self._require_queue(queue)
+        records, next_start, scanned = await self._ops.find_tasks(
+            queue, st.value, group, start, limit, task_type, error, scan)
+        now = self._clock.now_ms()
+        rules = await self._rules() if records else PublishedRules(())
+        tasks = []
+        for rec in records:
+            try:
+                tasks.append(self._info(rec, now, rules))
+            except DecodeError:
+                continue
+        return TaskMatches(tasks, next_start, scanned)
 
     async def find_task(self, task_id: str) -> TaskInfo:
         """The task ``task_id`` in whichever queue holds it (its ids are UUIDs unless you chose

@@ -23,6 +23,8 @@ from ._security import CSRF_FIELD, csrf_ok, foreign_origin
 _TASK_ACTIONS = ("run", "archive", "delete", "cancel")
 _BULK_ACTIONS = ("run", "archive", "delete")
 _QUEUE_ACTIONS = ("pause", "unpause")
+#: Most tasks one "selected" action takes (a page shows 25).
+MAX_SELECTED = 1000
 
 
 async def _checked_form(request: Request) -> FormData | Response:
@@ -138,10 +140,63 @@ async def _confirm(request: Request, form: FormData, inspector: Inspector, queue
         return back(request, form, error=str(exc))
     return render(request, "confirm.html", {
         "nav": "", "action": action, "queue": queue, "state": state, "group": group,
-        "count": count, "archived": info.archived, "overflow": overflow,
+        "count": count, "archived": info.archived, "overflow": overflow, "selected": None,
         "max_size": ARCHIVE_MAX_SIZE, "max_age": timedelta(milliseconds=ARCHIVE_MAX_AGE_MS),
-        "next": safe_next(request, _field(form, "next")),
+        "next": safe_next(request, _field(form, "next")), "post_to": "/action/state",
     })
+
+
+async def selected_action(request: Request) -> Response:
+    """The tasks ticked on a list page: the first POST shows a confirmation page (with what
+    an archive would delete from a full archive), whose form posts again with
+    ``confirmed=1``; each task then goes through the Inspector in turn, and the result says
+    how many were done, which failed and why, and what the archive cap deleted."""
+    form = await _checked_form(request)
+    if isinstance(form, Response):
+        return form
+    inspector = dashboard(request).inspector
+    action, queue = _field(form, "action"), _field(form, "queue")
+    ids = list(dict.fromkeys(v for v in form.getlist("id") if isinstance(v, str) and v))
+    if action not in _BULK_ACTIONS:
+        return back(request, form, error=f"unknown action {action!r}")
+    if not ids:
+        return back(request, form, error="no task selected: tick the tasks first")
+    if len(ids) > MAX_SELECTED:
+        return back(request, form, error=f"{len(ids)} tasks selected; at most {MAX_SELECTED} "
+                                         f"at once (or use the action on every task of a state)")
+    if _field(form, "confirmed") != "1":
+        try:
+            info = await inspector.queue_info(queue)
+            overflow = (await inspector.archive_overflow(queue, len(ids))
+                        if action == "archive" else 0)
+        except (AsyncqError, ValueError, TypeError) as exc:
+            return back(request, form, error=str(exc))
+        return render(request, "confirm.html", {
+            "nav": "", "action": action, "queue": queue, "state": "", "group": None,
+            "count": len(ids), "selected": ids, "archived": info.archived,
+            "overflow": overflow, "max_size": ARCHIVE_MAX_SIZE,
+            "max_age": timedelta(milliseconds=ARCHIVE_MAX_AGE_MS),
+            "next": safe_next(request, _field(form, "next")), "post_to": "/action/tasks",
+        })
+    done, trimmed, failed = 0, 0, []
+    for task_id in ids:
+        try:
+            if action == "archive":
+                trimmed += await inspector.archive_task(queue, task_id)
+            elif action == "run":
+                await inspector.run_task(queue, task_id)
+            else:
+                await inspector.delete_task(queue, task_id)
+            done += 1
+        except (AsyncqError, ValueError, TypeError) as exc:
+            failed.append(str(exc))
+    message = f"{action}: {done} of {len(ids)} selected task(s) of queue {queue}"
+    if failed:
+        shown = "; ".join(failed[:3]) + (f"; and {len(failed) - 3} more" if len(failed) > 3
+                                          else "")
+        message += f"; {len(failed)} failed: {shown}"
+    message += _trim_note(trimmed)
+    return back(request, form, **({"ok": message} if done else {"error": message}))
 
 
 def _trim_note(trimmed: int) -> str:

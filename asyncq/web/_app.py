@@ -68,6 +68,7 @@ def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
         Route("/events", _live.events, name="events"),
         Route("/action/task", _actions.task_action, methods=["POST"]),
         Route("/action/state", _actions.state_action, methods=["POST"]),
+        Route("/action/tasks", _actions.selected_action, methods=["POST"]),
         Route("/action/queue", _actions.queue_action, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("asyncq.web", "static")]), name="static"),
     ]

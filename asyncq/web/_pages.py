@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from .._errors import AsyncqError, BrokerError, QueueNotFoundError, TaskNotFoundError
-from .._inspector._inspect_models import DailyStats, QueueInfo
+from .._inspector._inspect_models import DailyStats, QueueInfo, TaskMatches
 from .._inspector._inspector import Inspector
 from .._log import get_logger
 from .._model._info import STORED_STATES, TaskInfo, TaskState
@@ -83,16 +83,30 @@ async def queue_page(request: Request) -> Response:
     groups = await inspector.groups(queue) if state == "aggregating" else []
     tasks: list[TaskInfo] = []
     total = getattr(info, state)
-    if state != "aggregating" or group:
+    task_type = request.query_params.get("type", "").strip()
+    error = request.query_params.get("error", "").strip()
+    filtered = bool(task_type or error)
+    matches: TaskMatches | None = None
+    try:  # where a filtered list resumes its search (0: the first task)
+        start = max(0, int(request.query_params.get("from", 0)))
+    except ValueError:
+        start = 0
+    if group:
+        total = next((g.size for g in groups if g.group == group), 0)
+    if (state != "aggregating" or group) and filtered:
+        matches = await inspector.find_tasks(queue, state, task_type=task_type, error=error,
+                                             group=group, start=start, limit=PAGE_SIZE)
+        tasks = matches.tasks
+    elif state != "aggregating" or group:
         tasks = await inspector.list_tasks(queue, state, page, PAGE_SIZE, group)
-        if group:
-            total = next((g.size for g in groups if g.group == group), 0)
+    row_actions = _bulk_actions(state, group)
     return render(request, "queue.html", {
         "nav": "", "info": info, "state": state, "states": STATES, "tasks": tasks,
-        "group": group, "groups": groups, "page": page,
+        "group": group, "groups": groups, "page": page, "total": total,
         "pages": max(1, math.ceil(total / PAGE_SIZE)), "search_error": search_error,
-        "search_id": task_id, "actions": _bulk_actions(state, group),
-        "row_actions": _bulk_actions(state, group),
+        "search_id": task_id, "actions": [] if filtered else row_actions,
+        "row_actions": row_actions, "filter_type": task_type, "filter_error": error,
+        "matches": matches, "start": start,
         "live": {"q": queue, "active": "1" if state == "active" and page == 1 else None},
     })
 
