@@ -51,6 +51,13 @@ INSPECT_FIND_SCAN: Final = 10_000
 """Most tasks ``Inspector.find_tasks`` examines in one call (a filtered task list): about
 10 script calls of 1 000 tasks each, so one search never holds Redis for long."""
 
+TASK_TRACEBACK_MAX: Final = 4096
+"""Most bytes of a failed run's traceback stored with the task (its last ones: the frames
+nearest the error and the exception line), shown as ``TaskInfo.last_traceback``."""
+TASK_TRACEBACK_FRAMES: Final = 30
+"""Most frames of each exception of a stored traceback (its innermost ones): formatting a
+traceback costs per frame, and a runaway recursion has thousands."""
+
 # -- the client
 
 EVENTS_BUFFER: Final = 10_000

@@ -36,6 +36,7 @@ def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "") -> Tas
         score=None if score is None else number(score), result_enc=text(enc or b"") or "b",
         started_at_ms=number(started_at), queue=queue,
         type=text(fields[11] or b"") if len(fields) > 11 else "",
+        traceback=text(fields[12] or b"") if len(fields) > 12 else "",
     )
 
 

@@ -210,6 +210,10 @@ def print_task(t: TaskInfo) -> None:
         ("completed at", fmt_time(t.completed_at)), ("run time", fmt_run_time(t)),
         ("result", fmt_result(t)),
     ])
+    if t.last_traceback:  # the failure's traceback, as stored (bounded), under the fields
+        say("last traceback:")
+        for line in t.last_traceback.splitlines():
+            say(f"  {line}")
 
 
 async def _queue_of(inspector: Inspector, args: argparse.Namespace, task_id: str) -> str:

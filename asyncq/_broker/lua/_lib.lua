@@ -58,6 +58,16 @@ local function asyncq_trim_archive(archived, tprefix, oldest, max_size, limit)
   return dropped
 end
 
+-- Store the traceback of the failure just recorded ('' removes an earlier one, so the
+-- traceback shown always belongs to the error stored).
+local function asyncq_set_traceback(task_key, traceback)
+  if traceback == '' then
+    redis.call('HDEL', task_key, 'traceback')
+  else
+    redis.call('HSET', task_key, 'traceback', traceback)
+  end
+end
+
 -- Is the task active under this owner ('' = any owner)? Takes HMGET state, owner values.
 local function asyncq_owned(state, owner, want_owner)
   return state == 'active' and (want_owner == '' or owner == want_owner)

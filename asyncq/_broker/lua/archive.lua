@@ -17,6 +17,7 @@
 -- ARGV[7] most archived tasks kept
 -- ARGV[8] oldest archive entry kept, Unix ms
 -- ARGV[9] task key prefix    asyncq:{q}:t:
+-- ARGV[10] the failure's traceback, bounded ('' = none: an earlier one is removed)
 -- Returns: 1 archived; 0 not active under this owner, or its lease was renewed (no change).
 -- Trimming deletes the task hashes of the entries it drops (and releases the locks they own),
 -- so no orphaned records remain.
@@ -29,6 +30,7 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[1], 'owner')
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'archived', 'error', ARGV[3], 'failed_at', ARGV[4])
+asyncq_set_traceback(KEYS[1], ARGV[10])
 asyncq_event(KEYS[1], ARGV[1], 'active', 'archived', {error = ARGV[3]})
 local wf = redis.call('HGET', KEYS[1], 'wf')
 if wf then

@@ -4,12 +4,12 @@
 -- ARGV[1] task id
 -- Returns: false if there is no such task, else
 --   {msg, payload, state, retried, error, failed_at, completed_at, result, score, result_enc,
---   started_at, type} (msg '' and type set: a completion mark, see done.lua),
+--   started_at, type, traceback} (msg '' and type set: a completion mark, see done.lua),
 --   where score is
 --   the lease expiry of an active task (false: no lease), the run-at time of a scheduled or
 --   retry task, and false otherwise.
 local v = redis.call('HMGET', KEYS[1], 'msg', 'payload', 'state', 'retried', 'error',
-  'failed_at', 'completed_at', 'result', 'result_enc', 'started_at', 'type')
+  'failed_at', 'completed_at', 'result', 'result_enc', 'started_at', 'type', 'traceback')
 if not v[1] and not (v[3] == 'completed' and v[11]) then
   return false
 end
@@ -22,4 +22,4 @@ elseif v[3] == 'retry' then
   score = redis.call('ZSCORE', KEYS[4], ARGV[1]) or false
 end
 return {v[1] or '', v[2] or '', v[3] or '', v[4] or '0', v[5] or '', v[6] or '0', v[7] or '0',
-        v[8] or false, score, v[9] or '', v[10] or '0', v[11] or ''}
+        v[8] or false, score, v[9] or '', v[10] or '0', v[11] or '', v[12] or ''}
