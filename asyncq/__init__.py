@@ -27,6 +27,7 @@ from ._errors import (
     WorkerStartupError,
 )
 from ._inspector._inspect_models import (
+    ArchiveLimits,
     DailyStats,
     GroupInfo,
     QueueInfo,
@@ -64,6 +65,7 @@ from ._workflow import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArchiveLimits",
     "AsyncTaskDefinition",
     "AsyncqError",
     "Broker",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncq
 
 PUBLIC = {
+    "ArchiveLimits",
     "AsyncqError", "Broker", "BrokerError", "Client", "Clock", "ConnectionOptions", "DailyStats",
     "DecodeError", "DuplicateTaskError", "EventsLost", "FakeClock", "GroupInfo", "Handler",
     "HandlerNotFoundError", "Inspector", "LeaseExpiredError", "Middleware", "PeriodicTaskConfig",

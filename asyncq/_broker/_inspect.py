@@ -122,7 +122,7 @@ class RedisInspectOps:
             "inspect_remove_queue",
             [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
              qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets,
-             qk.registered],
+             qk.registered, qk.archive_limits],
             [mode, qk.task_prefix, *days],
         )
         return number(code), number(active), number(queued)
@@ -228,18 +228,41 @@ class RedisInspectOps:
         qk = K.queue_keys(queue)
         now = self.clock.now_ms()
         code, trimmed = await self.runner.run(
-            "inspect_archive_task", self._task_keys(queue, task_id),
+            "inspect_archive_task", [*self._task_keys(queue, task_id), qk.archive_limits],
             [task_id, qk.group_prefix, now, ARCHIVE_MAX_SIZE, now - ARCHIVE_MAX_AGE_MS,
              qk.task_prefix])
         return number(code), number(trimmed)
 
     async def archive_overflow(self, queue: str, adding: int) -> int:
-        archived = K.queue_keys(queue).archived
+        qk = K.queue_keys(queue)
+        max_size, max_age_ms = await self.archive_limits(queue)
         size, expired = await self.runner.commands("reading the archive", [
-            ("ZCARD", archived),
-            ("ZCOUNT", archived, "-inf", f"({self.clock.now_ms() - ARCHIVE_MAX_AGE_MS}")])
+            ("ZCARD", qk.archived),
+            ("ZCOUNT", qk.archived, "-inf", f"({self.clock.now_ms() - max_age_ms}")])
         size, expired = number(size), number(expired)
-        return expired + max(0, size - expired + max(0, adding) - ARCHIVE_MAX_SIZE)
+        return expired + max(0, size - expired + max(0, adding) - max_size)
+
+    async def archive_limits(self, queue: str) -> tuple[int, int]:
+        size, age = await self.runner.command(
+            "reading archive limits", "HMGET", K.queue_keys(queue).archive_limits, "max_size",
+            "max_age_ms")
+        return (ARCHIVE_MAX_SIZE if size is None else number(size),
+                ARCHIVE_MAX_AGE_MS if age is None else number(age))
+
+    async def set_archive_limits(self, queue: str, max_size: int | None,
+                                 max_age_ms: int | None) -> int:
+        qk = K.queue_keys(queue)
+        mode, trimmed = "set", 0
+        while True:
+            now = self.clock.now_ms()
+            dropped = number(await self.runner.run(
+                "inspect_archive_limits", [qk.archive_limits, qk.archived],
+                [mode, "" if max_size is None else max_size,
+                 "" if max_age_ms is None else max_age_ms, ARCHIVE_MAX_SIZE,
+                 now - ARCHIVE_MAX_AGE_MS, now, qk.task_prefix, self.batch_size]))
+            trimmed, mode = trimmed + dropped, "trim"
+            if dropped < self.batch_size:
+                return trimmed
 
     async def update_payload(self, queue: str, task_id: str, old_msg: bytes, new_msg: bytes,
                              payload: bytes) -> int:
@@ -265,7 +288,7 @@ class RedisInspectOps:
                     [state, self.batch_size, qk.task_prefix, gname, now, K.WAKE_CHANNEL, queue])
             else:
                 taken, done, dropped = await self.runner.run(
-                    "inspect_archive_all", [source, qk.archived, qk.groups],
+                    "inspect_archive_all", [source, qk.archived, qk.groups, qk.archive_limits],
                     [state, self.batch_size, qk.task_prefix, gname, now, ARCHIVE_MAX_SIZE,
                      now - ARCHIVE_MAX_AGE_MS])
                 trimmed += number(dropped)

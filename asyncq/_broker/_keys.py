@@ -45,6 +45,7 @@ class QueueKeys:
     scheduled: str
     retry: str
     archived: str
+    archive_limits: str  # HASH max_size, max_age_ms: this queue's archive caps (absent: defaults)
     completed: str
     paused: str
     waiters: str
@@ -139,6 +140,7 @@ def queue_keys(queue: str) -> QueueKeys:
         scheduled=base + "scheduled",
         retry=base + "retry",
         archived=base + "archived",
+        archive_limits=base + "archive_limits",
         completed=base + "completed",
         paused=base + "paused",
         waiters=base + "waiters",

@@ -114,6 +114,17 @@ class InspectOps(Protocol):
         archived now."""
         ...
 
+    async def archive_limits(self, queue: str) -> tuple[int, int]:
+        """The queue's archive caps in force: most tasks kept, age limit in ms (its own, else
+        the defaults)."""
+        ...
+
+    async def set_archive_limits(self, queue: str, max_size: int | None,
+                                 max_age_ms: int | None) -> int:
+        """Store the queue's archive caps (None: back to the default) and trim its archive to
+        them at once, batch by batch; returns how many archived tasks were deleted."""
+        ...
+
     async def update_payload(self, queue: str, task_id: str, old_msg: bytes, new_msg: bytes,
                              payload: bytes) -> int:
         """Replace a scheduled task's message and payload if its message is still

@@ -295,7 +295,7 @@ def cmd_bulk(args: argparse.Namespace) -> int:
         else:
             say(f"{count} {args.state} task(s) {_BULK[args.verb][3]}")
             if trimmed:
-                say(f"the archive keeps at most 10 000 tasks and none older than 90 days: the "
+                say(f"the archive is capped (asyncq queue archive-limits {args.queue}): the "
                     f"{trimmed} oldest archived task(s) were deleted")
         return 0
 

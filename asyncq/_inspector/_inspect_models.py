@@ -49,6 +49,19 @@ class QueueInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ArchiveLimits:
+    """The caps of a queue's archive in force (``Inspector.archive_limits``): archiving beyond
+    them deletes the oldest archived tasks."""
+
+    #: most archived tasks kept
+    max_size: int
+    #: archived tasks older than this are deleted
+    max_age: timedelta
+    #: False: the defaults (10 000 tasks, 90 days); True: set for this queue
+    custom: bool
+
+
+@dataclass(frozen=True, slots=True)
 class TaskMatches:
     """What ``Inspector.find_tasks`` found: the matching tasks, in listing order, and where
     the search stopped, to resume it there."""

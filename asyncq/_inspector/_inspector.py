@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, Self
 
 from .._broker import ARCHIVE_MAX_SIZE, Broker, BulkOp, TaskRecord
+from .._broker._calls import ARCHIVE_MAX_AGE_MS
 from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._client._cancel import request_cancel
 from .._clock import SYSTEM_CLOCK, Clock
@@ -38,7 +40,7 @@ from .._scheduler._store import (
     list_scheduler_entries,
     list_scheduler_events,
 )
-from .._validate import validate_queue_name
+from .._validate import to_int, to_seconds, validate_queue_name
 from .._workflow._control import cancel_workflow, list_workflows, read_workflow
 from .._workflow._info import WorkflowInfo
 from ._inspect_args import (
@@ -57,6 +59,7 @@ from ._inspect_args import (
     utc_dates,
 )
 from ._inspect_models import (
+    ArchiveLimits,
     DailyStats,
     GroupInfo,
     PublishedRules,
@@ -335,8 +338,33 @@ class Inspector:
             _log_trim(queue, 1, trimmed)
         return trimmed
 
+    async def archive_limits(self, queue: str) -> ArchiveLimits:
+        """The caps of the queue's archive in force: its own (``set_archive_limits``), else
+        the defaults (10 000 tasks, 90 days)."""
+        await self._require_queue(queue)
+        max_size, max_age_ms = await self._ops.archive_limits(queue)
+        return ArchiveLimits(max_size, timedelta(milliseconds=max_age_ms),
+                             (max_size, max_age_ms) != (ARCHIVE_MAX_SIZE, ARCHIVE_MAX_AGE_MS))
+
+    async def set_archive_limits(self, queue: str, *, max_size: int | None = None,
+                                 max_age: float | timedelta | None = None) -> int:
+        """Set the caps of the queue's archive, kept in Redis so every worker, Inspector and
+        dashboard applies them: at most ``max_size`` tasks, none older than ``max_age``
+        (seconds or a timedelta); None puts that cap back to its default (10 000 tasks, 90
+        days). The archive is trimmed to them at once (batches of 1 000): returns how many
+        archived tasks that deleted (also logged as a warning). They go with the queue
+        (``delete_queue``), as its pause does."""
+        size = to_int(max_size, "max_size", minimum=1, allow_none=True)
+        seconds = to_seconds(max_age, "max_age", allow_zero=False, allow_none=True)
+        await self._require_queue(queue)
+        trimmed = await self._ops.set_archive_limits(
+            queue, size, None if seconds is None else round(seconds * 1000))
+        if trimmed:
+            _log_trim(queue, 0, trimmed)
+        return trimmed
+
     async def archive_overflow(self, queue: str, adding: int) -> int:
-        """How many of the oldest archived tasks the archive's caps (10 000 tasks, 90 days)
+        """How many of the oldest archived tasks the archive's caps (``archive_limits``)
         would delete if ``adding`` more tasks were archived now: what to tell whoever is
         about to ``archive_all`` (the count ``archive_all`` returns may differ if tasks
         arrive or leave meanwhile)."""
@@ -409,7 +437,8 @@ class Inspector:
 
         Returns how many were archived, an int whose ``trimmed`` says how many of the oldest
         archived tasks were deleted meanwhile: the archive keeps at most 10 000 tasks (and none
-        older than 90 days). A trim is also logged as a warning.
+        older than 90 days) unless ``set_archive_limits`` says otherwise. A trim is also
+        logged as a warning.
         """
         return await self._bulk("archive", queue, state, group, ARCHIVABLE, "archive")
 
@@ -473,4 +502,4 @@ def _log_trim(queue: str, archived: int, trimmed: int) -> None:
     # (A logger made here, not at import: it follows the logging set up by then.)
     get_logger("inspector").warning(
         "archive over its cap: oldest archived tasks deleted", queue=queue,
-        archived=archived, deleted=trimmed, max_size=ARCHIVE_MAX_SIZE)
+        archived=archived, deleted=trimmed)

@@ -6,14 +6,12 @@ its outcome, or the Inspector's error, in the query string (shown escaped by the
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from .._defaults import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE
 from .._errors import AsyncqError
 from .._inspector._inspector import Inspector
 from ._pages import STATES
@@ -136,13 +134,14 @@ async def _confirm(request: Request, form: FormData, inspector: Inspector, queue
         if group and state == "aggregating":
             count = next((g.size for g in await inspector.groups(queue) if g.group == group), 0)
         overflow = await inspector.archive_overflow(queue, count) if action == "archive" else 0
+        limits = await inspector.archive_limits(queue)
     except (AsyncqError, ValueError, TypeError) as exc:
         return back(request, form, error=str(exc))
     return render(request, "confirm.html", {
         "nav": "", "action": action, "queue": queue, "state": state, "group": group,
         "count": count, "archived": info.archived, "overflow": overflow, "selected": None,
-        "max_size": ARCHIVE_MAX_SIZE, "max_age": timedelta(milliseconds=ARCHIVE_MAX_AGE_MS),
-        "next": safe_next(request, _field(form, "next")), "post_to": "/action/state",
+        "limits": limits, "next": safe_next(request, _field(form, "next")),
+        "post_to": "/action/state",
     })
 
 
@@ -169,13 +168,13 @@ async def selected_action(request: Request) -> Response:
             info = await inspector.queue_info(queue)
             overflow = (await inspector.archive_overflow(queue, len(ids))
                         if action == "archive" else 0)
+            limits = await inspector.archive_limits(queue)
         except (AsyncqError, ValueError, TypeError) as exc:
             return back(request, form, error=str(exc))
         return render(request, "confirm.html", {
             "nav": "", "action": action, "queue": queue, "state": "", "group": None,
             "count": len(ids), "selected": ids, "archived": info.archived,
-            "overflow": overflow, "max_size": ARCHIVE_MAX_SIZE,
-            "max_age": timedelta(milliseconds=ARCHIVE_MAX_AGE_MS),
+            "overflow": overflow, "limits": limits,
             "next": safe_next(request, _field(form, "next")), "post_to": "/action/tasks",
         })
     done, trimmed, failed = 0, 0, []
@@ -203,8 +202,7 @@ def _trim_note(trimmed: int) -> str:
     """What an archive deleted to stay within the archive's caps, said in its result."""
     if not trimmed:
         return ""
-    return (f"; the archive cap ({ARCHIVE_MAX_SIZE} tasks) deleted the {trimmed} oldest "
-            f"archived task(s)")
+    return f"; the archive cap deleted the {trimmed} oldest archived task(s)"
 
 
 async def queue_action(request: Request) -> Response:

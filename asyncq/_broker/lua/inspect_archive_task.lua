@@ -6,6 +6,7 @@
 -- KEYS[5] archived zset      KEYS[6] completed zset
 -- KEYS[7] groups set         asyncq:{q}:groups
 -- KEYS[8] aggregation sets   asyncq:{q}:aggregation_sets
+-- KEYS[9] archive limits     asyncq:{q}:archive_limits (the queue's caps, else ARGV[4]/[5])
 -- ARGV[1] task id
 -- ARGV[2] group key prefix   asyncq:{q}:g:
 -- ARGV[3] now, Unix ms (the archived zset score)
@@ -42,4 +43,5 @@ asyncq_event(KEYS[1], ARGV[1], v[1], 'archived')
 if v[3] then
   asyncq_wf_out(KEYS[1], ARGV[1], v[3], 'f', '-', 'archived by the inspector')
 end
-return {1, asyncq_trim_archive(KEYS[5], ARGV[6], ARGV[5], tonumber(ARGV[4]), 1000)}
+local max_size, oldest = asyncq_archive_limits(KEYS[9], ARGV[4], ARGV[5], ARGV[3])
+return {1, asyncq_trim_archive(KEYS[5], ARGV[6], oldest, max_size, 1000)}

@@ -8,6 +8,7 @@
 -- KEYS[13] aggregation sets  asyncq:{q}:aggregation_sets
 -- KEYS[14] registered marker asyncq:{q}:registered (deleted with the queue: the next task
 --   stored registers the queue again)
+-- KEYS[15] archive limits    asyncq:{q}:archive_limits (deleted with the queue, as the pause)
 -- ARGV[1] mode: 'check' (change nothing), 'remove', or 'force' (also delete the tasks staged in
 --   aggregation sets and release the locks they own)
 -- ARGV[2] task key prefix    asyncq:{q}:t:
@@ -46,7 +47,7 @@ for _, set_key in ipairs(redis.call('ZRANGE', KEYS[13], 0, -1)) do
   end
   redis.call('DEL', set_key)
 end
-for i = 1, 14 do
+for i = 1, #KEYS do
   redis.call('DEL', KEYS[i])
 end
 for i = 3, #ARGV do
