@@ -122,7 +122,7 @@ class RedisInspectOps:
             "inspect_remove_queue",
             [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
              qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets,
-             qk.registered, qk.archive_limits],
+             qk.registered, qk.archive_limits, qk.minutes],
             [mode, qk.task_prefix, *days],
         )
         return number(code), number(active), number(queued)
@@ -241,6 +241,17 @@ class RedisInspectOps:
             ("ZCOUNT", qk.archived, "-inf", f"({self.clock.now_ms() - max_age_ms}")])
         size, expired = number(size), number(expired)
         return expired + max(0, size - expired + max(0, adding) - max_size)
+
+    async def minute_samples(self, queue: str) -> list[tuple[int, int, int, int]]:
+        raw = await self.runner.command("reading minute samples", "LRANGE",
+                                        K.queue_keys(queue).minutes, 0, -1)
+        samples = []
+        for item in raw:
+            parts = text(item).split(":")
+            if len(parts) == 4 and all(p.isdigit() for p in parts):
+                minute, processed, failed, backlog = (int(p) for p in parts)
+                samples.append((minute, processed, failed, backlog))
+        return samples
 
     async def archive_limits(self, queue: str) -> tuple[int, int]:
         size, age = await self.runner.command(

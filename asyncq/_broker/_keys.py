@@ -46,6 +46,7 @@ class QueueKeys:
     retry: str
     archived: str
     archive_limits: str  # HASH max_size, max_age_ms: this queue's archive caps (absent: defaults)
+    minutes: str  # LIST 'minute:processed:failed:backlog' samples, newest first (last hour)
     completed: str
     paused: str
     waiters: str
@@ -141,6 +142,7 @@ def queue_keys(queue: str) -> QueueKeys:
         retry=base + "retry",
         archived=base + "archived",
         archive_limits=base + "archive_limits",
+        minutes=base + "minutes",
         completed=base + "completed",
         paused=base + "paused",
         waiters=base + "waiters",

@@ -114,6 +114,11 @@ class InspectOps(Protocol):
         archived now."""
         ...
 
+    async def minute_samples(self, queue: str) -> list[tuple[int, int, int, int]]:
+        """The queue's once-a-minute samples (``record_minute``), newest first: (minute since
+        the epoch, processed total, failed total, backlog)."""
+        ...
+
     async def archive_limits(self, queue: str) -> tuple[int, int]:
         """The queue's archive caps in force: most tasks kept, age limit in ms (its own, else
         the defaults)."""

@@ -49,6 +49,20 @@ class QueueInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class MinuteStats:
+    """What a queue did in one stretch of the last hour (``Inspector.minute_stats``): usually
+    one minute; longer (``span``) where no worker of the queue recorded a minute."""
+
+    #: the end of the stretch (the start of the minute whose sample closed it)
+    at: datetime
+    span: timedelta
+    processed: int
+    failed: int
+    #: tasks pending, running, scheduled or to be retried at ``at``
+    backlog: int
+
+
+@dataclass(frozen=True, slots=True)
 class ArchiveLimits:
     """The caps of a queue's archive in force (``Inspector.archive_limits``): archiving beyond
     them deletes the oldest archived tasks."""

@@ -9,9 +9,10 @@ long; they are not atomic as a whole.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 
@@ -62,6 +63,7 @@ from ._inspect_models import (
     ArchiveLimits,
     DailyStats,
     GroupInfo,
+    MinuteStats,
     PublishedRules,
     QueueInfo,
     ServerInfo,
@@ -337,6 +339,24 @@ class Inspector:
         if trimmed:
             _log_trim(queue, 1, trimmed)
         return trimmed
+
+    async def minute_stats(self, queue: str) -> list[MinuteStats]:
+        """The queue's last hour, oldest first: tasks processed and failed per minute, and
+        its backlog, from the samples its workers record once a minute (in their janitor
+        round, so each minute is exact to within ``janitor_interval``). Empty until a
+        worker has served the queue for two minutes."""
+        await self._require_queue(queue)
+        samples = await self._ops.minute_samples(queue)
+        out = []
+        for newer, older in itertools.pairwise(samples):
+            minutes = newer[0] - older[0]
+            processed, failed = newer[1] - older[1], newer[2] - older[2]
+            if minutes <= 0 or processed < 0 or failed < 0:
+                continue  # out of order, or the counters were reset (queue deleted)
+            out.append(MinuteStats(datetime.fromtimestamp(newer[0] * 60, UTC),
+                                   timedelta(minutes=minutes), processed, failed, newer[3]))
+        out.reverse()
+        return out
 
     async def archive_limits(self, queue: str) -> ArchiveLimits:
         """The caps of the queue's archive in force: its own (``set_archive_limits``), else

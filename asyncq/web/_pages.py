@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+from datetime import UTC, datetime
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from .._errors import AsyncqError, BrokerError, QueueNotFoundError, TaskNotFoundError
-from .._inspector._inspect_models import DailyStats, QueueInfo, TaskMatches
+from .._inspector._inspect_models import DailyStats, MinuteStats, QueueInfo, TaskMatches
 from .._inspector._inspector import Inspector
 from .._log import get_logger
 from .._model._info import STORED_STATES, TaskInfo, TaskState
@@ -43,11 +44,13 @@ async def overview(request: Request) -> Response:
     infos = await dash.queue_infos(fresh=True)
     histories = await asyncio.gather(*(_history(inspector, q) for q in infos))
     days = [d for h in histories for d in h]
+    hours = await asyncio.gather(*(_last_hour(inspector, q) for q in infos))
     totals = {name: sum(getattr(i, name) for i in infos.values())
               for name in ("size", "processed", "failed", "memory_usage", *STATES)}
     return render(request, "overview.html", {
         "nav": "overview", "queues": list(infos.values()), "totals": totals,
         "states": STATES, "chart": _format.daily_chart(days),
+        "hour": _format.hour_chart([m for h in hours for m in h], datetime.now(UTC)),
         "redis": await inspector.redis_info(), "live": {},
     })
 
@@ -55,6 +58,13 @@ async def overview(request: Request) -> Response:
 async def _history(inspector: Inspector, queue: str) -> list[DailyStats]:
     try:
         return await inspector.history(queue, HISTORY_DAYS)
+    except QueueNotFoundError:
+        return []
+
+
+async def _last_hour(inspector: Inspector, queue: str) -> list[MinuteStats]:
+    try:
+        return await inspector.minute_stats(queue)
     except QueueNotFoundError:
         return []
 

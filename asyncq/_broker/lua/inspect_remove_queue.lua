@@ -9,6 +9,7 @@
 -- KEYS[14] registered marker asyncq:{q}:registered (deleted with the queue: the next task
 --   stored registers the queue again)
 -- KEYS[15] archive limits    asyncq:{q}:archive_limits (deleted with the queue, as the pause)
+-- KEYS[16] minute samples    asyncq:{q}:minutes
 -- ARGV[1] mode: 'check' (change nothing), 'remove', or 'force' (also delete the tasks staged in
 --   aggregation sets and release the locks they own)
 -- ARGV[2] task key prefix    asyncq:{q}:t:
