@@ -1,7 +1,9 @@
 """The actions (POST only): run / archive / delete / cancel a task, the same for every task of
-a state (after a confirmation page), pause / unpause a queue. Each is refused with 403 in
-read-only mode or without the CSRF token, goes through the Inspector, and redirects back with
-its outcome, or the Inspector's error, in the query string (shown escaped by the page)."""
+a state or for the tasks ticked on a page (after a confirmation page, which says what an
+archive will delete from a full archive), pause / unpause a queue. Each is refused with 403 in
+read-only mode, from a foreign origin or without the CSRF token, goes through the Inspector,
+and redirects back with its outcome (with what the archive cap deleted), or the Inspector's
+error, in the query string (shown escaped by the page)."""
 
 from __future__ import annotations
 
