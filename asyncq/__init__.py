@@ -27,7 +27,16 @@ from ._errors import (
     TaskStateError,
     WorkerStartupError,
 )
-from ._inspector._inspect_models import DailyStats, GroupInfo, QueueInfo, ServerInfo, WorkerInfo
+from ._inspector._inspect_models import (
+    ArchiveLimits,
+    DailyStats,
+    GroupInfo,
+    MinuteStats,
+    QueueInfo,
+    ServerInfo,
+    TaskMatches,
+    WorkerInfo,
+)
 from ._inspector._inspector import Inspector
 from ._limits import ConcurrencyLimit, Limiter, LimitUse, RateLimit
 from ._log_setup import configure_logging
@@ -58,6 +67,7 @@ from ._workflow import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArchiveLimits",
     "AsyncTaskDefinition",
     "AsyncqError",
     "Broker",
@@ -81,6 +91,7 @@ __all__ = [
     "LimitUse",
     "Limiter",
     "Middleware",
+    "MinuteStats",
     "PeriodicTaskConfig",
     "PeriodicTaskManager",
     "QueueInfo",
@@ -104,6 +115,7 @@ __all__ = [
     "TaskFailedError",
     "TaskIDConflictError",
     "TaskInfo",
+    "TaskMatches",
     "TaskNotFoundError",
     "TaskState",
     "TaskStateError",

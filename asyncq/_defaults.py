@@ -46,6 +46,19 @@ ARCHIVE_MAX_SIZE: Final = 10_000
 ARCHIVE_MAX_AGE_MS: Final = 90 * 86_400_000
 """Archived tasks older than this (90 days) are deleted."""
 
+# -- the inspector
+
+INSPECT_FIND_SCAN: Final = 10_000
+"""Most tasks ``Inspector.find_tasks`` examines in one call (a filtered task list): about
+10 script calls of 1 000 tasks each, so one search never holds Redis for long."""
+
+TASK_TRACEBACK_MAX: Final = 4096
+"""Most bytes of a failed run's traceback stored with the task (its last ones: the frames
+nearest the error and the exception line), shown as ``TaskInfo.last_traceback``."""
+TASK_TRACEBACK_FRAMES: Final = 30
+"""Most frames of each exception of a stored traceback (its innermost ones): formatting a
+traceback costs per frame, and a runaway recursion has thousands."""
+
 # -- the client
 
 EVENTS_BUFFER: Final = 10_000

@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncq
 
 PUBLIC = {
+    "ArchiveLimits",
     "AsyncqError", "Broker", "BrokerError", "Client", "Clock", "ConnectionOptions", "DailyStats",
     "DecodeError", "DuplicateTaskError", "EventsLost", "FakeClock", "GroupInfo", "Handler",
-    "HandlerNotFoundError", "Inspector", "LeaseExpiredError", "Middleware", "PeriodicTaskConfig",
+    "HandlerNotFoundError", "Inspector", "LeaseExpiredError", "Middleware", "MinuteStats",
+    "PeriodicTaskConfig",
     "PeriodicTaskManager", "QueueInfo", "QueueNotEmptyError", "QueueNotFoundError",
     "ResultNotKeptError", "Retry",
     "RevokeTask", "Scheduler", "SchedulerEntry", "SchedulerEvent", "ServeMux", "ServerInfo",
     "SkipRetry", "SystemClock", "Task", "TaskEvent", "TaskFailedError", "TaskIDConflictError",
-    "TaskInfo", "TaskNotFoundError",
+    "TaskInfo", "TaskMatches", "TaskNotFoundError",
     "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "WorkerStartupError",
     # Client.wait/result/apply: a timeout that tells the task's last known state
     "WaitTimeoutError",

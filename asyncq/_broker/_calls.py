@@ -92,7 +92,10 @@ def finish_call(o: Outcome, owner: str, now: int, lease_cutoff: int | str = "") 
     if o.kind == "retry":
         return ScriptCall("retry", [task_key, qk.active, qk.lease, qk.retry, *failure_keys],
                           [o.task_id, owner, o.retry_at_ms, o.error, now,
-                           "1" if o.is_failure else "0", stats_expiry, lease_cutoff])
-    return ScriptCall("archive", [task_key, qk.active, qk.lease, qk.archived, *failure_keys],
+                           "1" if o.is_failure else "0", stats_expiry, lease_cutoff,
+                           o.traceback])
+    return ScriptCall("archive", [task_key, qk.active, qk.lease, qk.archived, *failure_keys,
+                                  qk.archive_limits],
                       [o.task_id, owner, o.error, now, stats_expiry, lease_cutoff,
-                       ARCHIVE_MAX_SIZE, now - ARCHIVE_MAX_AGE_MS, qk.task_prefix])
+                       ARCHIVE_MAX_SIZE, now - ARCHIVE_MAX_AGE_MS, qk.task_prefix,
+                       o.traceback])

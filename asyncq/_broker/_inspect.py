@@ -21,19 +21,21 @@ from ._replies import number, register, text
 from ._runner import ScriptRunner, reply_error
 
 BATCH_SIZE = 1000
+FIND_BATCH = 1000  # entries a task search examines per script call
 MEMORY_SAMPLE = 20  # task hashes sampled per list/zset for the memory estimate
 MEMORY_GROUP_SAMPLE = 5  # groups sampled for the memory estimate
 
 
 def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "") -> TaskRecord:
     (msg, payload, state, retried, error, failed_at, completed_at, result, score, enc,
-     started_at) = fields
+     started_at) = fields[:11]
     return TaskRecord(
         id=text(task_id), msg=msg, payload=payload or b"", state=text(state or b""),
         retried=number(retried), error=text(error or b""), failed_at_ms=number(failed_at),
         completed_at_ms=number(completed_at), result=result,
         score=None if score is None else number(score), result_enc=text(enc or b"") or "b",
         started_at_ms=number(started_at), queue=queue,
+        traceback=text(fields[11] or b"") if len(fields) > 11 else "",
     )
 
 
@@ -119,7 +121,7 @@ class RedisInspectOps:
             "inspect_remove_queue",
             [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
              qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets,
-             qk.registered, qk.marks],
+             qk.registered, qk.marks, qk.archive_limits, qk.minutes],
             [mode, qk.task_prefix, *days],
         )
         return number(code), number(active), number(queued)
@@ -149,6 +151,25 @@ class RedisInspectOps:
         if kind == "list":
             records.reverse()
         return records
+
+    async def find_tasks(self, queue: str, state: str, group: str | None, start: int,
+                         count: int, type_text: str, error_text: str,
+                         scan: int) -> tuple[list[TaskRecord], int | None, int]:
+        qk = K.queue_keys(queue)
+        source = self._source(queue, state, group)
+        kind = "list" if state in ("pending", "active") else "zset"
+        found: list[TaskRecord] = []
+        position: int | None = start
+        scanned = 0
+        while position is not None and len(found) < count and scanned < scan:
+            reply = await self.runner.run(
+                "inspect_find_tasks", [source, qk.lease],
+                [kind, position, min(FIND_BATCH, scan - scanned), count - len(found),
+                 qk.task_prefix, type_text.lower(), error_text.lower()])
+            found += [_record(row[0], row[1:]) for row in reply[2:]]
+            scanned += number(reply[1])
+            position = None if number(reply[0]) < 0 else number(reply[0])
+        return found, position, scanned
 
     async def task(self, queue: str, task_id: str) -> TaskRecord | None:
         qk = K.queue_keys(queue)
@@ -202,13 +223,56 @@ class RedisInspectOps:
             "inspect_run_task", [*self._task_keys(queue, task_id), qk.waiters],
             [task_id, qk.group_prefix, self.clock.now_ms(), K.WAKE_CHANNEL, queue]))
 
-    async def archive_task(self, queue: str, task_id: str) -> int:
+    async def archive_task(self, queue: str, task_id: str) -> tuple[int, int]:
         qk = K.queue_keys(queue)
         now = self.clock.now_ms()
-        return number(await self.runner.run(
-            "inspect_archive_task", self._task_keys(queue, task_id),
+        code, trimmed = await self.runner.run(
+            "inspect_archive_task", [*self._task_keys(queue, task_id), qk.archive_limits],
             [task_id, qk.group_prefix, now, ARCHIVE_MAX_SIZE, now - ARCHIVE_MAX_AGE_MS,
-             qk.task_prefix]))
+             qk.task_prefix])
+        return number(code), number(trimmed)
+
+    async def archive_overflow(self, queue: str, adding: int) -> int:
+        qk = K.queue_keys(queue)
+        max_size, max_age_ms = await self.archive_limits(queue)
+        size, expired = await self.runner.commands("reading the archive", [
+            ("ZCARD", qk.archived),
+            ("ZCOUNT", qk.archived, "-inf", f"({self.clock.now_ms() - max_age_ms}")])
+        size, expired = number(size), number(expired)
+        return expired + max(0, size - expired + max(0, adding) - max_size)
+
+    async def minute_samples(self, queue: str) -> list[tuple[int, int, int, int]]:
+        raw = await self.runner.command("reading minute samples", "LRANGE",
+                                        K.queue_keys(queue).minutes, 0, -1)
+        samples = []
+        for item in raw:
+            parts = text(item).split(":")
+            if len(parts) == 4 and all(p.isdigit() for p in parts):
+                minute, processed, failed, backlog = (int(p) for p in parts)
+                samples.append((minute, processed, failed, backlog))
+        return samples
+
+    async def archive_limits(self, queue: str) -> tuple[int, int]:
+        size, age = await self.runner.command(
+            "reading archive limits", "HMGET", K.queue_keys(queue).archive_limits, "max_size",
+            "max_age_ms")
+        return (ARCHIVE_MAX_SIZE if size is None else number(size),
+                ARCHIVE_MAX_AGE_MS if age is None else number(age))
+
+    async def set_archive_limits(self, queue: str, max_size: int | None,
+                                 max_age_ms: int | None) -> int:
+        qk = K.queue_keys(queue)
+        mode, trimmed = "set", 0
+        while True:
+            now = self.clock.now_ms()
+            dropped = number(await self.runner.run(
+                "inspect_archive_limits", [qk.archive_limits, qk.archived],
+                [mode, "" if max_size is None else max_size,
+                 "" if max_age_ms is None else max_age_ms, ARCHIVE_MAX_SIZE,
+                 now - ARCHIVE_MAX_AGE_MS, now, qk.task_prefix, self.batch_size]))
+            trimmed, mode = trimmed + dropped, "trim"
+            if dropped < self.batch_size:
+                return trimmed
 
     async def update_payload(self, queue: str, task_id: str, old_msg: bytes, new_msg: bytes,
                              payload: bytes) -> int:
@@ -234,7 +298,7 @@ class RedisInspectOps:
                     [state, self.batch_size, qk.task_prefix, gname, now, K.WAKE_CHANNEL, queue])
             else:
                 taken, done, dropped = await self.runner.run(
-                    "inspect_archive_all", [source, qk.archived, qk.groups],
+                    "inspect_archive_all", [source, qk.archived, qk.groups, qk.archive_limits],
                     [state, self.batch_size, qk.task_prefix, gname, now, ARCHIVE_MAX_SIZE,
                      now - ARCHIVE_MAX_AGE_MS])
                 trimmed += number(dropped)

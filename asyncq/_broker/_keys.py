@@ -45,6 +45,8 @@ class QueueKeys:
     scheduled: str
     retry: str
     archived: str
+    archive_limits: str  # HASH max_size, max_age_ms: this queue's archive caps (absent: defaults)
+    minutes: str  # LIST 'minute:processed:failed:backlog' samples, newest first (last hour)
     completed: str
     marks: str  # ZSET id -> completed_at: tasks that returned nothing, kept a minute (done.lua)
     paused: str
@@ -140,6 +142,8 @@ def queue_keys(queue: str) -> QueueKeys:
         scheduled=base + "scheduled",
         retry=base + "retry",
         archived=base + "archived",
+        archive_limits=base + "archive_limits",
+        minutes=base + "minutes",
         completed=base + "completed",
         marks=base + "marks",
         paused=base + "paused",

@@ -14,6 +14,9 @@ from ._protocol import Backlog, Outcome, RawTask
 from ._replies import quarantine_id, raw_tasks, text
 from ._runner import ScriptRunner
 
+MINUTE_SAMPLES = 61
+"""Samples a queue keeps for the last hour's charts: 61 give 60 one-minute differences."""
+
 
 class MaintenanceOps:
     """The Broker protocol's maintenance methods, run with a ScriptRunner."""
@@ -115,6 +118,13 @@ class MaintenanceOps:
         marks_until = now - round(COMPLETION_MARK * 1000)
         return int(await self.runner.run("delete_expired_completed", [qk.completed, qk.marks],
                                          [now, qk.task_prefix, limit, marks_until]))
+
+    async def record_minute(self, queue: str) -> bool:
+        qk = K.queue_keys(queue)
+        return bool(await self.runner.run(
+            "record_minute", [qk.minutes, qk.processed, qk.failed, qk.pending, qk.active,
+                              qk.scheduled, qk.retry],
+            [self.clock.now_ms() // 60_000, MINUTE_SAMPLES]))
 
     async def write_server_state(self, server_id: str, info: bytes,
                                  workers: dict[str, bytes], ttl_ms: int) -> None:

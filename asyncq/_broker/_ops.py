@@ -65,6 +65,16 @@ class InspectOps(Protocol):
         those of ``group`` (ValueError without one)."""
         ...
 
+    async def find_tasks(self, queue: str, state: str, group: str | None, start: int,
+                         count: int, type_text: str, error_text: str,
+                         scan: int) -> tuple[list[TaskRecord], int | None, int]:
+        """Up to ``count`` tasks of the state (in ``list_tasks`` order) whose type and last
+        error contain ``type_text`` / ``error_text`` (case-insensitive; '' matches all),
+        examining entries from position ``start`` on, at most ``scan`` of them. Returns the
+        matches, the position to resume from (None: the end was reached), and how many
+        entries were examined."""
+        ...
+
     async def task(self, queue: str, task_id: str) -> TaskRecord | None:
         """One task, None when there is no such task."""
         ...
@@ -94,8 +104,30 @@ class InspectOps(Protocol):
         """Make a task pending now: 1 done, 0 not found, -1 active, -2 already pending."""
         ...
 
-    async def archive_task(self, queue: str, task_id: str) -> int:
-        """Archive a task: 1 done, 0 not found, -1 active, -2 already archived."""
+    async def archive_task(self, queue: str, task_id: str) -> tuple[int, int]:
+        """Archive a task: (1 done, 0 not found, -1 active, -2 already archived, -3 a waiting
+        workflow step; how many of the oldest archived tasks the caps deleted)."""
+        ...
+
+    async def archive_overflow(self, queue: str, adding: int) -> int:
+        """How many archived tasks the caps (size, age) would delete if ``adding`` tasks were
+        archived now."""
+        ...
+
+    async def minute_samples(self, queue: str) -> list[tuple[int, int, int, int]]:
+        """The queue's once-a-minute samples (``record_minute``), newest first: (minute since
+        the epoch, processed total, failed total, backlog)."""
+        ...
+
+    async def archive_limits(self, queue: str) -> tuple[int, int]:
+        """The queue's archive caps in force: most tasks kept, age limit in ms (its own, else
+        the defaults)."""
+        ...
+
+    async def set_archive_limits(self, queue: str, max_size: int | None,
+                                 max_age_ms: int | None) -> int:
+        """Store the queue's archive caps (None: back to the default) and trim its archive to
+        them at once, batch by batch; returns how many archived tasks were deleted."""
         ...
 
     async def update_payload(self, queue: str, task_id: str, old_msg: bytes, new_msg: bytes,

@@ -238,6 +238,11 @@ class Broker(Protocol):
         """Delete up to ``limit`` completed tasks whose retention ended; returns how many."""
         ...
 
+    async def record_minute(self, queue: str) -> bool:
+        """Sample the queue's counters and backlog for the last hour's charts, once per minute
+        whoever calls (True: this call wrote the minute's sample)."""
+        ...
+
     async def write_server_state(self, server_id: str, info: bytes,
                                  workers: dict[str, bytes], ttl_ms: int) -> None:
         """Publish a server's state document and its running tasks (``{task id: JSON}``),

@@ -261,6 +261,9 @@ class RedisBroker:
     async def delete_expired_completed(self, queue: str, limit: int) -> int:
         return await self.maintenance.delete_expired_completed(queue, limit)
 
+    async def record_minute(self, queue: str) -> bool:
+        return await self.maintenance.record_minute(queue)
+
     async def write_server_state(self, server_id: str, info: bytes,
                                  workers: dict[str, bytes], ttl_ms: int) -> None:
         await self.maintenance.write_server_state(server_id, info, workers, ttl_ms)

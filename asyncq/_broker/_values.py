@@ -61,6 +61,7 @@ class Outcome:
     retention_ms: int = 0  # "complete": how long it is kept; "done": >0 leaves a completion mark
     retry_at_ms: int = 0
     error: str = ""  # why it failed; for "done", why it was revoked ("" = it succeeded)
+    traceback: str = ""  # retry/archive: the failure's traceback, bounded ("" = none)
     is_failure: bool = True
     result: bytes | None = None  # the handler's return value, encoded
     result_enc: str = "b"  # "b" bytes or "j" JSON: how `result` was encoded
@@ -91,6 +92,7 @@ class TaskRecord(NamedTuple):
     result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
     started_at_ms: int = 0  # when its latest run started (leased to a worker); 0 never/unknown
     queue: str = ""  # the queue it was read from ("" when the reader did not say)
+    traceback: str = ""  # the last failure's traceback (read with one task only)
 
 
 def decode_handoff(data: bytes) -> tuple[RawTask, int]:

@@ -1,4 +1,5 @@
-"""``asyncq queue ls|inspect|history|pause|unpause|rm``: look at and manage queues."""
+"""``asyncq queue ls|inspect|history|pause|unpause|rm|archive-limits``: look at and manage
+queues."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 from typing import Any
 
 from .._inspector._inspector import Inspector
+from ._common import CLIError
 from ._output import (
     add_common_args,
     fmt_bytes,
@@ -44,6 +46,19 @@ def register(sub: Any) -> None:
         cmd.add_argument("queues", nargs="+", metavar="QUEUE")
         add_common_args(cmd, json=False)
         cmd.set_defaults(func=func)
+
+    limits = qsub.add_parser(
+        "archive-limits", help="show or set the caps of queues' archives (beyond them the "
+                               "oldest archived tasks are deleted)")
+    limits.add_argument("queues", nargs="+", metavar="QUEUE")
+    limits.add_argument("--max-size", type=int, default=None, metavar="N",
+                        help="keep at most N archived tasks (default 10000)")
+    limits.add_argument("--max-age", type=float, default=None, metavar="SECONDS",
+                        help="delete archived tasks older than this (default 90 days)")
+    limits.add_argument("--default", action="store_true",
+                        help="put both caps back to their defaults")
+    add_common_args(limits)
+    limits.set_defaults(func=cmd_archive_limits)
 
     rm = qsub.add_parser("rm", aliases=["remove", "delete"], help="delete queues")
     rm.add_argument("queues", nargs="+", metavar="QUEUE")
@@ -143,3 +158,40 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
     return run_inspector(args, body)
 
+
+def cmd_archive_limits(args: argparse.Namespace) -> int:
+    """Without options, each queue's archive caps; with them, set (the archive is trimmed to
+    the new caps at once, and the count deleted said)."""
+    setting = args.default or args.max_size is not None or args.max_age is not None
+    if args.default and (args.max_size is not None or args.max_age is not None):
+        raise CLIError("--default resets both caps: give it alone")
+
+    async def body(inspector: Inspector) -> int:
+        docs = []
+        for queue in args.queues:
+            trimmed = 0
+            if setting:
+                current = await inspector.archive_limits(queue)
+                trimmed = await inspector.set_archive_limits(
+                    queue,
+                    max_size=None if args.default else (
+                        args.max_size if args.max_size is not None
+                        else current.max_size if current.custom else None),
+                    max_age=None if args.default else (
+                        args.max_age if args.max_age is not None
+                        else current.max_age if current.custom else None))
+            limits = await inspector.archive_limits(queue)
+            docs.append({"queue": queue, "max_size": limits.max_size,
+                         "max_age_s": limits.max_age.total_seconds(),
+                         "custom": limits.custom, "trimmed": trimmed})
+            if not args.json:
+                say(f"queue {queue}: archive keeps at most {limits.max_size} tasks, none older "
+                    f"than {fmt_duration(limits.max_age)}"
+                    f"{'' if limits.custom else ' (the defaults)'}")
+                if trimmed:
+                    say(f"  the {trimmed} oldest archived task(s) were deleted to fit")
+        if args.json:
+            print_json(docs)
+        return 0
+
+    return run_inspector(args, body)

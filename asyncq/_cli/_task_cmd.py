@@ -210,6 +210,10 @@ def print_task(t: TaskInfo) -> None:
         ("completed at", fmt_time(t.completed_at)), ("run time", fmt_run_time(t)),
         ("result", fmt_result(t)),
     ])
+    if t.last_traceback:  # the failure's traceback, as stored (bounded), under the fields
+        say("last traceback:")
+        for line in t.last_traceback.splitlines():
+            say(f"  {line}")
 
 
 async def _queue_of(inspector: Inspector, args: argparse.Namespace, task_id: str) -> str:
@@ -267,8 +271,10 @@ def cmd_one(args: argparse.Namespace) -> int:
                 await inspector.run_task(queue, task_id)
                 say(f"task {task_id} is now pending")
             elif args.op == "archive":
-                await inspector.archive_task(queue, task_id)
-                say(f"archived task {task_id}")
+                trimmed = await inspector.archive_task(queue, task_id)
+                say(f"archived task {task_id}" + (
+                    f" (the archive cap deleted the {trimmed} oldest archived task(s))"
+                    if trimmed else ""))
             else:
                 await inspector.delete_task(queue, task_id)
                 say(f"deleted task {task_id}")
@@ -289,7 +295,7 @@ def cmd_bulk(args: argparse.Namespace) -> int:
         else:
             say(f"{count} {args.state} task(s) {_BULK[args.verb][3]}")
             if trimmed:
-                say(f"the archive keeps at most 10 000 tasks and none older than 90 days: the "
+                say(f"the archive is capped (asyncq queue archive-limits {args.queue}): the "
                     f"{trimmed} oldest archived task(s) were deleted")
         return 0
 

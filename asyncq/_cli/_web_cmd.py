@@ -1,7 +1,8 @@
 """``asyncq web``: serve the web dashboard with uvicorn, on loopback unless told otherwise.
 
 A host other than loopback without auth is refused (anyone who reaches the port could delete
-every task) unless ``--allow-public-without-auth`` says the operator means it.
+every task) unless ``--allow-public-without-auth`` says the operator means it. Redis unreachable
+at start is said on stderr, not fatal: the dashboard answers 503 until Redis is back.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ import argparse
 import asyncio
 import ipaddress
 import os
+import sys
 from typing import Any
 
+from .._broker._connection import check_reachable
 from .._defaults import WEB_HOST, WEB_PORT, WEB_TITLE
-from ._common import CLIError, add_redis_args, check_redis
+from .._errors import BrokerError
+from ._common import CLIError, add_redis_args
 
 PASSWORD_ENV = "ASYNCQ_WEB_PASSWORD"
 
@@ -33,6 +37,9 @@ def register(sub: Any) -> None:
                    help=f"shown in the header (default {WEB_TITLE})")
     p.add_argument("--root-path", default="",
                    help="the path prefix a reverse proxy serves the dashboard under")
+    p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                   help="accept actions posted from this origin (scheme://host[:port]) besides "
+                        "the request's own host: behind a proxy that rewrites Host; repeatable")
     p.add_argument("--allow-public-without-auth", action="store_true",
                    help="listen on a non-loopback address without --basic-auth")
     p.set_defaults(func=cmd_web)
@@ -76,9 +83,22 @@ def cmd_web(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise CLIError(f"{exc}; asyncq web needs the web extra: pip install 'asyncq[web]'"
                        ) from None
-    asyncio.run(check_redis(args.redis_url))
     auth = basic_auth(*credentials) if credentials else None
-    app = create_app(args.redis_url, read_only=args.read_only, auth=auth, title=args.title)
+    try:
+        app = create_app(args.redis_url, read_only=args.read_only, auth=auth, title=args.title,
+                         allowed_origins=args.allowed_origin)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc)) from None
+    try:
+        asyncio.run(check_reachable(args.redis_url))
+    except (ValueError, TypeError) as exc:  # a malformed URL: nothing to wait for
+        raise CLIError(str(exc)) from None
+    except BrokerError as exc:
+        if not exc.transient:
+            raise CLIError(str(exc)) from None
+        # Redis restarting or not up yet: serve anyway, pages answer 503 until it answers.
+        print(f"asyncq web: {str(exc).rstrip('.')}; serving anyway: pages answer 503 until "
+              f"Redis is back", file=sys.stderr, flush=True)
     print(f"asyncq web: http://{args.host}:{args.port}{args.root_path}/"
           f"{' (read-only)' if args.read_only else ''}", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, root_path=args.root_path,

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from .._clock import ms_to_datetime, stored_datetime
+from .._model._info import TaskInfo
 from .._model._rules import HandlerRules
 
 
@@ -45,6 +46,45 @@ class QueueInfo:
     expired_leases: int
     #: when the snapshot was taken
     timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MinuteStats:
+    """What a queue did in one stretch of the last hour (``Inspector.minute_stats``): usually
+    one minute; longer (``span``) where no worker of the queue recorded a minute."""
+
+    #: the end of the stretch (the start of the minute whose sample closed it)
+    at: datetime
+    span: timedelta
+    processed: int
+    failed: int
+    #: tasks pending, running, scheduled or to be retried at ``at``
+    backlog: int
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveLimits:
+    """The caps of a queue's archive in force (``Inspector.archive_limits``): archiving beyond
+    them deletes the oldest archived tasks."""
+
+    #: most archived tasks kept
+    max_size: int
+    #: archived tasks older than this are deleted
+    max_age: timedelta
+    #: False: the defaults (10 000 tasks, 90 days); True: set for this queue
+    custom: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TaskMatches:
+    """What ``Inspector.find_tasks`` found: the matching tasks, in listing order, and where
+    the search stopped, to resume it there."""
+
+    tasks: list[TaskInfo]
+    #: the ``start`` that continues the search; None when it reached the last task
+    next_start: int | None
+    #: how many tasks the search examined (matching or not)
+    scanned: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,15 +9,19 @@ long; they are not atomic as a whole.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 
 from .._broker import ARCHIVE_MAX_SIZE, Broker, BulkOp, TaskRecord
+from .._broker._calls import ARCHIVE_MAX_AGE_MS
 from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._client._cancel import request_cancel
 from .._clock import SYSTEM_CLOCK, Clock
+from .._defaults import INSPECT_FIND_SCAN
 from .._errors import (
     DecodeError,
     QueueNotEmptyError,
@@ -37,7 +41,7 @@ from .._scheduler._store import (
     list_scheduler_entries,
     list_scheduler_events,
 )
-from .._validate import validate_queue_name
+from .._validate import to_int, to_seconds, validate_queue_name
 from .._workflow._control import cancel_workflow, list_workflows, read_workflow
 from .._workflow._info import WorkflowInfo
 from ._inspect_args import (
@@ -56,11 +60,14 @@ from ._inspect_args import (
     utc_dates,
 )
 from ._inspect_models import (
+    ArchiveLimits,
     DailyStats,
     GroupInfo,
+    MinuteStats,
     PublishedRules,
     QueueInfo,
     ServerInfo,
+    TaskMatches,
     server_info,
 )
 from ._recovery import recover_task
@@ -247,6 +254,42 @@ class Inspector:
                 continue  # a record we cannot read is skipped, not fatal to the listing
         return out
 
+    async def find_tasks(self, queue: str, state: TaskState | str, *,
+                         task_type: str = "", error: str = "", group: str | None = None,
+                         start: int = 0, limit: int = 30,
+                         scan: int = INSPECT_FIND_SCAN) -> TaskMatches:
+        """The tasks in ``state`` whose type contains ``task_type`` and whose last error
+        contains ``error`` (case-insensitive; "" matches every task), in ``list_tasks``
+        order: at most ``limit`` of them, examining at most ``scan`` tasks from position
+        ``start`` (0: the first). A search of a long list is resumed with
+        ``start=matches.next_start``; each step holds Redis for one script call of at most
+        1 000 tasks."""
+        st = check_state(state)
+        for name, text_value in (("task_type", task_type), ("error", error)):
+            if not isinstance(text_value, str):
+                raise TypeError(f"{name} must be a str, got {text_value!r}")
+        for name, value, least in (("start", start, 0), ("limit", limit, 1), ("scan", scan, 1)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+            if value < least:
+                raise ValueError(f"{name} must be >= {least}, got {value}")
+        if st is TaskState.AGGREGATING and not group:
+            raise ValueError("aggregating tasks are listed per group: give the group")
+        if st is not TaskState.AGGREGATING and group is not None:
+            raise ValueError("group only applies to aggregating tasks")
+        await self._require_queue(queue)
+        records, next_start, scanned = await self._ops.find_tasks(
+            queue, st.value, group, start, limit, task_type, error, scan)
+        now = self._clock.now_ms()
+        rules = await self._rules() if records else PublishedRules(())
+        tasks = []
+        for rec in records:
+            try:
+                tasks.append(self._info(rec, now, rules))
+            except DecodeError:
+                continue
+        return TaskMatches(tasks, next_start, scanned)
+
     async def find_task(self, task_id: str) -> TaskInfo:
         """The task ``task_id`` in whichever queue holds it (its ids are UUIDs unless you chose
         them): one pipelined read over every queue. TaskNotFoundError when no queue has it,
@@ -290,14 +333,72 @@ class Inspector:
                                                 -2: "the task is already pending",
                                                 -3: WAITING_STEP})
 
-    async def archive_task(self, queue: str, task_id: str) -> None:
-        """Archive a pending, scheduled, retry, completed or aggregating task."""
+    async def archive_task(self, queue: str, task_id: str) -> int:
+        """Archive a pending, scheduled, retry, completed or aggregating task. Returns how many
+        of the oldest archived tasks the archive's caps deleted to make room (usually 0; a
+        trim is also logged as a warning)."""
         task_id = check_task_id(task_id)
         await self._require_queue(queue)
-        code = await self._ops.archive_task(queue, task_id)
+        code, trimmed = await self._ops.archive_task(queue, task_id)
         check_code(code, queue, task_id,
                          {-1: "cannot archive an active task; cancel it instead",
                           -2: "the task is already archived", -3: WAITING_STEP})
+        if trimmed:
+            _log_trim(queue, 1, trimmed)
+        return trimmed
+
+    async def minute_stats(self, queue: str) -> list[MinuteStats]:
+        """The queue's last hour, oldest first: tasks processed and failed per minute, and
+        its backlog, from the samples its workers record once a minute (in their janitor
+        round, so each minute is exact to within ``janitor_interval``). Empty until a
+        worker has served the queue for two minutes."""
+        await self._require_queue(queue)
+        samples = await self._ops.minute_samples(queue)
+        out = []
+        for newer, older in itertools.pairwise(samples):
+            minutes = newer[0] - older[0]
+            processed, failed = newer[1] - older[1], newer[2] - older[2]
+            if minutes <= 0 or processed < 0 or failed < 0:
+                continue  # out of order, or the counters were reset (queue deleted)
+            out.append(MinuteStats(datetime.fromtimestamp(newer[0] * 60, UTC),
+                                   timedelta(minutes=minutes), processed, failed, newer[3]))
+        out.reverse()
+        return out
+
+    async def archive_limits(self, queue: str) -> ArchiveLimits:
+        """The caps of the queue's archive in force: its own (``set_archive_limits``), else
+        the defaults (10 000 tasks, 90 days)."""
+        await self._require_queue(queue)
+        max_size, max_age_ms = await self._ops.archive_limits(queue)
+        return ArchiveLimits(max_size, timedelta(milliseconds=max_age_ms),
+                             (max_size, max_age_ms) != (ARCHIVE_MAX_SIZE, ARCHIVE_MAX_AGE_MS))
+
+    async def set_archive_limits(self, queue: str, *, max_size: int | None = None,
+                                 max_age: float | timedelta | None = None) -> int:
+        """Set the caps of the queue's archive, kept in Redis so every worker, Inspector and
+        dashboard applies them: at most ``max_size`` tasks, none older than ``max_age``
+        (seconds or a timedelta); None puts that cap back to its default (10 000 tasks, 90
+        days). The archive is trimmed to them at once (batches of 1 000): returns how many
+        archived tasks that deleted (also logged as a warning). They go with the queue
+        (``delete_queue``), as its pause does."""
+        size = to_int(max_size, "max_size", minimum=1, allow_none=True)
+        seconds = to_seconds(max_age, "max_age", allow_zero=False, allow_none=True)
+        await self._require_queue(queue)
+        trimmed = await self._ops.set_archive_limits(
+            queue, size, None if seconds is None else round(seconds * 1000))
+        if trimmed:
+            _log_trim(queue, 0, trimmed)
+        return trimmed
+
+    async def archive_overflow(self, queue: str, adding: int) -> int:
+        """How many of the oldest archived tasks the archive's caps (``archive_limits``)
+        would delete if ``adding`` more tasks were archived now: what to tell whoever is
+        about to ``archive_all`` (the count ``archive_all`` returns may differ if tasks
+        arrive or leave meanwhile)."""
+        if not isinstance(adding, int) or isinstance(adding, bool) or adding < 0:
+            raise ValueError(f"adding must be an int >= 0, got {adding!r}")
+        await self._require_queue(queue)
+        return await self._ops.archive_overflow(queue, adding)
 
     async def recover_task(self, queue: str, task_id: str) -> None:
         """Send back an active task whose lease expired or whose worker is gone (retried now,
@@ -343,10 +444,7 @@ class Inspector:
             done, dropped = await self._ops.bulk(op, queue, st.value, g or None)
             total, trimmed = total + done, trimmed + dropped
         if trimmed:
-            # (A logger made here, not at import: it follows the logging set up by then.)
-            get_logger("inspector").warning(
-                "archive over its cap: oldest archived tasks deleted", queue=queue,
-                archived=total, deleted=trimmed, max_size=ARCHIVE_MAX_SIZE)
+            _log_trim(queue, total, trimmed)
         return ArchivedCount(total, trimmed)
 
     async def delete_all(self, queue: str, state: TaskState | str,
@@ -366,7 +464,8 @@ class Inspector:
 
         Returns how many were archived, an int whose ``trimmed`` says how many of the oldest
         archived tasks were deleted meanwhile: the archive keeps at most 10 000 tasks (and none
-        older than 90 days). A trim is also logged as a warning.
+        older than 90 days) unless ``set_archive_limits`` says otherwise. A trim is also
+        logged as a warning.
         """
         return await self._bulk("archive", queue, state, group, ARCHIVABLE, "archive")
 
@@ -424,3 +523,10 @@ class Inspector:
         """Enqueue events of one scheduler entry, newest first."""
         check_page(page, page_size)
         return await list_scheduler_events(self._broker, entry_id, page, page_size)
+
+
+def _log_trim(queue: str, archived: int, trimmed: int) -> None:
+    # (A logger made here, not at import: it follows the logging set up by then.)
+    get_logger("inspector").warning(
+        "archive over its cap: oldest archived tasks deleted", queue=queue,
+        archived=archived, deleted=trimmed)

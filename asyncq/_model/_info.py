@@ -59,6 +59,9 @@ class TaskInfo:
     headers: Mapping[str, str] = field(default_factory=dict)
     last_error: str | None = None
     last_failed_at: datetime | None = None
+    #: The traceback of the failure that stored ``last_error`` (its last TASK_TRACEBACK_MAX
+    #: bytes), when a worker caught one; read by ``Inspector.task_info`` only (None in lists).
+    last_traceback: str | None = None
     timeout: timedelta | None = None
     deadline: datetime | None = None
     group: str | None = None
@@ -97,7 +100,7 @@ def task_info(
     last_error: str | None = None, last_failed_at_ms: int = 0, next_process_at_ms: int = 0,
     is_orphaned: bool = False, completed_at_ms: int = 0, result: bytes | None = None,
     result_encoding: str = "b", started_at_ms: int = 0,
-    rules: HandlerRules | None = None,
+    rules: HandlerRules | None = None, last_traceback: str = "",
 ) -> TaskInfo:
     """Build a TaskInfo from a decoded message and the task hash's mutable fields; its
     ``max_retry``, ``timeout`` and ``retention`` are those that apply (``rules``: the
@@ -109,6 +112,7 @@ def task_info(
         id=msg.id, queue=msg.queue, type=msg.type, payload=payload, state=state,
         max_retry=max_retry, retried=retried, headers=msg.headers,
         last_error=last_error or None,
+        last_traceback=last_traceback or None,
         last_failed_at=stored_datetime(last_failed_at_ms),
         timeout=_duration(timeout) if timeout > 0 and timeout != NO_TIMEOUT else None,
         deadline=stored_datetime(msg.deadline_ms),

@@ -37,5 +37,5 @@ def record_info(rec: TaskRecord, now: int, rules: RulesLookup | None = None) -> 
         last_failed_at_ms=rec.failed_at_ms, next_process_at_ms=next_at,
         is_orphaned=orphaned, completed_at_ms=rec.completed_at_ms, result=rec.result,
         result_encoding=rec.result_enc, started_at_ms=rec.started_at_ms,
-        rules=None if rules is None else rules(msg.queue, msg.type),
+        last_traceback=rec.traceback, rules=None if rules is None else rules(msg.queue, msg.type),
     )

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 from structlog.typing import FilteringBoundLogger
 
 from .._broker import Outcome
 from .._clock import MAX_TIME_MS, Clock
+from .._defaults import TASK_TRACEBACK_FRAMES, TASK_TRACEBACK_MAX
 from .._errors import HandlerNotFoundError, LeaseExpiredError, Retry, RevokeTask, SkipRetry
 from .._model._message import TaskMessage
 from .._model._payload import encode_payload
@@ -129,6 +132,8 @@ class Endings:
         else:
             outcome = failure_outcome(run.queue, run.id, task, exc, self._config, self._clock,
                                       log, run.rules)
+        if not unknown and outcome.kind in ("retry", "archive"):
+            outcome = replace(outcome, traceback=error_traceback(exc))
         self._observe_failure(run, outcome)
         if unknown:
             # A type nobody handles (a typo, or a rolling deploy): one warning per type, no
@@ -355,3 +360,23 @@ def error_text(exc: BaseException) -> str:
         text = "<message could not be read>"
     name = type(exc).__name__
     return storable(f"{name}: {text}") if text else name
+
+
+def error_traceback(exc: BaseException, limit: int = TASK_TRACEBACK_MAX) -> str:
+    """The traceback stored with a failed task: its innermost ``TASK_TRACEBACK_FRAMES``
+    frames per exception, then at most its last ``limit`` bytes (whole lines: the frames
+    nearest the error and the exception line), after a note of what was cut; "" when ``exc``
+    was never raised (nothing to show beyond its error text)."""
+    if exc.__traceback__ is None:
+        return ""
+    try:
+        text = storable("".join(traceback.TracebackException.from_exception(
+            exc, limit=-TASK_TRACEBACK_FRAMES).format()))
+    except Exception:  # a broken __str__ or a cycle in the chain: the error text must do
+        return ""
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    tail = data[-limit:].decode("utf-8", "ignore")
+    tail = tail[tail.find("\n") + 1:]
+    return f"[first {len(data) - len(tail.encode())} bytes cut]\n{tail}"

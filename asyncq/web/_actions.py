@@ -1,7 +1,9 @@
 """The actions (POST only): run / archive / delete / cancel a task, the same for every task of
-a state (after a confirmation page), pause / unpause a queue. Each is refused with 403 in
-read-only mode or without the CSRF token, goes through the Inspector, and redirects back with
-its outcome, or the Inspector's error, in the query string (shown escaped by the page)."""
+a state or for the tasks ticked on a page (after a confirmation page, which says what an
+archive will delete from a full archive), pause / unpause a queue. Each is refused with 403 in
+read-only mode, from a foreign origin or without the CSRF token, goes through the Inspector,
+and redirects back with its outcome (with what the archive cap deleted), or the Inspector's
+error, in the query string (shown escaped by the page)."""
 
 from __future__ import annotations
 
@@ -16,17 +18,27 @@ from .._errors import AsyncqError
 from .._inspector._inspector import Inspector
 from ._pages import STATES
 from ._render import base_path, dashboard, render
-from ._security import CSRF_FIELD, csrf_ok
+from ._security import CSRF_FIELD, csrf_ok, foreign_origin
 
 _TASK_ACTIONS = ("run", "archive", "delete", "cancel")
 _BULK_ACTIONS = ("run", "archive", "delete")
 _QUEUE_ACTIONS = ("pause", "unpause")
+#: Most tasks one "selected" action takes (a page shows 25).
+MAX_SELECTED = 1000
 
 
 async def _checked_form(request: Request) -> FormData | Response:
-    """The posted form, or the refusal: read-only mode, or a missing/wrong CSRF token."""
+    """The posted form, or the refusal: read-only mode, a foreign Origin/Referer, or a
+    missing/wrong CSRF token."""
     if dashboard(request).settings.read_only:
         return PlainTextResponse("the dashboard is read-only", 403)
+    foreign = foreign_origin(request, dashboard(request).settings.allowed_origins)
+    if foreign is not None:
+        return PlainTextResponse(
+            f"cross-origin request refused: it comes from {foreign}, not from this dashboard's "
+            f"host {request.headers.get('host', '?')} (behind a proxy that rewrites Host, "
+            f"list the public origin in create_app(allowed_origins=...) or --allowed-origin)",
+            403)
     form = await request.form()
     if not csrf_ok(request, form.get(CSRF_FIELD)):
         return PlainTextResponse("CSRF token missing or wrong: reload the page and retry", 403)
@@ -81,8 +93,10 @@ async def task_action(request: Request) -> Response:
             if not await inspector.cancel(task_id, queue=queue):
                 raise ValueError(f"task {task_id!r} is not running: nothing to cancel")
             return f"cancellation of task {task_id} requested"
-        operation = {"run": inspector.run_task, "archive": inspector.archive_task,
-                     "delete": inspector.delete_task}[action]
+        if action == "archive":
+            trimmed = await inspector.archive_task(queue, task_id)
+            return f"task {task_id}: archive done{_trim_note(trimmed)}"
+        operation = {"run": inspector.run_task, "delete": inspector.delete_task}[action]
         await operation(queue, task_id)
         return f"task {task_id}: {action} done"
 
@@ -106,23 +120,91 @@ async def state_action(request: Request) -> Response:
             raise ValueError(f"unknown action {action!r}")
         operation = {"run": inspector.run_all, "archive": inspector.archive_all,
                      "delete": inspector.delete_all}[action]
-        count = int(await operation(queue, state, group))
-        return f"{action}: {count} {state} task(s) of queue {queue}"
+        count = await operation(queue, state, group)
+        done = f"{action}: {int(count)} {state} task(s) of queue {queue}"
+        return done + _trim_note(getattr(count, "trimmed", 0))
 
     return await _outcome(request, form, call)
 
 
 async def _confirm(request: Request, form: FormData, inspector: Inspector, queue: str,
                    state: str, group: str | None) -> Response:
+    action = _field(form, "action")
     try:
         info = await inspector.queue_info(queue)
+        count = getattr(info, state) if state in STATES else 0
+        if group and state == "aggregating":
+            count = next((g.size for g in await inspector.groups(queue) if g.group == group), 0)
+        overflow = await inspector.archive_overflow(queue, count) if action == "archive" else 0
+        limits = await inspector.archive_limits(queue)
     except (AsyncqError, ValueError, TypeError) as exc:
         return back(request, form, error=str(exc))
     return render(request, "confirm.html", {
-        "nav": "", "action": _field(form, "action"), "queue": queue, "state": state,
-        "group": group, "count": getattr(info, state) if state in STATES else 0,
-        "next": safe_next(request, _field(form, "next")),
+        "nav": "", "action": action, "queue": queue, "state": state, "group": group,
+        "count": count, "archived": info.archived, "overflow": overflow, "selected": None,
+        "limits": limits, "next": safe_next(request, _field(form, "next")),
+        "post_to": "/action/state",
     })
+
+
+async def selected_action(request: Request) -> Response:
+    """The tasks ticked on a list page: the first POST shows a confirmation page (with what
+    an archive would delete from a full archive), whose form posts again with
+    ``confirmed=1``; each task then goes through the Inspector in turn, and the result says
+    how many were done, which failed and why, and what the archive cap deleted."""
+    form = await _checked_form(request)
+    if isinstance(form, Response):
+        return form
+    inspector = dashboard(request).inspector
+    action, queue = _field(form, "action"), _field(form, "queue")
+    ids = list(dict.fromkeys(v for v in form.getlist("id") if isinstance(v, str) and v))
+    if action not in _BULK_ACTIONS:
+        return back(request, form, error=f"unknown action {action!r}")
+    if not ids:
+        return back(request, form, error="no task selected: tick the tasks first")
+    if len(ids) > MAX_SELECTED:
+        return back(request, form, error=f"{len(ids)} tasks selected; at most {MAX_SELECTED} "
+                                         f"at once (or use the action on every task of a state)")
+    if _field(form, "confirmed") != "1":
+        try:
+            info = await inspector.queue_info(queue)
+            overflow = (await inspector.archive_overflow(queue, len(ids))
+                        if action == "archive" else 0)
+            limits = await inspector.archive_limits(queue)
+        except (AsyncqError, ValueError, TypeError) as exc:
+            return back(request, form, error=str(exc))
+        return render(request, "confirm.html", {
+            "nav": "", "action": action, "queue": queue, "state": "", "group": None,
+            "count": len(ids), "selected": ids, "archived": info.archived,
+            "overflow": overflow, "limits": limits,
+            "next": safe_next(request, _field(form, "next")), "post_to": "/action/tasks",
+        })
+    done, trimmed, failed = 0, 0, []
+    for task_id in ids:
+        try:
+            if action == "archive":
+                trimmed += await inspector.archive_task(queue, task_id)
+            elif action == "run":
+                await inspector.run_task(queue, task_id)
+            else:
+                await inspector.delete_task(queue, task_id)
+            done += 1
+        except (AsyncqError, ValueError, TypeError) as exc:
+            failed.append(str(exc))
+    message = f"{action}: {done} of {len(ids)} selected task(s) of queue {queue}"
+    if failed:
+        shown = "; ".join(failed[:3]) + (f"; and {len(failed) - 3} more" if len(failed) > 3
+                                          else "")
+        message += f"; {len(failed)} failed: {shown}"
+    message += _trim_note(trimmed)
+    return back(request, form, **({"ok": message} if done else {"error": message}))
+
+
+def _trim_note(trimmed: int) -> str:
+    """What an archive deleted to stay within the archive's caps, said in its result."""
+    if not trimmed:
+        return ""
+    return f"; the archive cap deleted the {trimmed} oldest archived task(s)"
 
 
 async def queue_action(request: Request) -> Response:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -13,23 +13,30 @@ from starlette.staticfiles import StaticFiles
 from .._broker import Broker
 from .._broker._connection import RedisLike
 from .._defaults import WEB_TITLE
+from .._errors import BrokerError
 from . import _actions, _live, _pages, _workflows
-from ._security import AuthHook, SecurityMiddleware
+from ._security import AuthHook, SecurityMiddleware, check_origins
 from ._state import Dashboard, Settings
 
 
 def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
-               auth: AuthHook | None = None, title: str = WEB_TITLE) -> Starlette:
+               auth: AuthHook | None = None, title: str = WEB_TITLE,
+               allowed_origins: Iterable[str] = ()) -> Starlette:
     """The dashboard: an ASGI app showing and operating the queues of ``redis`` (a URL, a
     ``redis.asyncio`` client, or a Broker: ``create_app(client.broker)``).
 
     Serve it alone (``uvicorn``, ``asyncq web``) or mount it: ``app.mount("/admin/queues",
     create_app(url, auth=basic_auth("admin", pw)))``; links follow the mount path and a
     proxy's ``root_path``. ``read_only`` hides every action and refuses them (403). ``auth``
-    receives each request and returns (or awaits to) True to let it in, else 401.
+    receives each request and returns (or awaits to) True to let it in, else 401. An action
+    (POST) whose ``Origin``/``Referer`` names another host than the request's ``Host`` is
+    refused (403) unless that origin is in ``allowed_origins`` (``["https://ops.example.com"]``:
+    for a proxy that rewrites ``Host``).
 
     The connection opens on the first request; the app's lifespan closes it when it is served
-    on its own. Mounted, where Starlette runs only the parent's lifespan, call
+    on its own. While Redis cannot be reached, pages answer 503 with a page that says so and
+    reloads itself (one warning logged per failed request, no traceback); nothing needs a
+    restart once Redis is back. Mounted, where Starlette runs only the parent's lifespan, call
     ``await app.state.dashboard.close()`` in that lifespan to close it at shutdown.
     """
     if not isinstance(read_only, bool):
@@ -38,7 +45,8 @@ def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
         raise TypeError(f"auth must be a callable(request) -> bool, got {auth!r}")
     if not isinstance(title, str) or not title.strip():
         raise ValueError("title must be a non-empty str")
-    dashboard = Dashboard(redis, Settings(read_only=read_only, title=title))
+    dashboard = Dashboard(redis, Settings(read_only=read_only, title=title,
+                                          allowed_origins=check_origins(allowed_origins)))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -60,10 +68,12 @@ def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
         Route("/events", _live.events, name="events"),
         Route("/action/task", _actions.task_action, methods=["POST"]),
         Route("/action/state", _actions.state_action, methods=["POST"]),
+        Route("/action/tasks", _actions.selected_action, methods=["POST"]),
         Route("/action/queue", _actions.queue_action, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("asyncq.web", "static")]), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan,
-                    middleware=[Middleware(SecurityMiddleware, auth=auth)])
+                    middleware=[Middleware(SecurityMiddleware, auth=auth)],
+                    exception_handlers={BrokerError: _pages.redis_failed})
     app.state.dashboard = dashboard
     return app

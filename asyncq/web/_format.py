@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import orjson
 
-from .._inspector._inspect_models import DailyStats
+from .._inspector._inspect_models import DailyStats, MinuteStats
 from .._model._info import TaskInfo, TaskState, run_time
 from .._text import scaled_bytes
 
@@ -164,3 +164,61 @@ def daily_chart(days: Sequence[DailyStats], *, width: int = 560, height: int = 1
                             value, f"{day}: {value} {kind}"))
         labels.append((round(i * slot + slot / 2, 1), str(day)[5:]))
     return Chart(width, height, tuple(bars), tuple(labels), top, round(bar_width, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class HourChart:
+    """The last hour of every queue: processed and failed per minute (bars, ``top`` the full
+    height) and the backlog (a line, ``backlog_top`` its full height)."""
+
+    width: int
+    height: int
+    bars: tuple[Bar, ...]
+    bar_width: float
+    top: int
+    backlog: str  # SVG polyline points, "" when no sample
+    backlog_top: int
+    labels: tuple[tuple[float, str], ...]
+    minutes: int  # minutes with data
+    last_rate: float | None  # tasks processed a second in the latest minute with data
+
+
+def hour_chart(stats: Sequence[MinuteStats], now: datetime, *, width: int = 560,
+               height: int = 160) -> HourChart:
+    """Per minute of the hour before ``now``, summed over queues (``stats`` of several queues
+    in any order); a stretch longer than a minute (no worker recorded in between) shows its
+    average per minute at the minute that closed it."""
+    end = now.replace(second=0, microsecond=0)
+    start = end - timedelta(minutes=60)
+    per: dict[datetime, list[float]] = {}
+    for s in stats:
+        if not start < s.at <= end:
+            continue
+        minutes = max(1.0, s.span.total_seconds() / 60)
+        t = per.setdefault(s.at, [0.0, 0.0, 0.0])
+        t[0] += s.processed / minutes
+        t[1] += s.failed / minutes
+        t[2] += s.backlog
+    plot = height - 20
+    slot = width / 60
+    bar_width = max(1.0, slot * 0.42)
+    top = max([1, *(round(v[0]) for v in per.values()), *(round(v[1]) for v in per.values())])
+    backlog_top = max([1, *(int(v[2]) for v in per.values())])
+    bars: list[Bar] = []
+    points: list[str] = []
+    for at in sorted(per):
+        i = (at - start).total_seconds() / 60 - 1  # slot 0: the minute ending at start + 1
+        processed, failed, backlog = per[at]
+        x = i * slot + slot * 0.08
+        for j, (kind, value) in enumerate((("processed", processed), ("failed", failed))):
+            h = plot * value / top
+            bars.append(Bar(round(x + j * bar_width, 1), round(plot - h, 1), round(h, 1), kind,
+                            round(value), f"{at:%H:%M} UTC: {value:.0f} {kind}"))
+        points.append(f"{round(i * slot + slot / 2, 1)},"
+                      f"{round(plot - plot * backlog / backlog_top, 1)}")
+    labels = tuple((min(max(24.0, round(k * width / 4, 1)), width - 12.0),
+                    f"-{60 - k * 15} min" if k < 4 else "now") for k in range(5))
+    latest = max(per) if per else None
+    return HourChart(width, height, tuple(bars), round(bar_width, 1), top, " ".join(points),
+                     backlog_top, labels, len(per),
+                     None if latest is None else per[latest][0] / 60)

@@ -97,12 +97,23 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
+@contextlib.asynccontextmanager
+async def _no_events() -> AsyncIterator[AsyncIterator[object]]:
+    """A stream of task events that never yields one."""
+    async def never() -> AsyncIterator[object]:
+        await asyncio.Event().wait()
+        yield None  # pragma: no cover - never reached
+
+    yield never()
+
+
 async def _stream(request: Request, dash: Dashboard, queues: list[str], queue: str | None,
                   active: bool) -> AsyncIterator[bytes]:
     base = base_path(request)
     changed = asyncio.Event()
     changed.set()  # the first document goes out at once
-    async with dash.client.events(queues) as stream:
+    # No queue yet (a fresh Redis): nothing to subscribe to, the idle refresh shows new ones.
+    async with (dash.client.events(queues) if queues else _no_events()) as stream:
         # Each document is read after the last change heard (the first: after subscribing),
         # never from a shared snapshot older than it: a change between that snapshot and the
         # event would otherwise show only at the next idle refresh.

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import math
+from datetime import UTC, datetime
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from .._errors import AsyncqError, QueueNotFoundError, TaskNotFoundError
-from .._inspector._inspect_models import DailyStats, QueueInfo
+from .._errors import AsyncqError, BrokerError, QueueNotFoundError, TaskNotFoundError
+from .._inspector._inspect_models import DailyStats, MinuteStats, QueueInfo, TaskMatches
 from .._inspector._inspector import Inspector
+from .._log import get_logger
 from .._model._info import STORED_STATES, TaskInfo, TaskState
 from . import _format
 from ._render import dashboard, link, render
 
 PAGE_SIZE = 25
+#: Seconds after which the "Redis unreachable" page reloads itself.
+RETRY_AFTER = 5
 HISTORY_DAYS = 7
 #: Scheduler events shown under each periodic entry.
 ENTRY_HISTORY = 8
@@ -40,11 +44,13 @@ async def overview(request: Request) -> Response:
     infos = await dash.queue_infos(fresh=True)
     histories = await asyncio.gather(*(_history(inspector, q) for q in infos))
     days = [d for h in histories for d in h]
+    hours = await asyncio.gather(*(_last_hour(inspector, q) for q in infos))
     totals = {name: sum(getattr(i, name) for i in infos.values())
               for name in ("size", "processed", "failed", "memory_usage", *STATES)}
     return render(request, "overview.html", {
         "nav": "overview", "queues": list(infos.values()), "totals": totals,
         "states": STATES, "chart": _format.daily_chart(days),
+        "hour": _format.hour_chart([m for h in hours for m in h], datetime.now(UTC)),
         "redis": await inspector.redis_info(), "live": {},
     })
 
@@ -52,6 +58,13 @@ async def overview(request: Request) -> Response:
 async def _history(inspector: Inspector, queue: str) -> list[DailyStats]:
     try:
         return await inspector.history(queue, HISTORY_DAYS)
+    except QueueNotFoundError:
+        return []
+
+
+async def _last_hour(inspector: Inspector, queue: str) -> list[MinuteStats]:
+    try:
+        return await inspector.minute_stats(queue)
     except QueueNotFoundError:
         return []
 
@@ -80,16 +93,30 @@ async def queue_page(request: Request) -> Response:
     groups = await inspector.groups(queue) if state == "aggregating" else []
     tasks: list[TaskInfo] = []
     total = getattr(info, state)
-    if state != "aggregating" or group:
+    task_type = request.query_params.get("type", "").strip()
+    error = request.query_params.get("error", "").strip()
+    filtered = bool(task_type or error)
+    matches: TaskMatches | None = None
+    try:  # where a filtered list resumes its search (0: the first task)
+        start = max(0, int(request.query_params.get("from", 0)))
+    except ValueError:
+        start = 0
+    if group:
+        total = next((g.size for g in groups if g.group == group), 0)
+    if (state != "aggregating" or group) and filtered:
+        matches = await inspector.find_tasks(queue, state, task_type=task_type, error=error,
+                                             group=group, start=start, limit=PAGE_SIZE)
+        tasks = matches.tasks
+    elif state != "aggregating" or group:
         tasks = await inspector.list_tasks(queue, state, page, PAGE_SIZE, group)
-        if group:
-            total = next((g.size for g in groups if g.group == group), 0)
+    row_actions = _bulk_actions(state, group)
     return render(request, "queue.html", {
         "nav": "", "info": info, "state": state, "states": STATES, "tasks": tasks,
-        "group": group, "groups": groups, "page": page,
+        "group": group, "groups": groups, "page": page, "total": total,
         "pages": max(1, math.ceil(total / PAGE_SIZE)), "search_error": search_error,
-        "search_id": task_id, "actions": _bulk_actions(state, group),
-        "row_actions": _bulk_actions(state, group),
+        "search_id": task_id, "actions": [] if filtered else row_actions,
+        "row_actions": row_actions, "filter_type": task_type, "filter_error": error,
+        "matches": matches, "start": start,
         "live": {"q": queue, "active": "1" if state == "active" and page == 1 else None},
     })
 
@@ -155,3 +182,19 @@ async def limits_page(request: Request) -> Response:
     """Every rate and concurrency limit per key: its size, what is in use, who waits."""
     uses = await dashboard(request).inspector.limits()
     return render(request, "limits.html", {"nav": "limits", "limits": uses})
+
+
+async def redis_failed(request: Request, exc: Exception) -> Response:
+    """A page whose Redis call failed: 503 (500 when Redis answered with an error) with a page
+    saying so, which reloads itself every ``RETRY_AFTER`` seconds; one warning line is logged,
+    not a traceback per request."""
+    transient = isinstance(exc, BrokerError) and exc.transient
+    get_logger("web").warning("dashboard: redis call failed", path=request.url.path,
+                              error=str(exc), transient=transient)
+    status = 503 if transient else 500
+    response = render(request, "unavailable.html", {
+        "nav": "", "message": str(exc), "transient": transient, "retry_after": RETRY_AFTER,
+    }, status)
+    if transient:
+        response.headers["Retry-After"] = str(RETRY_AFTER)
+    return response

@@ -4,7 +4,11 @@ response carries, and the CSRF token that every state-changing request must echo
 CSRF uses the double-submit pattern: a random token in a ``SameSite=Strict``, HttpOnly cookie,
 repeated in a hidden field of every form; a POST whose field does not match its cookie is
 refused (403). It needs no server-side state and no secret to share between processes, so a
-dashboard run by several uvicorn workers, or mounted in several apps, just works.
+dashboard run by several uvicorn workers, or mounted in several apps, just works. Because a
+cookie can be planted by a sibling subdomain or a plain-HTTP man in the middle, a POST is also
+refused when its ``Origin`` (or, without one, its ``Referer``) names another host than the
+request's, and over HTTPS the cookie is named ``__Host-asyncq_csrf``: a browser only accepts
+that name from the host itself over HTTPS, with ``Path=/`` and ``Secure``.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ import base64
 import binascii
 import inspect
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from http.cookies import SimpleCookie
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -26,7 +31,10 @@ from .._defaults import WEB_AUTH_REALM
 AuthHook = Callable[[Request], bool | Awaitable[bool]]
 
 CSRF_COOKIE = "asyncq_csrf"
+#: The cookie's name over HTTPS: a browser accepts it only if Secure, Path=/, no Domain.
+CSRF_COOKIE_HTTPS = "__Host-asyncq_csrf"
 CSRF_FIELD = "csrf"
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
 
 CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; "
                            "img-src 'self' data:; frame-ancestors 'none'")
@@ -92,7 +100,7 @@ class SecurityMiddleware:
             response = PlainTextResponse("authentication required", 401, headers=headers)
             await response(scope, receive, _with_headers(send, []))
             return
-        token = request.cookies.get(CSRF_COOKIE, "")
+        token = request.cookies.get(csrf_cookie_name(request), "")
         extra: list[tuple[bytes, bytes]] = []
         if not _valid_token(token):
             token = secrets.token_urlsafe(32)
@@ -124,20 +132,74 @@ def _valid_token(token: str) -> bool:
     return 32 <= len(token) <= 64 and token.replace("-", "").replace("_", "").isalnum()
 
 
+def csrf_cookie_name(request: Request) -> str:
+    """``__Host-asyncq_csrf`` over HTTPS, else ``asyncq_csrf`` (the prefix needs Secure)."""
+    return CSRF_COOKIE_HTTPS if request.url.scheme == "https" else CSRF_COOKIE
+
+
 def _csrf_cookie(token: str, request: Request) -> bytes:
+    name = csrf_cookie_name(request)
     cookie: SimpleCookie = SimpleCookie()
-    cookie[CSRF_COOKIE] = token
-    morsel = cookie[CSRF_COOKIE]
-    morsel["path"] = (request.scope.get("root_path") or "") + "/"
+    cookie[name] = token
+    morsel = cookie[name]
     morsel["httponly"] = True
     morsel["samesite"] = "Strict"
-    if request.url.scheme == "https":
+    if name == CSRF_COOKIE_HTTPS:
+        morsel["path"] = "/"  # the prefix demands it, whatever the mount path
         morsel["secure"] = True
+    else:
+        morsel["path"] = (request.scope.get("root_path") or "") + "/"
     return morsel.OutputString().encode("latin-1")
 
 
 def csrf_ok(request: Request, submitted: object) -> bool:
     """True when the form's token matches the browser's CSRF cookie."""
-    cookie = request.cookies.get(CSRF_COOKIE, "")
+    cookie = request.cookies.get(csrf_cookie_name(request), "")
     return (isinstance(submitted, str) and _valid_token(cookie)
             and secrets.compare_digest(submitted.encode(), cookie.encode()))
+
+
+def _host(scheme: str, netloc: str) -> str:
+    """``host[:port]`` lower-cased, without the scheme's default port."""
+    host, sep, port = netloc.lower().rpartition(":")
+    if not sep or "]" in port:  # no port (an IPv6 literal's colons are inside brackets)
+        return netloc.lower()
+    return host if port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+
+
+def foreign_origin(request: Request, allowed: frozenset[str]) -> str | None:
+    """The origin a POST came from when it is not this dashboard's host (nor in ``allowed``),
+    else None. Read from ``Origin``, else from ``Referer``; a request with neither (not a
+    browser's form) is left to the token check. Hosts are compared without the scheme, so a
+    dashboard behind a TLS-terminating proxy that forwards ``Host`` needs no setting."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        referer = request.headers.get("referer")
+        if referer is None:
+            return None
+        parts = urlsplit(referer)
+        origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "null"
+    origin = origin.strip().rstrip("/")
+    if origin.lower() in allowed:
+        return None
+    parts = urlsplit(origin)
+    own = request.headers.get("host", "")
+    if parts.scheme and parts.netloc and own and (
+            _host(parts.scheme, parts.netloc) == _host(request.url.scheme, own)):
+        return None
+    return origin
+
+
+def check_origins(origins: Iterable[str]) -> frozenset[str]:
+    """``create_app(allowed_origins=...)``: each ``scheme://host[:port]``, kept lower-cased."""
+    if isinstance(origins, str):
+        raise TypeError("allowed_origins must be a list of origins, not one str")
+    out = set()
+    for origin in origins:
+        parts = urlsplit(origin) if isinstance(origin, str) else None
+        if (parts is None or parts.scheme not in ("http", "https") or not parts.netloc
+                or parts.path not in ("", "/") or parts.query or parts.fragment):
+            raise ValueError(f"allowed_origins: {origin!r} is not an origin; give "
+                             "scheme://host[:port], e.g. 'https://ops.example.com'")
+        out.add(f"{parts.scheme}://{parts.netloc}".lower())
+    return frozenset(out)

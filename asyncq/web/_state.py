@@ -27,6 +27,9 @@ class Settings:
 
     read_only: bool
     title: str
+    #: Origins (``scheme://host[:port]``, lower-cased) whose POSTs are accepted besides the
+    #: request's own host.
+    allowed_origins: frozenset[str] = frozenset()
 
 
 class Dashboard:

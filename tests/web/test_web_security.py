@@ -9,13 +9,15 @@ import subprocess
 import sys
 
 import pytest
+from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.routing import Mount
 
 from asyncq import Client, Inspector
 from asyncq._cli import main
 from asyncq._cli._web_cmd import is_loopback
 from asyncq.web import basic_auth, create_app
-from tests.web.web_helpers import XSS, WebFactory
+from tests.web.web_helpers import XSS, WebFactory, web_http
 
 pytestmark = pytest.mark.anyio
 
@@ -100,6 +102,8 @@ async def test_the_cli_refuses_a_public_host_without_auth(
     assert err.count("\n") == 1
     assert main(["web", "--host", "10.1.2.3", "--basic-auth", "admin"]) == 1
     assert "ASYNCQ_WEB_PASSWORD" in capsys.readouterr().err
+    assert main(["web", "--allowed-origin", "ops.example.com"]) == 1
+    assert "'ops.example.com' is not an origin" in capsys.readouterr().err
     assert [is_loopback(h) for h in ("127.0.0.1", "::1", "localhost", "0.0.0.0", "example.com")
             ] == [True, True, True, False, False]
 
@@ -124,3 +128,82 @@ def test_create_app_checks_its_arguments() -> None:
         create_app("redis://127.0.0.1:1/0", auth="admin")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="username must be a non-empty str"):
         basic_auth("", "x")
+
+
+async def test_a_post_from_another_origin_is_refused_even_with_a_planted_cookie(
+        web: WebFactory, asyncq_client: Client, asyncq_inspector: Inspector,
+        asyncq_queue: str) -> None:
+    info = await asyncq_client.enqueue("t", None, queue=asyncq_queue, process_in=3600)
+    token = "p" * 43  # a token the attacker chose, planted as the cookie (sibling subdomain)
+    fields = {"csrf": token, "action": "delete", "queue": asyncq_queue, "id": info.id,
+              "next": "/"}
+    async with web() as http:
+        http.cookies.set("asyncq_csrf", token)
+        answers = [await http.post("/action/task", data=fields, headers=headers)
+                   for headers in ({"Origin": "https://evil.example"},
+                                   {"Origin": "http://dash.test.evil.example"},
+                                   {"Origin": "null"},
+                                   {"Referer": "https://evil.example/prize"})]
+        for refused in answers:
+            assert refused.status_code == 403
+            assert refused.text.startswith("cross-origin request refused")
+        assert "https://evil.example" in answers[0].text
+        assert (await asyncq_inspector.task_info(asyncq_queue, info.id)).state.value == (
+            "scheduled")
+        # the dashboard's own origin (default port or not), or no header at all, passes
+        for headers in ({"Origin": "http://dash.test"}, {"Origin": "HTTP://DASH.TEST:80"},
+                        {"Referer": "http://dash.test/queue?q=x"}, {}):
+            fields["action"] = "archive" if fields["action"] != "archive" else "run"
+            done = await http.post("/action/task", data=fields, headers=headers)
+            assert done.status_code == 303, (headers, done.text)
+
+
+async def test_allowed_origins_for_a_proxy_that_rewrites_host(
+        web: WebFactory, asyncq_client: Client, asyncq_queue: str) -> None:
+    await asyncq_client.enqueue("t", None, queue=asyncq_queue)
+    async with web(allowed_origins=["https://Ops.Example.com"]) as http:
+        await http.get("/")
+        token = http.cookies.get("asyncq_csrf")
+        fields = {"csrf": token, "action": "pause", "queue": asyncq_queue, "next": "/"}
+        ok = await http.post("/action/queue", data=fields,
+                             headers={"Origin": "https://ops.example.com"})
+        other = await http.post("/action/queue", data=fields,
+                                headers={"Origin": "https://evil.example.com"})
+    assert (ok.status_code, other.status_code) == (303, 403)
+    for bad in (["ops.example.com"], ["https://ops.example.com/path"], "https://x.example"):
+        with pytest.raises((ValueError, TypeError), match="allowed_origins"):
+            create_app("redis://127.0.0.1:1/0", allowed_origins=bad)
+
+
+async def test_over_https_the_cookie_is_host_prefixed_and_a_plain_one_is_ignored(
+        asyncq_redis_url: str, asyncq_client: Client, asyncq_inspector: Inspector,
+        asyncq_queue: str) -> None:
+    info = await asyncq_client.enqueue("t", None, queue=asyncq_queue, process_in=3600)
+    app = create_app(asyncq_redis_url)
+    async with web_http(app, base_url="https://dash.test") as http:
+        page = await http.get("/", headers={"Origin": "https://dash.test"})
+        set_cookie = page.headers["set-cookie"]
+        assert set_cookie.startswith("__Host-asyncq_csrf=")
+        assert {"Path=/", "Secure", "HttpOnly", "SameSite=Strict"} <= {
+            part.strip() for part in set_cookie.split(";")}
+        assert "domain" not in set_cookie.lower()
+        token = http.cookies.get("__Host-asyncq_csrf")
+        fields = {"csrf": token, "action": "archive", "queue": asyncq_queue, "id": info.id,
+                  "next": "/"}
+        done = await http.post("/action/task", data=fields)
+        assert done.status_code == 303
+        # a cookie without the prefix (which anyone on the network could plant) counts for
+        # nothing over HTTPS
+        http.cookies.clear()
+        http.cookies.set("asyncq_csrf", "p" * 43)
+        planted = await http.post("/action/task", data={**fields, "csrf": "p" * 43,
+                                                        "action": "run"})
+        assert planted.status_code == 403
+    assert (await asyncq_inspector.task_info(asyncq_queue, info.id)).state.value == "archived"
+    # mounted under a path, the prefixed cookie still says Path=/ (the prefix demands it)
+    inner = create_app(asyncq_redis_url)
+    async with web_http(Starlette(routes=[Mount("/admin", inner)]),
+                        base_url="https://dash.test") as http:
+        page = await http.get("/admin/")
+    await inner.state.dashboard.close()
+    assert "Path=/;" in page.headers["set-cookie"] + ";"

@@ -39,6 +39,18 @@ end
 -- beyond `max_size`, at most `limit` of each per call, deleting their task hashes (and releasing
 -- the locks they own) so that no orphaned task record is left behind. Returns how many were
 -- dropped.
+-- The archive caps of a queue: its own (the archive_limits hash: max_size, max_age_ms) where
+-- set, else the defaults given (max_size, oldest entry kept in Unix ms); returns max_size and
+-- the oldest entry kept, for asyncq_trim_archive.
+local function asyncq_archive_limits(limits_key, max_size, oldest, now)
+  local v = redis.call('HMGET', limits_key, 'max_size', 'max_age_ms')
+  local size = tonumber(v[1]) or tonumber(max_size)
+  if v[2] then
+    oldest = string.format('%.0f', tonumber(now) - tonumber(v[2]))
+  end
+  return size, oldest
+end
+
 local function asyncq_trim_archive(archived, tprefix, oldest, max_size, limit)
   local dropped = 0
   local function drop(ids)
@@ -56,6 +68,16 @@ local function asyncq_trim_archive(archived, tprefix, oldest, max_size, limit)
     drop(redis.call('ZRANGE', archived, 0, math.min(excess, limit) - 1))
   end
   return dropped
+end
+
+-- Store the traceback of the failure just recorded ('' removes an earlier one, so the
+-- traceback shown always belongs to the error stored).
+local function asyncq_set_traceback(task_key, traceback)
+  if traceback == '' then
+    redis.call('HDEL', task_key, 'traceback')
+  else
+    redis.call('HSET', task_key, 'traceback', traceback)
+  end
 end
 
 -- Is the task active under this owner ('' = any owner)? Takes HMGET state, owner values.

@@ -4,6 +4,7 @@
 --                            zset asyncq:{q}:g:<group> for aggregating tasks
 -- KEYS[2] archived zset      asyncq:{q}:archived
 -- KEYS[3] groups set         asyncq:{q}:groups
+-- KEYS[4] archive limits     asyncq:{q}:archive_limits (the queue's caps, else ARGV[6]/[7])
 -- ARGV[1] state of the source
 -- ARGV[2] batch size: most ids taken from the source by this call
 -- ARGV[3] task key prefix    asyncq:{q}:t:
@@ -37,5 +38,6 @@ for _, id in ipairs(ids) do
   end
 end
 inspect_forget_group(KEYS[1], KEYS[3], ARGV[4])
-local trimmed = asyncq_trim_archive(KEYS[2], ARGV[3], ARGV[7], tonumber(ARGV[6]), batch)
+local max_size, oldest = asyncq_archive_limits(KEYS[4], ARGV[6], ARGV[7], ARGV[5])
+local trimmed = asyncq_trim_archive(KEYS[2], ARGV[3], oldest, max_size, batch)
 return {#ids, archived, trimmed}

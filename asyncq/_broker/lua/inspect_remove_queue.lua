@@ -9,6 +9,8 @@
 -- KEYS[14] registered marker asyncq:{q}:registered (deleted with the queue: the next task
 --   stored registers the queue again)
 -- KEYS[15] completion marks  asyncq:{q}:marks
+-- KEYS[16] archive limits    asyncq:{q}:archive_limits (deleted with the queue, as the pause)
+-- KEYS[17] minute samples    asyncq:{q}:minutes
 -- ARGV[1] mode: 'check' (change nothing), 'remove', or 'force' (also delete the tasks staged in
 --   aggregation sets and release the locks they own)
 -- ARGV[2] task key prefix    asyncq:{q}:t:
@@ -47,7 +49,7 @@ for _, set_key in ipairs(redis.call('ZRANGE', KEYS[13], 0, -1)) do
   end
   redis.call('DEL', set_key)
 end
-for i = 1, 15 do
+for i = 1, #KEYS do
   redis.call('DEL', KEYS[i])
 end
 for i = 3, #ARGV do

@@ -28,7 +28,7 @@ end
 asyncq_release_unique(redis.call('HGET', key, 'unique_key'), ARGV[2])
 local new = ARGV[1] .. ARGV[3]
 redis.call('RENAME', key, new)
-redis.call('HDEL', new, 'owner', 'unique_key')
+redis.call('HDEL', new, 'owner', 'unique_key', 'traceback')
 redis.call('HSET', new, 'state', 'archived', 'error', ARGV[4], 'failed_at', ARGV[5])
 redis.call('ZADD', KEYS[6], ARGV[5], ARGV[3])
 return 1

@@ -48,7 +48,7 @@ end
 
 local function archive(key, id, reason)
   redis.call('HSET', key, 'state', 'archived', 'error', reason, 'failed_at', now)
-  redis.call('HDEL', key, 'owner', 'pending_since')
+  redis.call('HDEL', key, 'owner', 'pending_since', 'traceback')
   redis.call('ZADD', KEYS[6], now, id)
   return 'archived:' .. reason
 end

@@ -16,6 +16,7 @@
 -- ARGV[6] '1' if this counts as a failure (retried + 1, failure counters), '0' if not
 -- ARGV[7] daily counter expiry, Unix ms
 -- ARGV[8] lease cutoff, Unix ms, or '' — the recoverer only takes a task whose lease ended by then
+-- ARGV[9] the failure's traceback, bounded ('' = none: an earlier one is removed)
 -- Returns: 1 moved to retry; 0 not active under this owner, or its lease was renewed (no change).
 -- The uniqueness lock is kept: the task is still queued.
 -- @include _lib.lua
@@ -27,6 +28,7 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[1], 'owner')
 redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'retry', 'error', ARGV[4], 'failed_at', ARGV[5])
+asyncq_set_traceback(KEYS[1], ARGV[9])
 if ARGV[6] == '1' then
   redis.call('HINCRBY', KEYS[1], 'retried', 1)
   asyncq_bump(KEYS[5], KEYS[6], ARGV[7])

@@ -1,6 +1,7 @@
 // asyncq dashboard: live counts and active list. The server pushes a JSON document over
 // server-sent events when tasks change (at most a few a second); when the stream cannot be
-// kept open, the same document is fetched every POLL_MS instead. No other script runs.
+// kept open, the same document is fetched every POLL_MS instead. Besides, a header checkbox
+// selects every task of a list page (the selection itself works without the script).
 "use strict";
 (function () {
   var POLL_MS = 5000;
@@ -78,9 +79,21 @@
     };
   }
 
+  function selectAll() {
+    var all = document.getElementById("select-all");
+    if (!all) { return; }
+    all.addEventListener("change", function () {
+      document.querySelectorAll('input[type=checkbox][form="selection"]').forEach(function (box) {
+        box.checked = all.checked;
+      });
+    });
+  }
+
+  function ready() { start(); selectAll(); }
+
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
+    document.addEventListener("DOMContentLoaded", ready);
   } else {
-    start();
+    ready();
   }
 })();

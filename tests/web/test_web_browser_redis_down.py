@@ -1,0 +1,82 @@
+"""The dashboard while Redis is down, in a real browser: ``asyncq web`` (a real process) starts
+without Redis, every page then answers 503 with a page saying so that reloads itself, the log
+gets one line per failed request (no traceback), and the pages come back by themselves once
+Redis answers, as often as Redis goes away."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from asyncq._testing.redis_server import RedisServer
+from tests.helpers.processes import ROOT
+from tests.web.web_helpers import free_port, shot
+
+expect = pytest.importorskip("playwright.sync_api").expect
+
+
+@contextmanager
+def web_process(redis_url: str, log: Path) -> Iterator[str]:
+    """``python -m asyncq web`` on a free loopback port; yields its base URL once it answers."""
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "asyncq", "web", "--redis-url", redis_url,
+                                 "--port", str(port)], cwd=ROOT, stdout=out, stderr=out)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, f"asyncq web exited: {log.read_text()}"
+            try:
+                httpx.get(f"{url}/static/app.css", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, f"asyncq web not up: {log.read_text()}"
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def _unreachable_page_then_back(page: Any, url: str, redis: RedisServer, name: str) -> None:
+    answer = page.goto(f"{url}/")
+    assert answer is not None and answer.status == 503
+    expect(page.locator("#unavailable")).to_have_text("Redis is unreachable")
+    expect(page.locator(".flash.error")).to_contain_text("cannot reach Redis")
+    shot(page, name)
+    redis.start()
+    # the page reloads itself (every 5 s) and shows the queues, without a click
+    expect(page.locator("h1")).to_have_text("Queues", timeout=20_000)
+
+
+def test_the_dashboard_starts_without_redis_and_recovers(page: Any, tmp_path: Path) -> None:
+    redis = RedisServer(port=free_port())
+    log = tmp_path / "web.log"
+    try:
+        with web_process(redis.url, log) as url:
+            assert "serving anyway" in log.read_text()
+            _unreachable_page_then_back(page, url, redis, "redis-unreachable")
+            assert httpx.get(f"{url}/queue?q=none").status_code == 404  # pages work again
+            redis.stop()
+            page.goto(f"{url}/servers")
+            expect(page.locator("#unavailable")).to_be_visible()
+            _unreachable_page_then_back(page, url, redis, "redis-unreachable-again")
+            page.goto("about:blank")
+    finally:
+        redis.close()
+    text = log.read_text()
+    assert "Traceback" not in text, text
+    failures = [line for line in text.splitlines() if "redis call failed" in line]
+    assert failures and all("cannot reach Redis" in line for line in failures)
+    # the browser reports each 503 it loaded in its console; nothing else went wrong
+    assert all("status of 503" in e for e in page.errors), page.errors
+    assert not page.dialogs, page.dialogs
