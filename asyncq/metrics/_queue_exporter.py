@@ -146,16 +146,26 @@ def _backlog(q: QueueInfo) -> int:
 
 
 def _server_metrics(servers: list[ServerInfo]) -> Iterator[Metric]:
+    """Live workers, summed per host: a worker's id (host:pid:random) changes with every
+    restart, so a label of it would start new series each time; the host does not."""
     live = GaugeMetricFamily("asyncq_servers", "Live worker processes")
     live.add_metric([], len(servers))
-    concurrency = _gauge("asyncq_server_concurrency", "Most tasks a worker runs at once",
-                         ["server", "host"])
-    busy = _gauge("asyncq_server_active_tasks", "Tasks a worker is running", ["server", "host"])
+    per_host = _gauge("asyncq_host_servers", "Live worker processes on a host", ["host"])
+    concurrency = _gauge("asyncq_server_concurrency",
+                         "Most tasks the live workers of a host run at once", ["host"])
+    busy = _gauge("asyncq_server_active_tasks", "Tasks the live workers of a host are running",
+                  ["host"])
+    hosts: dict[str, list[int]] = {}
     for s in servers:
-        labels = [s.id, s.host]
-        concurrency.add_metric(labels, s.concurrency)
-        busy.add_metric(labels, len(s.active_workers))
-    yield from (live, concurrency, busy)
+        totals = hosts.setdefault(s.host, [0, 0, 0])
+        totals[0] += 1
+        totals[1] += s.concurrency
+        totals[2] += len(s.active_workers)
+    for host, (n, slots, running) in sorted(hosts.items()):
+        per_host.add_metric([host], n)
+        concurrency.add_metric([host], slots)
+        busy.add_metric([host], running)
+    yield from (live, per_host, concurrency, busy)
 
 
 class QueueMetricsApp:

@@ -53,6 +53,12 @@ async def test_a_scrape_reports_what_a_known_workload_left(
             await w.wait_drained(work)
             m = await scrape(app)
             assert m[("asyncq_servers", ())] >= 1
+            # Per host, not per worker id: a restarted worker continues the same series.
+            host = socket.gethostname()  # (what a worker reports as its host)
+            assert m[key("asyncq_host_servers", host=host)] >= 1
+            assert m[key("asyncq_server_concurrency", host=host)] >= 5
+            assert not any(k[0].startswith("asyncq_server") and dict(k[1]).get("server")
+                           for k in m)
     finally:
         await app.aclose()
     assert m[("asyncq_up", ())] == 1
