@@ -181,6 +181,7 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         await broker.list_lease_expired(q, now + 10 * LEASE_MS, 10)
         await broker.reclaim_orphans(q, 10)
         await broker.delete_expired_completed(q, 10)
+        await broker.record_minute(q)
         await broker.repair_tasks(q, [later.id], 10)
         await broker.write_server_state("srv-1", b"{}", {"t1": b"{}"}, 10_000)
         await broker.clear_server_state("srv-1")
@@ -202,6 +203,10 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         assert info.size > 0 and info.memory_usage > 0
         await inspector.groups(q)
         await inspector.list_tasks(q, TaskState.PENDING)
+        await inspector.find_tasks(q, TaskState.PENDING, task_type="t")
+        await inspector.set_archive_limits(q, max_size=1000)
+        assert (await inspector.archive_limits(q)).max_size == 1000
+        await inspector.minute_stats(q)
         await inspector.task_info(q, later.id)
         await inspector.update_task_payload(q, later.id, {"new": True})
         await inspector.run_task(q, later.id)
