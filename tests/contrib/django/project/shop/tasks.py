@@ -1,0 +1,37 @@
+"""The shop's tasks: sync and async, one that fails, one that uses the database."""
+
+from django.conf import settings
+from django.db import connection
+
+try:
+    from django.tasks import task
+except ImportError:
+    from django_tasks import task
+
+QUEUE = settings.TASKS["default"]["QUEUES"][0]
+
+
+class OutOfStockError(Exception):
+    """What a refund of an unknown order raises."""
+
+
+@task(queue_name=QUEUE)
+def add(a, b):
+    return a + b
+
+
+@task(queue_name=QUEUE)
+def refund(order):
+    raise OutOfStockError(f"order {order} cannot be refunded")
+
+
+@task(queue_name=QUEUE)
+async def greet(name):
+    return {"greeting": f"hello {name}"}
+
+
+@task(queue_name=QUEUE)
+def count_tables():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM sqlite_master")
+        return cursor.fetchone()[0]
