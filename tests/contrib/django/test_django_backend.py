@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -134,6 +135,36 @@ def test_a_task_uses_the_database_in_the_worker(shop: Shop) -> None:
 
     assert done["status"] == "SUCCESSFUL"
     assert isinstance(done["return_value"], int)
+
+
+def test_a_forked_child_enqueues_without_its_parents_loop(shop: Shop) -> None:
+    # A pre-fork server (gunicorn) forks after the app enqueued: the child has no copy of the
+    # parent's loop thread and must start its own instead of waiting on the parent's.
+    shop.finished(shop.get("/add?a=1&b=1")["id"])
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (fork of a threaded process)
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.write(write, shop.get("/add?a=20&b=22")["id"].encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    deadline = time.monotonic() + WAIT
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's enqueue did not return")
+        time.sleep(0.05)
+    with os.fdopen(read) as pipe:
+        result_id = pipe.read()
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+
+    assert shop.finished(result_id)["return_value"] == 42
 
 
 def test_an_unknown_result_id_does_not_exist(shop: Shop) -> None:
