@@ -1,11 +1,11 @@
 """The worker side: one asyncq handler that runs any ``@task`` function by its dotted path,
-sync functions in a thread and async ones on the loop, with Django's database connections
-closed around each call as Django does around a request."""
+sync functions in one of the worker's threads and async ones on the loop, with Django's
+database connections closed around each call as Django does around a request."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
+from functools import partial
 from inspect import iscoroutinefunction
 from typing import Any
 
@@ -14,12 +14,14 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from asyncq._model._task import Task as AsyncqTask
+from asyncq._worker._threads import threaded
 
 from ._compat import TaskContext, TaskResult, TaskResultStatus, normalize_json
 from ._results import ARGS, KWARGS, bound_task, framework_task
 
 
-def _call_in_thread(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+def _call_in_thread(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
+                    _task: AsyncqTask) -> Any:
     # Connections are per thread: drop this thread's stale or broken ones before and after.
     close_old_connections()
     try:
@@ -52,5 +54,7 @@ async def run_django_task(task: AsyncqTask) -> Any:
         finally:
             await sync_to_async(close_old_connections)()
     else:
-        value = await asyncio.to_thread(_call_in_thread, found.func, args, kwargs)
+        # The worker's own threads: as many as its concurrency, and a thread still running
+        # after its task's timeout keeps its slot (as for a plain ``def`` handler).
+        value = await threaded(partial(_call_in_thread, found.func, args, kwargs))(task)
     return normalize_json(value)

@@ -22,14 +22,16 @@ pytest.importorskip("django")
 ROOT = Path(__file__).resolve().parents[3]
 PROJECT = Path(__file__).resolve().parent / "project"
 WAIT = 20.0
+CONCURRENCY = 8
 
 
 class Shop:
     """The project's test client plus its worker's log, for reading results back."""
 
-    def __init__(self, client: Any, log: Path) -> None:
+    def __init__(self, client: Any, log: Path, tmp: Path) -> None:
         self.client = client
         self.log = log
+        self.tmp = tmp
 
     def get(self, url: str) -> dict[str, Any]:
         response = self.client.get(url)
@@ -65,10 +67,11 @@ def shop(asyncq_redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     log = tmp / "worker.log"
     worker_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(PROJECT)]))
     with log.open("wb") as out:
-        worker = subprocess.Popen([sys.executable, "manage.py", "asyncq_worker", "-c", "4"],
-                                  cwd=PROJECT, env=worker_env, stdout=out, stderr=out)
+        worker = subprocess.Popen(
+            [sys.executable, "manage.py", "asyncq_worker", "-c", str(CONCURRENCY)],
+            cwd=PROJECT, env=worker_env, stdout=out, stderr=out)
     try:
-        yield Shop(Client(), log)
+        yield Shop(Client(), log, tmp)
     finally:
         worker.terminate()
         try:
@@ -135,6 +138,25 @@ def test_a_task_uses_the_database_in_the_worker(shop: Shop) -> None:
 
     assert done["status"] == "SUCCESSFUL"
     assert isinstance(done["return_value"], int)
+
+
+def test_sync_tasks_run_as_many_at_once_as_the_worker_concurrency(shop: Shop) -> None:
+    folder = shop.tmp / "rendezvous"
+    folder.mkdir()
+    ids = [shop.get(f"/rendezvous?folder={folder}&parties={CONCURRENCY}")["id"]
+           for _ in range(CONCURRENCY)]
+
+    done = [shop.finished(result_id) for result_id in ids]
+
+    assert [d["status"] for d in done] == ["SUCCESSFUL"] * CONCURRENCY, done[0]["errors"]
+
+
+def test_a_task_that_takes_context_gets_its_result_id_and_attempt(shop: Shop) -> None:
+    started = shop.get("/whoami?tag=t1")
+
+    done = shop.finished(started["id"])
+
+    assert done["return_value"] == {"id": started["id"], "attempt": 1, "tag": "t1"}
 
 
 def test_a_forked_child_enqueues_without_its_parents_loop(shop: Shop) -> None:

@@ -1,5 +1,9 @@
 """The shop's tasks: sync and async, one that fails, one that uses the database."""
 
+import time
+import uuid
+from pathlib import Path
+
 from django.conf import settings
 from django.db import connection
 
@@ -35,3 +39,20 @@ def count_tables():
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM sqlite_master")
         return cursor.fetchone()[0]
+
+
+@task(queue_name=QUEUE)
+def rendezvous(folder, parties):
+    """Wait (up to 10 s) until ``parties`` calls are running at once."""
+    (Path(folder) / uuid.uuid4().hex).touch()
+    deadline = time.monotonic() + 10
+    while len(list(Path(folder).iterdir())) < parties:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(list(Path(folder).iterdir()))} of {parties} ran")
+        time.sleep(0.01)
+    return parties
+
+
+@task(queue_name=QUEUE, takes_context=True)
+def whoami(context, tag):
+    return {"id": context.task_result.id, "attempt": context.attempt, "tag": tag}

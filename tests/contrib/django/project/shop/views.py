@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.http import JsonResponse
 from django.utils import timezone
 
-from shop.tasks import add, count_tables, greet, refund
+from shop.tasks import add, count_tables, greet, refund, rendezvous, whoami
 
 try:
     from django.tasks import default_task_backend
@@ -32,6 +32,14 @@ def enqueue_refund(request):
 
 def enqueue_count(request):
     return _started(count_tables.enqueue())
+
+
+def enqueue_rendezvous(request):
+    return _started(rendezvous.enqueue(request.GET["folder"], int(request.GET["parties"])))
+
+
+def enqueue_whoami(request):
+    return _started(whoami.enqueue(tag=request.GET["tag"]))
 
 
 async def enqueue_greet(request):

@@ -9,6 +9,8 @@ urlpatterns = [
     path("refund", views.enqueue_refund),
     path("greet", views.enqueue_greet),
     path("count", views.enqueue_count),
+    path("rendezvous", views.enqueue_rendezvous),
+    path("whoami", views.enqueue_whoami),
     path("result/<str:result_id>", views.result),
     path("aresult/<str:result_id>", views.aresult),
 ]
