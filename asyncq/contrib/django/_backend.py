@@ -3,7 +3,6 @@ asyncq task, so ``@task`` functions run on asyncq workers (``manage.py asyncq_wo
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -90,7 +89,7 @@ class AsyncqBackend(BaseTaskBackend):
         except TypeError as exc:
             raise TypeError(f"the arguments of {task.module_path} must be JSON values "
                             f"(str, int, float, bool, None, list, dict): {exc}") from None
-        options = dict(self.enqueue_options, queue=task.queue_name, task_id=str(uuid.uuid4()))
+        options = dict(self.enqueue_options, queue=task.queue_name)
         if task.run_after is not None:
             options["process_at"] = task.run_after
         return payload, options

@@ -189,6 +189,22 @@ def test_a_forked_child_enqueues_without_its_parents_loop(shop: Shop) -> None:
     assert shop.finished(result_id)["return_value"] == 42
 
 
+def test_arguments_that_are_not_json_are_refused_at_enqueue(shop: Shop) -> None:
+    from shop.tasks import add
+
+    with pytest.raises(TypeError, match="must be JSON values"):
+        add.enqueue(object(), 1)
+
+
+def test_a_priority_is_refused_as_the_backend_does_not_support_it(shop: Shop) -> None:
+    from shop.tasks import add
+
+    from asyncq.contrib.django._compat import InvalidTaskError
+
+    with pytest.raises(InvalidTaskError, match="priority"):
+        add.using(priority=10)
+
+
 def test_an_unknown_result_id_does_not_exist(shop: Shop) -> None:
     from asyncq.contrib.django._compat import TaskResultDoesNotExist, task_backends
 
