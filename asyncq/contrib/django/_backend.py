@@ -1,0 +1,129 @@
+"""``AsyncqBackend``: the Django Tasks framework's backend that stores each enqueued call as an
+asyncq task, so ``@task`` functions run on asyncq workers (``manage.py asyncq_worker``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+from asyncq._client._client import Client
+from asyncq._errors import TaskNotFoundError
+from asyncq._inspector._inspector import Inspector
+from asyncq._model._info import TaskInfo
+from asyncq._validate import validate_queue_name
+
+from ._bridge import LoopBridge
+from ._compat import (
+    BaseTaskBackend,
+    InvalidTaskError,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    normalize_json,
+    task_enqueued,
+)
+from ._results import result_of, task_payload
+
+#: The framework runs a task once: a call that raises is FAILED, not retried, unless the
+#: backend's OPTIONS say MAX_RETRY.
+_NO_RETRY = 0
+
+_OPTION_NAMES = {"URL", "MAX_RETRY", "TIMEOUT", "RETENTION"}
+
+
+class AsyncqBackend(BaseTaskBackend):
+    """Enqueues to asyncq and reads results back from it.
+
+    ``TASKS = {"default": {"BACKEND": "asyncq.contrib.django.AsyncqBackend", "QUEUES":
+    ["default"], "OPTIONS": {"URL": "redis://..."}}}``. Each call becomes an asyncq task whose
+    type is the function's dotted path, whose payload is its arguments (JSON) and whose asyncq
+    queue is its ``queue_name``; its result id is the asyncq task id. OPTIONS: ``URL``
+    (required), ``MAX_RETRY`` (default 0: a failing call is FAILED at once), ``TIMEOUT`` and
+    ``RETENTION`` (seconds; default asyncq's). Priority is not supported: asyncq runs a queue
+    in order, so give urgent work its own queue and weight it in the worker.
+    """
+
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = False
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        unknown = set(self.options) - _OPTION_NAMES
+        if unknown:
+            raise ImproperlyConfigured(
+                f"TASKS[{alias!r}] OPTIONS has unknown keys {sorted(unknown)}: use "
+                f"{sorted(_OPTION_NAMES)}")
+        url = self.options.get("URL")
+        if not isinstance(url, str) or not url:
+            raise ImproperlyConfigured(
+                f"TASKS[{alias!r}] needs OPTIONS['URL'], the Redis URL of asyncq (e.g. "
+                f"'redis://localhost:6379/0')")
+        for queue in self.queues:
+            try:
+                validate_queue_name(queue)
+            except ValueError as exc:
+                raise ImproperlyConfigured(f"TASKS[{alias!r}] QUEUES: {exc}") from None
+        self.url: str = url
+        self.enqueue_options: dict[str, Any] = {
+            "max_retry": self.options.get("MAX_RETRY", _NO_RETRY)}
+        for key, name in (("TIMEOUT", "timeout"), ("RETENTION", "retention")):
+            if key in self.options:
+                self.enqueue_options[name] = self.options[key]
+        self._bridge = LoopBridge(lambda: Client(self.url))
+
+    def validate_task(self, task: Task[Any, Any]) -> None:
+        super().validate_task(task)
+        try:
+            validate_queue_name(task.queue_name)
+        except ValueError as exc:
+            raise InvalidTaskError(str(exc)) from None
+
+    def _prepare(self, task: Task[Any, Any], args: Any, kwargs: Any
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+        self.validate_task(task)
+        try:
+            payload = normalize_json(task_payload(args, kwargs, task.priority, task.run_after))
+        except TypeError as exc:
+            raise TypeError(f"the arguments of {task.module_path} must be JSON values "
+                            f"(str, int, float, bool, None, list, dict): {exc}") from None
+        options = dict(self.enqueue_options, queue=task.queue_name)
+        if task.run_after is not None:
+            options["process_at"] = task.run_after
+        return payload, options
+
+    def _enqueued(self, task: Task[Any, Any], info: TaskInfo) -> TaskResult[Any]:
+        result = result_of(info, self.alias, task=task)
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
+        """Store the call as an asyncq task (scheduled when ``run_after`` is set)."""
+        payload, options = self._prepare(task, args, kwargs)
+        info = self._bridge.run(lambda c: c.enqueue(task.module_path, payload, **options))
+        return self._enqueued(task, info)
+
+    async def aenqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
+        """``enqueue`` from async code, without a thread per call."""
+        payload, options = self._prepare(task, args, kwargs)
+        info = await self._bridge.arun(
+            lambda c: c.enqueue(task.module_path, payload, **options))
+        return self._enqueued(task, info)
+
+    def get_result(self, result_id: str) -> TaskResult[Any]:
+        """The task's status, return value and errors as asyncq holds them now;
+        TaskResultDoesNotExist once it is gone (after its retention)."""
+        return result_of(self._bridge.run(lambda c: _find(c, result_id)), self.alias)
+
+    async def aget_result(self, result_id: str) -> TaskResult[Any]:
+        """``get_result`` from async code."""
+        return result_of(await self._bridge.arun(lambda c: _find(c, result_id)), self.alias)
+
+
+async def _find(client: Client, result_id: str) -> TaskInfo:
+    try:
+        return await Inspector(client.broker).find_task(result_id)
+    except (TaskNotFoundError, ValueError, TypeError):
+        raise TaskResultDoesNotExist(result_id) from None

@@ -1,0 +1,58 @@
+"""The shop's tasks: sync and async, one that fails, one that uses the database."""
+
+import time
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+try:
+    from django.tasks import task
+except ImportError:
+    from django_tasks import task
+
+QUEUE = settings.TASKS["default"]["QUEUES"][0]
+
+
+class OutOfStockError(Exception):
+    """What a refund of an unknown order raises."""
+
+
+@task(queue_name=QUEUE)
+def add(a, b):
+    return a + b
+
+
+@task(queue_name=QUEUE)
+def refund(order):
+    raise OutOfStockError(f"order {order} cannot be refunded")
+
+
+@task(queue_name=QUEUE)
+async def greet(name):
+    return {"greeting": f"hello {name}"}
+
+
+@task(queue_name=QUEUE)
+def count_tables():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM sqlite_master")
+        return cursor.fetchone()[0]
+
+
+@task(queue_name=QUEUE)
+def rendezvous(folder, parties):
+    """Wait (up to 10 s) until ``parties`` calls are running at once."""
+    (Path(folder) / uuid.uuid4().hex).touch()
+    deadline = time.monotonic() + 10
+    while len(list(Path(folder).iterdir())) < parties:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(list(Path(folder).iterdir()))} of {parties} ran")
+        time.sleep(0.01)
+    return parties
+
+
+@task(queue_name=QUEUE, takes_context=True)
+def whoami(context, tag):
+    return {"id": context.task_result.id, "attempt": context.attempt, "tag": tag}

@@ -1,0 +1,27 @@
+"""A minimal Django project whose tasks run on asyncq; the tests give it the Redis URL, the
+queue and the SQLite file through the environment."""
+
+import importlib.util
+import os
+
+SECRET_KEY = "only-for-tests"
+DEBUG = False
+ALLOWED_HOSTS = ["testserver", "localhost"]
+USE_TZ = True
+ROOT_URLCONF = "shopsite.urls"
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+
+INSTALLED_APPS = ["asyncq.contrib.django", "shop"]
+if importlib.util.find_spec("django.tasks") is None:  # Django 5.2: the backport's app
+    INSTALLED_APPS.insert(0, "django_tasks")
+
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3",
+                         "NAME": os.environ["SHOP_DB"]}}
+
+TASKS = {
+    "default": {
+        "BACKEND": "asyncq.contrib.django.AsyncqBackend",
+        "QUEUES": [os.environ["SHOP_QUEUE"]],
+        "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"]},
+    }
+}

@@ -1,0 +1,226 @@
+"""The Django Tasks backend in a real Django project (tests/contrib/django/project): views
+enqueue through ``AsyncqBackend`` and read results back, while ``manage.py asyncq_worker``, a
+separate process, runs the project's ``@task`` functions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("django")
+
+ROOT = Path(__file__).resolve().parents[3]
+PROJECT = Path(__file__).resolve().parent / "project"
+WAIT = 20.0
+CONCURRENCY = 8
+
+
+class Shop:
+    """The project's test client plus its worker's log, for reading results back."""
+
+    def __init__(self, client: Any, log: Path, tmp: Path) -> None:
+        self.client = client
+        self.log = log
+        self.tmp = tmp
+
+    def get(self, url: str) -> dict[str, Any]:
+        response = self.client.get(url)
+        assert response.status_code == 200, response.content
+        body: dict[str, Any] = response.json()
+        return body
+
+    def finished(self, result_id: str, *, view: str = "result") -> dict[str, Any]:
+        """The result once the worker finished the task (polled until then)."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            body = self.get(f"/{view}/{result_id}")
+            if body["status"] in ("SUCCESSFUL", "FAILED"):
+                return body
+            if time.monotonic() > deadline:
+                pytest.fail(f"task {result_id} still {body['status']} after {WAIT} s; worker "
+                            f"log:\n{self.log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def shop(asyncq_redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
+    tmp = tmp_path_factory.mktemp("shop")
+    env = {"SHOP_QUEUE": f"dj-{uuid.uuid4().hex[:10]}", "SHOP_REDIS_URL": asyncq_redis_url,
+           "SHOP_DB": str(tmp / "shop.sqlite3"), "DJANGO_SETTINGS_MODULE": "shopsite.settings"}
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    sys.path.insert(0, str(PROJECT))
+    import django
+    from django.test import Client
+
+    django.setup()
+    log = tmp / "worker.log"
+    worker_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(PROJECT)]))
+    with log.open("wb") as out:
+        worker = subprocess.Popen(
+            [sys.executable, "manage.py", "asyncq_worker", "-c", str(CONCURRENCY)],
+            cwd=PROJECT, env=worker_env, stdout=out, stderr=out)
+    try:
+        yield Shop(Client(), log, tmp)
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+        sys.path.remove(str(PROJECT))
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def test_a_sync_view_enqueues_and_the_worker_returns_the_value(shop: Shop) -> None:
+    started = shop.get("/add?a=2&b=40")
+    assert started["status"] == "READY"
+
+    done = shop.finished(started["id"])
+
+    assert done["status"] == "SUCCESSFUL"
+    assert done["return_value"] == 42
+    assert done["args"] == [2, 40]
+    assert done["errors"] == []
+
+
+def test_an_async_view_enqueues_an_async_task_and_reads_it_async(shop: Shop) -> None:
+    started = shop.get("/greet?name=ada")
+
+    done = shop.finished(started["id"], view="aresult")
+
+    assert done["status"] == "SUCCESSFUL"
+    assert done["return_value"] == {"greeting": "hello ada"}
+
+
+def test_a_task_that_raises_is_failed_with_its_exception(shop: Shop) -> None:
+    started = shop.get("/refund?order=A-17")
+
+    done = shop.finished(started["id"])
+
+    assert done["status"] == "FAILED"
+    [error] = done["errors"]
+    assert error["class"] == "shop.tasks.OutOfStockError"
+    assert "order A-17 cannot be refunded" in error["traceback"]
+    assert "return_value" not in done
+
+
+def test_run_after_waits_scheduled_then_runs(shop: Shop) -> None:
+    started = shop.get("/add-later?in=1.5")
+
+    waiting = shop.get(f"/result/{started['id']}")
+    assert waiting["status"] == "READY"
+    done = shop.finished(started["id"])
+
+    assert done["status"] == "SUCCESSFUL"
+    assert done["return_value"] == 3
+    assert datetime.fromisoformat(done["started_at"]) >= datetime.fromisoformat(
+        done["run_after"])
+
+
+def test_a_task_uses_the_database_in_the_worker(shop: Shop) -> None:
+    done = shop.finished(shop.get("/count")["id"])
+
+    assert done["status"] == "SUCCESSFUL"
+    assert isinstance(done["return_value"], int)
+
+
+def test_sync_tasks_run_as_many_at_once_as_the_worker_concurrency(shop: Shop) -> None:
+    folder = shop.tmp / "rendezvous"
+    folder.mkdir()
+    ids = [shop.get(f"/rendezvous?folder={folder}&parties={CONCURRENCY}")["id"]
+           for _ in range(CONCURRENCY)]
+
+    done = [shop.finished(result_id) for result_id in ids]
+
+    assert [d["status"] for d in done] == ["SUCCESSFUL"] * CONCURRENCY, done[0]["errors"]
+
+
+def test_a_task_that_takes_context_gets_its_result_id_and_attempt(shop: Shop) -> None:
+    started = shop.get("/whoami?tag=t1")
+
+    done = shop.finished(started["id"])
+
+    assert done["return_value"] == {"id": started["id"], "attempt": 1, "tag": "t1"}
+
+
+def test_a_forked_child_enqueues_without_its_parents_loop(shop: Shop) -> None:
+    # A pre-fork server (gunicorn) forks after the app enqueued: the child has no copy of the
+    # parent's loop thread and must start its own instead of waiting on the parent's.
+    shop.finished(shop.get("/add?a=1&b=1")["id"])
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (fork of a threaded process)
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.write(write, shop.get("/add?a=20&b=22")["id"].encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    deadline = time.monotonic() + WAIT
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's enqueue did not return")
+        time.sleep(0.05)
+    with os.fdopen(read) as pipe:
+        result_id = pipe.read()
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+
+    assert shop.finished(result_id)["return_value"] == 42
+
+
+def test_arguments_that_are_not_json_are_refused_at_enqueue(shop: Shop) -> None:
+    from shop.tasks import add
+
+    with pytest.raises(TypeError, match="must be JSON values"):
+        add.enqueue(object(), 1)
+
+
+def test_a_priority_is_refused_as_the_backend_does_not_support_it(shop: Shop) -> None:
+    from shop.tasks import add
+
+    from asyncq.contrib.django._compat import InvalidTaskError
+
+    with pytest.raises(InvalidTaskError, match="priority"):
+        add.using(priority=10)
+
+
+def test_an_unknown_result_id_does_not_exist(shop: Shop) -> None:
+    from asyncq.contrib.django._compat import TaskResultDoesNotExist, task_backends
+
+    with pytest.raises(TaskResultDoesNotExist):
+        task_backends["default"].get_result(str(uuid.uuid4()))
+
+
+@pytest.mark.parametrize(("params", "says"), [
+    ({"QUEUES": ["default"], "OPTIONS": {}}, r"needs OPTIONS\['URL'\]"),
+    ({"OPTIONS": {"URL": "redis://localhost", "RETRIES": 3}}, r"unknown keys \['RETRIES'\]"),
+    ({"QUEUES": ["two words"], "OPTIONS": {"URL": "redis://localhost"}}, "whitespace"),
+])
+def test_a_bad_backend_configuration_says_what_to_fix(params: dict[str, Any], says: str) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from asyncq.contrib.django import AsyncqBackend
+
+    with pytest.raises(ImproperlyConfigured, match=says):
+        AsyncqBackend("default", params)
