@@ -119,6 +119,8 @@ class EventHub:
         #: been missed: the subscription broke or changed since it began).
         self.generation = 0
         self._task: asyncio.Task[None] | None = None
+        self._closing = False  # set by close(): the listener's loop ends even if a cancel
+        # request were swallowed by a cancel scope ending at the same moment
         self._flush: EventFlush | None = None
 
     # -- watching
@@ -134,6 +136,7 @@ class EventHub:
         if not wanted <= self._subscribed:
             self._changed.set()  # (also wakes a listener waiting out its backoff)
         if self._task is None or self._task.done():
+            self._closing = False
             self._task = asyncio.get_running_loop().create_task(self._run())
             self._task.add_done_callback(self._ended)
         failures = self._failures
@@ -240,6 +243,8 @@ class EventHub:
         self._streams.discard(stream)
 
     async def close(self) -> None:
+        self._closing = True
+        self._changed.set()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -263,7 +268,7 @@ class EventHub:
         self._progress = asyncio.Event()
 
     async def _run(self) -> None:
-        while True:
+        while not self._closing:
             self._drop_idle()
             queues = sorted(self._users)
             if not queues and not self._idle_since:

@@ -228,6 +228,7 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
     finally:
         await scheduler.broker.close()
         await inspector.close()
+        await client.close()
         await broker.close()
     missing = set(load_scripts()) - set(slot_checker.calls)
     assert not missing, f"scripts not exercised on the cluster: {sorted(missing)}"
