@@ -69,8 +69,8 @@ def gunicorn(tmp_path: Path, asyncq_redis_url: str, asyncq_queue: str) -> Iterat
     log = tmp_path / "gunicorn.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--workers", "2", "--preload", "--timeout", "60", "--graceful-timeout", "5",
-             "--bind", f"127.0.0.1:{port}", "sync_app:app"],
+            [sys.executable, "-m", "gunicorn", "--workers", "2", "--preload", "--timeout", "60",
+             "--graceful-timeout", "5", "--bind", f"127.0.0.1:{port}", "sync_app:app"],
             cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True)  # its own process group: the workers go with it
     base = f"http://127.0.0.1:{port}"
