@@ -60,9 +60,11 @@ class _Runner:
         self.loop.run_forever()
 
     def stop(self, timeout: float) -> None:
-        """Close the client, then stop and close the loop (from any thread but the loop's)."""
+        """End the calls still running (their callers get CancelledError rather than waiting
+        for ever), close the client, then stop and close the loop (from any thread but the
+        loop's)."""
         try:
-            asyncio.run_coroutine_threadsafe(self.client.close(), self.loop).result(timeout)
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(timeout)
         except (concurrent.futures.TimeoutError, AsyncqError, OSError):
             pass  # closing: a connection that cannot be closed politely is dropped below
         finally:
@@ -70,6 +72,13 @@ class _Runner:
             self.thread.join(timeout)
             if not self.thread.is_alive():
                 self.loop.close()
+
+    async def _shutdown(self) -> None:
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+        await self.client.close()
 
 
 async def _made(make_client: Any) -> Client:
@@ -134,7 +143,8 @@ class SyncClient:
 
     def close(self) -> None:
         """Close the connection and stop the background thread; calling it again does nothing.
-        A client used after ``close()`` raises RuntimeError."""
+        Calls still waiting in other threads raise CancelledError; a client used after
+        ``close()`` raises RuntimeError."""
         with self._lock:
             self._closed = True
             runner, self._runner = self._runner, None

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +248,29 @@ def test_a_client_left_open_is_closed_when_the_interpreter_exits(
                           asyncq_queue], capture_output=True, text=True, timeout=60,
                          env=_subprocess_env(), check=False)
     assert (out.returncode, out.stdout, out.stderr) == (0, "closed at exit: True\n", "")
+
+
+def test_closing_ends_a_call_another_thread_is_waiting_in(
+    asyncq_redis_url: str, asyncq_queue: str,
+) -> None:
+    client = SyncClient(asyncq_redis_url)
+    info = client.enqueue("sync:add", queue=asyncq_queue)  # no worker: it never ends
+    raised: list[BaseException] = []
+    waiting = threading.Event()
+
+    def wait_for_ever() -> None:
+        waiting.set()
+        try:
+            client.result(info)
+        except BaseException as exc:  # the assertion below says which
+            raised.append(exc)
+
+    thread = threading.Thread(target=wait_for_ever)
+    thread.start()
+    waiting.wait(10)
+    client.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    # Cancelled in flight, or refused as closed if close() won the race to the loop.
+    assert len(raised) == 1
+    assert isinstance(raised[0], CancelledError | RuntimeError), raised
