@@ -4,6 +4,7 @@ calls run in threads (``anyio.to_thread``), as a web app's request threads would
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -274,3 +275,17 @@ def test_closing_ends_a_call_another_thread_is_waiting_in(
     # Cancelled in flight, or refused as closed if close() won the race to the loop.
     assert len(raised) == 1
     assert isinstance(raised[0], CancelledError | RuntimeError), raised
+
+
+def test_a_call_from_the_clients_own_loop_thread_is_refused_instead_of_hanging(
+    sync_client: SyncClient, asyncq_queue: str,
+) -> None:
+    # Only code the client's loop runs (a hook called from inside a call) can get here.
+    sync_client.ping()
+    loop = sync_client._client_and_loop()[1]
+
+    async def call_back() -> None:
+        sync_client.enqueue("sync:add", queue=asyncq_queue)
+
+    with pytest.raises(RuntimeError, match="own event loop thread"):
+        asyncio.run_coroutine_threadsafe(call_back(), loop).result(10)
