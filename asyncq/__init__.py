@@ -7,6 +7,7 @@ is one atomic Lua script in Redis; keys are hash-tagged per queue so Redis Clust
 from ._broker import Broker
 from ._broker._connection_options import ConnectionOptions
 from ._client._client import Client
+from ._client._sync import SyncClient
 from ._client._waiting import WaitTimeoutError
 from ._clock import Clock, FakeClock, SystemClock
 from ._errors import (
@@ -107,6 +108,7 @@ __all__ = [
     "ServeMux",
     "ServerInfo",
     "SkipRetry",
+    "SyncClient",
     "SyncTaskDefinition",
     "SystemClock",
     "Task",

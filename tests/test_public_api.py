@@ -28,6 +28,8 @@ PUBLIC = {
     "AsyncTaskDefinition", "SyncTaskDefinition", "TaskDefinition",
     # the keyword options of enqueue, for type checkers
     "EnqueueOptions",
+    # the producer API for synchronous code (a loop thread per process)
+    "SyncClient",
     # rate and concurrency limits
     "ConcurrencyLimit", "Limiter", "LimitUse", "RateLimit",
 }

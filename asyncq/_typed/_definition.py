@@ -13,7 +13,17 @@ import dataclasses
 import datetime as dt
 import inspect
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, Unpack
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    Self,
+    TypeVar,
+    Unpack,
+    overload,
+)
 
 import orjson
 
@@ -28,6 +38,7 @@ from ._signature import TaskSignature
 
 if TYPE_CHECKING:
     from .._client._client import Client
+    from .._client._sync import SyncClient
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -80,11 +91,29 @@ class TaskDefinition(Generic[P, R]):
         return Step(Task(self.name, orjson.Fragment(raw), **self.defaults), name,
                     self.signature.returns)
 
-    async def enqueue(self, client: Client, /, *args: P.args, **kwargs: P.kwargs) -> TaskInfo:
-        """Store a call of this task; a wrong or missing argument raises TypeError before
-        anything is written."""
+    @overload
+    def enqueue(self, client: SyncClient, /, *args: P.args, **kwargs: P.kwargs) -> TaskInfo: ...
+    @overload
+    def enqueue(self, client: Client, /, *args: P.args,
+                **kwargs: P.kwargs) -> Coroutine[Any, Any, TaskInfo]: ...
+
+    def enqueue(self, client: Client | SyncClient, /, *args: P.args,
+                **kwargs: P.kwargs) -> TaskInfo | Coroutine[Any, Any, TaskInfo]:
+        """Store a call of this task (``await`` it with a Client; a SyncClient returns the
+        TaskInfo at once); a wrong or missing argument raises TypeError before anything is
+        written."""
+        from .._client._sync import SyncClient
+
+        if isinstance(client, SyncClient):
+            task = self.task(*args, **kwargs)
+            return self._stored(client.enqueue(task), task)
+        return self._enqueue(client, args, kwargs)
+
+    async def _enqueue(self, client: Client, args: Any, kwargs: Any) -> TaskInfo:
         task = self.task(*args, **kwargs)
-        info = await client.enqueue(task)
+        return self._stored(await client.enqueue(task), task)
+
+    def _stored(self, info: TaskInfo, task: Task) -> TaskInfo:
         return info if self.rules is None else _with_rules(info, task, self.rules)
 
     @property
@@ -93,11 +122,28 @@ class TaskDefinition(Generic[P, R]):
         queue: str = self.defaults.get("queue", DEFAULT_QUEUE)
         return queue
 
-    async def result(self, client: Client, task: TaskInfo | str, *,
-                     timeout: float | None = None) -> R:
+    @overload
+    def result(self, client: SyncClient, task: TaskInfo | str, *,
+               timeout: float | None = None) -> R: ...
+    @overload
+    def result(self, client: Client, task: TaskInfo | str, *,
+               timeout: float | None = None) -> Coroutine[Any, Any, R]: ...
+
+    def result(self, client: Client | SyncClient, task: TaskInfo | str, *,
+               timeout: float | None = None) -> R | Coroutine[Any, Any, R]:
         """Wait for a run of this task (what ``enqueue`` returned, or its id in this task's
-        queue) and return its result decoded to the function's return type. Raises
-        TaskFailedError when it failed for good, TimeoutError after ``timeout`` seconds."""
+        queue) and return its result decoded to the function's return type (``await`` it
+        with a Client). Raises TaskFailedError when it failed for good, TimeoutError after
+        ``timeout`` seconds."""
+        from .._client._sync import SyncClient
+
+        if isinstance(client, SyncClient):
+            decoded: R = self.signature.returns(
+                client.result(task, queue=self.queue, timeout=timeout))
+            return decoded
+        return self._result(client, task, timeout)
+
+    async def _result(self, client: Client, task: TaskInfo | str, timeout: float | None) -> R:
         value = await client.result(task, queue=self.queue, timeout=timeout)
         decoded: R = self.signature.returns(value)
         return decoded
