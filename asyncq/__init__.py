@@ -53,6 +53,7 @@ from ._scheduler import (
 )
 from ._typed import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition
 from ._worker import Handler, Middleware, ServeMux, Worker, WorkerConfig, default_retry_delay
+from ._worker._procpool import SoftTimeLimitExceeded
 from ._workflow import (
     Flow,
     WorkflowHandle,
@@ -107,6 +108,7 @@ __all__ = [
     "ServeMux",
     "ServerInfo",
     "SkipRetry",
+    "SoftTimeLimitExceeded",
     "SyncTaskDefinition",
     "SystemClock",
     "Task",

@@ -105,6 +105,7 @@ class Processor:
         self._handler = handler
         self.threads = SyncThreads(
             config.sync_threads or config.concurrency, sync_handlers=config.sync_handlers,
+            observer=config.metrics,
             procs=ProcessPool(config.process_pool_size or os.cpu_count() or 1,
                               max_tasks_per_child=config.max_tasks_per_child,
                               kill_grace=config.process_kill_grace))

@@ -36,7 +36,8 @@ class SyncThreads:
     threads whose task was abandoned but which have not returned yet (``left_behind``)."""
 
     def __init__(self, size: int, *, procs: ProcessPool | None = None,
-                 sync_handlers: str = "thread") -> None:
+                 sync_handlers: str = "thread", observer: object = None) -> None:
+        self._left_behind_hook = getattr(observer, "thread_left_behind", None)
         self.procs = procs
         """The worker's process pool (None: none configured; see ``_procpool``)."""
         self.sync_handlers = sync_handlers
@@ -97,6 +98,8 @@ class SyncThreads:
                     "slot until it returns (a thread cannot be stopped; isolate='process' "
                     "runs a handler where it can be killed)", task_id=task.id, type=task.type,
                     threads_left_behind=self.left_behind)
+                if self._left_behind_hook is not None:
+                    self._left_behind_hook(task.queue, task.type)
             raise
 
 

@@ -7,8 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from asyncq import ServeMux, Task
-from asyncq._worker._procpool import SoftTimeLimitExceeded
+from asyncq import ServeMux, SoftTimeLimitExceeded, Task
 
 
 def meet(task: Task) -> dict[str, object]:

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 import structlog
+from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis
 
 from asyncq import Client, ServeMux, Task
+from asyncq.metrics import WorkerMetrics
 from asyncq.testing import WorkerFactory, wait_until
 from tests.helpers.dataplane import task_hash
 from tests.worker import procpool_handlers as h
@@ -179,10 +181,12 @@ async def test_a_typed_task_runs_in_a_child_that_imports_its_definition(
     assert result["square"] == 49 and result["pid"] != os.getpid()
 
 
-async def test_a_thread_still_running_after_its_task_timed_out_is_logged(
+async def test_a_thread_still_running_after_its_task_timed_out_is_logged_and_counted(
     asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
 ) -> None:
-    """A thread cannot be killed: it is reported when its task ends, not silently kept."""
+    """A thread cannot be killed: it is reported (a warning, a metric) when its task ends,
+    not silently kept."""
+    registry = CollectorRegistry()
     gate = threading.Event()
 
     def slow(task: Task) -> None:
@@ -193,13 +197,16 @@ async def test_a_thread_still_running_after_its_task_timed_out_is_logged(
     info = await asyncq_client.enqueue("slow", queue=asyncq_queue)
     try:
         with structlog.testing.capture_logs() as logs:
-            async with asyncq_worker(mux, queues={asyncq_queue: 1}) as w:
+            async with asyncq_worker(mux, queues={asyncq_queue: 1},
+                                     metrics=WorkerMetrics(registry)) as w:
                 await wait_until(lambda: w.worker.processor.threads.left_behind == 1,
                                  message="thread left behind")
     finally:
         gate.set()
     [line] = [e for e in logs if e["event"].startswith("sync handler thread still running")]
     assert (line["task_id"], line["type"], line["log_level"]) == (info.id, "slow", "warning")
+    assert registry.get_sample_value("asyncq_worker_sync_threads_left_behind_total",
+                                     {"queue": asyncq_queue, "type": "slow"}) == 1
 
 
 def _entries(folder: Path) -> int:
