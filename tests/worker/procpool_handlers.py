@@ -60,3 +60,7 @@ typed = ServeMux()
 @typed.task("square", isolate="process")
 def square(n: int) -> dict[str, int]:
     return {"square": n * n, "pid": os.getpid()}
+
+
+def crash(task: Task) -> None:
+    os._exit(3)

@@ -92,12 +92,29 @@ async def test_a_hung_cpu_task_is_killed_at_its_timeout_and_its_slot_comes_back(
         await wait_until(lambda: pool.replaced == 1, timeout=10, message="child replaced")
         fields = await task_hash(redis_client, asyncq_queue, hung.id)
         assert fields["state"] == b"archived"
-        assert b"timeout" in fields["error"].lower()
+        assert fields["error"].startswith(b"TimeoutError")
         with pytest.raises(ProcessLookupError):
             os.kill(hung_pid, 0)  # the hung child is gone
         nxt = await asyncq_client.enqueue("pid", queue=asyncq_queue, retention=60)
         new_pid = await asyncq_client.result(nxt.id, queue=asyncq_queue, timeout=20)
     assert new_pid != hung_pid
+
+
+async def test_a_child_that_dies_fails_its_task_and_is_replaced(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    redis_client: Redis,
+) -> None:
+    mux = ServeMux()
+    mux.handle("crash", h.crash, isolate="process")
+    mux.handle("pid", h.pid, isolate="process")
+    crashed = await asyncq_client.enqueue("crash", queue=asyncq_queue, max_retry=0)
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, process_pool_size=1) as w:
+        await w.wait_drained(asyncq_queue)
+        fields = await task_hash(redis_client, asyncq_queue, crashed.id)
+        assert fields["state"] == b"archived"
+        assert b"exited with code 3" in fields["error"]
+        nxt = await asyncq_client.enqueue("pid", queue=asyncq_queue, retention=60)
+        assert await asyncq_client.result(nxt.id, queue=asyncq_queue, timeout=20) > 0
 
 
 async def test_the_soft_limit_raises_inside_the_handler_before_the_hard_one(
