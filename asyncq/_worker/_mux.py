@@ -262,9 +262,12 @@ class ServeMux:
 
         def register(definition: TaskDefinition[Any, Any]) -> None:
             handler = definition.handler()
-            if isolation.get("isolate") == "process":  # the child imports the definition
+            try:  # a child imports the definition (isolate or sync_handlers "process")
                 handler.__asyncq_ref__ = handler_ref(  # type: ignore[attr-defined]
                     definition.fn, f"task {name!r}")
+            except (TypeError, ValueError):
+                if isolation.get("isolate") == "process":
+                    raise
             self.handle(definition.name, handler, limits=limits, **handler_options,
                         **isolation)
 

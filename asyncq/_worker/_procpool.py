@@ -174,6 +174,16 @@ class _Child:
         self.runs = 0
 
 
+_INLINE_SEND = 32 * 1024
+"""Payloads up to this size are written to a child's pipe from the event loop (the pipe's
+buffer holds them); larger ones from a thread."""
+
+
+def _send(conn: Connection, head: bytes, payload: bytes) -> None:
+    conn.send_bytes(head)
+    conn.send_bytes(payload)
+
+
 def _context() -> Any:
     """forkserver where there is one, its server preloading this module (so asyncq is
     imported once, not by every child it forks: a replaced child starts in a fraction of the
@@ -264,8 +274,10 @@ class ProcessPool:
                     f"the process running the handler (pid {child.proc.pid}) exited with "
                     f"code {child.proc.exitcode} before it answered"))
 
-        child.conn.send_bytes(head)
-        child.conn.send_bytes(payload)
+        if len(payload) > _INLINE_SEND:  # (a write that could fill the pipe: not on the loop)
+            await asyncio.to_thread(_send, child.conn, head, payload)
+        else:
+            _send(child.conn, head, payload)
         loop.add_reader(fd, readable)
         try:
             return await answer

@@ -126,10 +126,12 @@ def threaded(fn: Callable[[Task], Any], *, forced: bool = False) -> Callable[[Ta
     pool instead when the worker's ``sync_handlers`` is "process" and ``fn`` is importable,
     unless ``forced``: registered with ``isolate="thread"``). A sync function that returns an
     awaitable (a wrapper of an async handler) has it awaited on the loop."""
-    try:
-        ref: str | None = handler_ref(fn, "handler")
-    except (TypeError, ValueError):
-        ref = None
+    ref: str | None = getattr(fn, "__asyncq_ref__", None)  # (a typed task's definition)
+    if ref is None:
+        try:
+            ref = handler_ref(fn, "handler")
+        except (TypeError, ValueError):
+            ref = None  # (a child could not import it: it stays in a thread)
 
     @functools.wraps(fn)
     async def run_in_thread(task: Task) -> Any:

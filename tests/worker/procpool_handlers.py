@@ -3,6 +3,7 @@ so they live at module level here, not inside the tests."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -64,3 +65,12 @@ def square(n: int) -> dict[str, int]:
 
 def crash(task: Task) -> None:
     os._exit(3)
+
+
+@typed.task("cube")
+def cube(n: int) -> dict[str, int]:
+    return {"cube": n ** 3, "pid": os.getpid()}
+
+
+def digest(task: Task) -> str:
+    return hashlib.sha256(task.payload).hexdigest()

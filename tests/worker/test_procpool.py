@@ -6,6 +6,7 @@ recycled after ``max_tasks_per_child`` runs."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import threading
 from pathlib import Path
@@ -196,6 +197,28 @@ async def test_a_typed_task_runs_in_a_child_that_imports_its_definition(
             asyncq_client, 7)
         result = await asyncq_client.result(info.id, queue=asyncq_queue, timeout=20)
     assert result["square"] == 49 and result["pid"] != os.getpid()
+
+
+async def test_sync_handlers_process_runs_a_typed_sync_task_in_a_child(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    async with asyncq_worker(h.typed, queues={asyncq_queue: 1}, process_pool_size=1,
+                             sync_handlers="process"):
+        info = await h.cube.options(queue=asyncq_queue, retention=60).enqueue(asyncq_client, 3)
+        result = await asyncq_client.result(info.id, queue=asyncq_queue, timeout=20)
+    assert result["cube"] == 27 and result["pid"] != os.getpid()
+
+
+async def test_a_large_payload_reaches_the_child_whole(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    mux = ServeMux()
+    mux.handle("digest", h.digest, isolate="process")
+    data = os.urandom(3 * 1024 * 1024)
+    info = await asyncq_client.enqueue("digest", data, queue=asyncq_queue, retention=60)
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, process_pool_size=1):
+        result = await asyncq_client.result(info.id, queue=asyncq_queue, timeout=20)
+    assert result == hashlib.sha256(data).hexdigest()
 
 
 async def test_a_thread_still_running_after_its_task_timed_out_is_logged_and_counted(
