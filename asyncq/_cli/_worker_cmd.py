@@ -191,7 +191,7 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
                         f"{WORKER_MAX_TASKS_PER_CHILD}: never)")
     g.add_argument("--process-kill-grace", type=float, metavar="S",
                    help=f"SIGTERM to SIGKILL of a handler process past its time limit "
-                        f"(default {WORKER_PROCESS_KILL_GRACE})")
+                        f"(default {WORKER_PROCESS_KILL_GRACE:g})")
     g.add_argument("--task-logs", choices=["off", "debug", "info"],
                    help=f"per-task log lines (default {WORKER_TASK_LOGS}; --log-success is "
                         f"info, --log-level debug is debug)")
