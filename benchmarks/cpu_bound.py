@@ -32,7 +32,7 @@ from typing import Any
 
 from asyncq import Client, ServeMux, Task, TaskInfo, Worker, configure_logging
 from asyncq._testing.redis_server import RedisServer
-from asyncq._worker._procpool import ProcessPool, handler_ref
+from asyncq._worker._procpool import ProcessPool, handler_ref, start_method
 from asyncq.testing import wait_until
 from benchmarks._results import save_result
 
@@ -160,7 +160,7 @@ async def run(tasks: int, seconds: float, rounds: int) -> dict[str, Any]:
             "pool_size": cores, "variants": out,
             "kill_to_replaced_ms": {k: {"median": statistics.median(v) * 1000,
                                         "max": max(v) * 1000} for k, v in kills.items()},
-            "kill_grace_s": KILL_GRACE, "start_method": ProcessPool(1)._ctx.get_start_method(),
+            "kill_grace_s": KILL_GRACE, "start_method": start_method(),
             "machine": {"python": platform.python_version(), "cpus": cores,
                         "loadavg": os.getloadavg(), "platform": platform.platform()}}
 

@@ -184,14 +184,19 @@ def _send(conn: Connection, head: bytes, payload: bytes) -> None:
     conn.send_bytes(payload)
 
 
+def start_method() -> str:
+    """How children are started: "forkserver" where the platform has it, else "spawn"."""
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
 def _context() -> Any:
-    """forkserver where there is one, its server preloading this module (so asyncq is
-    imported once, not by every child it forks: a replaced child starts in a fraction of the
-    time); else spawn."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])
+    """The multiprocessing context children are started with; the fork server (started by
+    the first child, once per worker process) preloads this module, so asyncq is imported
+    once, not by every child it forks: a replaced child starts in tens of ms. Called when a
+    first child is needed, so a worker without process handlers changes nothing."""
+    ctx = multiprocessing.get_context(start_method())
+    if start_method() == "forkserver":
+        ctx.set_forkserver_preload([__name__])
     return ctx
 
 
@@ -205,7 +210,7 @@ class ProcessPool:
         self.size = size
         self.max_tasks_per_child = max_tasks_per_child
         self.kill_grace = kill_grace
-        self._ctx = _context()
+        self._ctx: Any = None  # (see _context)
         self._idle: list[_Child] = []
         self._slots: asyncio.Semaphore | None = None
         self._live: set[_Child] = set()
@@ -220,6 +225,8 @@ class ProcessPool:
         return sorted(c.proc.pid for c in self._live if c.proc.pid is not None)
 
     def _start_child(self) -> _Child:
+        if self._ctx is None:
+            self._ctx = _context()
         parent, child = self._ctx.Pipe(duplex=True)
         proc = self._ctx.Process(target=_child_main, args=(child,), daemon=True,
                                  name="asyncq-handler")
@@ -269,7 +276,7 @@ class ProcessPool:
                 answer.set_result((orjson.loads(child.conn.recv_bytes()),
                                    child.conn.recv_bytes()))
             except (EOFError, OSError):
-                child.proc.join(0.5)
+                child.proc.join(0.1)  # (it exited: reaped at once, for its exit code)
                 answer.set_exception(ChildProcessDied(
                     f"the process running the handler (pid {child.proc.pid}) exited with "
                     f"code {child.proc.exitcode} before it answered"))
