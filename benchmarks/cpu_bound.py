@@ -7,16 +7,21 @@ On a fresh loopback ``redis-server``, one in-process worker runs ``--tasks`` CPU
 variant, variants alternating, for ``--rounds`` rounds:
 
 * ``serial``: a plain ``def`` handler, concurrency 1 (one at a time);
-* ``threads``: the same handler, concurrency = tasks (a thread each: the GIL serialises them);
-* ``processes``: the same handler with ``isolate="process"``, concurrency = tasks, the pool
+* ``threads``: the same handler, concurrency tasks + 1 (a thread each: the GIL serialises
+  them);
+* ``processes``: the same handler with ``isolate="process"``, concurrency tasks + 1, the pool
   sized to the cores (the children are started by a warm-up batch before timing).
 
 While the batch runs, an async ``ping`` task is enqueued every 50 ms; its latency (enqueued to
 handler started) says whether the event loop kept serving I/O tasks (with ``serial`` a ping
-waits for the one slot, so there it is queueing time). Then the kill-to-replaced
-time of the pool: a child spinning in ``while True`` is abandoned (as at its time limit) and
-the time until a fresh child has answered the next task is measured — for a handler that
-exits on SIGTERM, and for one that ignores it (SIGKILL after the kill grace, 0.2 s here).
+waits for the one slot, so there it is queueing time). Each round also notes how many cores
+other work on the machine took meanwhile (Linux: ``/proc/stat`` minus this process and the CPU
+time the handlers report): a 2-core speed-up needs 2 free cores.
+
+Then the kill-to-replaced time of the pool: a child spinning in ``while True`` is abandoned
+(as at its time limit) and the time until a fresh child has answered the next task is
+measured — for a handler that exits on SIGTERM, and for one that ignores it (SIGKILL after
+the kill grace, 0.2 s here).
 Prints a table and saves ``benchmarks/results/cpu_bound-<UTC time>.json``. Not a test.
 """
 
@@ -40,12 +45,14 @@ VARIANTS = ("serial", "threads", "processes")
 KILL_GRACE = 0.2
 
 
-def crunch(task: Task) -> int:
-    """The CPU-bound handler: ``n`` rounds of integer arithmetic (no I/O, holds the GIL)."""
+def crunch(task: Task) -> float:
+    """The CPU-bound handler: ``n`` rounds of integer arithmetic (no I/O, holds the GIL);
+    returns the CPU seconds its thread spent."""
+    began = time.thread_time()
     total = 0
     for i in range(task.json()):
         total = (total + i * i) % 1_000_003
-    return total
+    return time.thread_time() - began + total * 0
 
 
 def spin(task: Task) -> None:
@@ -89,6 +96,24 @@ def mux_for(variant: str, pings: list[float]) -> ServeMux:
     return mux
 
 
+def machine_busy() -> float:
+    """CPU seconds every core of this machine has spent busy so far (Linux ``/proc/stat``;
+    0 elsewhere): with our own CPU time, says how much other work competed for the cores."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:]]
+    except OSError:
+        return 0.0
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process (its threads included)."""
+    t = os.times()
+    return t.user + t.system
+
+
 async def batch(url: str, queue: str, variant: str, tasks: int, n: int,
                 cores: int) -> dict[str, Any]:
     pings: list[float] = []
@@ -100,6 +125,7 @@ async def batch(url: str, queue: str, variant: str, tasks: int, n: int,
                 for _ in range(cores)]
         for info in warm:
             await client.result(info.id, queue=queue, timeout=60)
+        busy0, own0 = machine_busy(), own_cpu()
         began = time.perf_counter()
         infos = [i for i in await client.enqueue_many(
             Task("crunch", n, queue=queue, retention=60) for _ in range(tasks))
@@ -111,10 +137,15 @@ async def batch(url: str, queue: str, variant: str, tasks: int, n: int,
             await client.enqueue("ping", time.time(), queue=queue)
             sent += 1
             await asyncio.wait([results], timeout=0.05)
-        await results
+        cpu = await results
         seconds = time.perf_counter() - began
+        busy1, own = machine_busy(), own_cpu() - own0
+        if variant == "processes":  # (children are the fork server's: not in os.times)
+            own += sum(cpu)
         await wait_until(lambda: len(pings) >= sent, timeout=30, message="pings served")
-    return {"seconds": seconds, "ping_ms": [p * 1000 for p in pings]}
+    others = max(0.0, busy1 - busy0 - own) / seconds if busy1 else None
+    return {"seconds": seconds, "ping_ms": [p * 1000 for p in pings],
+            "other_load_cores": others}
 
 
 async def kill_to_replaced(handler: Any) -> float:
@@ -155,6 +186,7 @@ async def run(tasks: int, seconds: float, rounds: int) -> dict[str, Any]:
         out[v] = {"seconds": secs, "vs_serial": secs / serial,
                   "ping_median_ms": statistics.median(pings) if pings else None,
                   "ping_max_ms": pings[-1] if pings else None, "pings": len(pings),
+                  "other_load_cores": [x["other_load_cores"] for x in rs],
                   "runs": [x["seconds"] for x in rs]}
     return {"tasks": tasks, "seconds_per_task": seconds, "loop_rounds": n, "rounds": rounds,
             "pool_size": cores, "variants": out,
@@ -168,20 +200,26 @@ async def run(tasks: int, seconds: float, rounds: int) -> dict[str, Any]:
 def table(doc: dict[str, Any]) -> str:
     lines = [f"{doc['tasks']} CPU tasks of ~{doc['seconds_per_task']} s on {doc['pool_size']} "
              f"cores, one worker (median of {doc['rounds']} rounds)", "",
-             "| variant | wall s | vs serial | I/O ping latency median ms | max ms |",
-             "|---|---:|---:|---:|---:|"]
+             "| variant | wall s | vs serial | I/O ping latency median ms | max ms | "
+             "cores taken by other work, per round |",
+             "|---|---:|---:|---:|---:|---|"]
     for name, row in doc["variants"].items():
         med = row["ping_median_ms"]
         top = row["ping_max_ms"]
         lines.append(f"| {name} | {row['seconds']:.2f} | {row['vs_serial']:.2f} | "
                      f"{'-' if med is None else f'{med:.1f}'} | "
-                     f"{'-' if top is None else f'{top:.1f}'} |")
+                     f"{'-' if top is None else f'{top:.1f}'} | "
+                     f"{' '.join(_cores(x) for x in row['other_load_cores'])} |")
     lines += ["", f"kill-to-replaced ({doc['start_method']}, kill grace "
               f"{doc['kill_grace_s']} s): abandon a spinning child until a fresh one answered",
               "", "| handler | median ms | max ms |", "|---|---:|---:|"]
     for name, row in doc["kill_to_replaced_ms"].items():
         lines.append(f"| {name} | {row['median']:.0f} | {row['max']:.0f} |")
     return "\n".join(lines)
+
+
+def _cores(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
 
 
 def main() -> None:
