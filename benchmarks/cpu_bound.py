@@ -36,10 +36,7 @@ import time
 from typing import Any
 
 from asyncq import Client, ServeMux, Task, TaskInfo, Worker, configure_logging
-from asyncq._testing.redis_server import RedisServer
 from asyncq._worker._procpool import ProcessPool, handler_ref, start_method
-from asyncq.testing import wait_until
-from benchmarks._results import save_result
 
 VARIANTS = ("serial", "threads", "processes")
 KILL_GRACE = 0.2
@@ -116,6 +113,7 @@ def own_cpu() -> float:
 
 async def batch(url: str, queue: str, variant: str, tasks: int, n: int,
                 cores: int) -> dict[str, Any]:
+    from asyncq.testing import wait_until  # (not at the top: the children import this module)
     pings: list[float] = []
     concurrency = 1 if variant == "serial" else tasks + 1
     async with Client(url) as client, Worker(
@@ -168,6 +166,7 @@ async def kill_to_replaced(handler: Any) -> float:
 
 
 async def run(tasks: int, seconds: float, rounds: int) -> dict[str, Any]:
+    from asyncq._testing.redis_server import RedisServer
     cores = os.cpu_count() or 1
     n = calibrate(seconds)
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
@@ -233,6 +232,7 @@ def main() -> None:
     doc = asyncio.run(run(args.tasks, args.seconds, args.rounds))
     print(table(doc))
     if not args.no_save:
+        from benchmarks._results import save_result
         save_result("cpu_bound", doc)
 
 
