@@ -54,6 +54,7 @@ from ._scheduler import (
 )
 from ._typed import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition
 from ._worker import Handler, Middleware, ServeMux, Worker, WorkerConfig, default_retry_delay
+from ._worker._procpool import SoftTimeLimitExceeded
 from ._workflow import (
     Flow,
     WorkflowHandle,
@@ -108,6 +109,7 @@ __all__ = [
     "ServeMux",
     "ServerInfo",
     "SkipRetry",
+    "SoftTimeLimitExceeded",
     "SyncClient",
     "SyncTaskDefinition",
     "SystemClock",

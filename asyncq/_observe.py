@@ -41,6 +41,9 @@ class RunObserver(Protocol):
     # since the loop last turned), ``loop_lagged(lag_s)`` (every tick of the loop watch) and
     # ``loop_stalled()`` (a turn longer than stall_warning; called from the watch thread).
 
+    # Optional too: ``thread_left_behind(queue, task_type)``, a sync handler's thread still
+    # running after its task ended (timed out, cancelled); the worker looks it up once.
+
     def limit_deferred(self, queue: str, task_type: str) -> None:
         """A leased task was deferred, not run: a rate or concurrency limit refused it. (An
         observer without this method is fine: the worker looks it up once.)"""

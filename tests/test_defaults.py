@@ -52,6 +52,9 @@ WORKER_FIELDS: dict[str, object] = {
     "health_host": D.HEALTH_HOST,
     "stall_timeout": D.WORKER_STALL_TIMEOUT,
     "stall_warning": D.WORKER_STALL_WARNING,
+    "sync_handlers": D.WORKER_SYNC_HANDLERS,
+    "max_tasks_per_child": D.WORKER_MAX_TASKS_PER_CHILD,
+    "process_kill_grace": D.WORKER_PROCESS_KILL_GRACE,
 }
 
 

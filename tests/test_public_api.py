@@ -14,7 +14,8 @@ PUBLIC = {
     "PeriodicTaskManager", "QueueInfo", "QueueNotEmptyError", "QueueNotFoundError",
     "ResultNotKeptError", "Retry",
     "RevokeTask", "Scheduler", "SchedulerEntry", "SchedulerEvent", "ServeMux", "ServerInfo",
-    "SkipRetry", "SystemClock", "Task", "TaskEvent", "TaskFailedError", "TaskIDConflictError",
+    "SkipRetry", "SoftTimeLimitExceeded",
+    "SystemClock", "Task", "TaskEvent", "TaskFailedError", "TaskIDConflictError",
     "TaskInfo", "TaskMatches", "TaskNotFoundError",
     "TaskState", "TaskStateError", "Worker", "WorkerConfig", "WorkerInfo", "WorkerStartupError",
     # Client.wait/result/apply: a timeout that tells the task's last known state

@@ -26,13 +26,16 @@ from .._defaults import (
     WORKER_JANITOR_BATCH,
     WORKER_JANITOR_INTERVAL,
     WORKER_LEASE_DURATION,
+    WORKER_MAX_TASKS_PER_CHILD,
     WORKER_ORPHAN_SCAN_COUNT,
+    WORKER_PROCESS_KILL_GRACE,
     WORKER_QUEUES,
     WORKER_RECOVER_GRACE,
     WORKER_RECOVER_INTERVAL,
     WORKER_SHUTDOWN_TIMEOUT,
     WORKER_STALL_TIMEOUT,
     WORKER_STALL_WARNING,
+    WORKER_SYNC_HANDLERS,
     WORKER_TASK_LOGS,
     WORKER_TRACEBACK_ON,
     WORKER_UNKNOWN_TYPE,
@@ -178,6 +181,17 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
                         "0 disables)")
     g.add_argument("--sync-threads", type=int, metavar="N",
                    help="most threads running sync handlers at once (default: concurrency)")
+    g.add_argument("--sync-handlers", choices=["thread", "process"],
+                   help=f"where sync handlers registered without isolate= run: threads or "
+                        f"the pool of handler processes (default {WORKER_SYNC_HANDLERS})")
+    g.add_argument("--process-pool-size", type=int, metavar="N",
+                   help="most handler processes at once (default: the number of cores)")
+    g.add_argument("--max-tasks-per-child", type=int, metavar="N",
+                   help=f"a handler process is replaced after this many tasks (default "
+                        f"{WORKER_MAX_TASKS_PER_CHILD}: never)")
+    g.add_argument("--process-kill-grace", type=float, metavar="S",
+                   help=f"SIGTERM to SIGKILL of a handler process past its time limit "
+                        f"(default {WORKER_PROCESS_KILL_GRACE:g})")
     g.add_argument("--task-logs", choices=["off", "debug", "info"],
                    help=f"per-task log lines (default {WORKER_TASK_LOGS}; --log-success is "
                         f"info, --log-level debug is debug)")

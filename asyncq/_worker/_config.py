@@ -28,13 +28,16 @@ from .._defaults import (
     WORKER_JANITOR_BATCH,
     WORKER_JANITOR_INTERVAL,
     WORKER_LEASE_DURATION,
+    WORKER_MAX_TASKS_PER_CHILD,
     WORKER_ORPHAN_SCAN_COUNT,
+    WORKER_PROCESS_KILL_GRACE,
     WORKER_QUEUES,
     WORKER_RECOVER_GRACE,
     WORKER_RECOVER_INTERVAL,
     WORKER_SHUTDOWN_TIMEOUT,
     WORKER_STALL_TIMEOUT,
     WORKER_STALL_WARNING,
+    WORKER_SYNC_HANDLERS,
     WORKER_TASK_LOGS,
     WORKER_TRACEBACK_ON,
     WORKER_UNKNOWN_TYPE,
@@ -171,6 +174,19 @@ class WorkerConfig:
     sync_threads: int | None = field(default=None, metadata=NONZERO)
     """Most threads running sync (plain ``def``) handlers at once (default: concurrency). A
     thread whose task timed out or was cancelled keeps its slot until it returns."""
+    sync_handlers: Literal["thread", "process"] = WORKER_SYNC_HANDLERS
+    """Where a sync (plain ``def``) handler registered without ``isolate=`` runs: "thread"
+    (the default) or "process", the worker's pool of child processes (see ``isolate=`` on
+    ``ServeMux.handle``; a handler a child cannot import by name stays in a thread)."""
+    process_pool_size: int | None = field(default=None, metadata=NONZERO)
+    """Most child processes running handlers at once (default: the number of cores). They
+    are started when a task first needs one."""
+    max_tasks_per_child: int = WORKER_MAX_TASKS_PER_CHILD
+    """A handler process is replaced by a fresh one after this many tasks (0: never), so
+    memory a handler leaks is given back."""
+    process_kill_grace: float = WORKER_PROCESS_KILL_GRACE
+    """A handler process whose task passed its time limit (or was cancelled) gets SIGTERM,
+    then SIGKILL once it has not exited for this long; a fresh process takes its slot."""
     burst: bool = False
     """Return from ``run`` (after a graceful shutdown) once the served queues have no pending
     task, none due within max(1 s, forward_interval), and this worker runs nothing."""

@@ -12,13 +12,16 @@ from .._model._rules import HandlerRules, handler_rules
 from .._model._task import Task
 from .._typed import TaskDecorator, TaskDefinition
 from ._config import Lifespan, check_lifespan
-from ._threads import is_sync_handler, threaded
+from ._procpool import ISOLATIONS, handler_ref
+from ._threads import is_sync_handler, isolated, threaded
 
 Handler = Callable[[Task], Awaitable[Any]]
 RetryDelay = float | timedelta | Callable[[int, BaseException, Task], float | timedelta]
 """A handler's ``retry_delay``: seconds, a timedelta, or ``(retried, error, task) -> delay``."""
 HANDLER_OPTIONS = ("max_retry", "timeout", "retention", "retry_delay", "retry_on")
 """The task options a handler registration sets (``handle``, ``handler``, ``task``)."""
+ISOLATE_OPTIONS = ("isolate", "soft_timeout")
+"""Where a handler runs (``isolate``: "thread" or "process") and its soft time limit."""
 SyncOrAsyncHandler = Handler | Callable[[Task], Any]
 """What ``ServeMux.handle`` and ``Worker`` take: an async handler, or a sync one (threaded)."""
 H = TypeVar("H", bound=SyncOrAsyncHandler)
@@ -35,6 +38,46 @@ def check_handler(handler: object, what: str) -> Handler:
         return cast(Handler, handler)
     raise TypeError(f"{what} must be a function taking the task (async def handler(task): "
                     f"..., or a plain def run in a thread) or a ServeMux, got {handler!r}")
+
+
+def check_isolation(handler: object, isolate: object, soft_timeout: object, timeout: object,
+                    what: str) -> Handler | None:
+    """The handler the worker awaits for a registration with ``isolate=`` (None: not set):
+    "process" runs it in the worker's process pool (it must be importable by name: see
+    ``handler_ref``), "thread" a sync handler in a thread whatever the worker's
+    ``sync_handlers``. ``soft_timeout`` (process only) must be below ``timeout``."""
+    if isolate is None:
+        if soft_timeout is not None:
+            raise ValueError(f"{what}: soft_timeout needs isolate='process' (only a child "
+                             f"process can be interrupted)")
+        return None
+    if isolate not in ISOLATIONS:
+        raise ValueError(f"{what}: isolate must be 'thread' or 'process', got {isolate!r}")
+    if isolate == "thread":
+        if soft_timeout is not None:
+            raise ValueError(f"{what}: soft_timeout needs isolate='process' (a thread cannot "
+                             f"be interrupted)")
+        if not is_sync_handler(handler) or isinstance(handler, ServeMux):
+            raise ValueError(f"{what}: isolate='thread' is for sync (plain def) handlers; an "
+                             f"async handler runs on the event loop")
+        return cast(Handler, threaded(cast(Callable[[Task], Any], handler), forced=True))
+    soft: float | None = None
+    if soft_timeout is not None:
+        if isinstance(soft_timeout, timedelta):
+            soft = soft_timeout.total_seconds()
+        elif isinstance(soft_timeout, int | float) and not isinstance(soft_timeout, bool):
+            soft = float(soft_timeout)
+        if soft is None or not soft > 0:
+            raise ValueError(f"{what}: soft_timeout must be a positive number of seconds "
+                             f"before the hard limit, got {soft_timeout!r}")
+        limit = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        if isinstance(limit, int | float) and 0 < limit <= soft:
+            raise ValueError(f"{what}: soft_timeout ({soft}s before the hard limit) must be "
+                             f"less than timeout ({limit}s)")
+    if isinstance(handler, ServeMux):
+        raise ValueError(f"{what}: isolate='process' is for a handler function, not a mux")
+    ref = getattr(handler, "__asyncq_ref__", None) or handler_ref(handler, what)
+    return cast(Handler, isolated(cast(Callable[[Task], Any], handler), ref, soft))
 
 
 class ServeMux:
@@ -66,6 +109,7 @@ class ServeMux:
                retention: float | timedelta | None = None,
                retry_delay: RetryDelay | None = None,
                retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+               isolate: str | None = None, soft_timeout: float | timedelta | None = None,
                ) -> None:
         """Register ``handler`` for ``pattern``; a blank or duplicate pattern, or a handler
         that is not callable, is an error. A sync handler (a plain ``def``) runs in a worker
@@ -81,14 +125,21 @@ class ServeMux:
         ``retention`` (how long it is kept once completed), ``retry_delay`` (seconds, a
         timedelta, or ``(retried, error, task) -> seconds``; instead of the worker's) and
         ``retry_on`` (the exception types that are retried: any other error archives the
-        task at once; ``Retry`` always retries)."""
+        task at once; ``Retry`` always retries).
+
+        ``isolate="process"``: run it in the worker's pool of child processes (CPU-bound work;
+        killed at its time limit; it must be a module-level function, imported by the child by
+        name), ``soft_timeout`` seconds before the limit it gets ``SoftTimeLimitExceeded``;
+        ``isolate="thread"``: a sync handler runs in a thread whatever ``sync_handlers``."""
         if not isinstance(pattern, str) or not pattern.strip():
             raise ValueError("handler pattern must be a non-blank string")
         checked = check_limits(limits, pattern)
         rules = handler_rules(max_retry=max_retry, timeout=timeout, retention=retention,
                               retry_delay=retry_delay, retry_on=retry_on,
                               what=f"handler {pattern!r}")
-        wrapped = check_handler(handler, f"the handler for {pattern!r}")
+        wrapped = (check_isolation(handler, isolate, soft_timeout, timeout,
+                                   f"handler {pattern!r}")
+                   or check_handler(handler, f"the handler for {pattern!r}"))
         if pattern in self._exact:
             raise ValueError(f"a handler is already registered for {pattern!r}")
         if checked:
@@ -108,6 +159,7 @@ class ServeMux:
                 retention: float | timedelta | None = None,
                 retry_delay: RetryDelay | None = None,
                 retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+                isolate: str | None = None, soft_timeout: float | timedelta | None = None,
                 ) -> Callable[[H], H]:
         """Decorator form of ``handle`` (the same options): ``@mux.handler("email:deliver",
         max_retry=3)``; the function is returned as it is (a sync one stays callable)."""
@@ -116,6 +168,8 @@ class ServeMux:
             retry_delay=retry_delay, retry_on=retry_on)
         handler_rules(**{k: v for k, v in options.items() if k != "limits"},
                       what=f"handler {pattern!r}")  # (a bad option fails here, not later)
+        if isolate is not None or soft_timeout is not None:
+            options.update(isolate=isolate, soft_timeout=soft_timeout)
 
         def register(fn: H) -> H:
             self.handle(pattern, fn, **options)
@@ -198,15 +252,24 @@ class ServeMux:
 
         ``limits``, ``max_retry``, ``timeout``, ``retention``, ``retry_delay`` and
         ``retry_on`` are the handler's, as for ``handle``: they apply however the task is
-        enqueued. The other options (queue, process_in, unique, headers...) are what
-        ``fn.enqueue`` uses unless ``fn.options(...)`` says otherwise."""
+        enqueued; so are ``isolate`` and ``soft_timeout``. The other options (queue,
+        process_in, unique, headers...) are what ``fn.enqueue`` uses unless
+        ``fn.options(...)`` says otherwise."""
         limits = check_limits(options.pop("limits", None), name)
         handler_options = {k: options.pop(k) for k in HANDLER_OPTIONS if k in options}
         rules = handler_rules(**handler_options, what=f"task {name!r}")  # (fails here)
+        isolation = {k: options.pop(k) for k in ISOLATE_OPTIONS if k in options}
 
         def register(definition: TaskDefinition[Any, Any]) -> None:
-            self.handle(definition.name, definition.handler(), limits=limits,
-                        **handler_options)
+            handler = definition.handler()
+            try:  # a child imports the definition (isolate or sync_handlers "process")
+                handler.__asyncq_ref__ = handler_ref(  # type: ignore[attr-defined]
+                    definition.fn, f"task {name!r}")
+            except (TypeError, ValueError):
+                if isolation.get("isolate") == "process":
+                    raise
+            self.handle(definition.name, handler, limits=limits, **handler_options,
+                        **isolation)
 
         return TaskDecorator(name, options, register, rules)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -48,6 +49,7 @@ from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler, RulesCache
 from ._outcomes import Endings, error_text
+from ._procpool import ProcessPool
 from ._retry import QueueOrder
 from ._running import Buffered, DeadlineTimers, Running, Stop, limit_of
 from ._threads import SyncThreads
@@ -101,7 +103,12 @@ class Processor:
         self._on_started = on_started  # the on_state_change notifier
         self._config = config
         self._handler = handler
-        self.threads = SyncThreads(config.sync_threads or config.concurrency)
+        self.threads = SyncThreads(
+            config.sync_threads or config.concurrency, sync_handlers=config.sync_handlers,
+            observer=config.metrics,
+            procs=ProcessPool(config.process_pool_size or os.cpu_count() or 1,
+                              max_tasks_per_child=config.max_tasks_per_child,
+                              kill_grace=config.process_kill_grace))
         """Where sync handlers run (see ``_threads``)."""
         self.state: Any = None
         """What the worker's lifespan yielded: every Task's ``state``."""

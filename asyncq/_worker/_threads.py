@@ -3,7 +3,12 @@
 A thread cannot be killed. When the task running it is cancelled (timeout, deadline, cancel
 request, lost lease, shutdown) the worker stops waiting at once and writes the task's outcome;
 the thread runs on to its end, its result is discarded, and it keeps its slot of the worker's
-thread limit until it returns, so runaway threads cannot pile up beyond that limit.
+thread limit until it returns, so runaway threads cannot pile up beyond that limit; such a
+thread is logged as a warning when its task ends, so a slot is never held silently.
+
+A handler registered with ``isolate="process"`` (or any importable sync handler when the
+worker's ``sync_handlers`` is "process") runs in the worker's process pool instead (see
+``_procpool``): there it can be killed at its limit.
 """
 
 from __future__ import annotations
@@ -23,13 +28,20 @@ import anyio.to_thread
 
 from .._log import get_logger
 from .._model._task import Task
+from ._procpool import ProcessPool, child_meta, handler_ref
 
 
 class SyncThreads:
     """The threads one worker runs sync handlers in: at most ``size`` at once, counting the
     threads whose task was abandoned but which have not returned yet (``left_behind``)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, procs: ProcessPool | None = None,
+                 sync_handlers: str = "thread", observer: object = None) -> None:
+        self._left_behind_hook = getattr(observer, "thread_left_behind", None)
+        self.procs = procs
+        """The worker's process pool (None: none configured; see ``_procpool``)."""
+        self.sync_handlers = sync_handlers
+        """Where a sync handler registered without ``isolate=`` runs: "thread" or "process"."""
         self.limiter = anyio.CapacityLimiter(size)
         # anyio's own limit is replaced by ours (a slot is held until the thread returns,
         # not until the awaiting task is cancelled); this one never makes anything wait.
@@ -81,6 +93,13 @@ class SyncThreads:
                 self.limiter.release_on_behalf_of(token)
             elif state["abandoned"]:
                 self.left_behind += 1
+                get_logger("worker").warning(
+                    "sync handler thread still running after its task ended: it keeps its "
+                    "slot until it returns (a thread cannot be stopped; isolate='process' "
+                    "runs a handler where it can be killed)", task_id=task.id, type=task.type,
+                    threads_left_behind=self.left_behind)
+                if self._left_behind_hook is not None:
+                    self._left_behind_hook(task.queue, task.type)
             raise
 
 
@@ -102,15 +121,26 @@ def is_sync_handler(handler: object) -> bool:
     return not inspect.iscoroutinefunction(call)
 
 
-def threaded(fn: Callable[[Task], Any]) -> Callable[[Task], Any]:
-    """The async handler that runs the sync handler ``fn`` in a worker thread. A sync function
-    that returns an awaitable (a wrapper of an async handler) has it awaited on the loop."""
+def threaded(fn: Callable[[Task], Any], *, forced: bool = False) -> Callable[[Task], Any]:
+    """The async handler that runs the sync handler ``fn`` in a worker thread (in the process
+    pool instead when the worker's ``sync_handlers`` is "process" and ``fn`` is importable,
+    unless ``forced``: registered with ``isolate="thread"``). A sync function that returns an
+    awaitable (a wrapper of an async handler) has it awaited on the loop."""
+    ref: str | None = getattr(fn, "__asyncq_ref__", None)  # (a typed task's definition)
+    if ref is None:
+        try:
+            ref = handler_ref(fn, "handler")
+        except (TypeError, ValueError):
+            ref = None  # (a child could not import it: it stays in a thread)
 
     @functools.wraps(fn)
     async def run_in_thread(task: Task) -> Any:
         threads = _CURRENT.get()
         if threads is None:  # called outside a worker (e.g. a unit test awaiting the mux)
             result = await anyio.to_thread.run_sync(fn, task, abandon_on_cancel=True)
+        elif (not forced and ref is not None and threads.sync_handlers == "process"
+              and threads.procs is not None):
+            result = await threads.procs.run(ref, task.payload, child_meta(task, None))
         else:
             result = await threads.run(fn, task)
         if inspect.isawaitable(result):
@@ -118,6 +148,24 @@ def threaded(fn: Callable[[Task], Any]) -> Callable[[Task], Any]:
         return result
 
     return run_in_thread
+
+
+def isolated(fn: Callable[[Task], Any], ref: str,
+             soft_timeout: float | None) -> Callable[[Task], Any]:
+    """The async handler that runs ``fn`` (imported by the child as ``ref``) in the worker's
+    process pool; outside a worker (a unit test awaiting the mux) it is called in a thread."""
+
+    @functools.wraps(fn)
+    async def run_in_process(task: Task) -> Any:
+        threads = _CURRENT.get()
+        if threads is None or threads.procs is None:
+            result = await anyio.to_thread.run_sync(fn, task, abandon_on_cancel=True)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        return await threads.procs.run(ref, task.payload, child_meta(task, soft_timeout))
+
+    return run_in_process
 
 
 def log_left_behind(threads: SyncThreads, server_id: str) -> None:

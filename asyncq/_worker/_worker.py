@@ -365,6 +365,8 @@ class Worker:
         await self.processor.handoffs.leave_idle()
         await self.processor.drain(self.config.shutdown_timeout)
         log_left_behind(self.processor.threads, self.config.server_id)
+        if self.processor.threads.procs is not None:
+            await self.processor.threads.procs.close()
         if not await self.acker.drain(self.config.lease_duration + 1.0):
             self._log.error("outcomes left unwritten at shutdown; the recoverer will retry "
                             "those tasks", count=len(self.acker.pending))

@@ -67,6 +67,10 @@ class WorkerMetrics:
         self.limit_deferrals = Counter(
             "task_limit_deferrals", "Tasks deferred instead of run: a rate or concurrency "
             "limit refused them", labels, **kw)  # type: ignore[arg-type]
+        self.threads_left_behind = Counter(
+            "sync_threads_left_behind", "Sync handler threads still running after their task "
+            "ended (timed out, cancelled): each holds a sync_threads slot until it returns",
+            labels, **kw)  # type: ignore[arg-type]
         self.loop_lag = Histogram(
             "event_loop_lag_seconds", "How late the worker's event loop ran a callback due "
             "now (sampled every 0.25 s): high when something blocks the loop",
@@ -134,6 +138,9 @@ class WorkerMetrics:
 
     def limit_deferred(self, queue: str, task_type: str) -> None:
         self.limit_deferrals.labels(queue, self._type(task_type)).inc()
+
+    def thread_left_behind(self, queue: str, task_type: str) -> None:
+        self.threads_left_behind.labels(queue, self._type(task_type)).inc()
 
 
 def _same(task_type: str) -> str:

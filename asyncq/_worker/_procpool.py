@@ -1,0 +1,375 @@
+"""Process-isolated handlers: a handler registered with ``isolate="process"`` (or any sync
+handler when the worker's ``sync_handlers="process"``) runs in one of a pool of child
+processes, so CPU-bound work uses every core while the event loop keeps serving other tasks.
+
+Children are started with the ``forkserver`` context where the platform has it (else
+``spawn``): forking the worker itself would copy its event loop, Redis connections and threads
+into the child mid-flight. A child is sent the task's stored payload bytes and a small dict
+(type, id, queue, encoding, headers, retries, deadline) and imports the handler itself by its
+``module:qualname``; it sends back the result as stored (bytes or JSON) or the error. A run
+whose task is cancelled (its timeout or deadline passed, a cancel request, shutdown) has its
+child stopped — SIGTERM, then SIGKILL after ``kill_grace`` — and a fresh child takes its slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+import orjson
+
+from .._model._options import ParsedOptions
+from .._model._payload import encode_payload
+from .._model._task import Task
+
+ISOLATIONS = ("thread", "process")
+"""What ``isolate=`` takes: a sync handler's worker thread, or a child process."""
+
+
+class SoftTimeLimitExceeded(Exception):
+    """Raised inside a process-run handler ``soft_timeout`` seconds before its hard limit, so
+    it can save its work or clean up; uncaught, it is the run's error (retried as any)."""
+
+
+class ChildProcessDied(RuntimeError):
+    """The child process running a handler exited before answering (a crash, ``os._exit``,
+    the kernel's OOM killer): the run's error, retried as any."""
+
+
+class ProcessHandlerError(Exception):
+    """A process-run handler raised an exception that could not be sent back as itself (it
+    does not pickle): its type and text, with the child's traceback."""
+
+
+def handler_ref(fn: object, what: str) -> str:
+    """``module:qualname`` a child imports ``fn`` by; a function it cannot import (defined
+    inside a function, a lambda, a bound method, run as ``__main__`` of a script) is a
+    ValueError at registration."""
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or not (
+            inspect.isfunction(fn) or isinstance(fn, type)):
+        raise TypeError(f"{what}: isolate='process' needs a module-level function, got {fn!r}")
+    if "<locals>" in qualname or "<lambda>" in qualname:
+        raise ValueError(f"{what}: isolate='process' needs a function defined at module level "
+                         f"(a child process imports it by name), but {qualname!r} is defined "
+                         f"inside a function or is a lambda; move it to module level")
+    if module == "__main__":
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if spec is None or not spec.name:
+            raise ValueError(f"{what}: isolate='process' cannot import {qualname!r} from the "
+                             f"script being run (__main__) in a child process; define it in "
+                             f"an importable module (or run the script with python -m)")
+        module = spec.name
+    return f"{module}:{qualname}"
+
+
+# -- the child
+
+
+def _resolve(ref: str) -> Callable[[Task], Any]:
+    from .._typed._definition import TaskDefinition  # (the child's own import)
+    module_name, _, qualname = ref.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    if isinstance(obj, TaskDefinition):
+        return obj.handler()
+    if not callable(obj):
+        raise TypeError(f"{ref} is not a handler: {obj!r}")
+    return obj  # type: ignore[no-any-return]
+
+
+def _child_task(payload: bytes, meta: dict[str, Any]) -> Task:
+    task = Task.__new__(Task)
+    task.type = meta["type"]
+    task.payload = payload
+    task._enc = meta["enc"]
+    task.options = ParsedOptions()
+    task.id = meta["id"]
+    task.queue = meta["queue"]
+    task.max_retry = meta["max_retry"]
+    task.headers = dict(meta["headers"])
+    task.retried = meta["retried"]
+    task._deadline_ms = meta["deadline_ms"]
+    task._writer = None
+    task._state = None
+    return task
+
+
+def _on_soft_limit(signum: int, frame: object) -> None:
+    raise SoftTimeLimitExceeded("soft time limit exceeded: the task's hard limit is near")
+
+
+def _on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # (finally blocks run during the kill grace)
+
+
+def _child_main(conn: Connection) -> None:
+    """A child's loop: run one task per message until the worker closes the pipe. Only bytes
+    cross the pipe (JSON headers and the payload/result as stored): never a pickle."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
+    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGALRM, _on_soft_limit)
+    handlers: dict[str, Callable[[Task], Any]] = {}
+    while True:
+        try:
+            ref, meta = orjson.loads(conn.recv_bytes())
+            payload = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        raw = b""
+        try:
+            if meta.get("soft_after"):
+                signal.setitimer(signal.ITIMER_REAL, meta["soft_after"])
+            try:
+                fn = handlers.get(ref) or handlers.setdefault(ref, _resolve(ref))
+                value = fn(_child_task(payload, meta))
+                if inspect.isawaitable(value):
+                    value = asyncio.run(_awaited(value))
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            try:
+                raw, enc = encode_payload(value)
+            except ValueError as exc:
+                raise ValueError(f"handler result cannot be stored: {exc}") from exc
+            head: dict[str, Any] = {"ok": True, "enc": enc}
+        except Exception as exc:  # the run's error: its type, arguments (if JSON) and text
+            head = {"ok": False, "type": f"{type(exc).__module__}:{type(exc).__qualname__}",
+                    "text": str(exc), "traceback": traceback.format_exc()}
+            with contextlib.suppress(TypeError, orjson.JSONEncodeError):
+                head["args"] = orjson.loads(orjson.dumps(list(exc.args)))
+        try:
+            conn.send_bytes(orjson.dumps(head))
+            conn.send_bytes(raw)
+        except (OSError, EOFError):
+            return
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+# -- the worker side
+
+
+class _Child:
+    __slots__ = ("conn", "proc", "runs")
+
+    def __init__(self, proc: BaseProcess, conn: Connection) -> None:
+        self.proc = proc
+        self.conn = conn
+        self.runs = 0
+
+
+_INLINE_SEND = 32 * 1024
+"""Payloads up to this size are written to a child's pipe from the event loop (the pipe's
+buffer holds them); larger ones from a thread."""
+
+
+def _send(conn: Connection, head: bytes, payload: bytes) -> None:
+    conn.send_bytes(head)
+    conn.send_bytes(payload)
+
+
+def start_method() -> str:
+    """How children are started: "forkserver" where the platform has it, else "spawn"."""
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def _context() -> Any:
+    """The multiprocessing context children are started with; the fork server (started by
+    the first child, once per worker process) preloads this module, so asyncq is imported
+    once, not by every child it forks: a replaced child starts in tens of ms. Called when a
+    first child is needed, so a worker without process handlers changes nothing."""
+    ctx = multiprocessing.get_context(start_method())
+    if start_method() == "forkserver":
+        ctx.set_forkserver_preload([__name__])
+    return ctx
+
+
+class ProcessPool:
+    """At most ``size`` child processes running handlers; a child is started when a task
+    needs one and none is idle, retired after ``max_tasks_per_child`` runs (0: never), and
+    killed and replaced when its run is cancelled."""
+
+    def __init__(self, size: int, *, max_tasks_per_child: int = 0,
+                 kill_grace: float = 1.0) -> None:
+        self.size = size
+        self.max_tasks_per_child = max_tasks_per_child
+        self.kill_grace = kill_grace
+        self._ctx: Any = None  # (see _context)
+        self._idle: list[_Child] = []
+        self._slots: asyncio.Semaphore | None = None
+        self._live: set[_Child] = set()
+        self._chores: set[asyncio.Task[None]] = set()
+        self.replaced = 0
+        """Children killed because their run was abandoned (its limit passed, cancelled), and
+        replaced."""
+
+    @property
+    def pids(self) -> list[int]:
+        """The live children's process ids."""
+        return sorted(c.proc.pid for c in self._live if c.proc.pid is not None)
+
+    def _start_child(self) -> _Child:
+        if self._ctx is None:
+            self._ctx = _context()
+        parent, child = self._ctx.Pipe(duplex=True)
+        proc = self._ctx.Process(target=_child_main, args=(child,), daemon=True,
+                                 name="asyncq-handler")
+        proc.start()
+        child.close()
+        started = _Child(proc, parent)
+        self._live.add(started)
+        return started
+
+    async def run(self, ref: str, payload: bytes, meta: dict[str, Any]) -> Any:
+        """Run the handler ``ref`` in a child on the task's bytes; its return value (as it
+        will be stored: bytes, or the JSON value) or its error. Cancelling this stops the
+        child (SIGTERM, SIGKILL after ``kill_grace``) and starts another in its place."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.size)
+        await self._slots.acquire()
+        child: _Child | None = None
+        try:
+            child = self._idle.pop() if self._idle else await asyncio.to_thread(
+                self._start_child)
+            reply = await self._exchange(child, orjson.dumps([ref, meta]), payload)
+        except BaseException as exc:
+            if child is None:
+                self._slots.release()
+            else:
+                self._spawn(self._replace(child, lost=not isinstance(exc, ChildProcessDied)))
+            raise
+        child.runs += 1
+        if self.max_tasks_per_child and child.runs >= self.max_tasks_per_child:
+            self._spawn(self._replace(child, lost=False))
+        else:
+            self._idle.append(child)
+            self._slots.release()
+        return _unpack(reply)
+
+    async def _exchange(self, child: _Child, head: bytes,
+                        payload: bytes) -> tuple[dict[str, Any], bytes]:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[tuple[dict[str, Any], bytes]] = loop.create_future()
+        fd = child.conn.fileno()
+
+        def readable() -> None:
+            loop.remove_reader(fd)
+            if answer.done():
+                return
+            try:
+                answer.set_result((orjson.loads(child.conn.recv_bytes()),
+                                   child.conn.recv_bytes()))
+            except (EOFError, OSError):
+                child.proc.join(0.1)  # (it exited: reaped at once, for its exit code)
+                answer.set_exception(ChildProcessDied(
+                    f"the process running the handler (pid {child.proc.pid}) exited with "
+                    f"code {child.proc.exitcode} before it answered"))
+
+        if len(payload) > _INLINE_SEND:  # (a write that could fill the pipe: not on the loop)
+            await asyncio.to_thread(_send, child.conn, head, payload)
+        else:
+            _send(child.conn, head, payload)
+        loop.add_reader(fd, readable)
+        try:
+            return await answer
+        finally:
+            loop.remove_reader(fd)
+
+    def _spawn(self, coro: Any) -> None:
+        chore = asyncio.get_running_loop().create_task(coro)
+        self._chores.add(chore)
+        chore.add_done_callback(self._chores.discard)
+
+    async def _replace(self, child: _Child, *, lost: bool) -> None:
+        """Stop ``child`` (killed when ``lost``: its run was abandoned; else asked to exit by
+        closing its pipe), start a fresh one in its place, then give the slot back."""
+        assert self._slots is not None
+        try:
+            await asyncio.to_thread(self._stop, child, lost)
+            if lost:
+                self.replaced += 1
+            self._idle.append(await asyncio.to_thread(self._start_child))
+        finally:
+            self._slots.release()
+
+    def _stop(self, child: _Child, kill: bool) -> None:
+        self._live.discard(child)
+        if kill:
+            child.proc.terminate()
+            child.proc.join(self.kill_grace)
+            if child.proc.is_alive():
+                child.proc.kill()
+        child.conn.close()
+        child.proc.join(self.kill_grace if not kill else None)
+        if child.proc.is_alive():
+            child.proc.kill()
+            child.proc.join()
+
+    async def close(self) -> None:
+        """Stop every child (idle ones exit as their pipe closes; busy ones are killed)."""
+        for chore in list(self._chores):
+            with contextlib.suppress(BaseException):
+                await chore
+        idle, self._idle = set(self._idle), []
+        for child in list(self._live):
+            await asyncio.to_thread(self._stop, child, child not in idle)
+
+
+def _unpack(reply: tuple[dict[str, Any], bytes]) -> Any:
+    """The value a child's reply stands for (as the worker will store it), or its error
+    raised again: the handler's exception type when it can be imported and rebuilt from its
+    JSON arguments, else ProcessHandlerError; the child's traceback is added as a note."""
+    head, raw = reply
+    if head["ok"]:
+        enc = head["enc"]
+        if enc == "n":
+            return None
+        return raw if enc == "b" else orjson.loads(raw)
+    exc: BaseException | None = None
+    if "args" in head:
+        module_name, _, qualname = head["type"].partition(":")
+        try:
+            cls: Any = importlib.import_module(module_name)
+            for part in qualname.split("."):
+                cls = getattr(cls, part)
+            if isinstance(cls, type) and issubclass(cls, Exception):
+                exc = cls(*head["args"])
+        except Exception:
+            exc = None
+    if exc is None or str(exc) != head["text"]:
+        exc = ProcessHandlerError(f"{head['type'].rpartition(':')[2]}: {head['text']}")
+    exc.add_note(f"raised in a handler process:\n{head['traceback']}")
+    raise exc
+
+
+def child_meta(task: Task, soft_timeout: float | None) -> dict[str, Any]:
+    """What a child gets besides the payload bytes: the task's fields (and when to raise
+    SoftTimeLimitExceeded: ``soft_timeout`` s before the task's deadline)."""
+    deadline_ms = task._deadline_ms
+    soft_after = 0.0
+    if soft_timeout and deadline_ms:
+        soft_after = max((deadline_ms - _now_ms()) / 1000 - soft_timeout, 0.001)
+    return {"type": task.type, "id": task.id, "queue": task.queue, "enc": task.encoding,
+            "headers": dict(task.headers), "max_retry": task.max_retry,
+            "retried": task.retried, "deadline_ms": deadline_ms, "soft_after": soft_after,
+            "pid": os.getpid()}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
