@@ -64,7 +64,6 @@ class HandlerRules:
         return cls(num("max_retry"), num("timeout_ms"), num("retention_ms"))
 
 
-NO_RULES = HandlerRules()
 RESULT_RETENTION_MS = round(RESULT_RETENTION * 1000)
 COMPLETION_MARK_MS = round(COMPLETION_MARK * 1000)
 

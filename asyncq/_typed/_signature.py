@@ -38,7 +38,6 @@ class TaskSignature:
                 hint = dict[str, hint]  # type: ignore[valid-type]
             self.decoders[p.name] = decoder(hint)
         self.returns: Decoder = decoder(hints.get("return", Any))
-        self.returns_none = hints.get("return", Any) in (None, type(None))
         # The call can be made with keywords only unless a parameter is positional-only or
         # variadic: the fast path of every call.
         self._by_keyword = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
