@@ -11,13 +11,18 @@ Accepted everywhere a connection is (Client, Worker, Inspector, Scheduler, the C
 * a ready ``redis.asyncio.Redis`` (also one from ``Sentinel.master_for``) or
   ``redis.asyncio.RedisCluster``, created with ``decode_responses=False``: it keeps its own
   settings and stays the caller's (asyncq does not close it).
+
+The Redis layout spoken is asyncq's own unless the URL says ``?wire=asynq`` (or ``make_broker``
+is given ``wire="asynq"``): then the broker is an AsynqBroker, sharing queues with Go asynq
+(``asyncq._broker._asynq``; needs ``asyncq[asynq]``). Either layout refuses a queue that only
+the other knows.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from redis.asyncio import Redis, RedisCluster
 from redis.asyncio.cluster import ClusterNode
@@ -29,17 +34,20 @@ from redis.exceptions import RedisError
 
 from .._clock import SYSTEM_CLOCK, Clock
 from . import Broker, RedisBroker, is_broker
+from ._asynq import asynq_broker_class
+from ._asynq._guarded import GuardedRedisBroker
 from ._connection_options import DEFAULT_CONNECTION, ConnectionOptions
 from ._redis_errors import broker_error
-from ._redis_url import URL_FORMS, Target, parse_url, redact, startup_nodes
+from ._redis_url import URL_FORMS, WIRES, Target, parse_url, redact, startup_nodes
 
-__all__ = ["URL_FORMS", "ConnectionOptions", "RedisLike", "check_reachable", "connect",
-           "make_broker", "open_broker", "parse_url", "redact"]
+__all__ = ["URL_FORMS", "WIRES", "ConnectionOptions", "RedisLike", "Wire", "check_reachable",
+           "connect", "make_broker", "open_broker", "parse_url", "redact"]
 
 StartupNode = str | tuple[str, int]
 RedisLike = str | Redis | RedisCluster | list[StartupNode] | tuple[StartupNode, ...]
 RedisClient = Redis | RedisCluster
 Closer = Callable[[], Awaitable[None]]
+Wire = Literal["asyncq", "asynq"]
 
 
 # -- TLS with an explicit server name
@@ -151,13 +159,16 @@ def _build(target: Target) -> tuple[RedisClient, Closer | None]:
     return Redis.from_pool(ConnectionPool(**kwargs)), None
 
 
-def _open(redis: str | Sequence[StartupNode], options: ConnectionOptions | None
-          ) -> tuple[RedisClient, Closer | None]:
+def _target(redis: str | Sequence[StartupNode], options: ConnectionOptions | None) -> Target:
     if options is not None and not isinstance(options, ConnectionOptions):
         raise TypeError(f"connection must be a ConnectionOptions, got {options!r}")
     opts = options or DEFAULT_CONNECTION
-    target = parse_url(redis, opts) if isinstance(redis, str) else startup_nodes(redis, opts)
-    return _build(target)
+    return parse_url(redis, opts) if isinstance(redis, str) else startup_nodes(redis, opts)
+
+
+def _open(redis: str | Sequence[StartupNode], options: ConnectionOptions | None
+          ) -> tuple[RedisClient, Closer | None]:
+    return _build(_target(redis, options))
 
 
 def connect(redis: str | Sequence[StartupNode], options: ConnectionOptions | None = None
@@ -195,16 +206,32 @@ def _client_settings(redis: RedisClient) -> Mapping[str, Any]:
     return kwargs
 
 
+def _broker_class(wire: Wire | None) -> Any:
+    """The broker class of a layout (ImportError naming ``asyncq[asynq]`` if it needs protobuf
+    and that is missing)."""
+    return asynq_broker_class() if wire == "asynq" else GuardedRedisBroker
+
+
 def make_broker(redis: RedisLike, *, clock: Clock = SYSTEM_CLOCK,
-                connection: ConnectionOptions | None = None) -> RedisBroker:
+                connection: ConnectionOptions | None = None,
+                wire: Wire | None = None) -> RedisBroker:
     """A broker over ``redis``; a client passed in stays the caller's (it is not closed).
 
     ``connection`` only applies to a URL or startup nodes: a client passed in keeps its own
-    settings.
+    settings. ``wire`` is the Redis layout: "asyncq" (asyncq's own, the default) or "asynq"
+    (Go asynq's: an AsynqBroker, typed here as the RedisBroker it stands in for); a URL may
+    say it as ``?wire=``, and both may not disagree.
     """
+    if wire is not None and wire not in WIRES:
+        raise ValueError(f"wire must be one of {', '.join(WIRES)}, got {wire!r}")
     extra: Closer | None = None
     if isinstance(redis, str | list | tuple):
-        client, extra = _open(redis, connection)
+        target = _target(redis, connection)
+        if wire is not None and target.wire is not None and target.wire != wire:
+            raise ValueError(f"wire={wire!r} disagrees with the URL's ?wire={target.wire}")
+        wire = wire or target.wire  # type: ignore[assignment]
+        cls = _broker_class(wire)  # (before a client is made: protobuf may be missing)
+        client, extra = _build(target)
     elif isinstance(redis, Redis | RedisCluster):
         if connection is not None:
             raise ValueError("connection options apply to a Redis URL; a redis.asyncio "
@@ -212,13 +239,16 @@ def make_broker(redis: RedisLike, *, clock: Clock = SYSTEM_CLOCK,
         if redis.get_encoder().decode_responses:
             raise ValueError("asyncq needs a redis client created with decode_responses=False")
         client = redis
+        cls = _broker_class(wire)
     else:
         raise TypeError(f"expected a Redis URL, a list of cluster startup nodes, or a "
                         f"redis.asyncio Redis/RedisCluster client, got {redis!r}")
     kwargs = _client_settings(client)
-    return RedisBroker(client, owns_client=client is not redis, also_close=extra, clock=clock,
-                       ping_interval=float(kwargs.get("health_check_interval") or 0),
-                       reply_timeout=kwargs.get("socket_timeout"))
+    broker: RedisBroker = cls(client, owns_client=client is not redis, also_close=extra,
+                              clock=clock,
+                              ping_interval=float(kwargs.get("health_check_interval") or 0),
+                              reply_timeout=kwargs.get("socket_timeout"))
+    return broker
 
 
 def open_broker(redis: RedisLike | Broker | None, broker: Broker | None = None, *,

@@ -1,7 +1,9 @@
 """Redis URLs: the accepted forms, their strict parsing into a ``Target``, and redaction of the
 passwords they hold (for error messages and logs).
 
-Query parameters set ``ConnectionOptions`` fields (an unknown one is an error, not ignored);
+Query parameters set ``ConnectionOptions`` fields (an unknown one is an error, not ignored),
+except ``db`` and ``wire`` (``?wire=asynq``: Go asynq's layout, see ``asyncq._broker._asynq``;
+``?wire=asyncq``, the default: asyncq's own);
 a value in the URL wins over the options passed along with it. Each parameter is parsed by the
 type of its field (``float | None``: a number or ``none``; ``bool``: true/false...), so a new
 field is a new parameter with no change here.
@@ -24,8 +26,10 @@ URL_FORMS = (
     "unix://[[user]:password@]/path/to/socket[?db=N], "
     "redis+cluster://[[user]:password@]host:port[,host:port...], rediss+cluster://... (TLS), "
     "redis+sentinel://[[user]:password@]host:port[,host:port...]/service_name[?db=N], "
-    "rediss+sentinel://... (TLS); options as query parameters (?ssl_ca_certs=...)"
+    "rediss+sentinel://... (TLS); options as query parameters (?ssl_ca_certs=...); "
+    "?wire=asynq for Go asynq's Redis layout"
 )
+WIRES = ("asyncq", "asynq")  # the Redis layouts a broker speaks: asyncq's own, Go asynq's
 SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel",
            "rediss+sentinel")
 
@@ -72,6 +76,7 @@ class Target:
     db: int = 0
     path: str = ""
     service: str = ""
+    wire: str | None = None  # ?wire=: "asyncq" or "asynq" (None: not given, asyncq's own)
 
 
 _SECRET_QUERY = re.compile(r"((?:^|[?&])(?:ssl_|sentinel_)?password=)[^&]*")
@@ -127,7 +132,13 @@ def parse_url(url: str, options: ConnectionOptions | None = None) -> Target:
     scheme = parts.scheme
     overrides: dict[str, Any] = {}
     db: int | None = None
+    wire: str | None = None
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name == "wire":
+            if value not in WIRES:
+                raise _bad(url, f"wire must be one of {', '.join(WIRES)}, got {value!r}")
+            wire = value
+            continue
         if name == "db":
             try:
                 db = int(value)
@@ -136,7 +147,7 @@ def parse_url(url: str, options: ConnectionOptions | None = None) -> Target:
             continue
         parser = _QUERY_PARSERS.get(name)
         if parser is None:
-            known = ", ".join(["db", *_QUERY_PARSERS])
+            known = ", ".join(["db", "wire", *_QUERY_PARSERS])
             raise _bad(url, f"unknown option {name!r} (known: {known})")
         try:
             overrides[name] = parser(value)
@@ -159,19 +170,19 @@ def parse_url(url: str, options: ConnectionOptions | None = None) -> Target:
     if scheme == "unix":
         if not path:
             raise _bad(url, "missing socket path")
-        return Target("unix", [], opts, db=db or 0, path=path)
+        return Target("unix", [], opts, db=db or 0, path=path, wire=wire)
     if not parts.netloc.rpartition("@")[2]:
         raise _bad(url, "missing host")
     if scheme.endswith("+cluster"):
         if db or path.strip("/") not in ("", "0"):
             raise _bad(url, "a cluster has only database 0")
-        return Target("cluster", _hosts(url, parts.netloc, None), opts)
+        return Target("cluster", _hosts(url, parts.netloc, None), opts, wire=wire)
     if scheme.endswith("+sentinel"):
         service = path.strip("/")
         if not service or "/" in service:
             raise _bad(url, "give the service name as the path (/mymaster)")
         return Target("sentinel", _hosts(url, parts.netloc, 26379), opts, db=db or 0,
-                       service=service)
+                       service=service, wire=wire)
     if db is None and path.strip("/"):
         try:
             db = int(path.strip("/"))
@@ -180,7 +191,7 @@ def parse_url(url: str, options: ConnectionOptions | None = None) -> Target:
     hosts = _hosts(url, parts.netloc, 6379)
     if len(hosts) != 1:
         raise _bad(url, "several hosts need redis+cluster:// or redis+sentinel://")
-    return Target("single", hosts, opts, db=db or 0)
+    return Target("single", hosts, opts, db=db or 0, wire=wire)
 
 
 def startup_nodes(nodes: Sequence[Any], options: ConnectionOptions) -> Target:

@@ -1,0 +1,353 @@
+"""AsynqBroker: the Broker protocol over Go asynq's own Redis layout (``wire=asynq``).
+
+Same door as RedisBroker (one ScriptRunner, here also running the ``asynq_*`` scripts of
+``lua/``), other keys and records: tasks are hashes ``asynq:{q}:t:<id>`` whose ``msg`` is a
+protobuf TaskMessage (``_codec``), times are Unix seconds (``pending_since`` nanoseconds), and
+each transition does what Go's does (``internal/rdb/rdb.go``), so Go servers, clients and
+inspectors share the queues. The worker reads asyncq's JSON message and the payload as usual:
+the translation happens here and in ``_codec``.
+
+Operations not available yet raise a BrokerError saying so (``_unavailable``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Literal, cast
+
+import anyio
+from redis.asyncio import Redis, RedisCluster
+
+from ... import _defaults
+from ..._clock import SYSTEM_CLOCK, Clock
+from ..._model._events import TaskEvent
+from .._calls import ScriptCall
+from .._listen import Listeners
+from .._messages import CancelRequest, Handoff, WorkerSignal
+from .._ops import InspectOps, LimitOps, ScheduleOps
+from .._replies import text
+from .._runner import ScriptRunner, reply_error
+from .._values import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
+from .._wf_ops import WorkflowOps
+from . import _codec
+from . import _keys as K
+from ._layout import LayoutGuard
+from ._scripts import asynq_scripts
+from ._unavailable import AsynqWorkflowOps, UnavailableOps, unavailable
+
+STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count (Go's statsTTL)
+ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
+ARCHIVE_MAX_AGE_S = 90 * 86_400  # Go's archivedExpirationInDays
+_STORE_CHUNK = 500  # store scripts per pipelined round trip of store_many
+
+assert ARCHIVE_MAX_SIZE == _defaults.ARCHIVE_MAX_SIZE
+
+
+def _ceil_s(ms: int) -> int:
+    """Unix ms -> Unix s, rounded up: a task due at 12.3 s is never run before it."""
+    return -(-ms // 1000)
+
+
+def store_call(task: NewTask, now_ms: int) -> ScriptCall:
+    """The script storing ``task``: ``asynq_schedule`` (due later), ``asynq_add_to_group`` or
+    ``asynq_enqueue``, as asynq's client decides."""
+    msg = task.msg
+    now_ms = msg.enqueued_at_ms or now_ms
+    qk = K.queue_keys(msg.queue)
+    lock = K.translate_lock(task.unique_key) if task.unique_key else ""
+    ttl = max(task.unique_ttl_ms, 1000) if lock else 0  # Go's least unique TTL: 1 s
+    stored = dataclasses.replace(msg, unique_key=lock)
+    pb = _codec.encode(_codec.from_asyncq(stored, task.payload, lock))
+    amsg = stored.encode()
+    lock_key = lock or qk.unique_prefix
+    if task.process_at_ms > now_ms:
+        return ScriptCall("asynq_schedule", [qk.task(msg.id), qk.scheduled, lock_key],
+                          [msg.id, pb, amsg, _ceil_s(task.process_at_ms), ttl, msg.group])
+    if msg.group:
+        return ScriptCall("asynq_add_to_group",
+                          [qk.task(msg.id), qk.group(msg.group), qk.groups, lock_key],
+                          [msg.id, pb, amsg, now_ms // 1000, ttl, msg.group])
+    return ScriptCall("asynq_enqueue", [qk.task(msg.id), qk.pending, lock_key],
+                      [msg.id, pb, amsg, now_ms * 1_000_000, ttl])
+
+
+def finish_call(o: Outcome, owner: str, now_ms: int) -> ScriptCall:
+    """The script writing outcome ``o`` of a task leased to ``owner``."""
+    qk = K.queue_keys(o.queue)
+    now_s = now_ms // 1000
+    day = K.day_string(now_ms)
+    stats_expiry = now_s + STATS_TTL_S
+    task_key = qk.task(o.task_id)
+    if o.kind == "done":
+        return ScriptCall("asynq_done", [task_key, qk.active, qk.lease, qk.processed_day(day),
+                                         qk.processed], [o.task_id, owner, stats_expiry])
+    if o.kind == "complete":
+        return ScriptCall("asynq_complete",
+                          [task_key, qk.active, qk.lease, qk.completed, qk.processed_day(day),
+                           qk.processed],
+                          [o.task_id, owner, stats_expiry, now_s,
+                           now_s + _ceil_s(o.retention_ms),
+                           "" if o.result is None else o.result_enc, o.result or b""])
+    if o.kind == "requeue":
+        return ScriptCall("asynq_requeue", [task_key, qk.active, qk.lease, qk.pending],
+                          [o.task_id, owner, now_ms * 1_000_000])
+    counters = [qk.processed_day(day), qk.failed_day(day), qk.processed, qk.failed]
+    if o.kind == "retry":
+        return ScriptCall("asynq_retry", [task_key, qk.active, qk.lease, qk.retry, *counters],
+                          [o.task_id, owner, _ceil_s(o.retry_at_ms), o.error, now_s,
+                           "1" if o.is_failure else "0", stats_expiry, o.traceback])
+    return ScriptCall("asynq_archive", [task_key, qk.active, qk.lease, qk.archived, *counters],
+                      [o.task_id, owner, o.error, now_s, now_s - ARCHIVE_MAX_AGE_S,
+                       ARCHIVE_MAX_SIZE, stats_expiry, qk.task_prefix, o.traceback])
+
+
+def _code(value: Any) -> EnqueueCode:
+    code = int(value)
+    return 1 if code == 1 else 0 if code == 0 else -1
+
+
+class AsynqBroker:
+    """The Broker protocol over Go asynq's layout; built like RedisBroker (``redis`` created
+    with ``decode_responses=False``; ``owns_client``: ``close()`` closes it)."""
+
+    wire = "asynq"
+
+    def __init__(self, redis: Redis | RedisCluster, *, owns_client: bool = False,
+                 clock: Clock = SYSTEM_CLOCK, ping_interval: float = 15.0,
+                 reply_timeout: float | None = 5.0,
+                 also_close: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.redis = redis
+        self.clock = clock
+        self._owns_client = owns_client
+        self._also_close = also_close
+        self.runner = ScriptRunner(redis)
+        self.runner.scripts = {**self.runner.scripts, **asynq_scripts()}
+        self.listeners = Listeners(self.runner, ping_interval, reply_timeout or 5.0)
+        self.layout = LayoutGuard(self.runner, "asynq")
+        self._registered: set[str] = set()
+        self.inspect = cast(InspectOps, UnavailableOps("inspect"))
+        self.schedules = cast(ScheduleOps, UnavailableOps("schedules"))
+        self.limits = cast(LimitOps, UnavailableOps("limits"))
+        self.workflows = cast(WorkflowOps, AsynqWorkflowOps())
+
+    async def ping(self) -> None:
+        await self.runner.command("ping", "PING")
+
+    async def close(self) -> None:
+        try:
+            if self._owns_client:
+                await self.redis.aclose()
+        finally:
+            if self._also_close is not None:
+                await self._also_close()
+
+    async def load_scripts(self) -> None:
+        """Load every script into Redis so pipelines never meet NOSCRIPT on a fresh server."""
+        await self.runner.load_scripts()
+
+    # -- producing
+
+    async def register_queues(self, queues: Sequence[str]) -> None:
+        """Check the queues' layout, then add the new ones to ``asynq:queues`` (as Go's client
+        does, once per process and queue)."""
+        await self.layout.check(queues)
+        new = [q for q in dict.fromkeys(queues) if q not in self._registered]
+        if new:
+            await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
+            self._registered.update(new)
+
+    async def store(self, task: NewTask) -> EnqueueCode:
+        await self.register_queues((task.msg.queue,))
+        return _code(await self.runner.run_call(store_call(task, self.clock.now_ms())))
+
+    async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
+        """One script per task, pipelined (the scripts loaded first, so a re-sent call never
+        runs after a later one), as Go's BatchEnqueue."""
+        if not tasks:
+            return []
+        await self.register_queues([t.msg.queue for t in tasks])
+        now = self.clock.now_ms()
+        calls = [store_call(t, now) for t in tasks]
+        out = await self.runner.run_many(calls, preload=True, chunk=_STORE_CHUNK)
+        return [reply_error(call.name, r) if isinstance(r, Exception) else _code(r)
+                for call, r in zip(calls, out, strict=True)]
+
+    async def request_cancel(self, queue: str, task_id: str) -> bool:
+        raise unavailable("request_cancel")
+
+    async def publish_cancel(self, task_id: str) -> None:
+        raise unavailable("publish_cancel")
+
+    # -- running
+
+    async def dequeue(
+        self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int,
+        request_id: str = "", one_hop: bool = False,
+    ) -> tuple[list[RawTask], int]:
+        """Lease like Go's Dequeue (no waiters flag, no one-hop hand-off, no request replay in
+        this layout: a lost reply leaves its tasks to the recoverer once their lease ends)."""
+        await self.layout.check((queue,))
+        qk = K.queue_keys(queue)
+        now = self.clock.now_ms()
+        flat = await self.runner.run(
+            "asynq_dequeue", [qk.pending, qk.active, qk.lease, qk.paused],
+            [(now + lease_ms) // 1000, count, qk.task_prefix, owner, now])
+        tasks: list[RawTask] = []
+        dropped = int(flat[0])
+        for i in range(1, len(flat), 4):
+            try:
+                task_id = text(flat[i])
+            except UnicodeDecodeError:
+                dropped += 1  # (leased, never returned: the recoverer takes it back)
+                continue
+            tasks.append(_codec.raw_task(task_id, flat[i + 1], flat[i + 2], flat[i + 3]))
+        return tasks, dropped
+
+    def listen_handoffs(self, queues: Sequence[str],
+                        owner: str) -> AsyncIterator[Handoff | None]:
+        """No one-hop hand-offs in this layout: subscribed at once, then nothing ever comes."""
+        return _nothing_after_none()
+
+    async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
+        """Nothing to withdraw: workers never register as idle in this layout."""
+
+    async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:
+        now = self.clock.now_ms()
+        calls = [finish_call(o, owner, now) for o in outcomes]
+        if len(calls) == 1:
+            return [bool(await self.runner.run_call(calls[0]))]
+        out = await self.runner.run_many(calls)
+        return [reply_error(call.name, r) if isinstance(r, Exception) else bool(r)
+                for call, r in zip(calls, out, strict=True)]
+
+    async def extend_leases(self, queue: str, task_ids: Sequence[str], owner: str,
+                            lease_ms: int) -> list[int]:
+        if not task_ids:
+            return []
+        qk = K.queue_keys(queue)
+        flags = await self.runner.run(
+            "asynq_extend_lease", [qk.lease],
+            [(self.clock.now_ms() + lease_ms) // 1000, owner, qk.task_prefix, *task_ids])
+        return [int(f) for f in flags]
+
+    async def lock_holders(self, locks: Sequence[str]) -> list[str | None]:
+        replies = await self.runner.commands(
+            "reading uniqueness locks", [("GET", K.translate_lock(lock)) for lock in locks])
+        return [None if r is None else text(r) for r in replies]
+
+    async def write_result(self, queue: str, task_id: str, data: bytes,
+                           encoding: str = "b") -> int:
+        qk = K.queue_keys(queue)
+        return int(await self.runner.run("asynq_write_result", [qk.task(task_id)],
+                                         [data, encoding]))
+
+    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
+        """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq); no
+        wake-ups in this layout (workers poll)."""
+        return self._signals()
+
+    async def _signals(self) -> AsyncIterator[WorkerSignal | None]:
+        async for item in self.listeners.listen([K.CANCEL_CHANNEL]):
+            yield None if item is None else CancelRequest(item[1])
+
+    def listen_events(self, queues: Sequence[str]) -> AsyncIterator[TaskEvent | EventFlush]:
+        raise unavailable("listen_events")
+
+    async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
+        raise unavailable("set_listening")
+
+    # -- maintenance
+
+    async def forward(self, queue: str, source: Literal["scheduled", "retry"],
+                      limit: int) -> tuple[int, int]:
+        qk = K.queue_keys(queue)
+        now = self.clock.now_ms()
+        moved, due = await self.runner.run(
+            "asynq_forward", [qk.state_key(source), qk.pending, qk.groups],
+            [now // 1000, qk.task_prefix, now * 1_000_000, qk.group_prefix, limit])
+        return int(moved), (-1 if int(due) < 0 else int(due) * 1000)
+
+    async def read_tasks(self, queue: str,
+                         task_ids: Sequence[str]) -> list[tuple[bytes, bytes] | None]:
+        qk = K.queue_keys(queue)
+        replies = await self.runner.commands("reading tasks", [
+            ("HMGET", qk.task(i), K.F_MSG, K.F_AMSG) for i in task_ids])
+        out: list[tuple[bytes, bytes] | None] = []
+        for task_id, (msg, amsg) in zip(task_ids, replies, strict=True):
+            if msg is None:
+                out.append(None)
+                continue
+            raw = _codec.raw_task(task_id, msg, amsg, 0)
+            out.append((raw.msg, raw.payload))
+        return out
+
+    async def pause(self, queue: str) -> bool:
+        """As Go's Inspector: the paused key holds the Unix time of the pause."""
+        qk = K.queue_keys(queue)
+        return bool(await self.runner.command("pausing", "SET", qk.paused,
+                                              self.clock.now_ms() // 1000, "NX"))
+
+    async def unpause(self, queue: str) -> bool:
+        return bool(await self.runner.command("unpausing", "DEL", K.queue_keys(queue).paused))
+
+    # -- not yet available with wire=asynq (phase 2)
+
+    async def list_lease_expired(self, queue: str, cutoff_ms: int,
+                                 limit: int) -> list[RawTask]:
+        raise unavailable("list_lease_expired")
+
+    async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
+        raise unavailable("recover")
+
+    async def reclaim_orphans(self, queue: str, limit: int) -> int:
+        raise unavailable("reclaim_orphans")
+
+    async def scan_task_keys(self, cursor: int,
+                             count: int) -> tuple[int, list[tuple[str, str]]]:
+        raise unavailable("scan_task_keys")
+
+    async def repair_tasks(self, queue: str, task_ids: Sequence[str],
+                           pending_search: int) -> list[str]:
+        raise unavailable("repair_tasks")
+
+    async def delete_expired_completed(self, queue: str, limit: int) -> int:
+        raise unavailable("delete_expired_completed")
+
+    async def record_minute(self, queue: str) -> bool:
+        raise unavailable("record_minute")
+
+    async def write_server_state(self, server_id: str, info: bytes,
+                                 workers: dict[str, bytes], ttl_ms: int) -> None:
+        raise unavailable("write_server_state")
+
+    async def clear_server_state(self, server_id: str) -> None:
+        raise unavailable("clear_server_state")
+
+    async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
+        raise unavailable("backlog")
+
+    async def list_groups(self, queue: str) -> list[str]:
+        raise unavailable("list_groups")
+
+    async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
+                                max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
+        raise unavailable("aggregation_check")
+
+    async def read_aggregation_set(self, queue: str, group: str,
+                                   set_id: str) -> list[RawTask]:
+        raise unavailable("read_aggregation_set")
+
+    async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
+        raise unavailable("delete_aggregation_set")
+
+    async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
+        raise unavailable("return_aggregation_set")
+
+    async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
+        raise unavailable("reclaim_stale_aggregation_sets")
+
+
+async def _nothing_after_none() -> AsyncIterator[None]:
+    yield None
+    await anyio.sleep_forever()

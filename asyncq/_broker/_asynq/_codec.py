@@ -1,0 +1,124 @@
+"""asynq's TaskMessage (protobuf) <-> asyncq's task message and payload.
+
+A task asyncq enqueues carries everything a Go server needs in ``msg``, Go's defaults written
+out (25 retries; a 1800 s timeout when neither a timeout nor a deadline was set), and its own
+message as JSON in the extra ``asyncq_msg`` field (what was left unset, times in ms, the
+payload encoding): read back by asyncq as it was written. A task Go enqueued has only ``msg``;
+its options are all explicit then (Go's client applied its defaults).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from google.protobuf.message import DecodeError as PBDecodeError  # type: ignore[import-untyped,unused-ignore]
+
+from ... import _defaults
+from ..._errors import DecodeError
+from ..._model._message import NO_TIMEOUT, TaskMessage
+from .._values import RawTask
+from ._schema import TaskMessagePB
+
+DEFAULT_RETRY = _defaults.DEFAULT_MAX_RETRY  # asynq's defaultMaxRetry is 25 as well
+DEFAULT_TIMEOUT_S = _defaults.DEFAULT_TIMEOUT_MS // 1000  # asynq's defaultTimeout: 30 min
+
+
+class AsynqTask(NamedTuple):
+    """The fields of an asynq TaskMessage (times in Unix s, durations in s, 0 = unset)."""
+
+    type: str
+    payload: bytes
+    id: str
+    queue: str
+    retry: int = DEFAULT_RETRY
+    retried: int = 0
+    error_msg: str = ""
+    last_failed_at: int = 0
+    timeout: int = 0
+    deadline: int = 0
+    unique_key: str = ""
+    group_key: str = ""
+    retention: int = 0
+    completed_at: int = 0
+    headers: dict[str, str] = {}
+
+
+def _ceil_s(ms: int) -> int:
+    return -(-ms // 1000)
+
+
+def from_asyncq(msg: TaskMessage, payload: bytes, unique_key: str = "") -> AsynqTask:
+    """The asynq fields of an asyncq message; ``unique_key``: the lock in asynq's naming.
+
+    Durations and times are rounded up to whole seconds (a 500 ms timeout must not become 0,
+    which a Go server reads as no limit); ``timeout=0`` with no deadline (NO_TIMEOUT) is
+    asynq's own way to say no limit: timeout 0, deadline 0."""
+    if msg.timeout_ms == NO_TIMEOUT:
+        timeout = 0
+    elif msg.timeout_ms > 0:
+        timeout = _ceil_s(msg.timeout_ms)
+    else:
+        timeout = 0 if msg.deadline_ms else DEFAULT_TIMEOUT_S
+    return AsynqTask(
+        type=msg.type, payload=payload, id=msg.id, queue=msg.queue,
+        retry=DEFAULT_RETRY if msg.max_retry is None else msg.max_retry,
+        timeout=timeout, deadline=_ceil_s(msg.deadline_ms) if msg.deadline_ms > 0 else 0,
+        unique_key=unique_key, group_key=msg.group,
+        retention=_ceil_s(msg.retention_ms) if msg.retention_ms else 0,
+        headers=dict(msg.headers),
+    )
+
+
+def encode(task: AsynqTask) -> bytes:
+    """The protobuf bytes of ``task`` (zero fields omitted, as Go writes them)."""
+    pb: Any = TaskMessagePB(
+        type=task.type, payload=task.payload, id=task.id, queue=task.queue, retry=task.retry,
+        retried=task.retried, error_msg=task.error_msg, last_failed_at=task.last_failed_at,
+        timeout=task.timeout, deadline=task.deadline, unique_key=task.unique_key,
+        group_key=task.group_key, retention=task.retention, completed_at=task.completed_at)
+    pb.headers.update(task.headers)
+    data: bytes = pb.SerializeToString()
+    return data
+
+
+def decode(data: bytes) -> AsynqTask:
+    """Parse a stored ``msg``; DecodeError saying what is wrong."""
+    if not data:
+        raise DecodeError("task message is missing")
+    try:
+        pb: Any = TaskMessagePB.FromString(data)
+    except PBDecodeError as exc:
+        raise DecodeError(f"task message is not a valid asynq TaskMessage: {exc}") from exc
+    return AsynqTask(
+        type=pb.type, payload=pb.payload, id=pb.id, queue=pb.queue, retry=pb.retry,
+        retried=pb.retried, error_msg=pb.error_msg, last_failed_at=pb.last_failed_at,
+        timeout=pb.timeout, deadline=pb.deadline, unique_key=pb.unique_key,
+        group_key=pb.group_key, retention=pb.retention, completed_at=pb.completed_at,
+        headers=dict(pb.headers))
+
+
+def to_asyncq(task: AsynqTask) -> TaskMessage:
+    """asyncq's message for a task Go enqueued: every option as Go stored it (timeout 0 and
+    deadline 0 is no limit; retention 0 deletes the task on success)."""
+    no_limit = task.timeout <= 0 and task.deadline <= 0
+    return TaskMessage(
+        id=task.id, type=task.type, queue=task.queue, max_retry=max(task.retry, 0),
+        timeout_ms=NO_TIMEOUT if no_limit else max(task.timeout, 0) * 1000,
+        deadline_ms=max(task.deadline, 0) * 1000, retention_ms=max(task.retention, 0) * 1000,
+        unique_key=task.unique_key, group=task.group_key, headers=dict(task.headers), enc="b")
+
+
+def raw_task(task_id: str, msg: bytes, amsg: bytes | None, pending_since_ns: Any) -> RawTask:
+    """A dequeued task as the worker reads it: asyncq's JSON message (the stored one, else
+    built from ``msg``), the payload, retries so far, and when it became pending (ms). An
+    undecodable ``msg`` gives an empty message, which the worker archives with the reason."""
+    try:
+        since = int(pending_since_ns or 0) // 1_000_000
+    except ValueError:
+        since = 0
+    try:
+        task = decode(msg)
+    except DecodeError:
+        return RawTask(task_id, b"", b"", 0, since)
+    json_msg = amsg if amsg else to_asyncq(task).encode()
+    return RawTask(task_id, json_msg, task.payload, task.retried, since)

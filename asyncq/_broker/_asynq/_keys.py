@@ -1,0 +1,153 @@
+"""Every Redis key, hash field and channel name of Go asynq's layout (``wire=asynq``).
+
+The names are asynq's (``internal/base/base.go``): per-queue keys ``asynq:{<queue>}:...`` share
+the queue as a Redis Cluster hash tag, so one script touches one slot. The hash fields marked
+"asyncq only" are extra fields Go ignores (it reads ``msg``, ``state``, ``pending_since``,
+``unique_key``, ``group`` and ``result`` only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+
+PREFIX = "asynq"
+QUEUES = f"{PREFIX}:queues"  # SET of queue names (Go adds a queue on its first enqueue)
+SERVERS = f"{PREFIX}:servers"  # ZSET server-info key -> expiry, Unix s
+WORKERS = f"{PREFIX}:workers"  # ZSET workers key -> expiry, Unix s
+SCHEDULERS = f"{PREFIX}:schedulers"  # ZSET scheduler-entries key -> expiry, Unix s
+CANCEL_CHANNEL = f"{PREFIX}:cancel"  # pub/sub: message = id of the task to cancel
+#: asyncq's own registry of queues: a queue found only there holds asyncq-layout data.
+ASYNCQ_QUEUES = "asyncq:queues"
+
+# -- fields of the task hash asynq:{q}:t:<id>
+F_MSG = "msg"  # protobuf asynq.TaskMessage
+F_STATE = "state"
+F_PENDING_SINCE = "pending_since"  # Unix ns, only while pending
+F_UNIQUE_KEY = "unique_key"
+F_GROUP = "group"
+F_RESULT = "result"
+F_AMSG = "asyncq_msg"  # asyncq only: the asyncq message (JSON) of a task asyncq enqueued
+F_OWNER = "owner"  # asyncq only: the server id of the asyncq worker that leased it
+F_LEASE_UNTIL = "lease_until"  # asyncq only: the lease score that worker last wrote (Unix s)
+F_STARTED_AT = "started_at"  # asyncq only: when its latest run started (Unix ms)
+F_RESULT_ENC = "result_enc"  # asyncq only: how ``result`` is encoded ("b" bytes, "j" JSON)
+F_TRACEBACK = "traceback"  # asyncq only: the last failure's traceback
+
+STATES = ("active", "pending", "scheduled", "retry", "archived", "completed", "aggregating")
+
+
+@dataclass(frozen=True, slots=True)
+class AsynqQueueKeys:
+    """Key names of one queue in asynq's layout; all share the hash tag ``{queue}``."""
+
+    queue: str
+    base: str  # asynq:{q}:
+    task_prefix: str  # asynq:{q}:t:
+    group_prefix: str  # asynq:{q}:g:
+    unique_prefix: str  # asynq:{q}:unique:  (also the unused lock name of a non-unique store)
+    pending: str
+    active: str
+    lease: str
+    scheduled: str
+    retry: str
+    archived: str
+    completed: str
+    paused: str
+    processed: str
+    failed: str
+    groups: str
+    aggregation_sets: str
+
+    def task(self, task_id: str) -> str:
+        return self.task_prefix + task_id
+
+    def processed_day(self, day: str) -> str:
+        return f"{self.processed}:{day}"
+
+    def failed_day(self, day: str) -> str:
+        return f"{self.failed}:{day}"
+
+    def group(self, group: str) -> str:
+        """ZSET of the tasks of ``group`` waiting to be aggregated (id -> added at, Unix s)."""
+        return self.group_prefix + group
+
+    def aggregation_set(self, group: str, set_id: str) -> str:
+        return f"{self.group_prefix}{group}:{set_id}"
+
+    def unique(self, task_type: str, digest: str) -> str:
+        """asynq's uniqueness lock: ``unique:<type>:<md5 hex of the payload>`` (digest '' when
+        the task has no payload at all)."""
+        return f"{self.unique_prefix}{task_type}:{digest}"
+
+    def unique_by_key(self, key: str) -> str:
+        """The lock of a task made unique by an explicit key (an asyncq addition Go never
+        writes): ``unique:k:<key>`` — Go's own locks for a type named ``k`` end in 32 hex
+        digits or nothing, so only such a key could meet one."""
+        return f"{self.unique_prefix}k:{key}"
+
+    def state_key(self, state: str) -> str:
+        """The list or sorted set holding tasks of ``state`` (not aggregating)."""
+        return {"pending": self.pending, "active": self.active, "scheduled": self.scheduled,
+                "retry": self.retry, "archived": self.archived,
+                "completed": self.completed}[state]
+
+
+@lru_cache(maxsize=4096)
+def queue_keys(queue: str) -> AsynqQueueKeys:
+    """Key names of ``queue`` (cached per process)."""
+    base = f"{PREFIX}:{{{queue}}}:"
+    return AsynqQueueKeys(
+        queue=queue, base=base, task_prefix=base + "t:", group_prefix=base + "g:",
+        unique_prefix=base + "unique:", pending=base + "pending", active=base + "active",
+        lease=base + "lease", scheduled=base + "scheduled", retry=base + "retry",
+        archived=base + "archived", completed=base + "completed", paused=base + "paused",
+        processed=base + "processed", failed=base + "failed", groups=base + "groups",
+        aggregation_sets=base + "aggregation_sets",
+    )
+
+
+def day_string(now_ms: int) -> str:
+    """The UTC date (YYYY-MM-DD) of the daily counters, as Go formats it."""
+    return datetime.fromtimestamp(now_ms // 1000, tz=UTC).strftime("%Y-%m-%d")
+
+
+def server_key(host: str, pid: int, server_id: str) -> str:
+    """STRING holding a server's protobuf ServerInfo."""
+    return f"{PREFIX}:servers:{{{host}:{pid}:{server_id}}}"
+
+
+def workers_key(host: str, pid: int, server_id: str) -> str:
+    """HASH task id -> protobuf WorkerInfo of a server's running tasks."""
+    return f"{PREFIX}:workers:{{{host}:{pid}:{server_id}}}"
+
+
+def scheduler_entries_key(scheduler_id: str) -> str:
+    """LIST of a scheduler's protobuf SchedulerEntry records."""
+    return f"{PREFIX}:schedulers:{{{scheduler_id}}}"
+
+
+def scheduler_history_key(entry_id: str) -> str:
+    """ZSET of an entry's protobuf SchedulerEnqueueEvent records (no hash tag in asynq)."""
+    return f"{PREFIX}:scheduler_history:{entry_id}"
+
+
+def translate_lock(lock: str) -> str:
+    """asyncq's name of a uniqueness lock (``asyncq:{q}:unique:t:<type>:<md5>`` or
+    ``asyncq:{q}:unique:k:<key>``, see ``asyncq._broker._keys``) as asynq names it. The md5 is
+    of the payload's identity bytes: the payload itself for bytes, so exactly Go's lock then.
+    A name already in asynq's layout is returned as it is."""
+    head = "asyncq:{"
+    if not lock.startswith(head):
+        return lock
+    queue, sep, rest = lock[len(head):].partition("}:unique:")
+    if not sep:
+        raise ValueError(f"not a uniqueness lock name: {lock!r}")
+    qk = queue_keys(queue)
+    if rest.startswith("k:"):
+        return qk.unique_by_key(rest[2:])
+    if rest.startswith("t:"):
+        task_type, _, digest = rest[2:].rpartition(":")
+        return qk.unique(task_type, digest)
+    raise ValueError(f"not a uniqueness lock name: {lock!r}")

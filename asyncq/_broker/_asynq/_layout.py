@@ -1,0 +1,62 @@
+"""Loud layout mismatches: a queue registered only in the other layout's queue set is refused
+before anything is written (issue 29, item 7).
+
+asyncq's own layout registers queues in ``asyncq:queues``, Go asynq's in ``asynq:queues``. A
+broker of one layout checks each queue the first time it touches it (registering, storing,
+dequeuing): a queue only the other set knows holds data this broker cannot read, and the
+error names the URL option that selects the right layout. A queue in neither (new) or in both
+passes. Imports no protobuf: asyncq's default broker uses it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from ..._errors import BrokerError
+from .._runner import ScriptRunner
+from ._keys import ASYNCQ_QUEUES, QUEUES
+
+Wire = Literal["asyncq", "asynq"]
+WIRES: tuple[Wire, ...] = ("asyncq", "asynq")
+
+
+def mismatch_error(queue: str, wire: Wire) -> BrokerError:
+    """The error for a ``wire`` broker meeting ``queue`` of the other layout."""
+    if wire == "asynq":
+        why = (f"queue {queue!r} holds asyncq's own layout (it is in {ASYNCQ_QUEUES}, not in "
+               f"{QUEUES}), but this connection speaks Go asynq's (?wire=asynq): drop "
+               f"?wire=asynq from the Redis URL (wire='asyncq') to use it")
+    else:
+        why = (f"queue {queue!r} holds Go asynq's layout (it is in {QUEUES}, not in "
+               f"{ASYNCQ_QUEUES}): add ?wire=asynq to the Redis URL (or pass wire='asynq') to "
+               f"work with Go asynq's queues")
+    return BrokerError(why + "; nothing was written", refused=True)
+
+
+class LayoutGuard:
+    """Checks each queue once per broker (a queue found fine is not read again)."""
+
+    def __init__(self, runner: ScriptRunner, wire: Wire) -> None:
+        self._runner = runner
+        self._wire = wire
+        self._mine, self._other = (QUEUES, ASYNCQ_QUEUES) if wire == "asynq" else (
+            ASYNCQ_QUEUES, QUEUES)
+        self._checked: set[str] = set()
+
+    def forget(self, queue: str) -> None:
+        """Check ``queue`` again at its next use (it was removed)."""
+        self._checked.discard(queue)
+
+    async def check(self, queues: Sequence[str]) -> None:
+        """Raise BrokerError (refused) if one of ``queues`` belongs to the other layout."""
+        new = [q for q in dict.fromkeys(queues) if q not in self._checked]
+        if not new:
+            return
+        replies = await self._runner.commands("checking the queues' layout", [
+            command for q in new
+            for command in (("SISMEMBER", self._mine, q), ("SISMEMBER", self._other, q))])
+        for i, queue in enumerate(new):
+            if replies[2 * i + 1] and not replies[2 * i]:
+                raise mismatch_error(queue, self._wire)
+            self._checked.add(queue)

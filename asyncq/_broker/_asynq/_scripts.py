@@ -1,0 +1,32 @@
+"""The wire=asynq scripts of ``lua/`` beside this file, loaded like the broker's own (includes
+resolved by ``_scripts.resolve_includes``, named by file, run by SHA1)."""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from importlib import resources
+
+from .._scripts import Script, resolve_includes
+
+PACKAGE = "asyncq._broker._asynq"
+
+
+def _read(name: str) -> str:
+    return (resources.files(PACKAGE) / "lua" / name).read_text(encoding="utf-8")
+
+
+@cache
+def asynq_scripts() -> dict[str, Script]:
+    """Every script of this package's ``lua/`` (``_*.lua`` are include-only), by name; every
+    name starts with ``asynq_``, so they sit beside the broker's own in one ScriptRunner."""
+    scripts: dict[str, Script] = {}
+    for entry in (resources.files(PACKAGE) / "lua").iterdir():
+        filename = entry.name
+        if not filename.endswith(".lua") or filename.startswith("_"):
+            continue
+        source = resolve_includes(filename, _read)
+        name = filename.removesuffix(".lua")
+        sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+        scripts[name] = Script(name, source, sha)
+    return scripts

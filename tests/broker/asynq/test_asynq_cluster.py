@@ -1,0 +1,88 @@
+"""Every wire=asynq script on a 3-master Redis Cluster: each names keys of one slot only (the
+queue's hash tag), so the cluster runs it; a key of another slot would be refused (CROSSSLOT).
+Also checked directly: every key and lock a script call names hashes to the queue's slot."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from redis.crc import key_slot
+from topology.cluster import LocalCluster
+
+from asyncq import Client, Task
+from asyncq._broker import Outcome
+from asyncq._broker._asynq._broker import AsynqBroker
+from asyncq._broker._asynq._scripts import asynq_scripts
+from asyncq._broker._connection import make_broker
+from asyncq._broker._runner import ScriptRunner
+
+OWNER = "srv-c"
+
+
+@pytest.fixture(scope="module")
+def cluster_url() -> Iterator[str]:
+    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"a cluster needs {', '.join(missing)}")
+    with LocalCluster(masters=3) as cluster:
+        yield cluster.url
+
+
+@pytest.fixture
+async def cbroker(cluster_url: str, anyio_backend: object) -> AsyncIterator[AsynqBroker]:
+    broker: Any = make_broker(cluster_url, wire="asynq")
+    try:
+        yield broker
+    finally:
+        await broker.close()
+
+
+async def test_every_asynq_script_runs_in_one_slot(cbroker: AsynqBroker,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    called: set[str] = set()
+    slots: list[set[int]] = []
+    real_run, real_pipeline = ScriptRunner.run, ScriptRunner._pipeline
+
+    def record(name: str, keys: Any) -> None:
+        called.add(name)
+        slots.append({key_slot(k.encode()) for k in keys})
+
+    async def run(self: ScriptRunner, name: str, keys: Any, args: Any) -> Any:
+        record(name, keys)
+        return await real_run(self, name, keys, args)
+
+    async def pipeline(self: ScriptRunner, calls: Any, preload: Any = ()) -> Any:
+        for script, keys, _ in calls:
+            record(script.name, keys)
+        return await real_pipeline(self, calls, preload)
+
+    monkeypatch.setattr(ScriptRunner, "run", run)
+    monkeypatch.setattr(ScriptRunner, "_pipeline", pipeline)
+    q = f"c-{uuid.uuid4().hex[:8]}"
+    client = Client(cbroker)
+    await client.enqueue("t", b"u", queue=q, unique=timedelta(minutes=1))
+    await client.enqueue_many([Task("t", queue=q) for _ in range(5)])
+    await client.enqueue("t", queue=q, process_in=timedelta(hours=1))
+    await client.enqueue("t", queue=q, group="g1", unique=timedelta(minutes=1))
+    leased, _ = await cbroker.dequeue(q, 5, OWNER, 30_000, 1000)
+    ids = [t.id for t in leased]
+    assert len(ids) == 5
+    assert await cbroker.extend_leases(q, ids, OWNER, 30_000) == [1] * 5
+    assert await cbroker.write_result(q, ids[0], b"r") == 1
+    now = cbroker.clock.now_ms()
+    assert await cbroker.finish([
+        Outcome("complete", q, ids[0], retention_ms=60_000, result=b"r"),
+        Outcome("retry", q, ids[1], retry_at_ms=now - 5000, error="e"),
+        Outcome("archive", q, ids[2], error="e"),
+        Outcome("requeue", q, ids[3]),
+        Outcome("done", q, ids[4]),
+    ], OWNER) == [True] * 5
+    assert (await cbroker.forward(q, "retry", 100))[0] == 1
+    assert await cbroker.pause(q) and await cbroker.unpause(q)
+    assert called == set(asynq_scripts()), "a script was not driven"
+    assert all(len(s) == 1 for s in slots)
