@@ -153,11 +153,11 @@ def test_the_site_works_offline(site: Path) -> None:
 
 
 def test_the_built_site_has_the_generated_and_included_content(site: Path) -> None:
-    cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    cli = (site / "reference" / "cli.html").read_text(encoding="utf-8")
     assert "asyncq task enqueue" in cli and "--max-retry" in cli
-    config = (site / "reference" / "configuration" / "index.html").read_text(encoding="utf-8")
+    config = (site / "reference" / "configuration.html").read_text(encoding="utf-8")
     assert "WORKER_LEASE_DURATION" in config
-    tutorial = (site / "tutorial" / "index.html").read_text(encoding="utf-8")
+    tutorial = (site / "tutorial.html").read_text(encoding="utf-8")
     assert "invoice:render" in tutorial and "--8&lt;--" not in tutorial
-    api = (site / "reference" / "api" / "client" / "index.html").read_text(encoding="utf-8")
+    api = (site / "reference" / "api" / "client.html").read_text(encoding="utf-8")
     assert "enqueue_many" in api and "retry_attempts" in api
