@@ -16,6 +16,9 @@
 #   make test-chaos  the whole fault-injection suite (tests/chaos), slow cases included
 #                    (the 1M-task soak); ASYNCQ_CHAOS_REPORT=file.jsonl collects the ledgers
 #   make lint        ruff + mypy
+#   make docs        install the docs toolchain (the `docs` extra) and build the site from docs/
+#                    into .run/site/ (MkDocs, strict: a warning or a broken link fails it);
+#                    its tests (tests/docs: snippets run, tutorial, offline, nav) are in `make test`
 #   make run         start redis and run the quickstart demo
 #   make bench       run the benchmark suite against the peers (ARGS=--quick for a smoke run;
 #                    see benchmarks/README.md)
@@ -32,6 +35,9 @@ REDIS_PID  := $(RUN_DIR)/redis-$(REDIS_PORT).pid
 REDIS_LOG  := $(RUN_DIR)/redis-$(REDIS_PORT).log
 PYTEST_ARGS ?=
 ARGS       ?=
+# The docs toolchain (the `docs` extra) goes into the same venv, redone when pyproject changes.
+DOCS_STAMP := $(VENV)/.stamp-docs
+DOCS_SITE  := $(RUN_DIR)/site
 
 LINT_PATHS := $(wildcard asyncq tests examples benchmarks)
 
@@ -41,7 +47,7 @@ TEST_REDIS_DEP := $(if $(ASYNCQ_TEST_REDIS_URL),,redis-bin)
 # against a server of yours: some tests empty it (FLUSHDB), which would hit the other processes.
 TEST_WORKERS ?= $(if $(ASYNCQ_TEST_REDIS_URL),0,auto)
 
-.PHONY: venv redis-bin browser-bin prometheus-bin check-rules test-prometheus redis-up redis-down test test-chaos lint run bench clean distclean
+.PHONY: venv docs redis-bin browser-bin prometheus-bin check-rules test-prometheus redis-up redis-down test test-chaos lint run bench clean distclean
 
 venv: $(STAMP)
 
@@ -144,6 +150,13 @@ test-chaos: venv redis-bin
 
 test-prometheus: venv redis-bin prometheus-bin
 	$(VENV)/bin/python -m pytest -m slow --run-slow tests/metrics $(PYTEST_ARGS)
+
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet -e '.[dev,docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/python -m mkdocs build --strict --site-dir $(DOCS_SITE)
 
 lint: venv
 	$(VENV)/bin/ruff check $(LINT_PATHS)

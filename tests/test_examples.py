@@ -79,7 +79,8 @@ async def test_the_readme_quickstart_path_works(asyncq_redis_url: str, tmp_path:
     """The newcomer's path the README shows: a worker on examples/quickstart/tasks.py, then
     the README's one-line producer, which prints the README's output."""
     readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
-    quick = readme[readme.index("## Quickstart"):readme.index("## Enqueueing tasks")]
+    start = readme.index("## Quickstart")
+    quick = readme[start:readme.index("\n## ", start + 1)]
     lines = quick.splitlines()
     [worker_line] = [ln for ln in lines if ln.startswith("$ asyncq worker tasks:mux --redis-url")]
     [producer_i] = [i for i, ln in enumerate(lines) if ln.startswith('$ python -c "')]
