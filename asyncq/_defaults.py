@@ -95,10 +95,10 @@ WORKER_GROUP_MAX_SIZE: Final = 0
 WORKER_STALL_TIMEOUT: Final = 30.0
 """/livez answers 503 once the worker's event loop has not turned for this long."""
 WORKER_STALL_WARNING: Final = 1.0
+"""A loop turn this long is logged, naming the task that blocked it."""
 WORKER_SYNC_HANDLERS: Final = "thread"  # where sync handlers run: "thread" or "process"
 WORKER_MAX_TASKS_PER_CHILD: Final = 0  # a handler process is replaced after this many (0: never)
 WORKER_PROCESS_KILL_GRACE: Final = 1.0  # SIGTERM to SIGKILL of a handler process past its limit
-"""A loop turn this long is logged, naming the task that blocked it."""
 LOOP_WATCH_TICK: Final = 0.25
 """How often the event loop's turning is stamped (a callback) and checked (a thread)."""
 HEALTH_HOST: Final = "127.0.0.1"

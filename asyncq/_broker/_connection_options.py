@@ -21,7 +21,7 @@ class ConnectionOptions:
 
     asyncq never enables redis-py's automatic command retries on the clients it creates:
     re-sending a script whose reply was lost could run it twice. Its own loops retry at a level
-    that knows what is safe to repeat (see the README, "Delivery guarantees").
+    that knows what is safe to repeat (see docs/reference/delivery-guarantees.md).
 
     Each field is listed only here: its annotation says how it is validated (``check_fields``)
     and how a URL query parameter is parsed (``asyncq._broker._redis_url``).

@@ -4,7 +4,7 @@ and its pub/sub connection follow the promoted replica, which starts without the
 The master killed is the one serving the queue *and* the cancel channel's slot (where the
 worker's pub/sub connection lives), so the subscription has to move too. As in the Sentinel
 test, writes are paused until the replica has them before the kill (asynchronous replication is
-Redis's own window, documented in the README).
+Redis's own window, documented in docs/reference/delivery-guarantees.md).
 """
 
 from __future__ import annotations

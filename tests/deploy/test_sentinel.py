@@ -6,7 +6,7 @@ enqueued, and a task ran twice only if it was running when the master died.
 
 Redis replication is asynchronous, so a write the master acknowledged in the instant before a
 crash may never reach the replica; no client can prevent that (it is Redis's own window, see the
-README's "Deployment" section). To test asyncq rather than that window, writes are paused
+docs/how-to/redis.md). To test asyncq rather than that window, writes are paused
 (``CLIENT PAUSE WRITE``) until the replica has everything, and the master is killed then.
 """
 

@@ -1,6 +1,6 @@
 """The least-privilege Redis ACL rule asyncq needs, and a helper to create such a user.
 
-``ACL_RULES`` is what the README's "Deployment" section documents: keys and channels limited
+``ACL_RULES`` is what docs/how-to/redis.md documents: keys and channels limited
 to ``asyncq:*``; the read, write, pub/sub and connection command categories minus everything
 ``@dangerous`` (FLUSHALL, KEYS, CONFIG, ...); EVALSHA and SCRIPT LOAD for the Lua scripts
 (which run with the same user's rights); TIME (task events are stamped with the server's

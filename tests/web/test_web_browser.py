@@ -119,7 +119,7 @@ def test_read_only_mounted_in_a_fastapi_app(page: Any, redis_calls: Callable[...
 
 
 def test_docs_screenshots_exist() -> None:
-    """The README shows two of the screenshots; keep their files in docs/."""
+    """The dashboard how-to page shows two of the screenshots; keep their files in docs/."""
     docs = Path(__file__).resolve().parents[2] / "docs"
     for name in ("dashboard-overview.png", "dashboard-queue.png"):
         assert (docs / name).is_file(), f"copy .run/screenshots/ into docs/{name}"
