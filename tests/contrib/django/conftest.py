@@ -1,5 +1,5 @@
-"""The shop project set up once per test session (Django's settings are read once per
-process): its environment, ``django.setup()`` and a worker for its default backend."""
+"""The shop project set up once for this package's tests (Django's settings are read once
+per process): its environment, ``django.setup()`` and a worker for its default backend."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from tests.contrib.django.harness import CONCURRENCY, PROJECT, Shop, manage_worker
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def shop(asyncq_redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
     tmp = tmp_path_factory.mktemp("shop")
     signals = tmp / "signals.jsonl"

@@ -118,3 +118,11 @@ def test_a_band_that_is_also_a_queue_is_refused() -> None:
         AsyncqBackend("default", {"QUEUES": ["mail", "mail:high"],
                                   "OPTIONS": {"URL": "redis://localhost"}})
 
+
+
+def test_the_worker_command_takes_django_queues_not_their_bands(shop: Shop) -> None:
+    from django.core.management import CommandError, call_command
+
+    band = f"{os.environ['SHOP_QUEUE']}:high"
+    with pytest.raises(CommandError, match="priority bands are served with them"):
+        call_command("asyncq_worker", "--queue", band)

@@ -61,6 +61,11 @@ class Command(BaseCommand):
         queues = dict(_queue(q) for q in options["queue"]) or dict.fromkeys(backend.queues, 1)
         if not queues:
             raise CommandError(f"TASKS[{alias!r}] lists no QUEUES: name them with --queue")
+        unknown = sorted(set(queues) - backend.queues) if backend.queues else []
+        if unknown:
+            raise CommandError(f"--queue {', '.join(unknown)}: not in TASKS[{alias!r}] QUEUES "
+                               f"{sorted(backend.queues)} (name the Django queues: their "
+                               f"priority bands are served with them)")
         strict = options["priority_order"] == "strict"
         config: dict[str, Any] = {"queues": backend.bands.served(queues, strict=strict)}
         if backend.bands.enabled:
