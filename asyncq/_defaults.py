@@ -98,6 +98,7 @@ WORKER_STALL_WARNING: Final = 1.0
 """A loop turn this long is logged, naming the task that blocked it."""
 WORKER_SYNC_HANDLERS: Final = "thread"  # where sync handlers run: "thread" or "process"
 WORKER_MAX_TASKS_PER_CHILD: Final = 0  # a handler process is replaced after this many (0: never)
+WORKER_MAX_MEMORY_PER_CHILD: Final = 0  # KiB a handler process may keep resident (0: no cap)
 WORKER_PROCESS_KILL_GRACE: Final = 1.0  # SIGTERM to SIGKILL of a handler process past its limit
 LOOP_WATCH_TICK: Final = 0.25
 """How often the event loop's turning is stamped (a callback) and checked (a thread)."""

@@ -54,6 +54,7 @@ WORKER_FIELDS: dict[str, object] = {
     "stall_warning": D.WORKER_STALL_WARNING,
     "sync_handlers": D.WORKER_SYNC_HANDLERS,
     "max_tasks_per_child": D.WORKER_MAX_TASKS_PER_CHILD,
+    "max_memory_per_child": D.WORKER_MAX_MEMORY_PER_CHILD,
     "process_kill_grace": D.WORKER_PROCESS_KILL_GRACE,
 }
 

@@ -26,6 +26,7 @@ from .._defaults import (
     WORKER_JANITOR_BATCH,
     WORKER_JANITOR_INTERVAL,
     WORKER_LEASE_DURATION,
+    WORKER_MAX_MEMORY_PER_CHILD,
     WORKER_MAX_TASKS_PER_CHILD,
     WORKER_ORPHAN_SCAN_COUNT,
     WORKER_PROCESS_KILL_GRACE,
@@ -189,6 +190,9 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-tasks-per-child", type=int, metavar="N",
                    help=f"a handler process is replaced after this many tasks (default "
                         f"{WORKER_MAX_TASKS_PER_CHILD}: never)")
+    g.add_argument("--max-memory-per-child", type=int, metavar="KIB",
+                   help=f"a handler process whose resident memory exceeds this many KiB after "
+                        f"a task is replaced (default {WORKER_MAX_MEMORY_PER_CHILD}: no cap)")
     g.add_argument("--process-kill-grace", type=float, metavar="S",
                    help=f"SIGTERM to SIGKILL of a handler process past its time limit "
                         f"(default {WORKER_PROCESS_KILL_GRACE:g})")

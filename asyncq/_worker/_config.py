@@ -28,6 +28,7 @@ from .._defaults import (
     WORKER_JANITOR_BATCH,
     WORKER_JANITOR_INTERVAL,
     WORKER_LEASE_DURATION,
+    WORKER_MAX_MEMORY_PER_CHILD,
     WORKER_MAX_TASKS_PER_CHILD,
     WORKER_ORPHAN_SCAN_COUNT,
     WORKER_PROCESS_KILL_GRACE,
@@ -184,6 +185,11 @@ class WorkerConfig:
     max_tasks_per_child: int = WORKER_MAX_TASKS_PER_CHILD
     """A handler process is replaced by a fresh one after this many tasks (0: never), so
     memory a handler leaks is given back."""
+    max_memory_per_child: int = WORKER_MAX_MEMORY_PER_CHILD
+    """KiB (as Celery's worker_max_memory_per_child): a handler process whose resident memory
+    exceeds this after a task is replaced by a fresh one — after the task, whose outcome
+    stands, never during it (0: no cap). Checked with one read of the child's /proc entry per
+    task (elsewhere: its peak memory)."""
     process_kill_grace: float = WORKER_PROCESS_KILL_GRACE
     """A handler process whose task passed its time limit (or was cancelled) gets SIGTERM,
     then SIGKILL once it has not exited for this long; a fresh process takes its slot."""

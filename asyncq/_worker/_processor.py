@@ -108,7 +108,8 @@ class Processor:
             observer=config.metrics,
             procs=ProcessPool(config.process_pool_size or os.cpu_count() or 1,
                               max_tasks_per_child=config.max_tasks_per_child,
-                              kill_grace=config.process_kill_grace))
+                              max_memory_per_child=config.max_memory_per_child,
+                              kill_grace=config.process_kill_grace, observer=config.metrics))
         """Where sync handlers run (see ``_threads``)."""
         self.state: Any = None
         """What the worker's lifespan yielded: every Task's ``state``."""

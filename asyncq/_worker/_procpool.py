@@ -9,6 +9,8 @@ into the child mid-flight. A child is sent the task's stored payload bytes and a
 ``module:qualname``; it sends back the result as stored (bytes or JSON) or the error. A run
 whose task is cancelled (its timeout or deadline passed, a cancel request, shutdown) has its
 child stopped — SIGTERM, then SIGKILL after ``kill_grace`` — and a fresh child takes its slot.
+With ``max_memory_per_child`` a child reports its resident memory with each answer and one
+over the cap is replaced once its task has ended (the task's outcome is kept, as in Celery).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from .._log import get_logger
 from .._model._options import ParsedOptions
 from .._model._payload import encode_payload
 from .._model._task import Task
@@ -109,6 +112,29 @@ def _child_task(payload: bytes, meta: dict[str, Any]) -> Task:
     return task
 
 
+_PAGE_KIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) // 1024
+_statm: list[int] = []  # [pid, fd]: this process's /proc/self/statm, kept open (1.5 us a read)
+
+
+def resident_kib() -> int | None:
+    """This process's resident memory now, in KiB (Linux: /proc/self/statm); elsewhere the
+    peak so far (getrusage), which never goes down; None where neither exists."""
+    try:
+        if not _statm or _statm[0] != os.getpid():  # (an fd opened before a fork is the parent's)
+            if _statm:
+                os.close(_statm[1])
+            _statm[:] = [os.getpid(), os.open("/proc/self/statm", os.O_RDONLY)]
+        return int(os.pread(_statm[1], 128, 0).split()[1]) * _PAGE_KIB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak // 1024 if sys.platform == "darwin" else peak  # (bytes there, KiB here)
+
+
 def _on_soft_limit(signum: int, frame: object) -> None:
     raise SoftTimeLimitExceeded("soft time limit exceeded: the task's hard limit is near")
 
@@ -151,6 +177,8 @@ def _child_main(conn: Connection) -> None:
                     "text": str(exc), "traceback": traceback.format_exc()}
             with contextlib.suppress(TypeError, orjson.JSONEncodeError):
                 head["args"] = orjson.loads(orjson.dumps(list(exc.args)))
+        if meta.get("rss"):  # (the worker caps memory: one small file read per task)
+            head["rss_kib"] = resident_kib()
         try:
             conn.send_bytes(orjson.dumps(head))
             conn.send_bytes(raw)
@@ -202,14 +230,18 @@ def _context() -> Any:
 
 class ProcessPool:
     """At most ``size`` child processes running handlers; a child is started when a task
-    needs one and none is idle, retired after ``max_tasks_per_child`` runs (0: never), and
-    killed and replaced when its run is cancelled."""
+    needs one and none is idle, retired after ``max_tasks_per_child`` runs (0: never) or
+    once its resident memory exceeds ``max_memory_per_child`` KiB after a task (0: no cap),
+    and killed and replaced when its run is cancelled."""
 
     def __init__(self, size: int, *, max_tasks_per_child: int = 0,
-                 kill_grace: float = 1.0) -> None:
+                 max_memory_per_child: int = 0, kill_grace: float = 1.0,
+                 observer: object = None) -> None:
         self.size = size
         self.max_tasks_per_child = max_tasks_per_child
+        self.max_memory_per_child = max_memory_per_child
         self.kill_grace = kill_grace
+        self._over_memory_hook = getattr(observer, "process_over_memory", None)
         self._ctx: Any = None  # (see _context)
         self._idle: list[_Child] = []
         self._slots: asyncio.Semaphore | None = None
@@ -218,6 +250,8 @@ class ProcessPool:
         self.replaced = 0
         """Children killed because their run was abandoned (its limit passed, cancelled), and
         replaced."""
+        self.over_memory = 0
+        """Children replaced because their resident memory exceeded the cap after a task."""
 
     @property
     def pids(self) -> list[int]:
@@ -244,6 +278,8 @@ class ProcessPool:
             self._slots = asyncio.Semaphore(self.size)
         await self._slots.acquire()
         child: _Child | None = None
+        if self.max_memory_per_child:
+            meta = {**meta, "rss": True}
         try:
             child = self._idle.pop() if self._idle else await asyncio.to_thread(
                 self._start_child)
@@ -255,12 +291,29 @@ class ProcessPool:
                 self._spawn(self._replace(child, lost=not isinstance(exc, ChildProcessDied)))
             raise
         child.runs += 1
-        if self.max_tasks_per_child and child.runs >= self.max_tasks_per_child:
+        worn = bool(self.max_tasks_per_child) and child.runs >= self.max_tasks_per_child
+        if self._over_memory(child, reply[0].get("rss_kib"), meta) or worn:
             self._spawn(self._replace(child, lost=False))
         else:
             self._idle.append(child)
             self._slots.release()
         return _unpack(reply)
+
+    def _over_memory(self, child: _Child, rss_kib: object, meta: dict[str, Any]) -> bool:
+        """Whether ``child``, which just answered, is over the memory cap: then it is logged
+        and counted (its task's outcome stands; the child is replaced after it)."""
+        if not (self.max_memory_per_child and isinstance(rss_kib, int)
+                and rss_kib > self.max_memory_per_child):
+            return False
+        self.over_memory += 1
+        get_logger("worker").warning(
+            "handler process over max_memory_per_child after its task: replaced by a fresh "
+            "one", pid=child.proc.pid, rss_kib=rss_kib,
+            max_memory_per_child=self.max_memory_per_child, runs=child.runs,
+            task_id=meta.get("id"), type=meta.get("type"))
+        if self._over_memory_hook is not None:
+            self._over_memory_hook(meta.get("queue", ""), meta.get("type", ""))
+        return True
 
     async def _exchange(self, child: _Child, head: bytes,
                         payload: bytes) -> tuple[dict[str, Any], bytes]:

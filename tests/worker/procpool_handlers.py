@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from asyncq import ServeMux, SoftTimeLimitExceeded, Task
+from asyncq._worker._procpool import resident_kib
 
 
 def meet(task: Task) -> dict[str, object]:
@@ -74,3 +75,20 @@ def cube(n: int) -> dict[str, int]:
 
 def digest(task: Task) -> str:
     return hashlib.sha256(task.payload).hexdigest()
+
+
+_HELD: list[bytes] = []
+"""What ``grow`` keeps alive after it returns: a leak, as a handler caching too much has."""
+
+
+def grow(task: Task) -> dict[str, int]:
+    """Keep allocating (every page written, so resident) until this child's resident memory
+    reaches the payload's ``to_kib``; the memory stays held after the task."""
+    target = task.json()["to_kib"]
+    while (rss := resident_kib() or 0) < target:
+        _HELD.append(b"\x01" * (4 << 20))
+    return {"pid": os.getpid(), "rss_kib": rss}
+
+
+def memory(task: Task) -> dict[str, int]:
+    return {"pid": os.getpid(), "rss_kib": resident_kib() or 0}

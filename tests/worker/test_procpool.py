@@ -1,7 +1,7 @@
 """CPU-bound handlers in child processes (``isolate="process"``): real children, real Redis.
 They run in parallel, the event loop keeps serving other tasks meanwhile, a run past its limit
 is killed and its slot given back, a soft limit raises inside the handler, and children are
-recycled after ``max_tasks_per_child`` runs."""
+recycled after ``max_tasks_per_child`` runs or once over ``max_memory_per_child``."""
 
 from __future__ import annotations
 
@@ -141,6 +141,43 @@ async def test_a_child_is_replaced_after_max_tasks_per_child_runs(
             info = await asyncq_client.enqueue("pid", queue=asyncq_queue, retention=60)
             pids.append(await asyncq_client.result(info.id, queue=asyncq_queue, timeout=20))
     assert pids[0] == pids[1] != pids[2] == pids[3]
+
+
+async def test_a_child_over_max_memory_per_child_is_replaced_after_its_task(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    """A handler that leaks past the cap still succeeds (the check is after the task, not
+    during it); the next task runs in a fresh child. A child under the cap is kept."""
+    cap = 160 * 1024  # KiB
+    mux = ServeMux()
+    mux.handle("memory", h.memory, isolate="process")
+    mux.handle("grow", h.grow, isolate="process")
+
+    async def run(task_type: str, payload: object = None) -> dict[str, int]:
+        info = await asyncq_client.enqueue(task_type, payload, queue=asyncq_queue,
+                                           retention=60, max_retry=0)
+        result: dict[str, int] = await asyncq_client.result(info.id, queue=asyncq_queue,
+                                                            timeout=30)
+        return result
+
+    with structlog.testing.capture_logs() as logs:
+        async with asyncq_worker(mux, queues={asyncq_queue: 1}, process_pool_size=1,
+                                 max_memory_per_child=cap) as w:
+            pool = w.worker.processor.threads.procs
+            assert pool is not None
+            first = await run("memory")
+            assert first["rss_kib"] < cap  # (else the test proves nothing)
+            second = await run("memory")
+            grown = await run("grow", {"to_kib": cap + 20 * 1024})
+            after = await run("memory")
+    assert second["pid"] == first["pid"]  # under the cap: the same child
+    assert grown["pid"] == first["pid"] and grown["rss_kib"] > cap
+    assert after["pid"] != grown["pid"] and after["rss_kib"] < cap
+    assert pool.over_memory == 1 and pool.replaced == 0
+    [line] = [e for e in logs if e["event"].startswith("handler process over max_memory")]
+    assert (line["pid"], line["type"], line["max_memory_per_child"]) == (
+        grown["pid"], "grow", cap)
+    assert line["rss_kib"] > cap
 
 
 async def test_an_error_in_the_child_is_the_task_error_and_retry_on_sees_its_type(

@@ -23,13 +23,14 @@ from ._compat import (
     normalize_json,
     task_enqueued,
 )
+from ._priority import DEFAULT_PRIORITIES, Bands, parse_priorities
 from ._results import result_of, task_payload
 
 #: The framework runs a task once: a call that raises is FAILED, not retried, unless the
 #: backend's OPTIONS say MAX_RETRY.
 _NO_RETRY = 0
 
-_OPTION_NAMES = {"URL", "MAX_RETRY", "TIMEOUT", "RETENTION"}
+_OPTION_NAMES = {"URL", "MAX_RETRY", "TIMEOUT", "RETENTION", "PRIORITIES"}
 
 
 class AsyncqBackend(BaseTaskBackend):
@@ -38,16 +39,18 @@ class AsyncqBackend(BaseTaskBackend):
     ``TASKS = {"default": {"BACKEND": "asyncq.contrib.django.AsyncqBackend", "QUEUES":
     ["default"], "OPTIONS": {"URL": "redis://..."}}}``. Each call becomes an asyncq task whose
     type is the function's dotted path, whose payload is its arguments (JSON) and whose asyncq
-    queue is its ``queue_name``; its result id is the asyncq task id. OPTIONS: ``URL``
-    (required), ``MAX_RETRY`` (default 0: a failing call is FAILED at once), ``TIMEOUT`` and
-    ``RETENTION`` (seconds; default asyncq's). Priority is not supported: asyncq runs a queue
-    in order, so give urgent work its own queue and weight it in the worker.
+    queue is its ``queue_name`` (``<queue_name>:<band>`` for a priority band); its result id
+    is the asyncq task id. OPTIONS: ``URL`` (required), ``MAX_RETRY`` (default 0: a failing
+    call is FAILED at once), ``TIMEOUT`` and ``RETENTION`` (seconds; default asyncq's),
+    ``PRIORITIES`` (band name -> threshold, default ``{"high": 1, "low": -1}``; ``{}`` turns
+    priority off, and ``supports_priority`` with it: see ``_priority``).
     """
 
     supports_defer = True
     supports_async_task = True
     supports_get_result = True
-    supports_priority = False
+    supports_priority = True
+    """True unless OPTIONS["PRIORITIES"] is empty (set per backend)."""
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
@@ -66,6 +69,12 @@ class AsyncqBackend(BaseTaskBackend):
                 validate_queue_name(queue)
             except ValueError as exc:
                 raise ImproperlyConfigured(f"TASKS[{alias!r}] QUEUES: {exc}") from None
+        try:
+            self.bands: Bands = parse_priorities(
+                self.options.get("PRIORITIES", DEFAULT_PRIORITIES), self.queues)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"TASKS[{alias!r}] OPTIONS {exc}") from None
+        self.supports_priority = self.bands.enabled
         self.url: str = url
         self.enqueue_options: dict[str, Any] = {
             "max_retry": self.options.get("MAX_RETRY", _NO_RETRY)}
@@ -77,7 +86,7 @@ class AsyncqBackend(BaseTaskBackend):
     def validate_task(self, task: Task[Any, Any]) -> None:
         super().validate_task(task)
         try:
-            validate_queue_name(task.queue_name)
+            validate_queue_name(self.bands.queue_for(task.queue_name, task.priority))
         except ValueError as exc:
             raise InvalidTaskError(str(exc)) from None
 
@@ -85,32 +94,34 @@ class AsyncqBackend(BaseTaskBackend):
                  ) -> tuple[dict[str, Any], dict[str, Any]]:
         self.validate_task(task)
         try:
-            payload = normalize_json(task_payload(args, kwargs, task.priority, task.run_after))
+            payload = normalize_json(task_payload(args, kwargs, task.priority, task.run_after,
+                                                  task.queue_name))
         except TypeError as exc:
             raise TypeError(f"the arguments of {task.module_path} must be JSON values "
                             f"(str, int, float, bool, None, list, dict): {exc}") from None
-        options = dict(self.enqueue_options, queue=task.queue_name)
+        options = dict(self.enqueue_options,
+                       queue=self.bands.queue_for(task.queue_name, task.priority))
         if task.run_after is not None:
             options["process_at"] = task.run_after
         return payload, options
-
-    def _enqueued(self, task: Task[Any, Any], info: TaskInfo) -> TaskResult[Any]:
-        result = result_of(info, self.alias, task=task)
-        task_enqueued.send(type(self), task_result=result)
-        return result
 
     def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
         """Store the call as an asyncq task (scheduled when ``run_after`` is set)."""
         payload, options = self._prepare(task, args, kwargs)
         info = self._bridge.run(lambda c: c.enqueue(task.module_path, payload, **options))
-        return self._enqueued(task, info)
+        result = result_of(info, self.alias, task=task)
+        task_enqueued.send(type(self), task_result=result)
+        return result
 
     async def aenqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
-        """``enqueue`` from async code, without a thread per call."""
+        """``enqueue`` from async code, without a thread per call; ``task_enqueued`` is sent
+        with ``asend``, so sync receivers run in a thread and may use the database."""
         payload, options = self._prepare(task, args, kwargs)
         info = await self._bridge.arun(
             lambda c: c.enqueue(task.module_path, payload, **options))
-        return self._enqueued(task, info)
+        result = result_of(info, self.alias, task=task)
+        await task_enqueued.asend(type(self), task_result=result)
+        return result
 
     def get_result(self, result_id: str) -> TaskResult[Any]:
         """The task's status, return value and errors as asyncq holds them now;

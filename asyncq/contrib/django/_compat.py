@@ -15,7 +15,7 @@ if TYPE_CHECKING:
         task_backends,
     )
     from django_tasks.backends.base import BaseTaskBackend
-    from django_tasks.base import Task, TaskError
+    from django_tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task, TaskError
     from django_tasks.exceptions import InvalidTaskError, TaskResultDoesNotExist
     from django_tasks.signals import task_enqueued, task_finished, task_started
 elif find_spec("django.tasks") is not None:
@@ -27,7 +27,7 @@ elif find_spec("django.tasks") is not None:
         task_backends,
     )
     from django.tasks.backends.base import BaseTaskBackend
-    from django.tasks.base import Task, TaskError
+    from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task, TaskError
     from django.tasks.exceptions import InvalidTask as InvalidTaskError
     from django.tasks.exceptions import TaskResultDoesNotExist
     from django.tasks.signals import task_enqueued, task_finished, task_started
@@ -44,7 +44,7 @@ else:
         task_backends,
     )
     from django_tasks.backends.base import BaseTaskBackend
-    from django_tasks.base import Task, TaskError
+    from django_tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task, TaskError
     from django_tasks.exceptions import InvalidTaskError, TaskResultDoesNotExist
     from django_tasks.signals import task_enqueued, task_finished, task_started
     FRAMEWORK = "django_tasks"
@@ -61,7 +61,8 @@ def normalize_json(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
-__all__ = ["DEFAULT_TASK_BACKEND_ALIAS", "FRAMEWORK", "BaseTaskBackend", "InvalidTaskError",
+__all__ = ["DEFAULT_TASK_BACKEND_ALIAS", "FRAMEWORK", "TASK_MAX_PRIORITY", "TASK_MIN_PRIORITY",
+           "BaseTaskBackend", "InvalidTaskError",
            "Task", "TaskContext", "TaskError", "TaskResult", "TaskResultDoesNotExist",
            "TaskResultStatus",
            "normalize_json", "task_backends", "task_enqueued", "task_finished", "task_started"]

@@ -19,8 +19,9 @@ _STATUS = {
     TaskState.ARCHIVED: TaskResultStatus("FAILED"),
 }
 
-#: The payload's keys: the call's arguments and the task's options at enqueue.
-ARGS, KWARGS, PRIORITY, RUN_AFTER = "args", "kwargs", "priority", "run_after"
+#: The payload's keys: the call's arguments and the task's options at enqueue (``queue``: the
+#: Django queue name, which a priority band's asyncq queue is not).
+ARGS, KWARGS, PRIORITY, RUN_AFTER, QUEUE = "args", "kwargs", "priority", "run_after", "queue"
 
 
 def framework_task(module_path: str) -> Task[Any, Any]:
@@ -33,16 +34,18 @@ def framework_task(module_path: str) -> Task[Any, Any]:
 
 
 def task_payload(args: Any, kwargs: Any, priority: int, run_after: datetime | None,
-                 ) -> dict[str, Any]:
+                 queue: str) -> dict[str, Any]:
     """What is stored for a call: its arguments and the options it was enqueued with."""
     return {ARGS: list(args), KWARGS: dict(kwargs), PRIORITY: priority,
-            RUN_AFTER: run_after.isoformat() if run_after is not None else None}
+            RUN_AFTER: run_after.isoformat() if run_after is not None else None, QUEUE: queue}
 
 
 def bound_task(task: Task[Any, Any], payload: dict[str, Any], queue: str) -> Task[Any, Any]:
-    """``task`` with the queue, priority and run_after its call was enqueued with."""
+    """``task`` with the queue, priority and run_after its call was enqueued with (``queue``,
+    the asyncq queue, for a call stored without its Django queue name)."""
     run_after = payload.get(RUN_AFTER)
-    return task.using(queue_name=queue, priority=payload.get(PRIORITY, task.priority),
+    return task.using(queue_name=payload.get(QUEUE) or queue,
+                      priority=payload.get(PRIORITY, task.priority),
                       run_after=datetime.fromisoformat(run_after) if run_after else None)
 
 

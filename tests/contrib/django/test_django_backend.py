@@ -5,86 +5,17 @@ separate process, runs the project's ``@task`` functions."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("django")
 
-ROOT = Path(__file__).resolve().parents[3]
-PROJECT = Path(__file__).resolve().parent / "project"
-WAIT = 20.0
-CONCURRENCY = 8
-
-
-class Shop:
-    """The project's test client plus its worker's log, for reading results back."""
-
-    def __init__(self, client: Any, log: Path, tmp: Path) -> None:
-        self.client = client
-        self.log = log
-        self.tmp = tmp
-
-    def get(self, url: str) -> dict[str, Any]:
-        response = self.client.get(url)
-        assert response.status_code == 200, response.content
-        body: dict[str, Any] = response.json()
-        return body
-
-    def finished(self, result_id: str, *, view: str = "result") -> dict[str, Any]:
-        """The result once the worker finished the task (polled until then)."""
-        deadline = time.monotonic() + WAIT
-        while True:
-            body = self.get(f"/{view}/{result_id}")
-            if body["status"] in ("SUCCESSFUL", "FAILED"):
-                return body
-            if time.monotonic() > deadline:
-                pytest.fail(f"task {result_id} still {body['status']} after {WAIT} s; worker "
-                            f"log:\n{self.log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.05)
-
-
-@pytest.fixture(scope="module")
-def shop(asyncq_redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shop]:
-    tmp = tmp_path_factory.mktemp("shop")
-    env = {"SHOP_QUEUE": f"dj-{uuid.uuid4().hex[:10]}", "SHOP_REDIS_URL": asyncq_redis_url,
-           "SHOP_DB": str(tmp / "shop.sqlite3"), "DJANGO_SETTINGS_MODULE": "shopsite.settings"}
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    sys.path.insert(0, str(PROJECT))
-    import django
-    from django.test import Client
-
-    django.setup()
-    log = tmp / "worker.log"
-    worker_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(PROJECT)]))
-    with log.open("wb") as out:
-        worker = subprocess.Popen(
-            [sys.executable, "manage.py", "asyncq_worker", "-c", str(CONCURRENCY)],
-            cwd=PROJECT, env=worker_env, stdout=out, stderr=out)
-    try:
-        yield Shop(Client(), log, tmp)
-    finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-        sys.path.remove(str(PROJECT))
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+from tests.contrib.django.harness import CONCURRENCY, WAIT, Shop
 
 
 def test_a_sync_view_enqueues_and_the_worker_returns_the_value(shop: Shop) -> None:
@@ -194,15 +125,6 @@ def test_arguments_that_are_not_json_are_refused_at_enqueue(shop: Shop) -> None:
 
     with pytest.raises(TypeError, match="must be JSON values"):
         add.enqueue(object(), 1)
-
-
-def test_a_priority_is_refused_as_the_backend_does_not_support_it(shop: Shop) -> None:
-    from shop.tasks import add
-
-    from asyncq.contrib.django._compat import InvalidTaskError
-
-    with pytest.raises(InvalidTaskError, match="priority"):
-        add.using(priority=10)
 
 
 def test_an_unknown_result_id_does_not_exist(shop: Shop) -> None:

@@ -48,6 +48,8 @@ SAMPLES: dict[str, tuple[list[str], dict[str, Any]]] = {
     "sync_handlers": (["--sync-handlers", "process"], {"sync_handlers": "process"}),
     "process_pool_size": (["--process-pool-size", "3"], {"process_pool_size": 3}),
     "max_tasks_per_child": (["--max-tasks-per-child", "5"], {"max_tasks_per_child": 5}),
+    "max_memory_per_child": (["--max-memory-per-child", "204800"],
+                             {"max_memory_per_child": 204800}),
     "process_kill_grace": (["--process-kill-grace", "0.5"], {"process_kill_grace": 0.5}),
     "extra": (["--extra", "zone=a", "--extra", "v=2"], {"extra": {"zone": "a", "v": "2"}}),
     "health_port": (["--health-port", "8081"], {"health_port": 8081}),

@@ -1,5 +1,6 @@
 """``manage.py asyncq_worker``: an asyncq worker for the project's ``@task`` functions, with
-Django set up once (by manage.py) for the whole process."""
+Django set up once (by manage.py) for the whole process; each Django queue is served with its
+priority bands (``<queue>:high``...), higher bands first."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from asyncq._worker import Worker
 from asyncq.contrib.django._backend import AsyncqBackend
 from asyncq.contrib.django._compat import DEFAULT_TASK_BACKEND_ALIAS, task_backends
+from asyncq.contrib.django._priority import WEIGHT_STEP
 from asyncq.contrib.django._runner import run_django_task
 
 
@@ -41,6 +43,14 @@ class Command(BaseCommand):
                                  "backend's QUEUES, weight 1 each)")
         parser.add_argument("--concurrency", "-c", type=int, default=None,
                             help="most tasks running at once (default: asyncq's)")
+        parser.add_argument("--priority-order", choices=["strict", "weighted"],
+                            default="strict",
+                            help=f"strict: a higher priority band always runs first (as "
+                                 f"Django's database backend orders by priority), the queues' "
+                                 f"weights ordering queues within a band; weighted: a band is "
+                                 f"tried first {WEIGHT_STEP}x as often as the one below it, "
+                                 f"times its queue's weight, so low priorities never starve "
+                                 f"(default: %(default)s)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         alias = options["backend"]
@@ -51,7 +61,15 @@ class Command(BaseCommand):
         queues = dict(_queue(q) for q in options["queue"]) or dict.fromkeys(backend.queues, 1)
         if not queues:
             raise CommandError(f"TASKS[{alias!r}] lists no QUEUES: name them with --queue")
-        config: dict[str, Any] = {"queues": queues}
+        unknown = sorted(set(queues) - backend.queues) if backend.queues else []
+        if unknown:
+            raise CommandError(f"--queue {', '.join(unknown)}: not in TASKS[{alias!r}] QUEUES "
+                               f"{sorted(backend.queues)} (name the Django queues: their "
+                               f"priority bands are served with them)")
+        strict = options["priority_order"] == "strict"
+        config: dict[str, Any] = {"queues": backend.bands.served(queues, strict=strict)}
+        if backend.bands.enabled:
+            config["strict_priority"] = strict
         if options["concurrency"] is not None:
             config["concurrency"] = options["concurrency"]
         try:

@@ -1,5 +1,7 @@
 """The shop's tasks: sync and async, one that fails, one that uses the database."""
 
+import asyncio
+import os
 import time
 import uuid
 from pathlib import Path
@@ -13,6 +15,8 @@ except ImportError:
     from django_tasks import task
 
 QUEUE = settings.TASKS["default"]["QUEUES"][0]
+RANKED_QUEUE = settings.TASKS["ranked"]["QUEUES"][0]
+BRIEF_QUEUE = settings.TASKS["brief"]["QUEUES"][0]
 
 
 class OutOfStockError(Exception):
@@ -56,3 +60,26 @@ def rendezvous(folder, parties):
 @task(queue_name=QUEUE, takes_context=True)
 def whoami(context, tag):
     return {"id": context.task_result.id, "attempt": context.attempt, "tag": tag}
+
+
+@task(queue_name=RANKED_QUEUE, backend="ranked")
+def mark(path, label):
+    """Append ``label`` to the file at ``path``: the file lists the calls in the order run."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, f"{label}\n".encode())
+    finally:
+        os.close(fd)
+    return label
+
+
+@task(queue_name=BRIEF_QUEUE, backend="brief")
+def nap(seconds):
+    time.sleep(seconds)
+    return seconds
+
+
+@task(queue_name=BRIEF_QUEUE, backend="brief")
+async def anap(seconds):
+    await asyncio.sleep(seconds)
+    return seconds

@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.http import JsonResponse
 from django.utils import timezone
 
-from shop.tasks import add, count_tables, greet, refund, rendezvous, whoami
+from shop.tasks import add, count_tables, greet, mark, refund, rendezvous, whoami
 
 try:
     from django.tasks import default_task_backend
@@ -18,7 +18,13 @@ def _started(result):
 
 
 def enqueue_add(request):
-    return _started(add.enqueue(int(request.GET["a"]), int(request.GET["b"])))
+    task = add.using(priority=int(request.GET.get("priority", 0)))
+    return _started(task.enqueue(int(request.GET["a"]), int(request.GET["b"])))
+
+
+def enqueue_mark(request):
+    task = mark.using(priority=int(request.GET["priority"]))
+    return _started(task.enqueue(request.GET["path"], request.GET["label"]))
 
 
 def enqueue_add_later(request):
@@ -48,6 +54,7 @@ async def enqueue_greet(request):
 
 def _described(result):
     body = {"status": str(result.status), "args": result.args,
+            "priority": result.task.priority, "queue_name": result.task.queue_name,
             "run_after": result.task.run_after.isoformat() if result.task.run_after else None,
             "started_at": result.started_at.isoformat() if result.started_at else None,
             "errors": [{"class": e.exception_class_path, "traceback": e.traceback}
@@ -59,6 +66,10 @@ def _described(result):
 
 def result(request, result_id):
     return _described(default_task_backend.get_result(result_id))
+
+
+def ranked_result(request, result_id):
+    return _described(mark.get_result(result_id))
 
 
 async def aresult(request, result_id):

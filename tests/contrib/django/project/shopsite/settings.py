@@ -1,5 +1,5 @@
 """A minimal Django project whose tasks run on asyncq; the tests give it the Redis URL, the
-queue and the SQLite file through the environment."""
+queues, the SQLite file and the file its signal receivers write through the environment."""
 
 import importlib.util
 import os
@@ -23,5 +23,18 @@ TASKS = {
         "BACKEND": "asyncq.contrib.django.AsyncqBackend",
         "QUEUES": [os.environ["SHOP_QUEUE"]],
         "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"]},
-    }
+    },
+    # Its own queue (no worker serves it until a test starts one) and four priority bands.
+    "ranked": {
+        "BACKEND": "asyncq.contrib.django.AsyncqBackend",
+        "QUEUES": [os.environ["SHOP_RANKED_QUEUE"]],
+        "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"],
+                    "PRIORITIES": {"urgent": 50, "high": 1, "low": -1}},
+    },
+    # Its own queue too: a 1-second time limit.
+    "brief": {
+        "BACKEND": "asyncq.contrib.django.AsyncqBackend",
+        "QUEUES": [os.environ["SHOP_BRIEF_QUEUE"]],
+        "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"], "TIMEOUT": 1},
+    },
 }

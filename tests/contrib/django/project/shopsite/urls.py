@@ -11,6 +11,8 @@ urlpatterns = [
     path("count", views.enqueue_count),
     path("rendezvous", views.enqueue_rendezvous),
     path("whoami", views.enqueue_whoami),
+    path("mark", views.enqueue_mark),
     path("result/<str:result_id>", views.result),
     path("aresult/<str:result_id>", views.aresult),
+    path("ranked-result/<str:result_id>", views.ranked_result),
 ]
