@@ -71,6 +71,10 @@ class WorkerMetrics:
             "sync_threads_left_behind", "Sync handler threads still running after their task "
             "ended (timed out, cancelled): each holds a sync_threads slot until it returns",
             labels, **kw)  # type: ignore[arg-type]
+        self.memory_recycles = Counter(
+            "process_memory_recycles", "Handler child processes replaced after a task because "
+            "their resident memory passed max_memory_per_child", labels,
+            **kw)  # type: ignore[arg-type]
         self.loop_lag = Histogram(
             "event_loop_lag_seconds", "How late the worker's event loop ran a callback due "
             "now (sampled every 0.25 s): high when something blocks the loop",
@@ -141,6 +145,9 @@ class WorkerMetrics:
 
     def thread_left_behind(self, queue: str, task_type: str) -> None:
         self.threads_left_behind.labels(queue, self._type(task_type)).inc()
+
+    def process_over_memory(self, queue: str, task_type: str) -> None:
+        self.memory_recycles.labels(queue, self._type(task_type)).inc()
 
 
 def _same(task_type: str) -> str:

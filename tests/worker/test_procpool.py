@@ -160,9 +160,10 @@ async def test_a_child_over_max_memory_per_child_is_replaced_after_its_task(
                                                             timeout=30)
         return result
 
+    registry = CollectorRegistry()
     with structlog.testing.capture_logs() as logs:
         async with asyncq_worker(mux, queues={asyncq_queue: 1}, process_pool_size=1,
-                                 max_memory_per_child=cap) as w:
+                                 max_memory_per_child=cap, metrics=WorkerMetrics(registry)) as w:
             pool = w.worker.processor.threads.procs
             assert pool is not None
             first = await run("memory")
@@ -178,6 +179,8 @@ async def test_a_child_over_max_memory_per_child_is_replaced_after_its_task(
     assert (line["pid"], line["type"], line["max_memory_per_child"]) == (
         grown["pid"], "grow", cap)
     assert line["rss_kib"] > cap
+    assert registry.get_sample_value("asyncq_worker_process_memory_recycles_total",
+                                     {"queue": asyncq_queue, "type": "grow"}) == 1
 
 
 async def test_an_error_in_the_child_is_the_task_error_and_retry_on_sees_its_type(
