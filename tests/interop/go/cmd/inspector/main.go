@@ -8,7 +8,7 @@
 //	queues                                   queue names
 //	queue       -queue Q                     QueueInfo
 //	history     -queue Q [-days N]           DailyStats, newest first
-//	groups      -queue Q                     GroupInfo list
+//	groups      -queue Q                     GroupInfo list, by name
 //	tasks       -queue Q -state S [-group G] [-page-size N] [-page P | -all]
 //	            S: pending active scheduled retry archived completed aggregating
 //	task        -queue Q -id ID              TaskInfo
@@ -216,6 +216,7 @@ func dispatch(insp *asynq.Inspector, cmd string, a args) (interface{}, error) {
 		if err != nil {
 			return nil, err
 		}
+		sort.Slice(gs, func(i, j int) bool { return gs[i].Group < gs[j].Group })
 		res := make([]map[string]interface{}, 0, len(gs))
 		for _, g := range gs {
 			res = append(res, map[string]interface{}{"group": g.Group, "size": g.Size})
