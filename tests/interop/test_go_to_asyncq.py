@@ -15,7 +15,7 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(params=["asyncq", "go_baseline"])
-def consumer(request: pytest.FixtureRequest, go_builds: object, asynq_go: GoPrograms,
+def consumer(request: pytest.FixtureRequest, asynq_go: GoPrograms,
              interop_redis: str, workdir: Path) -> sc.Consumer:
     if request.param == "asyncq":
         return sc.AsyncqConsumer(interop_redis)
