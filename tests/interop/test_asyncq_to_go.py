@@ -1,16 +1,16 @@
 """asyncq's client (``?wire=asynq``) -> Go's asynq server on one Redis: the scenarios of
-``scenarios`` with asyncq producing (their Go-client baselines run in test_go_to_asyncq), and
-what only this direction has: Go's Inspector reading and changing tasks asyncq stored, asyncq's
-Inspector cancelling a task a Go server runs and reading its result, and asyncq's scheduler
-entries and their history in Go's Inspector."""
+``interop_scenarios`` with asyncq producing (their Go-client baselines run in
+test_go_to_asyncq), and what only this direction has: Go's Inspector reading and changing
+tasks asyncq stored, asyncq's Inspector cancelling a task a Go server runs and reading its
+result, and asyncq's scheduler entries and their history in Go's Inspector."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import interop_scenarios as sc
 import pytest
-import scenarios as sc
 from asyncqpeer import asynq_url
 from goharness import GoPrograms
 

@@ -158,3 +158,16 @@ async def test_handler_behaviours_and_task_states(asynq_go_each: GoPrograms, int
     info = await go.inspect(interop_redis, "queue", "-queue", queue)
     assert (info["archived"], info["completed"], info["processed"], info["failed"]) == (
         3, 1, 9, 7)
+
+
+async def test_producer_paces_enqueues_at_a_rate(asynq_go: GoPrograms, interop_redis: str,
+                                                 asyncq_queue: str) -> None:
+    """-rate R -duration D enqueues exactly R x D tasks, the k-th not before k/R s."""
+    run = await asynq_go.produce(interop_redis, "-rate", "100", "-duration", "500ms",
+                                 "-type", "ok", "-queue", asyncq_queue)
+    assert run.errors == [] and run.summary["enqueued"] == 50
+    times = [e["enqueued_at"] for e in run.enqueued]
+    assert times == sorted(times)
+    assert times[-1] - times[0] >= 0.49 * 49 / 50
+    assert (await asynq_go.inspect(interop_redis, "queue", "-queue", asyncq_queue))[
+        "pending"] == 50

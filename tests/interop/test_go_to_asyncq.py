@@ -1,5 +1,5 @@
 """Go's asynq client -> asyncq worker (``?wire=asynq``) on one Redis, Go's Inspector as the
-referee: every scenario of ``scenarios`` with the Go producer, consumed by an asyncq worker
+referee: every scenario of ``interop_scenarios`` with the Go producer, consumed by an asyncq worker
 (``asyncq``) and, as the baseline proving each assertion is asynq's own behaviour, by Go's
 server (``go``)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import interop_scenarios as sc
 import pytest
-import scenarios as sc
 from goharness import GoPrograms
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import interop_scenarios as sc
 import pytest
-import scenarios as sc
 from goharness import GoPrograms
 
 from tests.topology.cluster import LocalCluster
