@@ -174,3 +174,15 @@ clean: redis-down
 
 distclean: clean
 	rm -rf $(VENV)
+
+# The Go programs of the interop tests (tests/interop/go: producer, server, inspector), built
+# with Go's module cache against each asynq release tested, into .cache/interop/<version>/;
+# tests/interop/conftest.py runs the same script (and so builds them itself when needed).
+INTEROP_ASYNQ_VERSIONS ?= v0.26.0 v0.24.1
+
+.PHONY: interop-bin
+interop-bin:
+	@command -v go >/dev/null 2>&1 || { \
+		echo "go not found: interop-bin builds Go programs against github.com/hibiken/asynq; install Go >= 1.24 and put it on PATH" >&2; \
+		exit 1; }
+	bash tests/interop/go/build.sh $(INTEROP_ASYNQ_VERSIONS)
