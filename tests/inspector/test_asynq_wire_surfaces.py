@@ -270,3 +270,14 @@ async def test_the_dashboard_on_wire_asynq(url: str, redis_client: Redis,
     assert live.status_code == 200
     counts = live.json()["queues"][q]
     assert (counts["pending"], counts["archived"], counts["aggregating"]) == (1, 1, 1)
+
+
+async def test_a_queue_of_asyncqs_own_layout_is_a_clear_error(url: str, asyncq_client: Client,
+                                                              inspector: Inspector,
+                                                              asyncq_queue: str) -> None:
+    await asyncq_client.enqueue("t", queue=asyncq_queue)  # asyncq's own layout
+    with pytest.raises(asyncq.BrokerError, match=r"drop \?wire=asynq"):
+        await inspector.queue_info(asyncq_queue)
+    assert asyncq_queue not in await inspector.queues()
+    cli = cli_runner(url)
+    assert "drop ?wire=asynq" in err(await cli("queue", "inspect", asyncq_queue, ok=False))

@@ -22,10 +22,11 @@ from typing import Any
 import orjson
 from google.protobuf.message import DecodeError as PBDecodeError  # type: ignore[import-untyped,unused-ignore]
 
+from ... import _defaults
 from ..._clock import Clock, ms_to_datetime
 from ..._errors import BrokerError, DecodeError
 from ..._inspector._inspect_models import QueueInfo
-from .._calls import ScriptCall
+from .._calls import STATS_TTL_MS, ScriptCall
 from .._inspect import RedisInspectOps
 from .._maintenance import MINUTE_SAMPLES
 from .._replies import number, text
@@ -33,17 +34,18 @@ from .._runner import ScriptRunner, reply_error
 from .._values import Backlog, BulkOp, Outcome, RemoveMode, TaskRecord
 from . import _codec
 from . import _keys as K
+from ._layout import mismatch_error
 from ._schema import ServerInfoPB, WorkerInfoPB
 
 BATCH_SIZE = 1000
 FIND_BATCH = 1000  # entries a task search examines per script call
 MEMORY_SAMPLE = 20  # task hashes sampled per list/zset for the memory estimate (Go's)
 MEMORY_GROUP_SAMPLE = 5  # groups sampled for the memory estimate (Go's)
-ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
-ARCHIVE_MAX_AGE_S = 90 * 86_400  # Go's archivedExpirationInDays
-STATS_TTL_S = 90 * 86_400  # Go's statsTTL: daily counters expire 90 days after their first count
+ARCHIVE_MAX_SIZE = _defaults.ARCHIVE_MAX_SIZE  # Go's maxArchiveSize, 10 000
+ARCHIVE_MAX_AGE_S = _defaults.ARCHIVE_MAX_AGE_MS // 1000  # Go's archivedExpirationInDays, 90
+STATS_TTL_S = STATS_TTL_MS // 1000  # Go's statsTTL: daily counters live 90 days
 #: A message asyncq cannot read (decode_message raises DecodeError on it): what a record whose
-#: TaskMessage is not valid protobuf carries, so listings skip it and task_info says so.
+#: TaskMessage is not valid protobuf carries, so listings skip it and task_info raises.
 UNREADABLE = b"{}"
 
 
@@ -140,7 +142,13 @@ class AsynqInspectOps:
         return sorted(text(m) for m in members)
 
     async def queue_exists(self, queue: str) -> bool:
-        return bool(await self.runner.command("reading queues", "SISMEMBER", K.QUEUES, queue))
+        """Whether ``queue`` is in ``asynq:queues``; a queue only asyncq's own layout knows is
+        a BrokerError (refused) saying to drop ``?wire=asynq``, not a missing queue."""
+        mine, other = await self.runner.commands("reading queues", [
+            ("SISMEMBER", K.QUEUES, queue), ("SISMEMBER", K.ASYNCQ_QUEUES, queue)])
+        if not mine and other:
+            raise mismatch_error(queue, "asynq")
+        return bool(mine)
 
     async def unregister_queue(self, queue: str) -> None:
         """SREM from ``asynq:queues``; a task stored meanwhile by a producer that had the queue
