@@ -32,6 +32,7 @@ from .._values import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTas
 from .._wf_ops import WorkflowOps
 from . import _codec
 from . import _keys as K
+from ._inspect import AsynqInspectOps
 from ._layout import LayoutGuard
 from ._scripts import asynq_scripts
 from ._unavailable import AsynqWorkflowOps, UnavailableOps, unavailable
@@ -126,10 +127,16 @@ class AsynqBroker:
         self.listeners = Listeners(self.runner, ping_interval, reply_timeout or 5.0)
         self.layout = LayoutGuard(self.runner, "asynq")
         self._registered: set[str] = set()
-        self.inspect = cast(InspectOps, UnavailableOps("inspect"))
+        self._inspect = AsynqInspectOps(self.runner, clock, forget=self._forget_queue)
+        self.inspect: InspectOps = self._inspect
         self.schedules = cast(ScheduleOps, UnavailableOps("schedules"))
         self.limits = cast(LimitOps, UnavailableOps("limits"))
         self.workflows = cast(WorkflowOps, AsynqWorkflowOps())
+
+    def _forget_queue(self, queue: str) -> None:
+        """A removed queue is checked and registered again at its next use."""
+        self.layout.forget(queue)
+        self._registered.discard(queue)
 
     async def ping(self) -> None:
         await self.runner.command("ping", "PING")
@@ -315,7 +322,7 @@ class AsynqBroker:
         raise unavailable("delete_expired_completed")
 
     async def record_minute(self, queue: str) -> bool:
-        raise unavailable("record_minute")
+        return await self._inspect.record_minute(queue)
 
     async def write_server_state(self, server_id: str, info: bytes,
                                  workers: dict[str, bytes], ttl_ms: int) -> None:
@@ -325,10 +332,10 @@ class AsynqBroker:
         raise unavailable("clear_server_state")
 
     async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
-        raise unavailable("backlog")
+        return await self._inspect.backlog(queue, horizon_ms)
 
     async def list_groups(self, queue: str) -> list[str]:
-        raise unavailable("list_groups")
+        return await self._inspect.list_groups(queue)
 
     async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
                                 max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:

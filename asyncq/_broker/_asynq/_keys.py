@@ -18,6 +18,9 @@ SERVERS = f"{PREFIX}:servers"  # ZSET server-info key -> expiry, Unix s
 WORKERS = f"{PREFIX}:workers"  # ZSET workers key -> expiry, Unix s
 SCHEDULERS = f"{PREFIX}:schedulers"  # ZSET scheduler-entries key -> expiry, Unix s
 CANCEL_CHANNEL = f"{PREFIX}:cancel"  # pub/sub: message = id of the task to cancel
+#: Infix of the per-queue keys asyncq adds to asynq's layout (``asynq:{q}:asyncq:...``), keys Go
+#: never reads.
+ASYNCQ_PART = "asyncq:"
 #: asyncq's own registry of queues: a queue found only there holds asyncq-layout data.
 ASYNCQ_QUEUES = "asyncq:queues"
 
@@ -93,6 +96,12 @@ class AsynqQueueKeys:
                 "retry": self.retry, "archived": self.archived,
                 "completed": self.completed}[state]
 
+    @property
+    def minutes(self) -> str:
+        """LIST ``minute:processed:failed:backlog`` samples, newest first (the dashboard's
+        last hour; asyncq only, a key Go never reads)."""
+        return self.base + ASYNCQ_PART + "minutes"
+
 
 @lru_cache(maxsize=4096)
 def queue_keys(queue: str) -> AsynqQueueKeys:
@@ -121,6 +130,18 @@ def server_key(host: str, pid: int, server_id: str) -> str:
 def workers_key(host: str, pid: int, server_id: str) -> str:
     """HASH task id -> protobuf WorkerInfo of a server's running tasks."""
     return f"{PREFIX}:workers:{{{host}:{pid}:{server_id}}}"
+
+
+def workers_key_of(server_key_name: str) -> str:
+    """The workers hash that goes with a server key (``asynq:servers:{h:p:id}`` ->
+    ``asynq:workers:{h:p:id}``)."""
+    return WORKERS + server_key_name.removeprefix(SERVERS)
+
+
+def server_key_matches(server_key_name: str, server_id: str) -> bool:
+    """Whether a server key is that of server ``server_id`` (the id ends its hash tag)."""
+    return server_key_name.startswith(SERVERS + ":{") and server_key_name.endswith(
+        f":{server_id}}}")
 
 
 def scheduler_entries_key(scheduler_id: str) -> str:
