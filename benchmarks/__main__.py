@@ -9,7 +9,8 @@ Stdlib only, so it runs from the project's ``.venv``. It
 2. starts its own ``redis-server`` on a free loopback port and measures its ceiling with
    ``redis-benchmark``;
 3. runs every scenario for every library, each in a subprocess of that library's venv
-   (``benchmarks.driver``, which starts the worker as another process), with FLUSHALL of this
+   (``benchmarks.driver``, which starts the worker as another process; for the Go peer the
+   Go port of that driver in the built binary), with FLUSHALL of this
    private server between runs and a hard timeout per run;
 4. prints one table and writes ``benchmarks/results/<timestamp>.json`` and ``latest.json``.
 
