@@ -1,13 +1,16 @@
-"""``python -m benchmarks`` (``make bench``): asyncq against arq, saq, streaq and taskiq-redis.
+"""``python -m benchmarks`` (``make bench``): asyncq against arq, Celery, saq, streaq and
+taskiq-redis, and against Go's asynq (the reference implementation) on the same Redis.
 
 Stdlib only, so it runs from the project's ``.venv``. It
 
 1. builds one venv per library under ``benchmarks/.venv-peers/`` (see ``_venvs``; a library
-   that cannot be installed or imported is skipped with a message);
+   that cannot be installed or imported is skipped with a message) and the Go peer with
+   ``go build`` (see ``_go``; skipped with a message when Go is missing);
 2. starts its own ``redis-server`` on a free loopback port and measures its ceiling with
    ``redis-benchmark``;
 3. runs every scenario for every library, each in a subprocess of that library's venv
-   (``benchmarks.driver``, which starts the worker as another process), with FLUSHALL of this
+   (``benchmarks.driver``, which starts the worker as another process; for the Go peer the
+   Go port of that driver in the built binary), with FLUSHALL of this
    private server between runs and a hard timeout per run;
 4. prints one table and writes ``benchmarks/results/<timestamp>.json`` and ``latest.json``.
 
@@ -32,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import _profile, _redis, _venvs
+from benchmarks import _go, _profile, _redis, _venvs
 from benchmarks._table import render
 
 ROOT = _venvs.ROOT
@@ -109,8 +112,7 @@ def git_info() -> dict[str, Any]:
 def run_driver(env: _venvs.LibEnv, scenario: str, url: str, cfg: dict[str, Any],
                args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
     """One (library, scenario) run in the library's venv, killed if it overstays."""
-    assert env.python is not None
-    cmd = [str(env.python), "-m", "benchmarks.driver", "--lib", env.lib, "--scenario", scenario,
+    cmd = [*env.driver_command(), "--lib", env.lib, "--scenario", scenario,
            "--url", url, "--n", str(cfg["n"]), "--concurrency", str(args.concurrency),
            "--deadline", str(cfg["deadline"]), "--loop", args.loop, "--log-dir", str(log_dir)]
     for key in ("n_bulk", "budget", "enqueue_budget"):
@@ -150,6 +152,22 @@ def run_driver(env: _venvs.LibEnv, scenario: str, url: str, cfg: dict[str, Any],
     return {"lib": env.lib, "scenario": scenario, "status": "error",
             "error": f"driver exited {proc.returncode} without a result:\n{tail}",
             "runtime_s": time.monotonic() - started}
+
+
+def wire_available(env: _venvs.LibEnv, url: str, port: int) -> str | None:
+    """None when this asyncq speaks asynq's layout (``?wire=asynq``), else why not; checked
+    once on the suite's server, which is flushed afterwards."""
+    assert env.python is not None
+    try:
+        proc = subprocess.run([str(env.python), "-m", "benchmarks.adapters.asyncq_asynq_", url],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+        out = (proc.stdout.strip() or proc.stderr.strip() or f"exit {proc.returncode}")
+        # (the first clause of the error: asyncq lists every URL option it knows after it)
+        why = None if proc.returncode == 0 else out.splitlines()[-1].split(" (known:")[0][:300]
+    except (OSError, subprocess.SubprocessError) as exc:
+        why = f"{type(exc).__name__}: {exc}"
+    _redis.command(port, "FLUSHALL")
+    return why
 
 
 def redis_ceiling(port: int, n: int) -> dict[str, Any]:
@@ -270,20 +288,29 @@ def run_suite(args: argparse.Namespace, argv: list[str] | None, libs: list[str],
         print(f"[warn] load average {load_start[0]:.2f} on {os.cpu_count()} cores: something "
               "else is using the CPU; numbers will be noisy", flush=True)
 
-    # 1. venvs
+    # 1. venvs and the Go build
     envs: dict[str, _venvs.LibEnv] = {}
     skipped: dict[str, str] = {}
+    built: dict[str, _venvs.LibEnv] = {}
     for lib in libs:
-        env = _venvs.ensure(lib, log_dir=log_dir)
-        if env.python is None:
+        if lib == _go.LIB:
+            env = _go.ensure(log_dir=log_dir)
+        else:
+            base = _venvs.VENV_OF.get(lib, lib)
+            if base not in built:
+                built[base] = _venvs.ensure(base, log_dir=log_dir)
+            env = _venvs.LibEnv(lib, built[base].python, built[base].error)
+        if not env.available:
             skipped[lib] = env.error or "unavailable"
             print(f"[setup] SKIPPING {lib}: {skipped[lib]}", flush=True)
         else:
             envs[lib] = env
-    versions = {lib: _venvs.versions(env) for lib, env in envs.items()}
+    versions = {lib: _go.versions(env) if lib == _go.LIB else _venvs.versions(env)
+                for lib, env in envs.items()}
     setup_s = time.monotonic() - t_start
-    print(f"[setup] venvs ready in {setup_s:.1f} s: "
-          + ", ".join(f"{lib} {v.get(lib, '?')}" for lib, v in versions.items()), flush=True)
+    print(f"[setup] ready in {setup_s:.1f} s: "
+          + ", ".join(f"{lib} {v.get(lib) or v.get(_venvs.VENV_OF.get(lib, lib), '?')}"
+                      for lib, v in versions.items()), flush=True)
 
     results: dict[str, dict[str, Any]] = {}
     ceiling: dict[str, Any] | None = None
@@ -305,13 +332,19 @@ def run_suite(args: argparse.Namespace, argv: list[str] | None, libs: list[str],
             except (OSError, RuntimeError, subprocess.SubprocessError, StopIteration) as exc:
                 ceiling = {"error": f"{type(exc).__name__}: {exc}"}
                 print(f"[redis] redis-benchmark failed: {exc}", flush=True)
+        if "asyncq-asynq" in envs:
+            why = wire_available(envs["asyncq-asynq"], server.url, server.port)
+            if why is not None:
+                skipped["asyncq-asynq"] = f"not available ({why})"
+                del envs["asyncq-asynq"]
+                print(f"asyncq asynq-wire: not available ({why})", flush=True)
         for sc in (s for s in SCENARIOS if s in scenarios and s != "redis"):
             results[sc] = {}
             for lib, env in envs.items():
                 _redis.command(server.port, "FLUSHALL")
                 r = run_driver(env, sc, server.url, sizes[sc], args, log_dir)
                 results[sc][lib] = r
-                print(f"[{sc}] {lib:7s} {one_line(r)} ({r.get('runtime_s', 0):.1f} s)",
+                print(f"[{sc}] {lib:12s} {one_line(r)} ({r.get('runtime_s', 0):.1f} s)",
                       flush=True)
         _redis.command(server.port, "FLUSHALL")
     total_s = time.monotonic() - t_start

@@ -7,8 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-LIB_ORDER = ["asyncq", "arq", "celery", "saq", "streaq", "taskiq"]
-PEERS = [lib for lib in LIB_ORDER if lib != "asyncq"]
+LIB_ORDER = ["asyncq", "asyncq-asynq", "asynq-go", "arq", "celery", "saq", "streaq", "taskiq"]
+# The Python peers: "vs best peer" and the issue-6 targets compare asyncq with these. The Go
+# reference implementation gets columns of its own (asyncq, and asyncq on asynq's wire, vs it).
+PEERS = ["arq", "celery", "saq", "streaq", "taskiq"]
+GO = "asynq-go"
+WIRE = "asyncq-asynq"
+HEADERS = {WIRE: "asyncq (asynq wire)", GO: "asynq (Go)"}
 
 Getter = Callable[[dict[str, Any]], float | str | None]
 
@@ -23,6 +28,14 @@ class Row:
     higher_better: bool | None = True  # None: informational, no ratio
     target: str = ""
     check: Callable[[float | None, float | None, dict[str, float]], bool | None] | None = None
+    # How asyncq compares with asynq (Go) on this row: "higher" or "lower" is better, None for
+    # no ratio; by default what higher_better says.
+    vs_go: str | None = "auto"
+
+    def go_direction(self) -> str | None:
+        if self.vs_go != "auto":
+            return self.vs_go
+        return {True: "higher", False: "lower", None: None}[self.higher_better]
 
 
 def _ratio_at_least(k: float) -> Callable[[float | None, float | None, dict[str, float]],
@@ -87,7 +100,7 @@ ROWS = [
     Row("bare_single", "  ceiling: bare EVALSHA one at a time, same process (ops/s)", "enqueue",
         _sub("bare_evalsha", "single_ops_s"), higher_better=None),
     Row("enqueue_single_p50", "  single enqueue call p50 (ms)", "enqueue",
-        _sub("single", "p50_ms"), fmt="{:.3f}", higher_better=None),
+        _sub("single", "p50_ms"), fmt="{:.3f}", higher_better=None, vs_go="lower"),
     Row("producers", "enqueue: 100 concurrent producers (ops/s)", "producers", _sub("ops_s")),
     Row("producers_vs_bare", "  vs the same 100 coroutines making bare EVALSHA calls",
         "producers", _sub("vs_bare_evalsha"), fmt="{:.2f}x", higher_better=None,
@@ -97,9 +110,9 @@ ROWS = [
     Row("bare_pipelined", "  ceiling: bare EVALSHA pipelined x100 (ops/s)", "producers",
         _sub("bare_evalsha", "pipelined_ops_s"), higher_better=None),
     Row("producers_p99", "  per-call p99 (ms)", "producers", _sub("p99_ms"), fmt="{:.2f}",
-        higher_better=None),
+        higher_better=None, vs_go="lower"),
     Row("producers_lone_p99", "  lone call p99 (ms)", "producers", _sub("lone_p99_ms"),
-        fmt="{:.3f}", higher_better=None),
+        fmt="{:.3f}", higher_better=None, vs_go="lower"),
     Row("producers_bare_p99", "  bare EVALSHA, 100 coroutines: per-call p99 (ms)", "producers",
         _sub("bare_evalsha", "concurrent_p99_ms"), fmt="{:.2f}", higher_better=None),
     Row("enqueue_bulk", "enqueue: bulk API, chunks of 1000 (ops/s)", "enqueue", _bulk,
@@ -108,9 +121,9 @@ ROWS = [
         target=">= 5x best peer", check=_ratio_at_least(5.0)),
     Row("drain_worker_cpu", "  drain: worker CPU per task (us)", "drain",
         _sub("worker_cpu_us_per_task"), higher_better=None, target="<= 45 us",
-        check=_at_most(45.0)),
+        check=_at_most(45.0), vs_go="lower"),
     Row("drain_redis_cpu", "  drain: redis-server CPU per task (us)", "drain",
-        _sub("redis_cpu_us_per_task"), higher_better=None),
+        _sub("redis_cpu_us_per_task"), higher_better=None, vs_go="lower"),
     Row("drain_typed", "drain: no-op typed tasks (@mux.task), c=100 (tasks/s)", "drain_typed",
         _sub("tasks_s"), higher_better=None),
     Row("drain_typed_cpu", "  typed drain: worker CPU per task (us)", "drain_typed",
@@ -124,7 +137,8 @@ ROWS = [
     Row("io", "I/O drain: sleep(10 ms) tasks, c=100 (tasks/s)", "io", _sub("tasks_s"),
         target=">= 3x best peer", check=_ratio_at_least(3.0)),
     Row("io_pct", "  I/O drain: % of ideal (100 / 10 ms = 10,000/s)", "io", _sub("pct_ideal"),
-        fmt="{:.1f}%", higher_better=None, target=">= 95%", check=_own_at_least(95.0)),
+        fmt="{:.1f}%", higher_better=None, target=">= 95%", check=_own_at_least(95.0),
+        vs_go=None),
     Row("pickup_p50", "idle pickup: enqueue -> handler start p50 (ms)", "latency",
         _sub("p50_ms"), fmt="{:.2f}", higher_better=False, target="<= 0.7x taskiq p50",
         check=_vs_peer("taskiq", 0.7)),
@@ -141,9 +155,9 @@ ROWS = [
     Row("rt_concurrent", "  100 callers at once (round trips/s)", "roundtrip",
         _sub("concurrent_applies_s")),
     Row("rss_start", "worker RSS at first task (MB)", "memory", _sub("rss_start_mb"),
-        fmt="{:.1f}", higher_better=None),
+        fmt="{:.1f}", higher_better=None, vs_go="lower"),
     Row("rss_peak", "worker RSS peak while draining (MB)", "memory", _sub("rss_peak_mb"),
-        fmt="{:.1f}", higher_better=None),
+        fmt="{:.1f}", higher_better=None, vs_go="lower"),
     Row("rss_end", "worker RSS after the drain (MB)", "memory", _sub("rss_end_mb"),
         fmt="{:.1f}", higher_better=None),
     Row("rss_drift", "  RSS after vs at 10% of the tasks", "memory",
@@ -151,7 +165,7 @@ ROWS = [
         target="within +-10%"),
     Row("rss_flat", "  flat (+-10%)", "memory", _flat, higher_better=None),
     Row("memory_tasks_s", "  memory run: drain rate (tasks/s)", "memory", _sub("tasks_s"),
-        higher_better=None),
+        higher_better=None, vs_go="higher"),
 ]
 
 
@@ -167,6 +181,8 @@ def _cell(row: Row, r: dict[str, Any] | None) -> tuple[str, float | None]:
     if v is None:
         return "—", None
     text = row.fmt.format(v)
+    if row.key == "enqueue_bulk" and (r.get("bulk") or {}).get("substitute"):
+        text += "†"
     if r.get("partial"):
         text += "*"
     if status == "failed-check":
@@ -201,11 +217,21 @@ def _exactly_once(results: dict[str, dict[str, Any]], lib: str) -> str:
     return "yes" if not bad else "NO (" + "; ".join(bad) + ")"
 
 
+def _vs_go(direction: str | None, mine: float | None, go: float | None) -> float | None:
+    """How far ahead of asynq (Go) ``mine`` is: above 1 asyncq is ahead (a higher rate, a
+    lower latency, CPU or memory), below 1 Go is."""
+    if direction is None or not mine or not go:
+        return None
+    return mine / go if direction == "higher" else go / mine
+
+
 def render(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = doc.get("results", {})
     libs = [lib for lib in LIB_ORDER
             if any(lib in per_lib for per_lib in results.values())]
-    header = ["metric", *libs, "asyncq vs best peer", "target", "met"]
+    go_cols = [lib for lib in ("asyncq", WIRE) if GO in libs and lib in libs]
+    header = ["metric", *(HEADERS.get(lib, lib) for lib in libs), "asyncq vs best peer",
+              "target", "met", *(f"{HEADERS.get(lib, lib)} vs asynq (Go)" for lib in go_cols)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     summary: dict[str, Any] = {}
     for row in ROWS:
@@ -220,7 +246,7 @@ def render(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             if v is not None:
                 values[lib] = v
         mine = values.get("asyncq")
-        peers = {lib: v for lib, v in values.items() if lib != "asyncq"}
+        peers = {lib: v for lib, v in values.items() if lib in PEERS}
         ratio: float | None = None
         ratio_text = ""
         if row.key == "enqueue_bulk":
@@ -239,13 +265,18 @@ def render(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if row.key == "rss_drift" and mine is not None:
             met = abs(mine) <= 10.0
         met_text = "" if met is None else ("yes" if met else "NO")
-        lines.append("| " + " | ".join([row.label, *cells, ratio_text, row.target, met_text])
-                     + " |")
+        go_ratios = {lib: _vs_go(row.go_direction(), values.get(lib), values.get(GO))
+                     for lib in go_cols}
+        go_text = ["" if go_ratios[lib] is None else f"{go_ratios[lib]:.2f}x" for lib in go_cols]
+        lines.append("| " + " | ".join([row.label, *cells, ratio_text, row.target, met_text,
+                                        *go_text]) + " |")
         summary[row.key] = {"label": row.label, "values": values, "ratio": ratio,
                             "target": row.target, "met": met}
+        if go_cols:
+            summary[row.key]["vs_asynq_go"] = go_ratios
     eo = {lib: _exactly_once(results, lib) for lib in libs}
     lines.append("| " + " | ".join(["every task ran exactly once", *(eo[lib] for lib in libs),
-                                    "", "", ""]) + " |")
+                                    "", "", "", *("" for _ in go_cols)]) + " |")
     summary["exactly_once"] = eo
 
     out = ["\n".join(lines)]
@@ -263,6 +294,10 @@ def render(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         out.append(f"Redis ceiling: {ceiling['error']}")
     legend = ("* partial: stopped by the scenario's time budget (see JSON); "
               "! a correctness check failed; — not run")
+    if GO in libs:
+        legend += ("; † asynq has no bulk API: 100 goroutines calling Client.Enqueue per chunk "
+                   "of 1000; vs asynq (Go): above 1x asyncq is ahead (higher rate, lower "
+                   "latency, CPU or memory), below 1x Go is")
     out.append(legend)
     if doc.get("skipped"):
         out.append("skipped: " + "; ".join(f"{k}: {v.splitlines()[0]}"

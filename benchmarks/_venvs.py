@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import venv
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +30,25 @@ VENVS_DIR = ROOT / "benchmarks" / ".venv-peers"
 # Harness dependencies, added to every venv (py-spy only runs with --profile).
 _COMMON = ["psutil", "uvloop", "py-spy"]
 
+
+
+def _asyncq_extras() -> str:
+    """asyncq's extras for its venv: metrics and tracing (ASYNCQ_BENCH_WORKER), plus the one
+    that brings asynq's wire format (its protobuf library) once pyproject.toml declares it."""
+    extras = ["prometheus", "otel"]
+    try:
+        declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"].get(
+            "optional-dependencies", {})
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        declared = {}
+    extras += sorted(name for name in declared if "asynq" in name)
+    return ",".join(extras)
+
+
 # What each library's venv installs (pip requirement strings). asyncq is installed editable
 # from this checkout, so the benchmark always measures the working tree.
 REQUIREMENTS: dict[str, list[str]] = {
-    "asyncq": ["-e", f"{ROOT}[prometheus,otel]", "opentelemetry-sdk"],
+    "asyncq": ["-e", f"{ROOT}[{_asyncq_extras()}]", "opentelemetry-sdk"],
     "arq": ["arq"],                                   # pulls redis[hiredis]<6
     # saq 0.26.4 imports typing_extensions without declaring it as a dependency.
     "saq": ["saq[redis,hiredis]", "typing-extensions"],  # redis<8
@@ -45,6 +61,7 @@ REQUIREMENTS: dict[str, list[str]] = {
 # Distributions whose versions are reported for each library's venv.
 REPORTED_DISTS: dict[str, list[str]] = {
     "asyncq": ["asyncq", "redis", "hiredis"],
+    "asyncq-asynq": ["asyncq", "redis", "hiredis", "protobuf"],
     "arq": ["arq", "redis", "hiredis"],
     "saq": ["saq", "redis", "hiredis"],
     "streaq": ["streaq", "coredis", "anyio"],
@@ -52,9 +69,16 @@ REPORTED_DISTS: dict[str, list[str]] = {
     "celery": ["celery", "kombu", "redis", "hiredis"],
 }
 
-# Libraries with a throughput adapter (celery's venv also serves benchmarks/workflow_chord.py).
-LIBRARIES = [lib for lib in REQUIREMENTS
-             if (ROOT / "benchmarks" / "adapters" / f"{lib}_.py").exists()]
+# Variants that run in another library's venv: asyncq's own worker and client on asynq's
+# Redis layout (the Redis URL gets ``?wire=asynq``; see adapters/asyncq_asynq_.py).
+VENV_OF = {"asyncq-asynq": "asyncq"}
+GO_PEER = "asynq-go"  # asynq's Go client and server, built from benchmarks/go (see _go)
+
+# Libraries with a throughput adapter (celery's venv also serves benchmarks/workflow_chord.py),
+# then the asynq-wire variant and the Go peer, which run beside asyncq.
+_PYTHON_LIBS = [lib for lib in REQUIREMENTS
+                if (ROOT / "benchmarks" / "adapters" / f"{lib}_.py").exists()]
+LIBRARIES = [*_PYTHON_LIBS[:1], *VENV_OF, GO_PEER, *_PYTHON_LIBS[1:]]
 
 
 @dataclass
@@ -62,6 +86,18 @@ class LibEnv:
     lib: str
     python: Path | None
     error: str | None = None
+    driver: list[str] | None = None  # the driver command when it is not a Python module
+
+    @property
+    def available(self) -> bool:
+        return self.error is None and (self.python is not None or self.driver is not None)
+
+    def driver_command(self) -> list[str]:
+        """What runs one scenario: ``python -m benchmarks.driver`` or the Go binary."""
+        if self.driver is not None:
+            return list(self.driver)
+        assert self.python is not None
+        return [str(self.python), "-m", "benchmarks.driver"]
 
 
 def _spec_digest(lib: str) -> str:
@@ -113,6 +149,8 @@ def versions(env: LibEnv) -> dict[str, str]:
     """Versions of the reported distributions inside ``env`` (python included)."""
     if env.python is None:
         return {}
+    if env.lib not in REPORTED_DISTS:
+        return {}
     code = (
         "import importlib.metadata as m, json, sys\n"
         "out = {'python': sys.version.split()[0]}\n"
@@ -131,5 +169,5 @@ def versions(env: LibEnv) -> dict[str, str]:
 
 
 if __name__ == "__main__":  # pragma: no cover - manual helper
-    for name in sys.argv[1:] or LIBRARIES:
+    for name in sys.argv[1:] or _PYTHON_LIBS:
         print(ensure(name, log_dir=Path("/tmp")))

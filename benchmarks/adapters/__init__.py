@@ -28,8 +28,8 @@ SLEEP_S = 0.01
 
 
 def load(lib: str) -> Any:
-    """The ``Adapter`` class of ``lib``."""
-    return importlib.import_module(f"benchmarks.adapters.{lib}_").Adapter
+    """The ``Adapter`` class of ``lib`` (``asyncq-asynq`` lives in ``asyncq_asynq_``)."""
+    return importlib.import_module(f"benchmarks.adapters.{lib.replace('-', '_')}_").Adapter
 
 
 def run_loop(coro: Coroutine[Any, Any, Any], loop: str) -> Any:
