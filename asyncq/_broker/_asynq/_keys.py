@@ -34,6 +34,9 @@ F_LEASE_UNTIL = "lease_until"  # asyncq only: the lease score that worker last w
 F_STARTED_AT = "started_at"  # asyncq only: when its latest run started (Unix ms)
 F_RESULT_ENC = "result_enc"  # asyncq only: how ``result`` is encoded ("b" bytes, "j" JSON)
 F_TRACEBACK = "traceback"  # asyncq only: the last failure's traceback
+#: asyncq only: the ``started_at`` of the run a cancellation was requested for (the lease
+#: renewal of that run reports it; a later run of the task has another ``started_at``)
+F_CANCEL = "cancel"
 
 STATES = ("active", "pending", "scheduled", "retry", "archived", "completed", "aggregating")
 
@@ -121,6 +124,22 @@ def server_key(host: str, pid: int, server_id: str) -> str:
 def workers_key(host: str, pid: int, server_id: str) -> str:
     """HASH task id -> protobuf WorkerInfo of a server's running tasks."""
     return f"{PREFIX}:workers:{{{host}:{pid}:{server_id}}}"
+
+
+def server_doc_key(host: str, pid: int, server_id: str) -> str:
+    """STRING holding an asyncq worker's own state document (JSON: what the protobuf
+    ServerInfo cannot carry); beside ``server_key`` in its slot, a key Go never reads."""
+    return server_doc_key_of(server_key(host, pid, server_id))
+
+
+def server_doc_key_of(key: str) -> str:
+    """``server_doc_key`` of the server whose ``server_key`` is ``key``."""
+    return key + ":asyncq"
+
+
+def workers_key_of(key: str) -> str:
+    """``workers_key`` of the server whose ``server_key`` (a member of SERVERS) is ``key``."""
+    return WORKERS + key.removeprefix(SERVERS)
 
 
 def scheduler_entries_key(scheduler_id: str) -> str:
