@@ -63,6 +63,14 @@ async def test_every_asynq_script_runs_in_one_slot(cbroker: AsynqBroker,
 
     monkeypatch.setattr(ScriptRunner, "run", run)
     monkeypatch.setattr(ScriptRunner, "_pipeline", pipeline)
+    await drive_every_asynq_script(cbroker)
+    assert called == set(asynq_scripts()), "a script was not driven"
+    assert all(len(s) == 1 for s in slots)
+
+
+async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
+    """Run every ``asynq_*`` script at least once through the broker, on a queue of its own
+    (also driven under the deployment suite's slot checker: tests/deploy/test_cluster.py)."""
     q = f"c-{uuid.uuid4().hex[:8]}"
     client = Client(cbroker)
     await client.enqueue("t", b"u", queue=q, unique=timedelta(minutes=1))
@@ -107,5 +115,3 @@ async def test_every_asynq_script_runs_in_one_slot(cbroker: AsynqBroker,
                                      10_000)
     assert len(await cbroker.servers.read(now)) >= 1
     await cbroker.clear_server_state("srv-c")
-    assert called == set(asynq_scripts()), "a script was not driven"
-    assert all(len(s) == 1 for s in slots)
