@@ -34,7 +34,9 @@ from . import _codec
 from . import _keys as K
 from ._inspect import AsynqInspectOps
 from ._layout import LayoutGuard
+from ._recovery import AsynqRecovery, asynq_retry_delay
 from ._scripts import asynq_scripts
+from ._servers import AsynqServers
 from ._unavailable import AsynqWorkflowOps, UnavailableOps, unavailable
 
 STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count (Go's statsTTL)
@@ -127,7 +129,10 @@ class AsynqBroker:
         self.listeners = Listeners(self.runner, ping_interval, reply_timeout or 5.0)
         self.layout = LayoutGuard(self.runner, "asynq")
         self._registered: set[str] = set()
-        self._inspect = AsynqInspectOps(self.runner, clock, forget=self._forget_queue)
+        self.servers = AsynqServers(self.runner, clock)  # server state, cancellation
+        self.recovery = AsynqRecovery(self.runner, clock)  # recoverer, janitor, groups
+        self._inspect = AsynqInspectOps(self.runner, clock, servers=self.servers.read,
+                                        forget=self._forget_queue)
         self.inspect: InspectOps = self._inspect
         self.schedules = cast(ScheduleOps, UnavailableOps("schedules"))
         self.limits = cast(LimitOps, UnavailableOps("limits"))
@@ -181,10 +186,14 @@ class AsynqBroker:
                 for call, r in zip(calls, out, strict=True)]
 
     async def request_cancel(self, queue: str, task_id: str) -> bool:
-        raise unavailable("request_cancel")
+        return await self.servers.request_cancel(queue, task_id)
 
     async def publish_cancel(self, task_id: str) -> None:
-        raise unavailable("publish_cancel")
+        await self.servers.publish_cancel(task_id)
+
+    def default_retry_delay(self, retried: int) -> float:
+        """asynq's default retry delay (what a Go server uses for a task without a policy)."""
+        return asynq_retry_delay(retried)
 
     # -- running
 
@@ -302,34 +311,34 @@ class AsynqBroker:
 
     async def list_lease_expired(self, queue: str, cutoff_ms: int,
                                  limit: int) -> list[RawTask]:
-        raise unavailable("list_lease_expired")
+        return await self.recovery.list_lease_expired(queue, cutoff_ms, limit)
 
     async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
-        raise unavailable("recover")
+        return await self.recovery.recover(outcome, lease_cutoff_ms)
 
     async def reclaim_orphans(self, queue: str, limit: int) -> int:
-        raise unavailable("reclaim_orphans")
+        return await self.recovery.reclaim_orphans(queue, limit)
 
     async def scan_task_keys(self, cursor: int,
                              count: int) -> tuple[int, list[tuple[str, str]]]:
-        raise unavailable("scan_task_keys")
+        return await self.recovery.scan_task_keys(cursor, count)
 
     async def repair_tasks(self, queue: str, task_ids: Sequence[str],
                            pending_search: int) -> list[str]:
-        raise unavailable("repair_tasks")
+        return await self.recovery.repair_tasks(queue, task_ids, pending_search)
 
     async def delete_expired_completed(self, queue: str, limit: int) -> int:
-        raise unavailable("delete_expired_completed")
+        return await self.recovery.delete_expired_completed(queue, limit)
 
     async def record_minute(self, queue: str) -> bool:
         return await self._inspect.record_minute(queue)
 
     async def write_server_state(self, server_id: str, info: bytes,
                                  workers: dict[str, bytes], ttl_ms: int) -> None:
-        raise unavailable("write_server_state")
+        await self.servers.write(server_id, info, workers, ttl_ms)
 
     async def clear_server_state(self, server_id: str) -> None:
-        raise unavailable("clear_server_state")
+        await self.servers.clear(server_id)
 
     async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
         return await self._inspect.backlog(queue, horizon_ms)
@@ -339,20 +348,22 @@ class AsynqBroker:
 
     async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
                                 max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
-        raise unavailable("aggregation_check")
+        return await self.recovery.aggregation_check(queue, group, set_id, grace_ms,
+                                                     max_delay_ms, max_size,
+                                                     set_deadline_ms)
 
     async def read_aggregation_set(self, queue: str, group: str,
                                    set_id: str) -> list[RawTask]:
-        raise unavailable("read_aggregation_set")
+        return await self.recovery.read_aggregation_set(queue, group, set_id)
 
     async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        raise unavailable("delete_aggregation_set")
+        return await self.recovery.delete_aggregation_set(queue, group, set_id)
 
     async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        raise unavailable("return_aggregation_set")
+        return await self.recovery.return_aggregation_set(queue, group, set_id)
 
     async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
-        raise unavailable("reclaim_stale_aggregation_sets")
+        return await self.recovery.reclaim_stale_aggregation_sets(queue)
 
 
 async def _nothing_after_none() -> AsyncIterator[None]:

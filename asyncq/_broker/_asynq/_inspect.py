@@ -15,11 +15,10 @@ The dashboard's minute samples live in ``asynq:{q}:asyncq:minutes``, a key Go ne
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-import orjson
 from google.protobuf.message import DecodeError as PBDecodeError  # type: ignore[import-untyped,unused-ignore]
 
 from ... import _defaults
@@ -35,7 +34,7 @@ from .._values import Backlog, BulkOp, Outcome, RemoveMode, TaskRecord
 from . import _codec
 from . import _keys as K
 from ._layout import mismatch_error
-from ._schema import ServerInfoPB, WorkerInfoPB
+from ._schema import WorkerInfoPB
 
 BATCH_SIZE = 1000
 FIND_BATCH = 1000  # entries a task search examines per script call
@@ -89,42 +88,13 @@ def _timestamp_ms(ts: Any) -> int:
     return int(ts.seconds) * 1000 + int(ts.nanos) // 1_000_000
 
 
-def server_document(data: bytes) -> bytes:
-    """A protobuf ServerInfo (Go's heartbeat, or an asyncq worker's in this layout) as the
-    JSON state document the Inspector reads; DecodeError when it is not one."""
-    try:
-        pb: Any = ServerInfoPB.FromString(data)
-    except PBDecodeError as exc:
-        raise DecodeError(f"not an asynq ServerInfo: {exc}") from exc
-    return orjson.dumps({
-        "server_id": pb.server_id, "host": pb.host, "pid": pb.pid,
-        "concurrency": pb.concurrency, "queues": dict(pb.queues),
-        "strict_priority": pb.strict_priority, "status": pb.status,
-        "started_at": _timestamp_ms(pb.start_time), "active_workers": pb.active_worker_count,
-    })
-
-
-def worker_document(data: bytes) -> bytes:
-    """A protobuf WorkerInfo (a task a server runs) as the Inspector's JSON worker document;
-    DecodeError when it is not one."""
-    try:
-        pb: Any = WorkerInfoPB.FromString(data)
-    except PBDecodeError as exc:
-        raise DecodeError(f"not an asynq WorkerInfo: {exc}") from exc
-    return orjson.dumps({
-        "task_id": pb.task_id, "type": pb.task_type, "queue": pb.queue,
-        "started_at": _timestamp_ms(pb.start_time),
-        "deadline": _timestamp_ms(pb.deadline) if pb.HasField("deadline") else 0,
-        "payload_size": len(pb.task_payload),
-    })
-
-
 class AsynqInspectOps:
     """``InspectOps`` over asynq's layout, run with the broker's ScriptRunner (which holds the
     ``asynq_inspect_*`` scripts). ``forget(queue)`` is called once a queue is removed, so the
     broker registers and checks it again at its next use (as Go's client clears its cache)."""
 
     def __init__(self, runner: ScriptRunner, clock: Clock, *,
+                 servers: Callable[[int], Awaitable[list[tuple[bytes, dict[bytes, bytes]]]]],
                  forget: Callable[[str], None] = lambda queue: None,
                  batch_size: int = BATCH_SIZE) -> None:
         if batch_size < 1:
@@ -133,6 +103,7 @@ class AsynqInspectOps:
         self.clock = clock
         self.batch_size = batch_size
         self._forget = forget
+        self._servers = servers
         self._plain = RedisInspectOps(runner, clock)  # (Redis INFO is the same whatever layout)
 
     # -- queues
@@ -439,37 +410,9 @@ class AsynqInspectOps:
     # -- servers
 
     async def servers(self, now_ms: int) -> list[tuple[bytes, dict[bytes, bytes]]]:
-        """Live servers as Go's Inspector lists them (``asynq:servers`` entries not expired,
-        stale ones pruned), each with the tasks its workers hash lists; records that are not
-        valid protobuf are skipped."""
-        now_s = now_ms // 1000
-        _, _, keys = await self.runner.commands("listing servers", [
-            ("ZREMRANGEBYSCORE", K.SERVERS, "-inf", now_s - 1),
-            ("ZREMRANGEBYSCORE", K.WORKERS, "-inf", now_s - 1),
-            ("ZRANGEBYSCORE", K.SERVERS, now_s, "+inf")])
-        if not keys:
-            return []
-        names = [text(key) for key in keys]
-        replies = await self.runner.commands(
-            "reading servers",
-            [("GET", name) for name in names]
-            + [("HGETALL", K.workers_key_of(name)) for name in names])
-        out = []
-        for data, workers in zip(replies[:len(names)], replies[len(names):], strict=True):
-            if data is None:
-                continue
-            try:
-                doc = server_document(data)
-            except DecodeError:
-                continue
-            docs = {}
-            for task_id, winfo in (workers or {}).items():
-                try:
-                    docs[task_id] = worker_document(winfo)
-                except DecodeError:
-                    continue
-            out.append((doc, docs))
-        return out
+        """Live servers as Go's Inspector lists them, Go's and asyncq's alike (read by the
+        broker's server-state part, which also knows asyncq's own documents)."""
+        return await self._servers(now_ms)
 
     # -- what the worker asks (Broker.backlog, list_groups, record_minute)
 

@@ -37,6 +37,9 @@ F_LEASE_UNTIL = "lease_until"  # asyncq only: the lease score that worker last w
 F_STARTED_AT = "started_at"  # asyncq only: when its latest run started (Unix ms)
 F_RESULT_ENC = "result_enc"  # asyncq only: how ``result`` is encoded ("b" bytes, "j" JSON)
 F_TRACEBACK = "traceback"  # asyncq only: the last failure's traceback
+#: asyncq only: the ``started_at`` of the run a cancellation was requested for (the lease
+#: renewal of that run reports it; a later run of the task has another ``started_at``)
+F_CANCEL = "cancel"
 
 STATES = ("active", "pending", "scheduled", "retry", "archived", "completed", "aggregating")
 
@@ -142,6 +145,18 @@ def server_key_matches(server_key_name: str, server_id: str) -> bool:
     """Whether a server key is that of server ``server_id`` (the id ends its hash tag)."""
     return server_key_name.startswith(SERVERS + ":{") and server_key_name.endswith(
         f":{server_id}}}")
+
+
+def server_doc_key(host: str, pid: int, server_id: str) -> str:
+    """STRING holding an asyncq worker's own state document (JSON: what the protobuf
+    ServerInfo cannot carry); beside ``server_key`` in its slot, a key Go never reads."""
+    return server_doc_key_of(server_key(host, pid, server_id))
+
+
+def server_doc_key_of(key: str) -> str:
+    """``server_doc_key`` of the server whose ``server_key`` is ``key``."""
+    return key + ":asyncq"
+
 
 
 def scheduler_entries_key(scheduler_id: str) -> str:

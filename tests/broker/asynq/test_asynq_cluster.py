@@ -63,6 +63,16 @@ async def test_every_asynq_script_runs_in_one_slot(cbroker: AsynqBroker,
 
     monkeypatch.setattr(ScriptRunner, "run", run)
     monkeypatch.setattr(ScriptRunner, "_pipeline", pipeline)
+    await drive_every_asynq_script(cbroker)
+    # (the inspection scripts are driven by test_inspect_cluster.py)
+    assert called == {n for n in asynq_scripts() if not n.startswith("asynq_inspect_")}, (
+        "a script was not driven")
+    assert all(len(s) == 1 for s in slots)
+
+
+async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
+    """Run every ``asynq_*`` script at least once through the broker, on a queue of its own
+    (also driven under the deployment suite's slot checker: tests/deploy/test_cluster.py)."""
     q = f"c-{uuid.uuid4().hex[:8]}"
     client = Client(cbroker)
     await client.enqueue("t", b"u", queue=q, unique=timedelta(minutes=1))
@@ -84,5 +94,26 @@ async def test_every_asynq_script_runs_in_one_slot(cbroker: AsynqBroker,
     ], OWNER) == [True] * 5
     assert (await cbroker.forward(q, "retry", 100))[0] == 1
     assert await cbroker.pause(q) and await cbroker.unpause(q)
-    assert called == set(asynq_scripts()), "a script was not driven"
-    assert all(len(s) == 1 for s in slots)
+    # phase 2, the worker's runtime: cancellation, recovery, janitor, groups, server state
+    [again], _ = await cbroker.dequeue(q, 1, OWNER, 30_000, 1000)
+    assert await cbroker.request_cancel(q, again.id) is True
+    assert await cbroker.extend_leases(q, [again.id], OWNER, 30_000) == [2]
+    assert [t.id for t in await cbroker.list_lease_expired(q, now + 3_600_000, 10)] == [again.id]
+    later = cbroker.clock.now_ms() + 3_600_000
+    assert await cbroker.recover(Outcome("retry", q, again.id, retry_at_ms=later, error="e"),
+                                 now) is False
+    assert await cbroker.reclaim_orphans(q, 10) == 0
+    assert await cbroker.delete_expired_completed(q, 10) == 0
+    assert await cbroker.list_groups(q) == ["g1"]
+    assert await cbroker.aggregation_check(q, "g1", "s1", 0, 0, 0, now + 60_000) == 1
+    assert len(await cbroker.read_aggregation_set(q, "g1", "s1")) == 1
+    assert await cbroker.return_aggregation_set(q, "g1", "s1") == 1
+    assert await cbroker.aggregation_check(q, "g1", "s2", 0, 0, 0, now - 1000) == 1
+    assert await cbroker.reclaim_stale_aggregation_sets(q) == 1
+    assert await cbroker.aggregation_check(q, "g1", "s3", 0, 0, 0, now + 60_000) == 1
+    assert await cbroker.delete_aggregation_set(q, "g1", "s3") == 1
+    info = b'{"host": "h", "pid": 1, "queues": {"q": 1}, "started_at": 1}'
+    await cbroker.write_server_state("srv-c", info, {again.id: f'{{"queue": "{q}"}}'.encode()},
+                                     10_000)
+    assert len(await cbroker.servers.read(now)) >= 1
+    await cbroker.clear_server_state("srv-c")
