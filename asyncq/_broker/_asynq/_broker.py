@@ -21,7 +21,6 @@ from redis.asyncio import Redis, RedisCluster
 from ... import _defaults
 from ..._clock import SYSTEM_CLOCK, Clock
 from ..._model._events import TaskEvent
-from ..._model._rules import COMPLETION_MARK_MS
 from .._calls import EVENT_RESULT_MAX, ScriptCall
 from .._listen import Listeners
 from .._messages import Handoff, WorkerSignal
@@ -34,7 +33,7 @@ from . import _codec, _wake
 from . import _keys as K
 from ._events import EventSource
 from ._layout import LayoutGuard
-from ._reads import TaskReads
+from ._reads import MARK_KEEP_MS, TaskReads
 from ._scripts import asynq_scripts
 from ._unavailable import AsynqWorkflowOps, UnavailableOps, unavailable
 
@@ -88,7 +87,7 @@ def finish_call(o: Outcome, owner: str, now_ms: int) -> ScriptCall:
                           [o.task_id, owner, stats_expiry, o.result or b"",
                            "" if o.result is None else o.result_enc, o.error,
                            EVENT_RESULT_MAX, "1" if o.retention_ms else "0", now_ms,
-                           COMPLETION_MARK_MS])
+                           MARK_KEEP_MS])
     if o.kind == "complete":
         return ScriptCall("asynq_complete",
                           [task_key, qk.active, qk.lease, qk.completed, qk.processed_day(day),

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
+from ... import _defaults
 from ..._clock import Clock
 from ..._errors import DecodeError
-from ..._model._rules import COMPLETION_MARK_MS
 from .._replies import text
 from .._runner import ScriptRunner
 from .._values import TaskRecord
@@ -26,6 +26,8 @@ from ._unavailable import UnavailableOps
 _FIELDS = (K.F_MSG, K.F_STATE, K.F_AMSG, K.F_RESULT, K.F_RESULT_ENC, K.F_STARTED_AT,
            K.F_TRACEBACK)
 _PER_TASK = 5  # commands per task read: the hash fields, then three scores and the mark
+#: How long a completion mark answers (ms): a task that returned nothing, without a retention.
+MARK_KEEP_MS = round(_defaults.COMPLETION_MARK * 1000)
 
 
 class Read(NamedTuple):
@@ -60,7 +62,7 @@ def _read(queue: str, task_id: str, replies: list[Any], now_ms: int) -> Read:
     fields, lease, scheduled, retry, mark = replies
     msg, state_b, amsg, result, renc, started, traceback = fields
     if msg is None:
-        if mark is None or int(float(mark)) < now_ms - COMPLETION_MARK_MS:
+        if mark is None or int(float(mark)) < now_ms - MARK_KEEP_MS:
             return Read(None, "")
         # A completion mark: that it succeeded, and when (see asynq_mark in _asynq_lib.lua).
         return Read(TaskRecord(task_id, b"", b"", "completed", 0, "", 0, int(float(mark)), None,

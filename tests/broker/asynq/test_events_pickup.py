@@ -131,3 +131,21 @@ async def test_a_go_written_task_wakes_nobody_but_is_dequeued(
     assert await redis_client.exists(xk.waiters) and await redis_client.zcard(xk.idle) == 1
     [raw], _ = await abroker.dequeue(q, 1, OWNER, LEASE_MS, 5000, one_hop=True)
     assert (raw.id, raw.payload, decode_message(raw.msg).type) == ("go-1", b"g", "go:task")
+
+
+async def test_a_lost_hand_off_a_go_server_leased_again_stays_with_go(
+        abroker: AsynqBroker, aclient: Client, redis_client: Redis, asyncq_queue: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Go's recoverer took the task back and a Go server leased it again: its scripts keep the
+    asyncq-only owner field but write another lease, so the record is dropped unreturned."""
+    q = asyncq_queue
+    qk = K.queue_keys(q)
+    monkeypatch.setattr(_wake, "HANDOFF_GRACE_MS", 0)
+    await abroker.dequeue(q, 1, OWNER, LEASE_MS, 5000, one_hop=True)
+    async with hearing(abroker.listen_handoffs([q], OWNER)):
+        info = await aclient.enqueue("t", queue=q)
+    score = await redis_client.zscore(qk.lease, info.id)
+    assert score is not None
+    await redis_client.zadd(qk.lease, {info.id: score + 45})  # (Go's lease: state active)
+    assert await abroker.dequeue(q, 1, OWNER, LEASE_MS, 5000) == ([], 0)
+    assert not await redis_client.exists(K.extra_keys(q).handoff(OWNER))

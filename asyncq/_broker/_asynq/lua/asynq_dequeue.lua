@@ -23,8 +23,9 @@
 --   enqueued, pending_since in Unix ns ('0' unknown). `dropped` counts ids popped without a
 --   task hash (or with a key of another type): taken off the active list again, left alone.
 -- One-hop pickup (asynq_handoff in _asynq_lib.lua): the tasks handed off to this owner at
---   least ARGV[8] ms ago and still leased to it come first (the worker skips those it holds),
---   so a hand-off whose message was lost is picked up here. A paused queue leases nothing more.
+--   least ARGV[8] ms ago and still held by that lease (asynq_held: a Go recoverer that took
+--   one back and a Go server that leased it again wrote another lease) come first (the worker
+--   skips those it holds), so a hand-off whose message was lost is picked up here. A paused queue leases nothing more.
 --   When fewer tasks than asked for are leased, the waiters flag is set (the next store, requeue
 --   or forward publishes a wake-up) and, with ARGV[7], the owner registers as idle, so the next
 --   task to become pending is leased to it directly. Each task leased here is published as the
@@ -40,8 +41,9 @@ if #handed > 0 then
     local since, at = string.match(handed[f + 1], '^(%d+):(%d+)$')
     if not at or tonumber(at) <= cutoff then
       redis.call('HDEL', KEYS[7], id)
-      local v = redis.pcall('HMGET', ARGV[3] .. id, 'msg', 'asyncq_msg', 'state', 'owner')
-      if not v.err and v[3] == 'active' and v[4] == ARGV[4] then
+      local key = ARGV[3] .. id
+      if redis.call('TYPE', key).ok == 'hash' and asynq_held(key, KEYS[3], id, ARGV[4]) then
+        local v = redis.call('HMGET', key, 'msg', 'asyncq_msg')
         out[#out + 1] = id
         out[#out + 1] = v[1] or ''
         out[#out + 1] = v[2] or ''
