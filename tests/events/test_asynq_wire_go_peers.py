@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from redis.asyncio import Redis
 
-from asyncq import Client, TaskFailedError, TaskState
+from asyncq import Client, ServeMux, Task, TaskFailedError, TaskNotFoundError, TaskState, Worker
 from asyncq._broker._asynq import _codec
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._events import RECHECK_INTERVAL
@@ -96,3 +96,33 @@ async def test_a_wait_learns_what_a_go_server_did_within_the_recheck(
         # A wait starting after Go finished reads the outcome at once.
         info = await client.wait(kept, timeout=5)
         assert (info.state, info.result) == (TaskState.COMPLETED, b"from go")
+
+
+async def test_a_go_enqueued_task_an_asyncq_worker_runs_can_be_waited_for(
+        asyncq_redis_url: str, redis_client: Redis, asyncq_queue: str) -> None:
+    """Go's client writes retention 0 (its default): the result then travels only with the
+    completion event, which a wait listening before the end hears; a later wait finds nothing,
+    as with ``retention=0`` in asyncq."""
+    q = asyncq_queue
+    qk = K.queue_keys(q)
+    url = asyncq_redis_url + "?wire=asynq"
+    go = _codec.AsynqTask(type="square", payload=b"7", id="go-7", queue=q, timeout=60)
+    await redis_client.sadd(K.QUEUES, q)
+    await redis_client.hset(qk.task("go-7"), mapping={
+        "msg": _codec.encode(go), "state": "pending", "pending_since": time.time_ns()})
+    await redis_client.lpush(qk.pending, "go-7")
+    mux = ServeMux()
+
+    @mux.handler("square")
+    async def square(task: Task) -> int:
+        return int(task.payload) ** 2
+
+    async with Client(url) as client:
+        waiting = asyncio.ensure_future(client.result("go-7", queue=q, timeout=10))
+        source = client.broker.event_source  # type: ignore[attr-defined]
+        await wait_until(lambda: (q, "go-7") in source._watched, timeout=5)
+        async with Worker(url, mux, queues={q: 1}):
+            assert await waiting == 49
+    async with Client(url) as late:
+        with pytest.raises(TaskNotFoundError):
+            await late.result("go-7", queue=q, timeout=5)
