@@ -355,4 +355,3 @@ class AsynqBroker:
 
     async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
         raise unavailable("reclaim_stale_aggregation_sets")
-
