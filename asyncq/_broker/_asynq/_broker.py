@@ -16,28 +16,29 @@ import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal, cast
 
-import anyio
 from redis.asyncio import Redis, RedisCluster
 
 from ... import _defaults
 from ..._clock import SYSTEM_CLOCK, Clock
 from ..._model._events import TaskEvent
-from .._calls import ScriptCall
+from .._calls import EVENT_RESULT_MAX, ScriptCall
 from .._listen import Listeners
-from .._messages import CancelRequest, Handoff, WorkerSignal
+from .._messages import Handoff, WorkerSignal
 from .._ops import InspectOps, LimitOps, ScheduleOps
 from .._replies import text
 from .._runner import ScriptRunner, reply_error
 from .._values import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from .._wf_ops import WorkflowOps
-from . import _codec
+from . import _codec, _wake
 from . import _keys as K
+from ._events import EventSource
 from ._inspect import AsynqInspectOps
 from ._layout import LayoutGuard
+from ._reads import MARK_KEEP_MS, TaskReads
 from ._recovery import AsynqRecovery, asynq_retry_delay
 from ._scripts import asynq_scripts
 from ._servers import AsynqServers
-from ._unavailable import AsynqWorkflowOps, UnavailableOps, unavailable
+from ._unavailable import AsynqWorkflowOps, UnavailableOps
 
 STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count (Go's statsTTL)
 ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
@@ -72,7 +73,7 @@ def store_call(task: NewTask, now_ms: int) -> ScriptCall:
                           [qk.task(msg.id), qk.group(msg.group), qk.groups, lock_key],
                           [msg.id, pb, amsg, now_ms // 1000, ttl, msg.group])
     return ScriptCall("asynq_enqueue", [qk.task(msg.id), qk.pending, lock_key],
-                      [msg.id, pb, amsg, now_ms * 1_000_000, ttl])
+                      [msg.id, pb, amsg, now_ms * 1_000_000, ttl, K.WAKE_CHANNEL, msg.queue])
 
 
 def finish_call(o: Outcome, owner: str, now_ms: int) -> ScriptCall:
@@ -83,18 +84,24 @@ def finish_call(o: Outcome, owner: str, now_ms: int) -> ScriptCall:
     stats_expiry = now_s + STATS_TTL_S
     task_key = qk.task(o.task_id)
     if o.kind == "done":
+        # The result travels only with the completion event; retention_ms > 0 leaves a mark.
         return ScriptCall("asynq_done", [task_key, qk.active, qk.lease, qk.processed_day(day),
-                                         qk.processed], [o.task_id, owner, stats_expiry])
+                                         qk.processed, K.extra_keys(o.queue).marks],
+                          [o.task_id, owner, stats_expiry, o.result or b"",
+                           "" if o.result is None else o.result_enc, o.error,
+                           EVENT_RESULT_MAX, "1" if o.retention_ms else "0", now_ms,
+                           MARK_KEEP_MS])
     if o.kind == "complete":
         return ScriptCall("asynq_complete",
                           [task_key, qk.active, qk.lease, qk.completed, qk.processed_day(day),
                            qk.processed],
                           [o.task_id, owner, stats_expiry, now_s,
                            now_s + _ceil_s(o.retention_ms),
-                           "" if o.result is None else o.result_enc, o.result or b""])
+                           "" if o.result is None else o.result_enc, o.result or b"",
+                           EVENT_RESULT_MAX])
     if o.kind == "requeue":
         return ScriptCall("asynq_requeue", [task_key, qk.active, qk.lease, qk.pending],
-                          [o.task_id, owner, now_ms * 1_000_000])
+                          [o.task_id, owner, now_ms * 1_000_000, K.WAKE_CHANNEL, o.queue])
     counters = [qk.processed_day(day), qk.failed_day(day), qk.processed, qk.failed]
     if o.kind == "retry":
         return ScriptCall("asynq_retry", [task_key, qk.active, qk.lease, qk.retry, *counters],
@@ -127,12 +134,14 @@ class AsynqBroker:
         self.runner = ScriptRunner(redis)
         self.runner.scripts = {**self.runner.scripts, **asynq_scripts()}
         self.listeners = Listeners(self.runner, ping_interval, reply_timeout or 5.0)
+        self.event_source = EventSource(self.runner, clock, ping_interval, reply_timeout or 5.0)
         self.layout = LayoutGuard(self.runner, "asynq")
         self._registered: set[str] = set()
         self.servers = AsynqServers(self.runner, clock)  # server state, cancellation
         self.recovery = AsynqRecovery(self.runner, clock)  # recoverer, janitor, groups
-        self._inspect = AsynqInspectOps(self.runner, clock, servers=self.servers.read,
-                                        forget=self._forget_queue)
+        self._inspect = AsynqInspectOps(
+            self.runner, clock, servers=self.servers.read,
+            reads=TaskReads(self.runner, clock, self.event_source), forget=self._forget_queue)
         self.inspect: InspectOps = self._inspect
         self.schedules = cast(ScheduleOps, UnavailableOps("schedules"))
         self.limits = cast(LimitOps, UnavailableOps("limits"))
@@ -201,14 +210,18 @@ class AsynqBroker:
         self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int,
         request_id: str = "", one_hop: bool = False,
     ) -> tuple[list[RawTask], int]:
-        """Lease like Go's Dequeue (no waiters flag, no one-hop hand-off, no request replay in
-        this layout: a lost reply leaves its tasks to the recoverer once their lease ends)."""
+        """Lease like Go's Dequeue, plus asyncq's waiters flag and idle registration (see
+        ``_wake``); no request replay in this layout: a lost reply leaves its tasks to the
+        recoverer once their lease ends."""
         await self.layout.check((queue,))
         qk = K.queue_keys(queue)
+        xk = K.extra_keys(queue)
         now = self.clock.now_ms()
         flat = await self.runner.run(
-            "asynq_dequeue", [qk.pending, qk.active, qk.lease, qk.paused],
-            [(now + lease_ms) // 1000, count, qk.task_prefix, owner, now])
+            "asynq_dequeue",
+            [qk.pending, qk.active, qk.lease, qk.paused, xk.waiters, xk.idle, xk.handoff(owner)],
+            [(now + lease_ms) // 1000, count, qk.task_prefix, owner, now, waiter_ttl_ms,
+             lease_ms if one_hop else "", _wake.HANDOFF_GRACE_MS])
         tasks: list[RawTask] = []
         dropped = int(flat[0])
         for i in range(1, len(flat), 4):
@@ -222,11 +235,11 @@ class AsynqBroker:
 
     def listen_handoffs(self, queues: Sequence[str],
                         owner: str) -> AsyncIterator[Handoff | None]:
-        """No one-hop hand-offs in this layout: subscribed at once, then nothing ever comes."""
-        return _nothing_after_none()
+        return _wake.handoffs(self.runner, queues, owner, self.event_source.reply_timeout,
+                              self.event_source.idle)
 
     async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
-        """Nothing to withdraw: workers never register as idle in this layout."""
+        await _wake.leave_idle(self.runner, queues, owner, lease_ms)
 
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:
         now = self.clock.now_ms()
@@ -259,19 +272,15 @@ class AsynqBroker:
                                          [data, encoding]))
 
     def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
-        """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq); no
-        wake-ups in this layout (workers poll)."""
-        return self._signals()
-
-    async def _signals(self) -> AsyncIterator[WorkerSignal | None]:
-        async for item in self.listeners.listen([K.CANCEL_CHANNEL]):
-            yield None if item is None else CancelRequest(item[1])
+        """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and
+        asyncq's wake-ups of ``queues``."""
+        return _wake.signals(self.listeners, queues)
 
     def listen_events(self, queues: Sequence[str]) -> AsyncIterator[TaskEvent | EventFlush]:
-        raise unavailable("listen_events")
+        return self.event_source.listen(queues)
 
     async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
-        raise unavailable("set_listening")
+        await self.event_source.set_listening(queues, ttl_ms)
 
     # -- maintenance
 
@@ -281,7 +290,8 @@ class AsynqBroker:
         now = self.clock.now_ms()
         moved, due = await self.runner.run(
             "asynq_forward", [qk.state_key(source), qk.pending, qk.groups],
-            [now // 1000, qk.task_prefix, now * 1_000_000, qk.group_prefix, limit])
+            [now // 1000, qk.task_prefix, now * 1_000_000, qk.group_prefix, limit,
+             K.WAKE_CHANNEL, queue])
         return int(moved), (-1 if int(due) < 0 else int(due) * 1000)
 
     async def read_tasks(self, queue: str,
@@ -364,8 +374,3 @@ class AsynqBroker:
 
     async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
         return await self.recovery.reclaim_stale_aggregation_sets(queue)
-
-
-async def _nothing_after_none() -> AsyncIterator[None]:
-    yield None
-    await anyio.sleep_forever()

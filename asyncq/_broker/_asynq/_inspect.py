@@ -34,6 +34,7 @@ from .._values import Backlog, BulkOp, Outcome, RemoveMode, TaskRecord
 from . import _codec
 from . import _keys as K
 from ._layout import mismatch_error
+from ._reads import TaskReads
 from ._schema import WorkerInfoPB
 
 BATCH_SIZE = 1000
@@ -95,6 +96,7 @@ class AsynqInspectOps:
 
     def __init__(self, runner: ScriptRunner, clock: Clock, *,
                  servers: Callable[[int], Awaitable[list[tuple[bytes, dict[bytes, bytes]]]]],
+                 reads: TaskReads,
                  forget: Callable[[str], None] = lambda queue: None,
                  batch_size: int = BATCH_SIZE) -> None:
         if batch_size < 1:
@@ -104,6 +106,7 @@ class AsynqInspectOps:
         self.batch_size = batch_size
         self._forget = forget
         self._servers = servers
+        self._reads = reads
         self._plain = RedisInspectOps(runner, clock)  # (Redis INFO is the same whatever layout)
 
     # -- queues
@@ -241,16 +244,14 @@ class AsynqInspectOps:
 
     async def task(self, queue: str, task_id: str) -> TaskRecord | None:
         row = await self.runner.run_call(self._info_call(queue, task_id))
-        return None if row is None else _record(row, queue)
+        if row is None:  # gone, or completed leaving only a completion mark
+            return (await self._reads.tasks([(queue, task_id)]))[0]
+        return _record(row, queue)
 
     async def tasks(self, keys: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
-        rows = await self.runner.run_many([self._info_call(q, i) for q, i in keys])
-        out: list[TaskRecord | None] = []
-        for (queue, _), row in zip(keys, rows, strict=True):
-            if isinstance(row, Exception):
-                raise reply_error("reading a task", row)
-            out.append(None if row is None else _record(row, queue))
-        return out
+        """What waits read (completion marks included; each read noted, so a task a Go
+        server finishes is reported by the recheck)."""
+        return await self._reads.tasks(keys)
 
     async def task_owner(self, queue: str, task_id: str) -> str | None:
         """The asyncq worker holding the task (its ``owner`` field), else the Go server whose

@@ -187,3 +187,43 @@ def translate_lock(lock: str) -> str:
         task_type, _, digest = rest[2:].rpartition(":")
         return qk.unique(task_type, digest)
     raise ValueError(f"not a uniqueness lock name: {lock!r}")
+
+
+# -- asyncq's additions (events, wake-ups, one-hop pickup, completion marks): keys Go never
+# reads, all below asynq:{q}:asyncq: (the queue's hash tag, so a script still touches one slot)
+# and all expiring on their own, so nothing of them outlives a queue Go's Inspector removed.
+
+#: pub/sub: an idle asyncq worker of the queue named in the message may dequeue (asyncq only).
+WAKE_CHANNEL = f"{PREFIX}:asyncq:wake"
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncqExtraKeys:
+    """asyncq-only keys of one queue in asynq's layout. The scripts derive them from the queue's
+    base (``asynq:{q}:`` .. ``asyncq:`` .. suffix, see ``lua/_asynq_lib.lua``)."""
+
+    queue: str
+    base: str  # asynq:{q}:asyncq:
+    listening: str  # STRING '1' with a TTL: some client listens, so the scripts publish events
+    events: str  # shard channel: the queue's task events (asyncq's event format)
+    waiters: str  # STRING '1' with a TTL: an idle asyncq worker wants a wake-up
+    idle: str  # ZSET '<lease ms>:<owner>' -> when the registration lapses, Unix ms (with a TTL)
+    marks: str  # ZSET task id -> completed at, Unix ms: completion marks (with a TTL)
+
+    def handoff(self, owner: str) -> str:
+        """HASH id -> '<pending_since ns>:<handed at ms>': tasks handed off to ``owner`` in one
+        hop, returned by its next dequeue when their message was lost (with a TTL)."""
+        return f"{self.base}handoff:{owner}"
+
+    def handoff_channel(self, owner: str) -> str:
+        """Shard channel of the tasks handed off to ``owner``."""
+        return f"{self.base}to:{owner}"
+
+
+@lru_cache(maxsize=4096)
+def extra_keys(queue: str) -> AsyncqExtraKeys:
+    """asyncq's additional key names of ``queue`` (cached per process)."""
+    base = f"{queue_keys(queue).base}asyncq:"
+    return AsyncqExtraKeys(queue=queue, base=base, listening=base + "listening",
+                           events=base + "events", waiters=base + "waiters",
+                           idle=base + "idle", marks=base + "marks")
