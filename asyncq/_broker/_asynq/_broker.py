@@ -33,6 +33,8 @@ from .._wf_ops import WorkflowOps
 from . import _codec
 from . import _keys as K
 from ._layout import LayoutGuard
+from ._limits import AsynqLimitOps
+from ._schedules import AsynqScheduleOps
 from ._scripts import asynq_scripts
 from ._unavailable import AsynqWorkflowOps, UnavailableOps, unavailable
 
@@ -127,8 +129,9 @@ class AsynqBroker:
         self.layout = LayoutGuard(self.runner, "asynq")
         self._registered: set[str] = set()
         self.inspect = cast(InspectOps, UnavailableOps("inspect"))
-        self.schedules = cast(ScheduleOps, UnavailableOps("schedules"))
-        self.limits = cast(LimitOps, UnavailableOps("limits"))
+        self.schedules: ScheduleOps = AsynqScheduleOps(self.runner, clock, store_call,
+                                                       self.register_queues)
+        self.limits: LimitOps = AsynqLimitOps(self.runner, clock)
         self.workflows = cast(WorkflowOps, AsynqWorkflowOps())
 
     async def ping(self) -> None:
