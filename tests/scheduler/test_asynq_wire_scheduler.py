@@ -279,3 +279,21 @@ async def test_expired_schedulers_are_pruned_and_clear_removes_the_entries(
         assert not await redis_client.exists(key)
         assert await redis_client.zscore(K.SCHEDULERS, key) is None
     await s.close()
+
+
+async def test_a_queue_of_asyncqs_own_layout_is_refused_and_nothing_written(
+    asyncq_redis_url: str, redis_client: Redis, asyncq_queue: str, clock: asyncq.FakeClock,
+) -> None:
+    async with asyncq.Client(asyncq_redis_url) as plain:  # asyncq's layout
+        await plain.enqueue("report", queue=asyncq_queue)
+    errors: list[Any] = []
+    s = asyncq.Scheduler(url_of(asyncq_redis_url), clock=clock,
+                         post_enqueue=lambda info, err: errors.append(err))
+    s.register("@every 3s", "report", queue=asyncq_queue)
+    clock.advance(3)
+    assert await s.tick() == []
+    assert isinstance(errors[0], asyncq.BrokerError)
+    assert "?wire=asynq" in str(errors[0]) and "nothing was written" in str(errors[0])
+    assert await redis_client.keys(f"asynq:{{{asyncq_queue}}}*") == []
+    assert not await redis_client.sismember(K.QUEUES, asyncq_queue)
+    await s.close()
