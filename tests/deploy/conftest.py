@@ -149,7 +149,8 @@ class SlotChecker:
 
 #: what a key name starts with: asyncq's layout, and Go asynq's (wire=asynq)
 KEY_PREFIXES = ("asyncq:", f"{AK.PREFIX}:")
-CHANNELS = frozenset({K.WAKE_CHANNEL, K.CANCEL_CHANNEL, AK.CANCEL_CHANNEL, AK.WAKE_CHANNEL})  # not keys
+CHANNELS = frozenset({K.WAKE_CHANNEL, K.CANCEL_CHANNEL,  # channels, not keys
+                      AK.CANCEL_CHANNEL, AK.WAKE_CHANNEL})
 CHECKER = SlotChecker()
 
 

@@ -34,11 +34,13 @@ from . import _keys as K
 from ._events import EventSource
 from ._inspect import AsynqInspectOps
 from ._layout import LayoutGuard
+from ._limits import AsynqLimitOps
 from ._reads import MARK_KEEP_MS, TaskReads
 from ._recovery import AsynqRecovery, asynq_retry_delay
+from ._schedules import AsynqScheduleOps
 from ._scripts import asynq_scripts
 from ._servers import AsynqServers
-from ._unavailable import AsynqWorkflowOps, UnavailableOps
+from ._unavailable import AsynqWorkflowOps
 
 STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count (Go's statsTTL)
 ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
@@ -143,8 +145,9 @@ class AsynqBroker:
             self.runner, clock, servers=self.servers.read,
             reads=TaskReads(self.runner, clock, self.event_source), forget=self._forget_queue)
         self.inspect: InspectOps = self._inspect
-        self.schedules = cast(ScheduleOps, UnavailableOps("schedules"))
-        self.limits = cast(LimitOps, UnavailableOps("limits"))
+        self.schedules: ScheduleOps = AsynqScheduleOps(self.runner, clock, store_call,
+                                                       self.register_queues)
+        self.limits: LimitOps = AsynqLimitOps(self.runner, clock)
         self.workflows = cast(WorkflowOps, AsynqWorkflowOps())
 
     def _forget_queue(self, queue: str) -> None:

@@ -227,3 +227,49 @@ def extra_keys(queue: str) -> AsyncqExtraKeys:
     return AsyncqExtraKeys(queue=queue, base=base, listening=base + "listening",
                            events=base + "events", waiters=base + "waiters",
                            idle=base + "idle", marks=base + "marks")
+
+# -- asyncq's additions, in keys Go never reads: ``asynq:{<queue>}:asyncq:...`` (the queue's
+#    hash tag, so a script touching them and the queue's own keys runs on Redis Cluster too;
+#    no Go key of a queue starts with ``asyncq:``, and Go never scans a queue's keys)
+
+def asyncq_base(queue: str) -> str:
+    """Prefix of the asyncq-only keys of ``queue``: ``asynq:{<queue>}:asyncq:``."""
+    return queue_keys(queue).base + "asyncq:"
+
+
+def scheduler_ticks_key(queue: str) -> str:
+    """ZSET entry id -> last claimed tick (Unix ms) of the periodic entries firing into
+    ``queue``: asyncq's exactly-once-per-tick claim (Go's scheduler has none)."""
+    return asyncq_base(queue) + "scheduler_ticks"
+
+
+def limits_registry(queue: str) -> str:
+    """HASH ``<c|r>:<name>`` -> the limit as last declared (``n`` or ``n/period_ms/burst``)."""
+    return asyncq_base(queue) + "limits"
+
+
+def limit_base(queue: str, kind: str, name: str) -> str:
+    """Prefix of one limit's keys: ``asynq:{queue}:asyncq:limit:<c|r>:<name length>:<name>:``
+    (the length keeps a name holding ':' apart from a key value)."""
+    return f"{asyncq_base(queue)}limit:{kind[0]}:{len(name.encode())}:{name}:"
+
+
+def limit_keyset(base: str) -> str:
+    """SET of the key values a limit has been used with."""
+    return base + "keys"
+
+
+def limit_state(base: str, key: str) -> str:
+    """Prefix of one key value's state: ``<that>held`` (ZSET holder -> when taken, or a manual
+    hold's end, Unix ms), ``<that>wait`` (ZSET waiting task -> order or due ms), ``<that>win``
+    (ZSET of the starts in the rate window), ``<that>tat`` (STRING: a rate's theoretical time
+    of the next start, Unix ms)."""
+    return f"{base}k:{key}:"
+
+
+def scheduler_id_of(entries_key: str) -> str:
+    """The scheduler id in an entries key ``asynq:schedulers:{<id>}`` ('' for another key)."""
+    head = f"{SCHEDULERS}:{{"
+    if entries_key.startswith(head) and entries_key.endswith("}"):
+        return entries_key[len(head):-1]
+    return ""

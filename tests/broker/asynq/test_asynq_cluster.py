@@ -14,12 +14,14 @@ import pytest
 from redis.crc import key_slot
 from topology.cluster import LocalCluster
 
-from asyncq import Client, Task
+from asyncq import Client, FakeClock, Scheduler, Task
 from asyncq._broker import Outcome
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._scripts import asynq_scripts
 from asyncq._broker._connection import make_broker
+from asyncq._broker._limit_values import LimitClaim, LimitHold, LimitSpec
 from asyncq._broker._runner import ScriptRunner
+from asyncq._scheduler import list_scheduler_entries
 
 OWNER = "srv-c"
 
@@ -65,7 +67,8 @@ async def test_every_asynq_script_runs_in_one_slot(cbroker: AsynqBroker,
     monkeypatch.setattr(ScriptRunner, "_pipeline", pipeline)
     await drive_every_asynq_script(cbroker)
     # (the inspection scripts are driven by test_inspect_cluster.py)
-    assert called == {n for n in asynq_scripts() if not n.startswith("asynq_inspect_")}, (
+    # (it also runs asyncq's own scheduler_heartbeat/_record, which are layout-free)
+    assert {n for n in asynq_scripts() if not n.startswith("asynq_inspect_")} <= called, (
         "a script was not driven")
     assert all(len(s) == 1 for s in slots)
 
@@ -117,3 +120,31 @@ async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
                                      10_000)
     assert len(await cbroker.servers.read(now)) >= 1
     await cbroker.clear_server_state("srv-c")
+    await drive_schedules_and_limits(cbroker, q)
+
+
+async def drive_schedules_and_limits(cbroker: AsynqBroker, q: str) -> None:
+    """A Scheduler firing each store shape (claim and task in one script), publishing its
+    entries and history; a limit claimed (one task deferred), read and given back."""
+    clock = FakeClock()
+    scheduler = Scheduler(broker=cbroker, clock=clock)
+    scheduler.register("@every 1s", "cron", queue=q)
+    scheduler.register("@every 1s", "cron-later", queue=q, process_in=timedelta(hours=1))
+    scheduler.register("@every 1s", "cron-grouped", queue=q, group="g2")
+    clock.advance(1)
+    assert len(await scheduler.tick()) == 3
+    await scheduler.heartbeat.beat()
+    assert len([e for e in await list_scheduler_entries(cbroker)
+                if e.scheduler_id == scheduler.id]) == 3
+    await scheduler.heartbeat.clear()
+    await scheduler.close()
+
+    client = Client(cbroker)
+    await client.enqueue_many([Task("lim", queue=q) for _ in range(2)])
+    leased, _ = await cbroker.dequeue(q, 2, OWNER, 30_000, 1000)
+    spec = LimitSpec("concurrency", "lim", 1)
+    taken = await cbroker.limits.acquire(q, OWNER, [LimitClaim(t.id, [(spec, "")])
+                                                     for t in leased])
+    assert taken[0] == 0 and taken[1] > 0
+    assert [(u.in_use, u.waiting) for u in await cbroker.limits.usage(q)] == [(1, 1)]
+    assert await cbroker.limits.release(q, OWNER, [LimitHold(leased[0].id, spec, "")]) == 1
