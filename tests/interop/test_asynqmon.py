@@ -183,6 +183,7 @@ def make_mux(runs: Runs) -> ServeMux:
     async def hold(task: Task) -> None:
         runs.log.append((task.id, 1, "started"))
         await runs.release.wait()
+        runs.log.append((task.id, 1, "ok"))
 
     return mux
 
@@ -223,23 +224,34 @@ def test_servers_page_lists_the_asyncq_worker(page: Page, portal: BlockingPortal
     runs = Runs()
     with portal.wrap_async_context_manager(
             asyncq_worker(interop_redis, runs, {queue: 3, low: 1}, concurrency=4)):
-        held = enqueue(portal, interop_redis, "report:hold", b'{"n": 1}', queue=queue)
-        wait_for(lambda: runs.of(held.id), 15, "report:hold started")
-        page.goto("/servers")
-        row = page.page.locator("table[aria-label='server info table'] tbody tr",
-                                has_text=f"{socket.gethostname()}:{os.getpid()}")
-        expect(row).to_have_count(1, timeout=UI_TIMEOUT_MS)  # (written every heartbeat)
-        expect(row.locator("td").nth(2)).to_have_text("active")
-        expect(row.locator("td").nth(3)).to_contain_text(queue)
-        expect(row.locator("td").nth(3)).to_contain_text(low)
-        expect(row.locator("td").nth(4)).to_have_text("1/4")  # its running task
-        row.locator("button[aria-label='expand row']").click()
-        details = page.page.locator("table[aria-label='active workers']").first
-        expect(details).to_contain_text(held.id)
-        expect(details).to_contain_text(queue)
-        page.shot("servers")
-        portal.call(runs.release.set)
-    assert runs.of(held.id) == [(1, "started")]
+        try:
+            held = enqueue(portal, interop_redis, "report:hold", b'{"n": 1}', queue=queue)
+            wait_for(lambda: runs.of(held.id), 15, "report:hold started")
+            page.goto("/servers")
+            row = page.page.locator("table[aria-label='server info table'] tbody tr",
+                                    has_text=f"{socket.gethostname()}:{os.getpid()}")
+            expect(row).to_have_count(1, timeout=UI_TIMEOUT_MS)  # (written every heartbeat)
+            expect(row.locator("td").nth(2)).to_have_text("active")
+            expect(row.locator("td").nth(3)).to_contain_text(queue)
+            expect(row.locator("td").nth(3)).to_contain_text(low)
+            expect(row.locator("td").nth(4)).to_have_text("1/4")  # its running task
+            row.locator("button[aria-label='expand row']").click()
+            details = page.page.locator("table[aria-label='active workers']").first
+            expect(details).to_contain_text(held.id.split("-")[0])  # (the id's first part)
+            expect(details).to_contain_text('"n": 1')
+            expect(details).to_contain_text(queue)
+            priorities = page.page.locator("table[aria-label='active workers']").nth(1)
+            expect(priorities.locator("tbody tr")).to_have_text([f"{queue} 3", f"{low} 1"],
+                                                                use_inner_text=True)
+            page.shot("servers")
+        finally:
+            portal.call(runs.release.set)
+        wait_for(lambda: runs.of(held.id) == [(1, "started"), (1, "ok")], 15,
+                 "report:hold done")
+        expect(row.locator("td").nth(4)).to_have_text("0/4", timeout=UI_TIMEOUT_MS)
+    # a worker that stopped takes its entry away
+    expect(page.page.get_by_text("No servers found")).to_be_visible(timeout=UI_TIMEOUT_MS)
+    page.shot("servers-after-stop")
     assert page.problems == [], page.problems
 
 
