@@ -173,17 +173,18 @@ def make_mux(runs: Runs) -> ServeMux:
 
     @mux.handler("report:build")
     async def build(task: Task) -> None:
-        n = len(runs.of(task.id)) + 1
+        task_id = str(task.id)
+        n = len(runs.of(task_id)) + 1
         if n == 1:
-            runs.log.append((task.id, n, "skip"))
+            runs.log.append((task_id, n, "skip"))
             raise SkipRetry("first run archives")
-        runs.log.append((task.id, n, "ok"))
+        runs.log.append((task_id, n, "ok"))
 
     @mux.handler("report:hold")
     async def hold(task: Task) -> None:
-        runs.log.append((task.id, 1, "started"))
+        runs.log.append((str(task.id), 1, "started"))
         await runs.release.wait()
-        runs.log.append((task.id, 1, "ok"))
+        runs.log.append((str(task.id), 1, "ok"))
 
     return mux
 
