@@ -8,15 +8,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from goharness import Ledger, sha256_hex
 
-from asyncq import ServeMux, SkipRetry, Task
+from asyncq import ServeMux, SkipRetry, Task, WorkerConfig
 from asyncq.testing import wait_until
 
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 #: Payloads up to this size are kept in the ledger in hex (as the Go server's default).
 PAYLOAD_MAX = 65536
 
@@ -140,3 +144,62 @@ async def wait_starts(ledger: Ledger, n: int, timeout: float = 60.0) -> Ledger:
     await wait_until(lambda: len(ledger.starts) >= n, timeout=timeout,
                      message=f"{n} asyncq runs started")
     return ledger
+
+
+# ---------------------------------------------------------------- worker processes
+
+#: Where ``ledger_file_mux`` (in a worker process) appends its run records.
+LEDGER_ENV = "ASYNCQ_INTEROP_LEDGER"
+
+
+class _FileRecords(list[dict[str, Any]]):
+    """Run records appended to a file as JSON lines, not kept in memory: one ``write`` each on
+    an O_APPEND descriptor, so a SIGKILL leaves whole lines only (the Go server's way)."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def append(self, record: dict[str, Any]) -> None:
+        os.write(self._fd, json.dumps(record).encode() + b"\n")
+
+
+def file_ledger(path: str | os.PathLike[str]) -> Ledger:
+    """A Ledger whose records go to ``path`` (read back with ``Ledger.read``)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    return Ledger(starts=_FileRecords(fd), ends=_FileRecords(fd))
+
+
+def ledger_file_mux() -> ServeMux:
+    """``asyncq worker asyncqpeer:ledger_file_mux --factory``: the recording handlers, each run
+    appended to the file named by ``$ASYNCQ_INTEROP_LEDGER``."""
+    return recording_mux(file_ledger(os.environ[LEDGER_ENV]))
+
+
+def no_retry_delay(retried: int, error: BaseException, task: Task) -> float:
+    """Retry at once, as the Go servers of the tests do (``-retry-delay 0s``)."""
+    return 0.0
+
+
+def process_config() -> WorkerConfig:
+    """``--config asyncqpeer:process_config``: what a worker process takes from Python rather
+    than flags (no retry delay, also for the runs its recoverer takes back)."""
+    return WorkerConfig(retry_delay=no_retry_delay)
+
+
+def worker_process_command(url: str, queues: dict[str, int], *flags: str) -> list[str]:
+    """``python -m asyncq worker`` on the asynq layout of ``url`` running the recording handlers
+    (its environment needs ``process_env``)."""
+    argv = [sys.executable, "-m", "asyncq", "worker", "asyncqpeer:ledger_file_mux", "--factory",
+            "--config", "asyncqpeer:process_config", "--redis-url", asynq_url(url),
+            "--log-format", "json"]
+    for queue, weight in queues.items():
+        argv += ["--queue", f"{queue}={weight}"]
+    return argv + list(flags)
+
+
+def process_env(ledger: Path) -> dict[str, str]:
+    """The environment of a ``worker_process_command`` process writing its runs to ``ledger``
+    (this directory and the project root importable)."""
+    path = os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path.rstrip(os.pathsep), LEDGER_ENV: str(ledger)}

@@ -371,3 +371,31 @@ class GoPrograms:
                     proc.send_signal(signal.SIGTERM)
                     with anyio.move_on_after(30, shield=True):
                         await proc.wait()
+
+
+# ---------------------------------------------------------------- asynqmon
+
+ASYNQMON_BUILD_SCRIPT = Path(__file__).resolve().parent / "asynqmon" / "build.sh"
+#: The asynqmon release built (the latest tag; it links asynq v0.24.1).
+ASYNQMON_VERSION = "v0.7.2"
+
+
+def build_asynqmon(version: str = ASYNQMON_VERSION) -> Path:
+    """Build asynqmon (``tests/interop/asynqmon/build.sh``; ``go install`` is its own up-to-date
+    check) and return the binary's path. Shares the interop programs' build lock."""
+    if shutil.which("go") is None:
+        raise GoBuildError(GO_MISSING)
+    root = bin_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            proc = subprocess.run(["bash", str(ASYNQMON_BUILD_SCRIPT), version],
+                                  capture_output=True, text=True, timeout=BUILD_TIMEOUT,
+                                  check=False)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    if proc.returncode != 0:
+        raise GoBuildError(f"building asynqmon {version} failed (exit {proc.returncode}): "
+                           f"{proc.stderr.strip()[-4000:]}")
+    return Path(proc.stdout.strip().splitlines()[-1])
