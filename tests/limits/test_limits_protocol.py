@@ -33,9 +33,10 @@ class CountingLimits:
     def now_ms(self) -> int:
         return self.inner.now_ms()
 
-    async def acquire(self, queue: str, owner: str, claims: Sequence[LimitClaim]) -> list[int]:
+    async def acquire(self, queue: str, owner: str, claims: Sequence[LimitClaim], *,
+                      queue_cap: bool = False) -> list[int]:
         self.calls["acquire"] += 1
-        return await self.inner.acquire(queue, owner, claims)
+        return await self.inner.acquire(queue, owner, claims, queue_cap=queue_cap)
 
     async def release(self, queue: str, owner: str, holds: Sequence[LimitHold]) -> int:
         self.calls["release"] += 1
@@ -44,6 +45,11 @@ class CountingLimits:
     async def renew(self, queue: str, hold: LimitHold, until_ms: int) -> bool:
         self.calls["renew"] += 1
         return await self.inner.renew(queue, hold, until_ms)
+
+    async def set_value(self, queue: str, spec: LimitSpec,
+                        value: LimitSpec | None) -> tuple[str, str, int]:
+        self.calls["set_value"] += 1
+        return await self.inner.set_value(queue, spec, value)
 
     async def usage(self, queue: str) -> list[LimitUse]:
         self.calls["usage"] += 1
