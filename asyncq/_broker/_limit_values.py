@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-
 QUEUE_CAP = "queue"
 """The kind of a queue's concurrency cap: a concurrency limit on every task of the queue
 whose size is set at run time (``Inspector.set_queue_concurrency``), never declared."""

@@ -154,4 +154,5 @@ async def drive_schedules_and_limits(cbroker: AsynqBroker, q: str) -> None:
     assert await cbroker.limits.set_value(q, cap, cap._replace(n=1)) == ("", "", 0)
     assert await cbroker.limits.acquire(q, OWNER, [LimitClaim(leased[1].id, [])],
                                         queue_cap=True) == [-1]  # woken: no longer active
-    assert [(u.kind, u.limit) for u in await cbroker.limits.usage(q)][0] == ("queue", 1)
+    first = (await cbroker.limits.usage(q))[0]
+    assert (first.kind, first.limit) == ("queue", 1)
