@@ -2,9 +2,10 @@
 -- limit_set: set or clear a value given to a limit at run time (a queue's concurrency cap, or
 -- a value replacing a handler limit's declared one), then wake the waiting tasks it lets start
 -- now (scheduled -> pending, first in line first): as many as the slots a raised or cleared
--- concurrency size frees, and every waiter of a rate (each claims its token again under the
--- new pace). A lowered size stops nothing that runs: it applies to the next start, which
--- limit_acquire checks against the value read in the same step.
+-- concurrency size frees, and every waiter of a rate (each claims its token again: the pace
+-- starts again at the new rate, its window of starts is kept). A lowered size stops nothing
+-- that runs: it applies to the next start, which limit_acquire checks against the value read
+-- in the same step.
 -- KEYS[1] limit registry     asyncq:{q}:limits  (the run-time value is its field 'o:' ..
 --   ARGV[6], beside the declared one in ARGV[6])
 -- KEYS[2] lease zset         asyncq:{q}:lease
@@ -64,6 +65,8 @@ for k = 8, #ARGV do
   local room = 10000  -- no size in force, or a rate: every waiter claims again (at most this)
   if n then
     room = n - live(state .. 'held')
+  elseif ARGV[5] == 'r' then
+    redis.call('DEL', state .. 'tat')  -- the pace starts again at the new rate
   end
   while room > 0 do
     local w = redis.call('ZPOPMIN', state .. 'wait')

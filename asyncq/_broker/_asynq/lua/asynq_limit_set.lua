@@ -3,7 +3,8 @@
 --   cap, or a value replacing a handler limit's declared one), then wake the waiting tasks it
 --   lets start now (scheduled -> pending, first in line first; pushed where Go's dequeue takes
 --   the next task from, pending_since in ns as Go's forwarder sets it): as many as the slots
---   a raised or cleared concurrency size frees, and every waiter of a rate. asyncq's
+--   a raised or cleared concurrency size frees, and every waiter of a rate (the pace starts
+--   again at the new rate, its window of starts is kept). asyncq's
 --   limit_set.lua over asynq's layout, whose leases are scored in Unix seconds. Go's servers
 --   ignore the registry: only asyncq workers keep the values.
 -- KEYS[1] limit registry     asynq:{q}:asyncq:limits  (the run-time value is its field 'o:' ..
@@ -66,6 +67,8 @@ for k = 9, #ARGV do
   local room = 10000  -- no size in force, or a rate: every waiter claims again (at most this)
   if n then
     room = n - live(state .. 'held')
+  elseif ARGV[5] == 'r' then
+    redis.call('DEL', state .. 'tat')  -- the pace starts again at the new rate
   end
   while room > 0 do
     local w = redis.call('ZPOPMIN', state .. 'wait')
