@@ -234,3 +234,48 @@ async def test_values_set_at_run_time_are_checked_and_listed_before_use(
     assert await inspector.clear_limit(q, "rate", "stripe") == 0
     assert await inspector.clear_queue_concurrency(q) == 0
     assert await inspector.limits(q) == []
+
+
+async def test_a_queue_cap_and_a_run_time_value_over_go_asynqs_layout(
+    asyncq_redis_url: str, redis_client: Redis, asyncq_queue: str,
+) -> None:
+    """``?wire=asynq``: the cap lives in keys Go ignores (``asynq:{q}:asyncq:limits``), holds
+    across two asyncq workers, a refused task waits in asynq's scheduled set (Unix seconds),
+    and a raise starts the waiters at once; an operator's value replaces a declared limit."""
+    from asyncq._broker._asynq import _keys as AK
+
+    url = asyncq_redis_url + "?wire=asynq"
+    q = asyncq_queue
+    gate = Gate()
+    mux = asyncq.ServeMux()
+    mux.handle("work", gate.hold)
+    mux.handle("api", gate.hold, limits=[asyncq.ConcurrencyLimit(1)])
+    options = {"queues": {q: 1}, "concurrency": 5, "idle_poll_interval": 0.05,
+               "forward_interval": 0.2}
+    async with asyncq.Client(url) as client, asyncq.Inspector(url) as inspector:
+        await inspector.set_queue_concurrency(q, 2)
+        assert await redis_client.hget(AK.limits_registry(q), "o:q:") == b"2"
+        await client.enqueue_many(asyncq.Task("work", {"i": i}, queue=q) for i in range(6))
+        async with asyncq.Worker(url, mux, **options), asyncq.Worker(url, mux, **options):
+            await wait_until(lambda: gate.running(2), timeout=10, message="2 running")
+            await wait_until(lambda: _waiting(inspector, q, 4), timeout=10,
+                             message="4 waiting")
+            scores = await redis_client.zrange(AK.queue_keys(q).scheduled, 0, -1,
+                                               withscores=True)
+            assert len(scores) == 4 and all(s < 10**11 for _, s in scores)  # Unix seconds
+            assert await inspector.set_queue_concurrency(q, 6) == 4
+            await wait_until(lambda: gate.running(6), timeout=10, message="6 running")
+            gate.end_phase()
+            await wait_until(lambda: len(gate.done) == 6, timeout=10, message="all ran")
+
+            await inspector.clear_queue_concurrency(q)
+            await inspector.set_limit(q, asyncq.ConcurrencyLimit(3, name="api"))
+            await client.enqueue_many(asyncq.Task("api", {"i": i}, queue=q) for i in range(5))
+            await wait_until(lambda: gate.running(3), timeout=10, message="3 api running")
+            await quiet(0.3)
+            assert gate.now == 3
+            gate.end_phase()
+            gate.release.set()  # and the 2 after them
+            await wait_until(lambda: len(gate.done) == 11, timeout=10, message="all ran")
+    assert gate.most == 6
+    assert await redis_client.keys(f"asyncq:{{{q}}}*") == []  # nothing in asyncq's layout
