@@ -115,6 +115,12 @@ class RedisLimitOps:
         forgotten); the queue's cap first, when it has one."""
         return await read_usage(self._runner, K, "limit_usage", queue, self._clock.now_ms())
 
+    async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
+        """The cap of each of ``queues`` with what it counts now (None: no cap), in two
+        round trips whatever their number."""
+        return await read_queue_caps(self._runner, K, "limit_usage", queues,
+                                     self._clock.now_ms())
+
 
 def _spec(field: str, value: str) -> LimitSpec | None:
     """A registry entry back as a LimitSpec; None for one asyncq did not write."""
@@ -212,3 +218,31 @@ async def read_usage(runner: ScriptRunner, keys: Any, script: str, queue: str,
                              int(used), int(waiting), ident in runtime,
                              was.n if was else None, was.period_ms if was else None))
     return uses
+
+
+async def read_queue_caps(runner: ScriptRunner, keys: Any, script: str, queues: Sequence[str],
+                          now_ms: int) -> list[LimitUse | None]:
+    """What ``queue_caps`` returns, over the key module ``keys`` and usage script ``script``
+    of a layout: one pipeline reads every cap, one more counts the capped queues' slots."""
+    if not queues:
+        return []
+    field = "o:" + _field(QUEUE_SPEC)
+    values = await runner.commands("reading queue caps", [
+        ("HGET", keys.limits_registry(q), field) for q in queues])
+    caps = {q: spec for q, v in zip(queues, values, strict=True)
+            if v is not None and (spec := _spec(_field(QUEUE_SPEC), text(v))) is not None}
+    calls = []
+    for q in caps:
+        base = keys.limit_base(q, QUEUE_CAP, "")
+        calls.append(ScriptCall(script, [keys.queue_keys(q).lease],
+                                [now_ms, "c", keys.limit_state(base, ""), 0,
+                                 keys.limit_keyset(base), ""]))
+    counted: dict[str, tuple[int, int]] = {}
+    for (q, call), reply in zip(zip(caps, calls, strict=True),
+                                await runner.run_many(calls) if calls else [], strict=True):
+        if isinstance(reply, Exception):
+            raise reply_error(call.name, reply)
+        counted[q] = (int(reply[0][0]), int(reply[0][1]))
+    return [None if q not in caps else
+            LimitUse(q, QUEUE_CAP, "", "", caps[q].n, 0, *counted[q], True)
+            for q in queues]

@@ -232,3 +232,8 @@ class LimitOps(Protocol):
         """Every limit used or set in ``queue`` and each of its keys, with what is in use
         now (the queue's cap first, when it has one)."""
         ...
+
+    async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
+        """The concurrency cap of each of ``queues`` with what it counts now; None for a
+        queue without one."""
+        ...

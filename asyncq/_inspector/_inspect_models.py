@@ -46,6 +46,12 @@ class QueueInfo:
     expired_leases: int
     #: when the snapshot was taken
     timestamp: datetime
+    #: the queue's concurrency cap: at most this many of its tasks run at once across every
+    #: worker (``Inspector.set_queue_concurrency``); None: no cap
+    concurrency_limit: int | None = None
+    #: its tasks running under the cap now, and waiting for a slot of it
+    concurrency_in_use: int = 0
+    concurrency_waiting: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ long; they are not atomic as a whole.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Sequence
@@ -155,19 +156,33 @@ class Inspector:
         return await self._ops.queue_names()
 
     async def queue_info(self, queue: str) -> QueueInfo:
-        """Sizes per state, today's and all-time counters, pause flag, latency, memory."""
+        """Sizes per state, today's and all-time counters, pause flag, latency, memory, and
+        the queue's concurrency cap with what it counts."""
         await self._require_queue(queue)
-        return await self._ops.queue_info(queue, self._clock.now_ms())
+        (info,) = await self._with_caps([await self._ops.queue_info(queue,
+                                                                     self._clock.now_ms())])
+        return info
 
     async def queue_infos(self, queues: Sequence[str] | None = None, *,
                           memory: bool = True) -> list[QueueInfo]:
         """``queue_info`` of every known queue (or of ``queues``, which need not be known: an
-        unknown one reads as empty), read in one pipeline: a dashboard's or an exporter's
-        cost grows with the number of queues, not with round trips. ``memory=False`` skips
+        unknown one reads as empty), read in one pipeline (two more for the caps): a
+        dashboard's or an exporter's cost grows with the number of queues, not with round
+        trips. ``memory=False`` skips
         the sampled memory estimate (``memory_usage`` reads 0), about three quarters of the
         cost: for refreshes several times a second."""
         names = await self.queues() if queues is None else list(queues)
-        return await self._ops.queue_infos(names, self._clock.now_ms(), memory)
+        return await self._with_caps(await self._ops.queue_infos(names, self._clock.now_ms(),
+                                                                 memory))
+
+    async def _with_caps(self, infos: list[QueueInfo]) -> list[QueueInfo]:
+        """``infos`` with the queues' concurrency caps (two more round trips in all: one
+        reading the caps, one counting the capped queues' slots)."""
+        caps = await limit_ops_of(self._broker).queue_caps([i.queue for i in infos])
+        return [i if cap is None else dataclasses.replace(
+                    i, concurrency_limit=cap.limit, concurrency_in_use=cap.in_use,
+                    concurrency_waiting=cap.waiting)
+                for i, cap in zip(infos, caps, strict=True)]
 
     async def limits(self, queue: str | None = None) -> list[LimitUse]:
         """Every rate and concurrency limit used in ``queue`` (in every known queue when

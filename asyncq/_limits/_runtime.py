@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .._broker import LimitOps
 from .._broker._limit_ops import QUEUE_SPEC
-from .._broker._limit_values import QUEUE_CAP, LimitSpec, LimitUse
+from .._broker._limit_values import LimitSpec, LimitUse
 from .._validate import validate_queue_name
 from ._gate import spec_of
 from ._spec import ConcurrencyLimit, Limit, RateLimit, check_size
@@ -31,8 +31,8 @@ async def set_queue_cap(ops: LimitOps, queue: str, n: int | None) -> int:
 
 async def queue_cap(ops: LimitOps, queue: str) -> LimitUse | None:
     """The cap of ``queue`` with what it counts now; None when the queue has none."""
-    uses = await ops.usage(validate_queue_name(queue))
-    return uses[0] if uses and uses[0].kind == QUEUE_CAP else None
+    (cap,) = await ops.queue_caps([validate_queue_name(queue)])
+    return cap
 
 
 async def set_limit_value(ops: LimitOps, queue: str, limit: Limit) -> int:

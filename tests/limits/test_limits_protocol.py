@@ -55,6 +55,10 @@ class CountingLimits:
         self.calls["usage"] += 1
         return await self.inner.usage(queue)
 
+    async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
+        self.calls["queue_caps"] += 1
+        return await self.inner.queue_caps(queues)
+
 
 class WrappingBroker(FaultyBroker):
     """A Broker that is no RedisBroker, with limit operations of its own."""

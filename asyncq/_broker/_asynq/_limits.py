@@ -28,7 +28,14 @@ from typing import Any
 
 from ..._clock import Clock
 from .._calls import ScriptCall
-from .._limit_ops import _field, _value, acquire_call, key_values, read_usage
+from .._limit_ops import (
+    _field,
+    _value,
+    acquire_call,
+    key_values,
+    read_queue_caps,
+    read_usage,
+)
 from .._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
 from .._replies import text
 from .._runner import ScriptRunner, reply_error
@@ -92,3 +99,7 @@ class AsynqLimitOps:
     async def usage(self, queue: str) -> list[LimitUse]:
         return await read_usage(self._runner, K, "asynq_limit_usage", queue,
                                 self._clock.now_ms())
+
+    async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
+        return await read_queue_caps(self._runner, K, "asynq_limit_usage", queues,
+                                     self._clock.now_ms())
