@@ -40,10 +40,9 @@
 -- a cell-rate algorithm).
 -- @include _lib.lua
 local now = tonumber(ARGV[1])
-local rnow = asyncq_now_precise_ms()
+local rnow, emit  -- the server's clock and the events: read once a limit is in force
 local tprefix = ARGV[2]
 local owner = ARGV[3]
-local emit = asyncq_events(KEYS[1], 'active')
 local out = {}
 local registered = {}  -- (key set, key) pairs written to the registry by this call
 
@@ -130,6 +129,17 @@ for j = 5, 4 + tonumber(ARGV[4]) * 9, 9 do
     force[j] = {tonumber(ARGV[j + 6]), tonumber(ARGV[j + 7]), tonumber(ARGV[j + 8])}
   end
 end
+if next(force) == nil then
+  -- Nothing in force (only the cap of a queue without one): every claim is taken as it is.
+  local i = 5 + tonumber(ARGV[4]) * 9
+  while i <= #ARGV do
+    out[#out + 1] = 0
+    i = i + 3 + tonumber(ARGV[i + 2])
+  end
+  return out
+end
+rnow = asyncq_now_precise_ms()
+emit = asyncq_events(KEYS[1], 'active')
 
 local i = 5 + tonumber(ARGV[4]) * 9
 while i <= #ARGV do

@@ -31,8 +31,7 @@
 --   when to try again). A claim with no limit in force is taken without reading its task.
 -- @include _asynq_lib.lua
 local now = tonumber(ARGV[1])
-local t = redis.call('TIME')
-local rnow = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local rnow  -- the server's clock, Unix ms: read once a limit is in force
 local tprefix = ARGV[2]
 local owner = ARGV[3]
 local out = {}
@@ -120,6 +119,17 @@ for j = 5, 4 + tonumber(ARGV[4]) * 9, 9 do
     force[j] = {tonumber(ARGV[j + 6]), tonumber(ARGV[j + 7]), tonumber(ARGV[j + 8])}
   end
 end
+if next(force) == nil then
+  -- Nothing in force (only the cap of a queue without one): every claim is taken as it is.
+  local i = 5 + tonumber(ARGV[4]) * 9
+  while i <= #ARGV do
+    out[#out + 1] = 0
+    i = i + 3 + tonumber(ARGV[i + 2])
+  end
+  return out
+end
+local t = redis.call('TIME')
+rnow = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 
 local i = 5 + tonumber(ARGV[4]) * 9
 while i <= #ARGV do
