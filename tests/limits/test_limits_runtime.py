@@ -279,3 +279,38 @@ async def test_a_queue_cap_and_a_run_time_value_over_go_asynqs_layout(
             await wait_until(lambda: len(gate.done) == 11, timeout=10, message="all ran")
     assert gate.most == 6
     assert await redis_client.keys(f"asyncq:{{{q}}}*") == []  # nothing in asyncq's layout
+
+
+async def test_events_tell_a_deferral_by_the_cap_and_the_wake_up_by_a_raise(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    redis_client: Redis,
+) -> None:
+    """A task over the queue's cap is told active -> scheduled (no retry used), then
+    scheduled -> pending by the raise itself (nothing else woke it), then it runs."""
+    q = asyncq_queue
+    gate = Gate()
+    S = asyncq.TaskState
+    inspector = asyncq.Inspector(redis_client)
+    await inspector.set_queue_concurrency(q, 1)
+    async with asyncq_client.events(q) as events, \
+            asyncq_worker(gate.hold, queues={q: 1}) as w:
+        await asyncq_client.enqueue("t", queue=q)
+        second = await asyncq_client.enqueue("t", queue=q)
+        got: list[asyncq.TaskEvent] = []
+        async with asyncio.timeout(10):
+            async for event in events:
+                assert isinstance(event, asyncq.TaskEvent)
+                if event.id != second.id:
+                    continue
+                got.append(event)
+                if event.state is S.SCHEDULED:
+                    assert await inspector.set_queue_concurrency(q, 2) == 1
+                if event.state is S.ACTIVE and len(got) > 2:
+                    break
+        gate.end_phase()
+        gate.release.set()
+        await w.wait_drained(include_scheduled=True, timeout=10)
+    assert [(e.previous, e.state) for e in got] == [
+        (None, S.PENDING), (S.PENDING, S.ACTIVE), (S.ACTIVE, S.SCHEDULED),
+        (S.SCHEDULED, S.PENDING), (S.PENDING, S.ACTIVE)]
+    assert got[2].retried == 0 and got[2].next_process_at is not None
