@@ -60,10 +60,11 @@ class EnqueueOptions(TaskOptions, _After, total=False):
     is archived as expired (default: the handler's ``expires_in``, else never); ``unique``
     (TTL of the uniqueness lock, at least 1 s) with an optional ``unique_key`` (default: type
     and payload); ``task_id`` (default a new UUID); ``retention`` (how long it is kept once
-    completed; default: the handler's, else 10 min when it returned a value, a 1-min
-    completion mark when it returned nothing; 0 = nothing kept); ``group`` (aggregated with
-    the other tasks of the group); ``headers`` (str -> str, given to middleware); ``after``
-    (TaskInfo, ``(queue, id)`` or an id in the same queue: tasks that must succeed first).
+    completed; default: the handler's, else 10 min when it returned a value, a
+    1-min completion mark when it returned nothing; 0 = nothing kept); ``group`` (aggregated
+    with the other tasks of the group); ``headers`` (str -> str, given to middleware);
+    ``after`` (TaskInfo, ``(queue, id)`` or an id in the same queue: tasks that must succeed
+    first).
     """
 
 
