@@ -61,6 +61,6 @@ async def test_queue_inspect_counts_expired_tasks(
         await broker.dequeue(asyncq_queue, 1, "owner", 30_000, 1000)
     finally:
         await broker.close()
-    assert "expired tasks total: 1" in out(await cli("queue", "inspect", asyncq_queue))
+    assert "expired tasks:   1" in out(await cli("queue", "inspect", asyncq_queue))
     [doc] = js(await cli("queue", "inspect", asyncq_queue, "--json"))
     assert doc["expired_total"] == 1
