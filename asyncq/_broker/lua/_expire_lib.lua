@@ -33,10 +33,9 @@ end
 
 -- Archive task `id` unrun because it expired: `task_key` its record, `from` the state it
 -- leaves (the caller already took it out of that state's list or set), `reason` the error
--- written, `now` Unix ms (failed_at, its archive score). `max_size` and `max_age` (ms) are the
--- archive's default caps (a queue's own caps win), kept as archive.lua keeps them. A workflow
--- step's workflow is told it failed.
-local function asyncq_expire(task_key, id, from, reason, now, max_size, max_age)
+-- written, `now` Unix ms (failed_at, its archive score). A workflow step's workflow is told it
+-- failed. The caller then keeps the archive within its caps, once: asyncq_expired_trim.
+local function asyncq_expire(task_key, id, from, reason, now)
   local base = asyncq_base(task_key, 't:' .. id)
   now = tonumber(now)
   redis.call('HDEL', task_key, 'pending_since', 'owner')
@@ -48,6 +47,13 @@ local function asyncq_expire(task_key, id, from, reason, now, max_size, max_age)
   if wf then
     asyncq_wf_out(task_key, id, wf, 'f', '-', reason)
   end
+end
+
+-- Keep the archive of the queue whose key base is `base` within its caps after tasks expired
+-- into it, as archive.lua does: `max_size` and `max_age` (ms) are the default caps (a queue's
+-- own caps win), `now` Unix ms.
+local function asyncq_expired_trim(base, now, max_size, max_age)
+  now = tonumber(now)
   local size, oldest = asyncq_archive_limits(base .. 'archive_limits', max_size,
     string.format('%.0f', now - tonumber(max_age)), now)
   asyncq_trim_archive(base .. 'archived', base .. 't:', oldest, size, 1000)

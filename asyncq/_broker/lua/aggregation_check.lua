@@ -51,7 +51,7 @@ for i = 1, #members, 2 do
   local msg = redis.pcall('HGET', key, 'msg')
   local expires = type(msg) == 'string' and asyncq_expiry(msg)
   if expires and expires <= now then
-    asyncq_expire(key, id, 'aggregating', asyncq_expired_reason(expires), now, ARGV[8], ARGV[9])
+    asyncq_expire(key, id, 'aggregating', asyncq_expired_reason(expires), now)
   else
     redis.call('ZADD', KEYS[2], members[i + 1], id)
     staged = staged + 1
@@ -59,6 +59,9 @@ for i = 1, #members, 2 do
 end
 if staged > 0 then
   redis.call('ZADD', KEYS[3], ARGV[5], KEYS[2])
+end
+if staged < take then
+  asyncq_expired_trim(asyncq_base(ARGV[7], 't:'), now, ARGV[8], ARGV[9])
 end
 if redis.call('ZCARD', KEYS[1]) == 0 then
   redis.call('SREM', KEYS[4], ARGV[6])

@@ -100,6 +100,7 @@ local expired = 0
 local budget = tonumber(ARGV[14])
 while got < want do
   if expired >= budget then
+    asyncq_expired_trim(asyncq_base(KEYS[1], 'pending'), now, ARGV[12], ARGV[13])
     redis.call('PUBLISH', ARGV[15], ARGV[16])
     return out
   end
@@ -115,7 +116,7 @@ while got < want do
     out[1] = out[1] + 1
   elseif expires and expires <= now then
     redis.call('LREM', KEYS[2], 1, id)
-    asyncq_expire(key, id, 'pending', asyncq_expired_reason(expires), now, ARGV[12], ARGV[13])
+    asyncq_expire(key, id, 'pending', asyncq_expired_reason(expires), now)
     expired = expired + 1
   else
     redis.call('HDEL', key, 'pending_since')
@@ -131,6 +132,9 @@ while got < want do
     leased[got] = {id, v[4] or '0'}
     emit(id, 'pending', 'active')
   end
+end
+if expired > 0 then
+  asyncq_expired_trim(asyncq_base(KEYS[1], 'pending'), now, ARGV[12], ARGV[13])
 end
 if got < want then
   redis.call('SET', KEYS[5], '1', 'PX', ARGV[5])

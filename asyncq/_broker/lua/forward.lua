@@ -22,13 +22,15 @@ local ids = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0
 local pushed = false
 local emit = asyncq_events(KEYS[2], 'pending')
 local now = tonumber(ARGV[1])
+local expired = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
   local v = redis.pcall('HMGET', key, 'state', 'group', 'msg')
   local expires = not v.err and asyncq_expiry(v[3])
   if not v.err and v[1] then
     if expires and expires <= now then
-      asyncq_expire(key, id, v[1], asyncq_expired_reason(expires), now, ARGV[7], ARGV[8])
+      asyncq_expire(key, id, v[1], asyncq_expired_reason(expires), now)
+      expired = expired + 1
     elseif v[2] and v[2] ~= '' then
       redis.call('ZADD', ARGV[4] .. v[2], ARGV[1], id)
       redis.call('SADD', KEYS[3], v[2])
@@ -42,6 +44,9 @@ for _, id in ipairs(ids) do
     end
   end
   redis.call('ZREM', KEYS[1], id)
+end
+if expired > 0 then
+  asyncq_expired_trim(asyncq_base(KEYS[2], 'pending'), now, ARGV[7], ARGV[8])
 end
 if pushed then
   asyncq_wake(KEYS[4], ARGV[5], ARGV[6])

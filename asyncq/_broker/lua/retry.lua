@@ -44,7 +44,8 @@ if expires and tonumber(ARGV[3]) >= expires then
   end
   asyncq_expire(KEYS[1], ARGV[1], 'active', 'expired: its retry at ' .. asyncq_iso_ms(ARGV[3])
     .. ' would come after its expiry at ' .. asyncq_iso_ms(expires) .. '; last error: '
-    .. ARGV[4], ARGV[5], ARGV[11], ARGV[12])
+    .. ARGV[4], ARGV[5])
+  asyncq_expired_trim(asyncq_base(KEYS[1], 't:' .. ARGV[1]), ARGV[5], ARGV[11], ARGV[12])
   return 1
 end
 redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
