@@ -8,8 +8,19 @@
 
 -- The expiry of a task message (Unix ms), or nil when it has none.
 local function asyncq_expiry(msg)
-  if not msg or not string.find(msg, '"expires":', 1, true) then
+  if not msg then
     return nil
   end
-  return tonumber(string.match(msg, '"expires":(%d+)'))
+  local at = 1
+  while true do
+    local _, last = string.find(msg, '"expires":', at, true)
+    if not last then
+      return nil
+    end
+    local digits = string.match(msg, '^%d+', last + 1)
+    if digits then
+      return tonumber(digits)
+    end
+    at = last + 1  -- a header named "expires" (its value a string): look further
+  end
 end
