@@ -83,7 +83,7 @@ class RedisInspectOps:
                 "inspect_queue_info",
                 [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
                  qk.paused, qk.processed, qk.failed, qk.processed_day(day),
-                 qk.failed_day(day), qk.groups, qk.aggregation_sets, qk.lease],
+                 qk.failed_day(day), qk.groups, qk.aggregation_sets, qk.lease, qk.expired],
                 [qk.task_prefix, qk.group_prefix, now_ms]))
             if memory:
                 calls.append(ScriptCall(
@@ -121,7 +121,7 @@ class RedisInspectOps:
             "inspect_remove_queue",
             [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
              qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets,
-             qk.registered, qk.marks, qk.archive_limits, qk.minutes],
+             qk.registered, qk.marks, qk.archive_limits, qk.minutes, qk.expired],
             [mode, qk.task_prefix, *days],
         )
         return number(code), number(active), number(queued)
@@ -339,7 +339,7 @@ class RedisInspectOps:
 def _queue_info(queue: str, counts: Sequence[Any], memory: Any, now_ms: int) -> QueueInfo:
     (pending, active, scheduled, retry, archived, completed, aggregating, groups, processed,
      failed, processed_total, failed_total, paused, oldest_pending_since,
-     expired_leases) = (number(x) for x in counts)
+     expired_leases, expired_total) = (number(x) for x in counts)
     latency_ms = now_ms - oldest_pending_since if oldest_pending_since else 0
     return QueueInfo(
         queue=queue,
@@ -349,5 +349,5 @@ def _queue_info(queue: str, counts: Sequence[Any], memory: Any, now_ms: int) -> 
         failed=failed, processed_total=processed_total, failed_total=failed_total,
         paused=bool(paused), latency=timedelta(milliseconds=max(0, latency_ms)),
         memory_usage=number(memory), expired_leases=expired_leases,
-        timestamp=ms_to_datetime(now_ms),
+        timestamp=ms_to_datetime(now_ms), expired_total=expired_total,
     )

@@ -57,6 +57,7 @@ class QueueKeys:
     registered: str  # STRING: the queue is in QUEUES (an in-slot marker the store scripts set)
     processed: str
     failed: str
+    expired: str  # STRING all-time count of tasks archived unrun because they expired
     groups: str
     aggregation_sets: str
     # Task events: the transition scripts derive these two from the task key prefix
@@ -152,6 +153,7 @@ def queue_keys(queue: str) -> QueueKeys:
         registered=base + "registered",
         processed=base + "processed",
         failed=base + "failed",
+        expired=base + "expired",
         groups=base + "groups",
         aggregation_sets=base + "aggregation_sets",
         listening=base + "listening",

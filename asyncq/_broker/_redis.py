@@ -17,7 +17,14 @@ from redis.asyncio import Redis, RedisCluster
 from .._clock import SYSTEM_CLOCK, Clock
 from .._model._events import TaskEvent
 from . import _keys as K
-from ._calls import ScriptCall, batch_call, finish_call, store_call
+from ._calls import (
+    ARCHIVE_CAPS,
+    EXPIRED_PER_DEQUEUE,
+    ScriptCall,
+    batch_call,
+    finish_call,
+    store_call,
+)
 from ._coalesce import Coalescer
 from ._inspect import RedisInspectOps
 from ._limit_ops import RedisLimitOps
@@ -174,7 +181,7 @@ class RedisBroker:
              qk.idle, qk.handoff(owner)],
             [now + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
              request_id, lease_ms, qk.cancel_prefix, lease_ms if one_hop else "",
-             HANDOFF_GRACE_MS, now],
+             HANDOFF_GRACE_MS, now, *ARCHIVE_CAPS, EXPIRED_PER_DEQUEUE, K.WAKE_CHANNEL, queue],
         )
         tasks, bad = raw_tasks(flat, 1, width=5)
         await self.maintenance.quarantine(queue, bad)

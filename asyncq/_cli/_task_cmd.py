@@ -203,6 +203,7 @@ def print_task(t: TaskInfo) -> None:
         ("retried", f"{t.retried}/{t.max_retry}"),
         ("last error", t.last_error or "-"), ("last failed at", fmt_time(t.last_failed_at)),
         ("timeout", fmt_duration(t.timeout)), ("deadline", fmt_time(t.deadline)),
+        ("expires at", fmt_time(t.expires_at)),
         ("group", t.group or "-"), ("next process at", fmt_time(t.next_process_at)),
         ("orphaned", "yes" if t.is_orphaned else "no"),
         ("retention", fmt_duration(t.retention)),

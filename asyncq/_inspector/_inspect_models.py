@@ -46,6 +46,8 @@ class QueueInfo:
     expired_leases: int
     #: when the snapshot was taken
     timestamp: datetime
+    #: all-time count of tasks archived unrun because they expired (``expires_in``)
+    expired_total: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from .._clock import stored_datetime
 from .._errors import AsyncqError
 from ._message import NO_TIMEOUT, TaskMessage
 from ._payload import Encoding, decode_json
-from ._rules import RESULT_RETENTION_MS, HandlerRules, effective
+from ._rules import RESULT_RETENTION_MS, HandlerRules, effective, expiry_of
 
 
 class TaskState(enum.Enum):
@@ -64,6 +64,9 @@ class TaskInfo:
     last_traceback: str | None = None
     timeout: timedelta | None = None
     deadline: datetime | None = None
+    #: When it expires: not started by then, it is archived unrun (its producer's
+    #: ``expires_in``/``expires_at``, else its handler's ``expires_in``); None: never.
+    expires_at: datetime | None = None
     group: str | None = None
     next_process_at: datetime | None = None
     is_orphaned: bool = False
@@ -116,6 +119,7 @@ def task_info(
         last_failed_at=stored_datetime(last_failed_at_ms),
         timeout=_duration(timeout) if timeout > 0 and timeout != NO_TIMEOUT else None,
         deadline=stored_datetime(msg.deadline_ms),
+        expires_at=stored_datetime(expiry_of(msg, rules)),
         group=msg.group or None,
         next_process_at=stored_datetime(next_process_at_ms),
         is_orphaned=is_orphaned,

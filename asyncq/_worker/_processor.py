@@ -38,7 +38,7 @@ from .._clock import Clock
 from .._errors import BrokerError, DecodeError
 from .._log import get_logger, some_ids
 from .._model._message import TaskMessage, decode_message
-from .._model._rules import apply_rules
+from .._model._rules import apply_rules, expired_reason
 from .._model._task import task_for_handler
 from .._service._background import TaskSet
 from .._service._backoff import Backoff
@@ -330,6 +330,11 @@ class Processor:
                                   f"but is stored as {raw.id!r} in {queue!r}")
             rules = self.rules(msg.type)
             apply_rules(msg, rules)
+            if msg.expires_at_ms and msg.expires_at_ms <= now:
+                # Its handler's expires_in ran out, or it waited here (prefetched) too long.
+                self.settle(Outcome("expire", queue, raw.id,
+                                    error=expired_reason(msg.expires_at_ms)))
+                return
             deadline, limit = limit_of(now, msg)
             task = task_for_handler(msg, raw.payload, raw.retried, deadline,
                                     self._writer(queue, msg.id), self.state)
@@ -392,8 +397,9 @@ class Processor:
         self._deadlines.disarm(run)
         if run.grace_timer is not None:
             run.grace_timer.cancel()
-        if self.buffer and self.fetching:
-            # Refill the slot from the prefetch buffer now, without a round trip to Redis.
+        while self.buffer and self.fetching and len(self.running) < self._config.concurrency:
+            # Refill the slot from the prefetch buffer now, without a round trip to Redis (the
+            # next one too when this one did not start: it had expired, or was undecodable).
             task_id = next(iter(self.buffer))
             item = self.buffer.pop(task_id)
             self._leases.move(task_id, RUNNING)

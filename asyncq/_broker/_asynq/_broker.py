@@ -59,6 +59,10 @@ def store_call(task: NewTask, now_ms: int) -> ScriptCall:
     """The script storing ``task``: ``asynq_schedule`` (due later), ``asynq_add_to_group`` or
     ``asynq_enqueue``, as asynq's client decides."""
     msg = task.msg
+    if msg.expires_at_ms:  # (Go asynq's TaskMessage has no expiry its servers would honour)
+        raise ValueError("expires_in/expires_at is not available with wire=asynq: Go asynq's "
+                         "task message has no expiry; enqueue without it, or use asyncq's own "
+                         "layout")
     now_ms = msg.enqueued_at_ms or now_ms
     qk = K.queue_keys(msg.queue)
     lock = K.translate_lock(task.unique_key) if task.unique_key else ""
