@@ -23,8 +23,9 @@ class TaskEvent:
     ``previous`` is None for a task just created. ``result`` is set on a completion whose
     result was at most 64 KiB (``result_too_large`` says a larger one was left in the task,
     where ``Client.wait``/``Inspector.task_info`` read it while its retention lasts).
-    ``reason`` says why a task was deleted by asyncq rather than by a person: ``"revoked"``
-    (its handler raised RevokeTask) or ``"aggregated"`` (merged into a group's task)."""
+    ``reason`` says why asyncq rather than a person deleted or archived a task: ``"revoked"``
+    (its handler raised RevokeTask), ``"aggregated"`` (merged into a group's task) or
+    ``"expired"`` (archived unrun: not started by its expiry)."""
 
     id: str
     queue: str
