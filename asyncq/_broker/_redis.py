@@ -207,6 +207,11 @@ class RedisBroker:
         qk = K.queue_keys(queue)
         return int(await self.runner.run("write_result", [qk.task(task_id)], [data, encoding]))
 
+    async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
+        qk = K.queue_keys(queue)
+        return bool(await self.runner.run("progress", [qk.task(task_id)],
+                                          [task_id, owner, report]))
+
     # -- listening (see Listeners)
 
     def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:

@@ -108,8 +108,15 @@ def _child_task(payload: bytes, meta: dict[str, Any]) -> Task:
     task.retried = meta["retried"]
     task._deadline_ms = meta["deadline_ms"]
     task._writer = None
+    task._progress = _no_progress
     task._state = None
     return task
+
+
+def _no_progress(task: Task, value: float, message: str | None, data: bytes | None) -> None:
+    raise RuntimeError("set_progress is not supported in a handler run in a process "
+                       "(isolate='process' or sync_handlers='process'): run it in a thread "
+                       "(isolate='thread') or as an async handler to report progress")
 
 
 _PAGE_KIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) // 1024

@@ -242,6 +242,9 @@ class AsynqBroker:
         return int(await self.runner.run("asynq_write_result", [qk.task(task_id)],
                                          [data, encoding]))
 
+    async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
+        raise unavailable("set_progress")
+
     def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
         """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq); no
         wake-ups in this layout (workers poll)."""
