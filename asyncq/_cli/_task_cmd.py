@@ -108,8 +108,9 @@ def _columns(state: TaskState) -> tuple[list[str], Any]:
     # LIMIT: the timeout and deadline a run has (of tasks still to run or running); RAN: how
     # long the latest run took (of tasks done with).
     if state is TaskState.ACTIVE:
-        return ["ORPHANED", "RUNNING", "LIMIT"], lambda t: [
-            "yes" if t.is_orphaned else "no", fmt_run_length(t), fmt_limit(t)]
+        return ["ORPHANED", "RUNNING", "LIMIT", "PROGRESS"], lambda t: [
+            "yes" if t.is_orphaned else "no", fmt_run_length(t), fmt_limit(t),
+            fmt_progress(t, 30)]
     if state is TaskState.SCHEDULED:
         return ["PROCESS AT", "LIMIT"], lambda t: [fmt_time(t.next_process_at), fmt_limit(t)]
     if state is TaskState.RETRY:
@@ -127,6 +128,16 @@ def _columns(state: TaskState) -> tuple[list[str], Any]:
     if state is TaskState.AGGREGATING:
         return ["GROUP", "LIMIT"], lambda t: [t.group or "-", fmt_limit(t)]
     return ["RETRIED", "LIMIT"], lambda t: [f"{t.retried}/{t.max_retry}", fmt_limit(t)]
+
+
+def fmt_progress(t: TaskInfo, width: int = 200) -> str:
+    """The latest run's progress report: ``42% page 3 of 8``; ``-`` when it made none."""
+    if t.progress is None:
+        return "-"
+    pct = f"{t.progress * 100:.0f}%"
+    if t.progress_message:
+        return f"{pct} {_short(t.progress_message, max(width - len(pct) - 1, 4))}"
+    return pct
 
 
 def _short(text: str | None, width: int = 40) -> str:
@@ -208,6 +219,10 @@ def print_task(t: TaskInfo) -> None:
         ("retention", fmt_duration(t.retention)),
         ("enqueued at", fmt_time(t.enqueued_at)), ("started at", fmt_time(t.started_at)),
         ("completed at", fmt_time(t.completed_at)), ("run time", fmt_run_time(t)),
+        ("progress", fmt_progress(t)),
+        *([("progress data", orjson.dumps(t.progress_data).decode()[:300])]
+          if t.progress_data is not None else []),
+        *([("progress at", fmt_time(t.progress_at))] if t.progress is not None else []),
         ("result", fmt_result(t)),
     ])
     if t.last_traceback:  # the failure's traceback, as stored (bounded), under the fields
