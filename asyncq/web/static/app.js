@@ -42,6 +42,9 @@
       badge.textContent = doc.task_state;
       badge.className = "badge state-" + doc.task_state;
     }
+    document.querySelectorAll('[data-field="task-state"]').forEach(function (el) {
+      if (typeof doc.task_state === "string") { el.textContent = doc.task_state; }
+    });
     var cell = document.getElementById("task-progress");
     if (cell && typeof doc.progress_html === "string") { cell.innerHTML = doc.progress_html; }
   }
