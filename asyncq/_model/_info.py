@@ -111,7 +111,8 @@ class TaskInfo:
     #: The message of that report, and its JSON data (None without).
     progress_message: str | None = None
     progress_data: Any = None
-    #: When the handler made that report (the worker's clock).
+    #: When that report was written (the worker's clock; at most 100 ms after the handler
+    #: made it).
     progress_at: datetime | None = None
 
     def json(self) -> Any:

@@ -40,8 +40,8 @@ PROGRESS_INTERVAL = 0.1
 #: down): then the outcome goes ahead without it.
 FINAL_WRITE_TIMEOUT = 2.0
 
-Report = tuple[float, "str | None", "bytes | None", int]
-"""(fraction, message, JSON data, reported at in Unix ms)"""
+Report = tuple[float, "str | None", "bytes | None"]
+"""(fraction, message, JSON data)"""
 
 
 class _Run:
@@ -60,9 +60,10 @@ class _Run:
         self.then: Callable[[], None] | None = None  # the outcome's submission, once settled
 
 
-def encode_report(report: Report) -> bytes:
-    """The JSON object stored and published (``asyncq._model._info.Progress`` decodes it)."""
-    value, message, data, at = report
+def encode_report(report: Report, at: int) -> bytes:
+    """The JSON object stored and published (``asyncq._model._info.Progress`` decodes it);
+    ``at``: when it is written (Unix ms)."""
+    value, message, data = report
     doc: dict[str, Any] = {"v": value, "at": at}
     if message is not None:
         doc["m"] = message
@@ -113,22 +114,26 @@ class ProgressReports:
         if not self._running(task):
             raise RuntimeError(f"cannot report progress: task {task.id!r} is no longer "
                                "running (its handler returned or was stopped)")
-        run = self.runs.get(task.id or "")
+        task_id = task.id or ""
+        run = self.runs.get(task_id)
         if run is not None and run.lost:
-            raise LeaseExpiredError(f"task {task.id!r} is no longer leased to this worker: "
+            raise LeaseExpiredError(f"task {task_id!r} is no longer leased to this worker: "
                                     "its progress is not recorded (it may run again elsewhere)")
-        report = (value, message, data, self._clock.now_ms())
         if threading.get_ident() == self._loop_thread:
-            self._offer(task, report)
+            if run is None:
+                run = self.runs[task_id] = _Run(task.queue, task_id)
+            run.latest = (value, message, data)
+            if not (run.inflight or run.timer is not None):
+                self._schedule(run)
             return
         loop = self.loop
         if loop is None:
             raise RuntimeError("cannot report progress: the worker's event loop is unknown")
         with self._lock:
-            first = task.id not in self._posted
-            self._posted[task.id or ""] = (task, value, message, data)
+            first = task_id not in self._posted
+            self._posted[task_id] = (task, value, message, data)
         if first:
-            loop.call_soon_threadsafe(self._take_posted, task, report[3])
+            loop.call_soon_threadsafe(self._take_posted, task)
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The worker's loop, as a run starts (called on that loop's thread)."""
@@ -136,19 +141,24 @@ class ProgressReports:
             self.loop = loop
             self._loop_thread = threading.get_ident()
 
-    def _take_posted(self, task: Task, at: int) -> None:
+    def _take_posted(self, task: Task) -> None:
+        """On the loop: the latest report a thread posted."""
         with self._lock:
             item = self._posted.pop(task.id or "", None)
-        if item is not None and self._running(task):
-            self._offer(task, (item[1], item[2], item[3], at))
-
-    def _offer(self, task: Task, report: Report) -> None:
+        if item is None or not self._running(task):
+            return
         run = self.runs.get(task.id or "")
         if run is None:
             run = self.runs[task.id or ""] = _Run(task.queue, task.id or "")
-        run.latest = report
-        if run.inflight or run.timer is not None:
-            return  # (written when the write in flight ends, or when the timer fires)
+        if run.lost:
+            return
+        run.latest = item[1:]
+        if not (run.inflight or run.timer is not None):
+            self._schedule(run)
+
+    def _schedule(self, run: _Run) -> None:
+        """Write ``run``'s latest report now, or when its interval has passed. (Nothing in
+        flight and no timer set: else the write's end or the timer writes it.)"""
         loop = asyncio.get_running_loop()
         wait = run.started_at + self.interval - loop.time()
         if wait <= 0:
@@ -172,7 +182,7 @@ class ProgressReports:
         try:
             self.writes += 1
             stored = await self._broker.set_progress(run.queue, run.id, self._owner,
-                                                     encode_report(report))
+                                                     encode_report(report, self._clock.now_ms()))
             if not stored:
                 run.lost = True
                 run.latest = None
@@ -192,11 +202,7 @@ class ProgressReports:
             else:
                 self._hand_over(run)
         elif run.latest is not None and not run.lost and run.timer is None:
-            wait = run.started_at + self.interval - asyncio.get_running_loop().time()
-            if wait <= 0:
-                self._write(run)
-            else:
-                run.timer = asyncio.get_running_loop().call_later(wait, self._due, run)
+            self._schedule(run)
 
     def _warn(self, run: _Run, exc: BrokerError) -> None:
         """A failed write is logged (a warning once per kind of error, then at debug)."""

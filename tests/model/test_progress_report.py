@@ -63,14 +63,14 @@ async def test_outside_a_running_handler_it_says_so() -> None:
 
 
 def test_the_stored_report_decodes_to_what_the_handler_gave() -> None:
-    raw = encode_report((0.25, "page 2 of 8", orjson.dumps({"pages": 8}), 1_700_000_000_000))
+    raw = encode_report((0.25, "page 2 of 8", orjson.dumps({"pages": 8})), 1_700_000_000_000)
     assert orjson.loads(raw) == {"v": 0.25, "m": "page 2 of 8", "d": {"pages": 8},
                                  "at": 1_700_000_000_000}
     got = decode_progress(raw)
     assert got is not None
     assert (got.value, got.message, got.data, got.at_ms) == (
         0.25, "page 2 of 8", {"pages": 8}, 1_700_000_000_000)
-    bare = decode_progress(encode_report((1.0, None, None, 5)))
+    bare = decode_progress(encode_report((1.0, None, None), 5))
     assert bare is not None and (bare.value, bare.message, bare.data) == (1.0, None, None)
 
 
@@ -83,7 +83,7 @@ def test_a_report_that_is_not_one_reads_as_none(raw: bytes | None) -> None:
 def test_a_progress_event_decodes_with_its_report() -> None:
     head = orjson.dumps({"id": "t1", "from": "active", "to": "active", "at": 1_700_000_000_000,
                          "retried": 2, "type": "report:build", "p": 1})
-    body = encode_report((0.5, "half", orjson.dumps([1]), 1_700_000_000_000))
+    body = encode_report((0.5, "half", orjson.dumps([1])), 1_700_000_000_000)
     event = decode_event("reports", head + b"\n" + body)
     assert (event.previous, event.state, event.final) == (TaskState.ACTIVE, TaskState.ACTIVE,
                                                           False)
