@@ -108,9 +108,8 @@ def _columns(state: TaskState) -> tuple[list[str], Any]:
     # LIMIT: the timeout and deadline a run has (of tasks still to run or running); RAN: how
     # long the latest run took (of tasks done with).
     if state is TaskState.ACTIVE:
-        return ["ORPHANED", "RUNNING", "LIMIT", "PROGRESS"], lambda t: [
-            "yes" if t.is_orphaned else "no", fmt_run_length(t), fmt_limit(t),
-            fmt_progress(t, 30)]
+        return ["ORPHANED", "RUNNING", "LIMIT"], lambda t: [
+            "yes" if t.is_orphaned else "no", fmt_run_length(t), fmt_limit(t)]
     if state is TaskState.SCHEDULED:
         return ["PROCESS AT", "LIMIT"], lambda t: [fmt_time(t.next_process_at), fmt_limit(t)]
     if state is TaskState.RETRY:
@@ -130,14 +129,12 @@ def _columns(state: TaskState) -> tuple[list[str], Any]:
     return ["RETRIED", "LIMIT"], lambda t: [f"{t.retried}/{t.max_retry}", fmt_limit(t)]
 
 
-def fmt_progress(t: TaskInfo, width: int = 200) -> str:
+def fmt_progress(t: TaskInfo) -> str:
     """The latest run's progress report: ``42% page 3 of 8``; ``-`` when it made none."""
     if t.progress is None:
         return "-"
     pct = f"{t.progress * 100:.0f}%"
-    if t.progress_message:
-        return f"{pct} {_short(t.progress_message, max(width - len(pct) - 1, 4))}"
-    return pct
+    return f"{pct} {_short(t.progress_message, 200)}" if t.progress_message else pct
 
 
 def _short(text: str | None, width: int = 40) -> str:
