@@ -14,7 +14,8 @@ variants alternating, for ``--rounds`` rounds:
   the first is written at once, the last before the outcome).
 
 Reported per variant: median drain time per task and its overhead over ``quiet`` (µs), and
-progress writes per task. Then, measured directly: the handler's cost of one call
+progress writes per task. Then, measured directly: what the worker does for a task that never
+reports (the processor's hooks: ``quiet_task_hooks_us``), the handler's cost of one call
 (``await task.set_progress`` on the loop, with and without message and data;
 ``set_progress_sync`` from a sync handler's thread), and Redis time per progress.lua call
 (``cmdstat_evalsha``) with nobody listening and with a listener (the event is published).
@@ -29,7 +30,7 @@ import os
 import platform
 import statistics
 import time
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from redis.asyncio import Redis
@@ -116,6 +117,27 @@ async def call_cost(url: str, queue: str) -> dict[str, float]:
     return out
 
 
+def hooks_cost(n: int = 1_000_000) -> float:
+    """µs per task of what the processor does for progress when a task never reports: bind
+    the loop as the run starts, look the task up as its outcome is settled, read whether
+    outcomes wait (``idle``)."""
+    from asyncq._clock import SYSTEM_CLOCK
+    from asyncq._worker._progress import ProgressReports
+
+    reports = ProgressReports(cast(Any, None), "bench", SYSTEM_CLOCK,  # (never writes)
+                              lambda task: True)
+    loop = asyncio.new_event_loop()
+    try:
+        began = time.perf_counter()
+        for _ in range(n):
+            reports.bind(loop)
+            _ = "a-task-id" in reports.runs
+            _ = reports.settling
+        return (time.perf_counter() - began) / n * 1e6
+    finally:
+        loop.close()
+
+
 async def evalsha(redis: Redis) -> tuple[int, int]:
     cmd = (await redis.info("commandstats")).get("cmdstat_evalsha", {})
     return int(cmd.get("calls", 0)), int(cmd.get("usec", 0))
@@ -157,9 +179,11 @@ async def run(tasks: int, rounds: int, only: list[str]) -> dict[str, Any]:
             for v in only:
                 await redis.flushdb()
                 runs[v].append(await drain(server.url, f"b-{r}-{v}", tasks, v))
-        calls = scripts = {}
+        calls: dict[str, float] = {}
+        scripts: dict[str, float] = {}
         if only != ["quiet"]:
-            calls = await call_cost(server.url, "calls")
+            calls = {"quiet_task_hooks_us": hooks_cost(),
+                     **await call_cost(server.url, "calls")}
             scripts = await script_cost(server.url, redis, "scripts")
         await redis.aclose()
     base = statistics.median(x["seconds"] for x in runs[only[0]])
