@@ -11,8 +11,9 @@ import pytest
 from broker_helpers import LEASE_MS, OTHER, OWNER, WAITER_TTL_MS, finish1, lease
 from redis.asyncio import Redis
 
-from asyncq import Client, FakeClock, Inspector, TaskEvent, TaskState
+from asyncq import BrokerError, Client, FakeClock, Inspector, TaskEvent, TaskState
 from asyncq._broker import Outcome, RedisBroker
+from asyncq._broker._connection import make_broker
 from asyncq._clock import ms_to_datetime
 from tests.helpers.dataplane import task_hash
 
@@ -149,3 +150,16 @@ async def test_a_report_is_published_as_an_event_that_changes_no_state(
     assert (progress.progress_message, progress.progress_data, progress.type) == (
         "¾ done", [1, 2], "t")
     assert not progress.final and progress.result is None
+
+
+async def test_go_asynqs_layout_says_progress_is_not_available_yet(
+    asyncq_redis_url: str,
+) -> None:
+    broker = make_broker(asyncq_redis_url + "?wire=asynq")
+    try:
+        with pytest.raises(BrokerError, match="set_progress is not yet available with "
+                                              "wire=asynq") as caught:
+            await broker.set_progress("default", "t1", OWNER, report(0.5))
+        assert caught.value.refused and not caught.value.transient
+    finally:
+        await broker.close()

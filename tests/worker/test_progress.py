@@ -21,12 +21,23 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import asyncq
-from asyncq import Client, EventsLost, Inspector, LeaseExpiredError, ServeMux, Task, TaskEvent
+from asyncq import (
+    Client,
+    EventsLost,
+    Inspector,
+    LeaseExpiredError,
+    ServeMux,
+    Task,
+    TaskEvent,
+    Worker,
+    WorkerConfig,
+)
 from asyncq import TaskState as S
 from asyncq._broker import Outcome
-from asyncq._worker._progress import PROGRESS_INTERVAL
+from asyncq._worker._progress import FINAL_WRITE_TIMEOUT, PROGRESS_INTERVAL
 from asyncq.testing import WorkerFactory, wait_until
 from tests.helpers.dataplane import task_hash
+from tests.helpers.faults import FaultyBroker
 from tests.worker import progress_handlers as ph
 
 pytestmark = pytest.mark.anyio
@@ -327,3 +338,35 @@ async def test_a_handler_process_reports_over_its_pipe(
     assert "progress must be a fraction from 0.0 to 1.0, got 42" in failed.last_error
     async with Inspector(asyncq_client.broker) as insp:
         assert (await insp.task_info(q, info.id)).progress_message == "crunched"
+
+
+async def test_a_failed_write_never_fails_the_task(
+    asyncq_client: Client, asyncq_queue: str, redis_client: Redis,
+) -> None:
+    """Redis refusing or not answering progress writes: the handler goes on, its outcome is
+    written (after at most FINAL_WRITE_TIMEOUT when the last write hangs)."""
+    q = asyncq_queue
+    broker = FaultyBroker(redis_client)
+    mux = ServeMux()
+
+    @mux.handler("report:build", retention=60)
+    async def build(task: Task) -> str:
+        for i in range(1, 4):
+            await task.set_progress(i / 3)
+            await asyncio.sleep(PROGRESS_INTERVAL)
+        return "built"
+
+    outage = broker.fault("set_progress")  # each write fails: Redis said no
+    async with Worker(broker=broker, handler=mux, config=WorkerConfig(queues={q: 1})):
+        info = await asyncq_client.enqueue("report:build", queue=q)
+        assert await asyncq_client.result(info, timeout=10) == "built"
+        assert outage.fired >= 2
+        outage.active = False
+        broker.fault("set_progress", when="hang")  # the last write never answers
+        began = time.monotonic()
+        info = await asyncq_client.enqueue("report:build", queue=q)
+        assert await asyncq_client.result(info, timeout=10) == "built"
+        waited = time.monotonic() - began
+    assert FINAL_WRITE_TIMEOUT <= waited < FINAL_WRITE_TIMEOUT + 3
+    async with Inspector(asyncq_client.broker) as insp:
+        assert (await insp.task_info(q, info.id)).progress is None  # nothing was written
