@@ -176,6 +176,12 @@ class Broker(Protocol):
         when the task no longer exists."""
         ...
 
+    async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
+        """Store a running task's progress report (the JSON object ``Progress`` decodes) and
+        publish it as a task event; False when the task is not active under ``owner`` (its
+        lease was lost: nothing is written)."""
+        ...
+
     def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
         """What a worker of ``queues`` hears besides hand-offs: yields None once subscribed,
         then cancel requests (of any task) and wake-ups of ``queues``, until the connection

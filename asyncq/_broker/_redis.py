@@ -77,12 +77,16 @@ class RedisBroker:
         # Overlapping store() calls (a web app's concurrent requests) share round trips.
         self._stores: Coalescer[ScriptCall, Any] = Coalescer(self.runner.run_call,
                                                              self._run_stores, max_in_flight=2)
+        # So do the progress writes of a worker's many running tasks.
+        self._progress: Coalescer[ScriptCall, Any] = Coalescer(
+            self.runner.run_call, self._run_stores, max_in_flight=2)
 
     async def ping(self) -> None:
         await self.runner.command("ping", "PING")
 
     async def close(self) -> None:
         await self._stores.aclose()
+        await self._progress.aclose()
         try:
             if self._owns_client:
                 await self.redis.aclose()
@@ -106,7 +110,8 @@ class RedisBroker:
         return enqueue_code(code)
 
     async def _run_stores(self, calls: Sequence[ScriptCall]) -> list[Any]:
-        """Store calls that overlapped, in one pipeline: a reply or a BrokerError each."""
+        """Calls that overlapped (stores, progress writes), in one pipeline: a reply or a
+        BrokerError each."""
         out = await self.runner.run_many(calls)
         return [reply_error(call.name, r) if isinstance(r, Exception) else r
                 for call, r in zip(calls, out, strict=True)]
@@ -218,6 +223,11 @@ class RedisBroker:
                            encoding: str = "b") -> int:
         qk = K.queue_keys(queue)
         return int(await self.runner.run("write_result", [qk.task(task_id)], [data, encoding]))
+
+    async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
+        qk = K.queue_keys(queue)
+        return bool(await self._progress.call(
+            ScriptCall("progress", [qk.task(task_id)], [task_id, owner, report])))
 
     # -- listening (see Listeners)
 

@@ -95,6 +95,7 @@ class TaskRecord(NamedTuple):
     started_at_ms: int = 0  # when its latest run started (leased to a worker); 0 never/unknown
     queue: str = ""  # the queue it was read from ("" when the reader did not say)
     traceback: str = ""  # the last failure's traceback (read with one task only)
+    progress: bytes = b""  # its latest run's progress report, JSON (b"": none)
 
 
 def decode_handoff(data: bytes) -> tuple[RawTask, int]:

@@ -39,7 +39,7 @@ from .._errors import BrokerError, DecodeError
 from .._log import get_logger, some_ids
 from .._model._message import TaskMessage, decode_message
 from .._model._rules import apply_rules, expired_reason
-from .._model._task import task_for_handler
+from .._model._task import Task, task_for_handler
 from .._service._background import TaskSet
 from .._service._backoff import Backoff
 from .._service._outage import QueueOutages
@@ -50,6 +50,7 @@ from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler, RulesCache
 from ._outcomes import Endings, error_text
 from ._procpool import ProcessPool
+from ._progress import ProgressReports
 from ._retry import QueueOrder
 from ._running import Buffered, DeadlineTimers, Running, Stop, limit_of
 from ._threads import SyncThreads
@@ -151,6 +152,8 @@ class Processor:
         self._arriving: set[str] = set()
         """Handed-off tasks whose limits are being claimed (not yet in the leases)."""
         self._admissions = TaskSet(self._admission_failed)
+        self.progress = ProgressReports(broker, config.server_id, clock, self._holds)
+        """The running tasks' progress reports (``Task.set_progress``), coalesced."""
 
     @property
     def processed(self) -> int:
@@ -164,7 +167,7 @@ class Processor:
     @property
     def idle(self) -> bool:
         """True when this worker holds no task to run (none running, none prefetched)."""
-        return not (self.running or self.buffer)
+        return not (self.running or self.buffer or self.progress.settling)
 
     # -- 1. fetch
 
@@ -337,7 +340,8 @@ class Processor:
                 return
             deadline, limit = limit_of(now, msg)
             task = task_for_handler(msg, raw.payload, raw.retried, deadline,
-                                    self._writer(queue, msg.id), self.state)
+                                    self._writer(queue, msg.id), self.state,
+                                    self.progress.report)
         except Exception as exc:  # DecodeError, or a time beyond what datetime can hold
             error = exc if isinstance(exc, DecodeError) else DecodeError(
                 f"stored task cannot be started: {error_text(exc)}")
@@ -360,12 +364,19 @@ class Processor:
             run.reason = limit
             self._finish(run, None, cancelled=True)
             return
-        atask: asyncio.Task[Any] = asyncio.get_running_loop().create_task(
+        loop = asyncio.get_running_loop()
+        self.progress.bind(loop)
+        atask: asyncio.Task[Any] = loop.create_task(
             invoke(self._handler, self.threads, task, msg, run))
         run.atask = atask
         if limit is not None:
             self._deadlines.arm(run, (deadline - now) / 1000, limit)
         atask.add_done_callback(functools.partial(self._on_done, run))
+
+    def _holds(self, task: Task) -> bool:
+        """Whether ``task`` is a run this worker holds and has not stopped (any thread)."""
+        run = self.running.get(task.id or "")
+        return run is not None and run.task is task and run.reason is None
 
     def _writer(self, queue: str, task_id: str) -> Any:
         async def write(data: bytes, encoding: str) -> int:
@@ -409,12 +420,17 @@ class Processor:
         self._slot_free.set()
         if run.reason is Stop.LEASE_LOST:  # the task is someone else's now
             self._leases.release(run.id, RUNNING)
+            if run.id in self.progress.runs:
+                self.progress.drop(run.id)
         self.endings.ended(run, exc, cancelled, result_task)
 
     def settle(self, outcome: Outcome) -> None:
         """Hand the task and its lease over to the acker, which writes ``outcome``."""
         self._leases.move(outcome.task_id, OUTCOME)
-        self._acker.submit(outcome)
+        if outcome.task_id in self.progress.runs:  # its last progress report goes first
+            self.progress.settle(outcome.task_id, functools.partial(self._acker.submit, outcome))
+        else:
+            self._acker.submit(outcome)
         if self.limits is not None:
             self.limits.release(outcome.task_id)
 
@@ -509,6 +525,7 @@ class Processor:
                     self._log.error("leased task never started; requeued", task_id=task_id,
                                     queue=queue)
                     self.settle(Outcome("requeue", queue, task_id))
+        await self.progress.close(1.0)
         await self.endings.hooks_done(1.0)
         if self.limits is not None:
             await self.limits.settled(1.0)

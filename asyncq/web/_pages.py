@@ -148,6 +148,8 @@ async def task_page(request: Request) -> Response:
         "nav": "", "task": task, "actions": task_actions(task),
         "payload": _format.show_data(task.payload, task.encoding),
         "result": _format.show_data(task.result, task.result_encoding),
+        # live: its progress bar and state follow the task's events
+        "live": {"q": task.queue, "task": task.id},
     })
 
 

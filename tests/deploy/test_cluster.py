@@ -173,6 +173,7 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         assert (await broker.extend_leases(q, ids[:1], OWNER, LEASE_MS)) == [2]
         assert await broker.maintenance.quarantine(q, [b"\xff"]) == ["invalid-id:ff"]
         await broker.write_result(q, ids[0], b"partial")
+        assert await broker.set_progress(q, ids[0], OWNER, b'{"v": 0.5, "at": 1}')
         out = await broker.finish([
             Outcome("complete", q, ids[0], retention_ms=1, result=b"r"),
             Outcome("retry", q, ids[1], retry_at_ms=now - 1000, error="e"),

@@ -40,7 +40,7 @@ from ._recovery import AsynqRecovery, asynq_retry_delay
 from ._schedules import AsynqScheduleOps
 from ._scripts import asynq_scripts
 from ._servers import AsynqServers
-from ._unavailable import AsynqWorkflowOps
+from ._unavailable import AsynqWorkflowOps, unavailable
 
 STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count (Go's statsTTL)
 ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
@@ -277,6 +277,9 @@ class AsynqBroker:
         qk = K.queue_keys(queue)
         return int(await self.runner.run("asynq_write_result", [qk.task(task_id)],
                                          [data, encoding]))
+
+    async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
+        raise unavailable("set_progress")
 
     def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
         """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and
