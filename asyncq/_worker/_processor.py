@@ -152,7 +152,8 @@ class Processor:
         self._arriving: set[str] = set()
         """Handed-off tasks whose limits are being claimed (not yet in the leases)."""
         self._admissions = TaskSet(self._admission_failed)
-        self.progress = ProgressReports(broker, config.server_id, clock, self._holds)
+        self.progress = ProgressReports(broker, config.server_id, clock, self._holds,
+                                        observer=config.metrics)
         """The running tasks' progress reports (``Task.set_progress``), coalesced."""
 
     @property

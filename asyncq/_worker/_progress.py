@@ -80,8 +80,11 @@ class ProgressReports:
 
     def __init__(self, broker: Broker, owner: str, clock: Clock,
                  running: Callable[[Task], bool], *,
-                 interval: float = PROGRESS_INTERVAL) -> None:
+                 interval: float = PROGRESS_INTERVAL, observer: object = None) -> None:
         self._broker = broker
+        # (an optional ``progress_written(queue, stored)`` of the worker's metrics)
+        self._observed: Callable[[str, bool], None] | None = getattr(
+            observer, "progress_written", None)
         self._owner = owner
         self._clock = clock
         self._running = running
@@ -183,6 +186,8 @@ class ProgressReports:
             self.writes += 1
             stored = await self._broker.set_progress(run.queue, run.id, self._owner,
                                                      encode_report(report, self._clock.now_ms()))
+            if self._observed is not None:
+                self._observed(run.queue, bool(stored))
             if not stored:
                 run.lost = True
                 run.latest = None

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -35,6 +36,7 @@ from asyncq import (
 from asyncq import TaskState as S
 from asyncq._broker import Outcome
 from asyncq._worker._progress import FINAL_WRITE_TIMEOUT, PROGRESS_INTERVAL
+from asyncq.metrics import WorkerMetrics
 from asyncq.testing import WorkerFactory, wait_until
 from tests.helpers.dataplane import task_hash
 from tests.helpers.faults import FaultyBroker
@@ -167,7 +169,9 @@ async def test_a_chatty_handler_is_coalesced_and_its_last_report_written_first(
         took.append(time.monotonic() - began)
         return calls
 
-    async with asyncq_worker(mux, queues={q: 1}) as w, asyncq_client.events(q) as events:
+    registry = CollectorRegistry()
+    async with asyncq_worker(mux, queues={q: 1}, metrics=WorkerMetrics(registry)) as w, \
+            asyncq_client.events(q) as events:
         info = await asyncq_client.enqueue("chatty", queue=q)
         got = await events_of(events, info.id, timeout=30)
         writes = w.worker.processor.progress.writes
@@ -177,6 +181,8 @@ async def test_a_chatty_handler_is_coalesced_and_its_last_report_written_first(
     assert took[0] >= 0.5
     bound = took[0] / PROGRESS_INTERVAL + 2
     assert 2 <= len(reports) == writes <= bound, (len(reports), writes, bound)
+    assert registry.get_sample_value("asyncq_worker_progress_writes_total",
+                                     {"queue": q, "result": "stored"}) == writes
     values = [e.progress for e in reports]
     assert values == sorted(values)  # latest wins, in order
     assert (reports[-1].progress, reports[-1].progress_message) == (1.0, f"item {calls}")
