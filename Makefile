@@ -14,6 +14,7 @@
 #                    start their own redis-server per process, or use ASYNCQ_TEST_REDIS_URL if
 #                    set, then serially); includes the quick chaos cases
 #   make test-chaos  the whole fault-injection suite (tests/chaos), slow cases included
+#   make test-interop  the Go asynq interop suite with its slow cases (needs Go: builds the programs)
 #                    (the 1M-task soak); ASYNCQ_CHAOS_REPORT=file.jsonl collects the ledgers
 #   make lint        ruff + mypy
 #   make docs        install the docs toolchain (the `docs` extra) and build the site from docs/
@@ -47,7 +48,7 @@ TEST_REDIS_DEP := $(if $(ASYNCQ_TEST_REDIS_URL),,redis-bin)
 # against a server of yours: some tests empty it (FLUSHDB), which would hit the other processes.
 TEST_WORKERS ?= $(if $(ASYNCQ_TEST_REDIS_URL),0,auto)
 
-.PHONY: venv docs redis-bin browser-bin prometheus-bin check-rules test-prometheus redis-up redis-down test test-chaos lint run bench clean distclean
+.PHONY: venv docs redis-bin browser-bin prometheus-bin check-rules test-prometheus redis-up redis-down test test-chaos test-interop lint run bench clean distclean
 
 venv: $(STAMP)
 
@@ -148,6 +149,9 @@ test: venv $(TEST_REDIS_DEP) browser-bin
 test-chaos: venv redis-bin
 	$(VENV)/bin/python -m pytest -m chaos --run-slow tests/chaos $(PYTEST_ARGS)
 
+test-interop: venv redis-bin interop-bin
+	$(VENV)/bin/python -m pytest -m interop --run-slow tests/interop $(PYTEST_ARGS)
+
 test-prometheus: venv redis-bin prometheus-bin
 	$(VENV)/bin/python -m pytest -m slow --run-slow tests/metrics $(PYTEST_ARGS)
 
@@ -174,3 +178,15 @@ clean: redis-down
 
 distclean: clean
 	rm -rf $(VENV)
+
+# The Go programs of the interop tests (tests/interop/go: producer, server, inspector), built
+# with Go's module cache against each asynq release tested, into .cache/interop/<version>/;
+# tests/interop/conftest.py runs the same script (and so builds them itself when needed).
+INTEROP_ASYNQ_VERSIONS ?= v0.26.0 v0.24.1
+
+.PHONY: interop-bin
+interop-bin:
+	@command -v go >/dev/null 2>&1 || { \
+		echo "go not found: interop-bin builds Go programs against github.com/hibiken/asynq; install Go >= 1.24 and put it on PATH" >&2; \
+		exit 1; }
+	bash tests/interop/go/build.sh $(INTEROP_ASYNQ_VERSIONS)

@@ -9,7 +9,7 @@
 ``deployment`` is parametrized over all four and gives the URL asyncq components use plus an
 admin client for assertions. On every test here, the ``ScriptRunner`` (every script call) is wrapped
 by a checker that fails the test if a script call names keys (or key prefixes in its arguments)
-of more than one cluster hash slot.
+of more than one cluster hash slot, in asyncq's layout or Go asynq's (wire=asynq).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from topology.sentinel import LocalSentinel
 from topology.tls import TLSFiles, TLSRedisServer, make_certs
 
 from asyncq._broker import _keys as K
+from asyncq._broker._asynq import _keys as AK
 from asyncq._broker._connection import connect
 from asyncq._broker._runner import ScriptRunner
 from asyncq._testing.redis_server import RedisServer
@@ -141,12 +142,15 @@ class SlotChecker:
         named = list(keys) + [a.decode(errors="replace") if isinstance(a, bytes) else a
                               for a in args if isinstance(a, str | bytes)]
         slots = {key_slot(k.encode()) for k in named
-                 if k.startswith("asyncq:") and k not in CHANNELS}
+                 if k.startswith(KEY_PREFIXES) and k not in CHANNELS}
         if len(slots) > 1:
             self.violations.append(f"{name}: keys in slots {sorted(slots)}: {named}")
 
 
-CHANNELS = frozenset({K.WAKE_CHANNEL, K.CANCEL_CHANNEL})  # arguments, but not keys
+#: what a key name starts with: asyncq's layout, and Go asynq's (wire=asynq)
+KEY_PREFIXES = ("asyncq:", f"{AK.PREFIX}:")
+CHANNELS = frozenset({K.WAKE_CHANNEL, K.CANCEL_CHANNEL,  # channels, not keys
+                      AK.CANCEL_CHANNEL, AK.WAKE_CHANNEL})
 CHECKER = SlotChecker()
 
 

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis, RedisCluster
@@ -31,10 +32,12 @@ from asyncq import (
 )
 from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker import _keys as K
+from asyncq._broker._asynq._scripts import asynq_scripts
 from asyncq._broker._connection import connect, make_broker
 from asyncq._broker._scripts import load_scripts
 from asyncq._workflow._advance import Advancer
 from asyncq.testing import wait_drained, wait_until
+from tests.broker.asynq.test_asynq_cluster import drive_every_asynq_script
 from tests.helpers.inprocess import gate_dequeues
 
 from .conftest import SlotChecker
@@ -150,6 +153,7 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
     slot_checker.calls.clear()
     q = f"c-{uuid.uuid4().hex[:8]}"
     broker = make_broker(cluster.url)
+    asynq_broker: Any = make_broker(cluster.url, wire="asynq")
     client = Client(broker)
     inspector = Inspector(cluster.url)
     clock = FakeClock()
@@ -225,12 +229,16 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         await scheduler.heartbeat.clear()
         await inspector.delete_queue(q, force=True)
         await _drive_workflow_scripts(client, broker, f"{q}-wf")
+        await drive_every_asynq_script(asynq_broker)  # the wire=asynq layout's scripts
     finally:
         await scheduler.broker.close()
         await inspector.close()
         await client.close()
         await broker.close()
-    missing = set(load_scripts()) - set(slot_checker.calls)
+        await asynq_broker.close()
+    # (the asynq layout's inspection scripts: tests/broker/asynq/test_inspect_cluster.py)
+    asynq = {n for n in asynq_scripts() if not n.startswith("asynq_inspect_")}
+    missing = (set(load_scripts()) | asynq) - set(slot_checker.calls)
     assert not missing, f"scripts not exercised on the cluster: {sorted(missing)}"
 
 

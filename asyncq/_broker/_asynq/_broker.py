@@ -16,25 +16,31 @@ import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal, cast
 
-import anyio
 from redis.asyncio import Redis, RedisCluster
 
 from ... import _defaults
 from ..._clock import SYSTEM_CLOCK, Clock
 from ..._model._events import TaskEvent
-from .._calls import ScriptCall
+from .._calls import EVENT_RESULT_MAX, ScriptCall
 from .._listen import Listeners
-from .._messages import CancelRequest, Handoff, WorkerSignal
+from .._messages import Handoff, WorkerSignal
 from .._ops import InspectOps, LimitOps, ScheduleOps
 from .._replies import text
 from .._runner import ScriptRunner, reply_error
 from .._values import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from .._wf_ops import WorkflowOps
-from . import _codec
+from . import _codec, _wake
 from . import _keys as K
+from ._events import EventSource
+from ._inspect import AsynqInspectOps
 from ._layout import LayoutGuard
+from ._limits import AsynqLimitOps
+from ._reads import MARK_KEEP_MS, TaskReads
+from ._recovery import AsynqRecovery, asynq_retry_delay
+from ._schedules import AsynqScheduleOps
 from ._scripts import asynq_scripts
-from ._unavailable import AsynqWorkflowOps, UnavailableOps, unavailable
+from ._servers import AsynqServers
+from ._unavailable import AsynqWorkflowOps
 
 STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count (Go's statsTTL)
 ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
@@ -69,7 +75,7 @@ def store_call(task: NewTask, now_ms: int) -> ScriptCall:
                           [qk.task(msg.id), qk.group(msg.group), qk.groups, lock_key],
                           [msg.id, pb, amsg, now_ms // 1000, ttl, msg.group])
     return ScriptCall("asynq_enqueue", [qk.task(msg.id), qk.pending, lock_key],
-                      [msg.id, pb, amsg, now_ms * 1_000_000, ttl])
+                      [msg.id, pb, amsg, now_ms * 1_000_000, ttl, K.WAKE_CHANNEL, msg.queue])
 
 
 def finish_call(o: Outcome, owner: str, now_ms: int) -> ScriptCall:
@@ -80,18 +86,24 @@ def finish_call(o: Outcome, owner: str, now_ms: int) -> ScriptCall:
     stats_expiry = now_s + STATS_TTL_S
     task_key = qk.task(o.task_id)
     if o.kind == "done":
+        # The result travels only with the completion event; retention_ms > 0 leaves a mark.
         return ScriptCall("asynq_done", [task_key, qk.active, qk.lease, qk.processed_day(day),
-                                         qk.processed], [o.task_id, owner, stats_expiry])
+                                         qk.processed, K.extra_keys(o.queue).marks],
+                          [o.task_id, owner, stats_expiry, o.result or b"",
+                           "" if o.result is None else o.result_enc, o.error,
+                           EVENT_RESULT_MAX, "1" if o.retention_ms else "0", now_ms,
+                           MARK_KEEP_MS])
     if o.kind == "complete":
         return ScriptCall("asynq_complete",
                           [task_key, qk.active, qk.lease, qk.completed, qk.processed_day(day),
                            qk.processed],
                           [o.task_id, owner, stats_expiry, now_s,
                            now_s + _ceil_s(o.retention_ms),
-                           "" if o.result is None else o.result_enc, o.result or b""])
+                           "" if o.result is None else o.result_enc, o.result or b"",
+                           EVENT_RESULT_MAX])
     if o.kind == "requeue":
         return ScriptCall("asynq_requeue", [task_key, qk.active, qk.lease, qk.pending],
-                          [o.task_id, owner, now_ms * 1_000_000])
+                          [o.task_id, owner, now_ms * 1_000_000, K.WAKE_CHANNEL, o.queue])
     counters = [qk.processed_day(day), qk.failed_day(day), qk.processed, qk.failed]
     if o.kind == "retry":
         return ScriptCall("asynq_retry", [task_key, qk.active, qk.lease, qk.retry, *counters],
@@ -124,12 +136,24 @@ class AsynqBroker:
         self.runner = ScriptRunner(redis)
         self.runner.scripts = {**self.runner.scripts, **asynq_scripts()}
         self.listeners = Listeners(self.runner, ping_interval, reply_timeout or 5.0)
+        self.event_source = EventSource(self.runner, clock, ping_interval, reply_timeout or 5.0)
         self.layout = LayoutGuard(self.runner, "asynq")
         self._registered: set[str] = set()
-        self.inspect = cast(InspectOps, UnavailableOps("inspect"))
-        self.schedules = cast(ScheduleOps, UnavailableOps("schedules"))
-        self.limits = cast(LimitOps, UnavailableOps("limits"))
+        self.servers = AsynqServers(self.runner, clock)  # server state, cancellation
+        self.recovery = AsynqRecovery(self.runner, clock)  # recoverer, janitor, groups
+        self._inspect = AsynqInspectOps(
+            self.runner, clock, servers=self.servers.read,
+            reads=TaskReads(self.runner, clock, self.event_source), forget=self._forget_queue)
+        self.inspect: InspectOps = self._inspect
+        self.schedules: ScheduleOps = AsynqScheduleOps(self.runner, clock, store_call,
+                                                       self.register_queues)
+        self.limits: LimitOps = AsynqLimitOps(self.runner, clock)
         self.workflows = cast(WorkflowOps, AsynqWorkflowOps())
+
+    def _forget_queue(self, queue: str) -> None:
+        """A removed queue is checked and registered again at its next use."""
+        self.layout.forget(queue)
+        self._registered.discard(queue)
 
     async def ping(self) -> None:
         await self.runner.command("ping", "PING")
@@ -174,10 +198,14 @@ class AsynqBroker:
                 for call, r in zip(calls, out, strict=True)]
 
     async def request_cancel(self, queue: str, task_id: str) -> bool:
-        raise unavailable("request_cancel")
+        return await self.servers.request_cancel(queue, task_id)
 
     async def publish_cancel(self, task_id: str) -> None:
-        raise unavailable("publish_cancel")
+        await self.servers.publish_cancel(task_id)
+
+    def default_retry_delay(self, retried: int) -> float:
+        """asynq's default retry delay (what a Go server uses for a task without a policy)."""
+        return asynq_retry_delay(retried)
 
     # -- running
 
@@ -185,14 +213,18 @@ class AsynqBroker:
         self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int,
         request_id: str = "", one_hop: bool = False,
     ) -> tuple[list[RawTask], int]:
-        """Lease like Go's Dequeue (no waiters flag, no one-hop hand-off, no request replay in
-        this layout: a lost reply leaves its tasks to the recoverer once their lease ends)."""
+        """Lease like Go's Dequeue, plus asyncq's waiters flag and idle registration (see
+        ``_wake``); no request replay in this layout: a lost reply leaves its tasks to the
+        recoverer once their lease ends."""
         await self.layout.check((queue,))
         qk = K.queue_keys(queue)
+        xk = K.extra_keys(queue)
         now = self.clock.now_ms()
         flat = await self.runner.run(
-            "asynq_dequeue", [qk.pending, qk.active, qk.lease, qk.paused],
-            [(now + lease_ms) // 1000, count, qk.task_prefix, owner, now])
+            "asynq_dequeue",
+            [qk.pending, qk.active, qk.lease, qk.paused, xk.waiters, xk.idle, xk.handoff(owner)],
+            [(now + lease_ms) // 1000, count, qk.task_prefix, owner, now, waiter_ttl_ms,
+             lease_ms if one_hop else "", _wake.HANDOFF_GRACE_MS])
         tasks: list[RawTask] = []
         dropped = int(flat[0])
         for i in range(1, len(flat), 4):
@@ -206,11 +238,11 @@ class AsynqBroker:
 
     def listen_handoffs(self, queues: Sequence[str],
                         owner: str) -> AsyncIterator[Handoff | None]:
-        """No one-hop hand-offs in this layout: subscribed at once, then nothing ever comes."""
-        return _nothing_after_none()
+        return _wake.handoffs(self.runner, queues, owner, self.event_source.reply_timeout,
+                              self.event_source.idle)
 
     async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
-        """Nothing to withdraw: workers never register as idle in this layout."""
+        await _wake.leave_idle(self.runner, queues, owner, lease_ms)
 
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:
         now = self.clock.now_ms()
@@ -243,19 +275,15 @@ class AsynqBroker:
                                          [data, encoding]))
 
     def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
-        """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq); no
-        wake-ups in this layout (workers poll)."""
-        return self._signals()
-
-    async def _signals(self) -> AsyncIterator[WorkerSignal | None]:
-        async for item in self.listeners.listen([K.CANCEL_CHANNEL]):
-            yield None if item is None else CancelRequest(item[1])
+        """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and
+        asyncq's wake-ups of ``queues``."""
+        return _wake.signals(self.listeners, queues)
 
     def listen_events(self, queues: Sequence[str]) -> AsyncIterator[TaskEvent | EventFlush]:
-        raise unavailable("listen_events")
+        return self.event_source.listen(queues)
 
     async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
-        raise unavailable("set_listening")
+        await self.event_source.set_listening(queues, ttl_ms)
 
     # -- maintenance
 
@@ -265,7 +293,8 @@ class AsynqBroker:
         now = self.clock.now_ms()
         moved, due = await self.runner.run(
             "asynq_forward", [qk.state_key(source), qk.pending, qk.groups],
-            [now // 1000, qk.task_prefix, now * 1_000_000, qk.group_prefix, limit])
+            [now // 1000, qk.task_prefix, now * 1_000_000, qk.group_prefix, limit,
+             K.WAKE_CHANNEL, queue])
         return int(moved), (-1 if int(due) < 0 else int(due) * 1000)
 
     async def read_tasks(self, queue: str,
@@ -295,59 +324,56 @@ class AsynqBroker:
 
     async def list_lease_expired(self, queue: str, cutoff_ms: int,
                                  limit: int) -> list[RawTask]:
-        raise unavailable("list_lease_expired")
+        return await self.recovery.list_lease_expired(queue, cutoff_ms, limit)
 
     async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
-        raise unavailable("recover")
+        return await self.recovery.recover(outcome, lease_cutoff_ms)
 
     async def reclaim_orphans(self, queue: str, limit: int) -> int:
-        raise unavailable("reclaim_orphans")
+        return await self.recovery.reclaim_orphans(queue, limit)
 
     async def scan_task_keys(self, cursor: int,
                              count: int) -> tuple[int, list[tuple[str, str]]]:
-        raise unavailable("scan_task_keys")
+        return await self.recovery.scan_task_keys(cursor, count)
 
     async def repair_tasks(self, queue: str, task_ids: Sequence[str],
                            pending_search: int) -> list[str]:
-        raise unavailable("repair_tasks")
+        return await self.recovery.repair_tasks(queue, task_ids, pending_search)
 
     async def delete_expired_completed(self, queue: str, limit: int) -> int:
-        raise unavailable("delete_expired_completed")
+        return await self.recovery.delete_expired_completed(queue, limit)
 
     async def record_minute(self, queue: str) -> bool:
-        raise unavailable("record_minute")
+        return await self._inspect.record_minute(queue)
 
     async def write_server_state(self, server_id: str, info: bytes,
                                  workers: dict[str, bytes], ttl_ms: int) -> None:
-        raise unavailable("write_server_state")
+        await self.servers.write(server_id, info, workers, ttl_ms)
 
     async def clear_server_state(self, server_id: str) -> None:
-        raise unavailable("clear_server_state")
+        await self.servers.clear(server_id)
 
     async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
-        raise unavailable("backlog")
+        return await self._inspect.backlog(queue, horizon_ms)
 
     async def list_groups(self, queue: str) -> list[str]:
-        raise unavailable("list_groups")
+        return await self._inspect.list_groups(queue)
 
     async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
                                 max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
-        raise unavailable("aggregation_check")
+        return await self.recovery.aggregation_check(queue, group, set_id, grace_ms,
+                                                     max_delay_ms, max_size,
+                                                     set_deadline_ms)
 
     async def read_aggregation_set(self, queue: str, group: str,
                                    set_id: str) -> list[RawTask]:
-        raise unavailable("read_aggregation_set")
+        return await self.recovery.read_aggregation_set(queue, group, set_id)
 
     async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        raise unavailable("delete_aggregation_set")
+        return await self.recovery.delete_aggregation_set(queue, group, set_id)
 
     async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        raise unavailable("return_aggregation_set")
+        return await self.recovery.return_aggregation_set(queue, group, set_id)
 
     async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
-        raise unavailable("reclaim_stale_aggregation_sets")
-
-
-async def _nothing_after_none() -> AsyncIterator[None]:
-    yield None
-    await anyio.sleep_forever()
+        return await self.recovery.reclaim_stale_aggregation_sets(queue)

@@ -21,6 +21,10 @@ from ._schema import TaskMessagePB
 
 DEFAULT_RETRY = _defaults.DEFAULT_MAX_RETRY  # asynq's defaultMaxRetry is 25 as well
 DEFAULT_TIMEOUT_S = _defaults.DEFAULT_TIMEOUT_MS // 1000  # asynq's defaultTimeout: 30 min
+#: What asyncq's "no time limit" is written as: a Go server gives timeout 0 with deadline 0 its
+#: 30-minute default (processor.computeDeadline), so no limit is a century, well inside Go's
+#: time.Duration (an int64 of ns: about 292 years).
+UNLIMITED_TIMEOUT_S = 100 * 365 * 86_400
 
 
 class AsynqTask(NamedTuple):
@@ -51,10 +55,10 @@ def from_asyncq(msg: TaskMessage, payload: bytes, unique_key: str = "") -> Asynq
     """The asynq fields of an asyncq message; ``unique_key``: the lock in asynq's naming.
 
     Durations and times are rounded up to whole seconds (a 500 ms timeout must not become 0,
-    which a Go server reads as no limit); ``timeout=0`` with no deadline (NO_TIMEOUT) is
-    asynq's own way to say no limit: timeout 0, deadline 0."""
+    which a Go server reads as its 30-minute default); asyncq's no limit (NO_TIMEOUT) is
+    UNLIMITED_TIMEOUT_S, which a Go server honours as well."""
     if msg.timeout_ms == NO_TIMEOUT:
-        timeout = 0
+        timeout = UNLIMITED_TIMEOUT_S
     elif msg.timeout_ms > 0:
         timeout = _ceil_s(msg.timeout_ms)
     else:
@@ -98,12 +102,18 @@ def decode(data: bytes) -> AsynqTask:
 
 
 def to_asyncq(task: AsynqTask) -> TaskMessage:
-    """asyncq's message for a task Go enqueued: every option as Go stored it (timeout 0 and
-    deadline 0 is no limit; retention 0 deletes the task on success)."""
-    no_limit = task.timeout <= 0 and task.deadline <= 0
+    """asyncq's message for a task Go enqueued: every option as Go stored it, run as a Go
+    server runs it (timeout 0 and deadline 0 is Go's 30-minute default, UNLIMITED_TIMEOUT_S
+    no limit; retention 0 deletes the task on success)."""
+    if task.timeout <= 0 and task.deadline <= 0:
+        timeout_ms = DEFAULT_TIMEOUT_S * 1000
+    elif task.timeout >= UNLIMITED_TIMEOUT_S:
+        timeout_ms = NO_TIMEOUT
+    else:
+        timeout_ms = max(task.timeout, 0) * 1000
     return TaskMessage(
         id=task.id, type=task.type, queue=task.queue, max_retry=max(task.retry, 0),
-        timeout_ms=NO_TIMEOUT if no_limit else max(task.timeout, 0) * 1000,
+        timeout_ms=timeout_ms,
         deadline_ms=max(task.deadline, 0) * 1000, retention_ms=max(task.retention, 0) * 1000,
         unique_key=task.unique_key, group=task.group_key, headers=dict(task.headers), enc="b")
 

@@ -18,6 +18,9 @@ SERVERS = f"{PREFIX}:servers"  # ZSET server-info key -> expiry, Unix s
 WORKERS = f"{PREFIX}:workers"  # ZSET workers key -> expiry, Unix s
 SCHEDULERS = f"{PREFIX}:schedulers"  # ZSET scheduler-entries key -> expiry, Unix s
 CANCEL_CHANNEL = f"{PREFIX}:cancel"  # pub/sub: message = id of the task to cancel
+#: Infix of the per-queue keys asyncq adds to asynq's layout (``asynq:{q}:asyncq:...``), keys Go
+#: never reads.
+ASYNCQ_PART = "asyncq:"
 #: asyncq's own registry of queues: a queue found only there holds asyncq-layout data.
 ASYNCQ_QUEUES = "asyncq:queues"
 
@@ -34,6 +37,9 @@ F_LEASE_UNTIL = "lease_until"  # asyncq only: the lease score that worker last w
 F_STARTED_AT = "started_at"  # asyncq only: when its latest run started (Unix ms)
 F_RESULT_ENC = "result_enc"  # asyncq only: how ``result`` is encoded ("b" bytes, "j" JSON)
 F_TRACEBACK = "traceback"  # asyncq only: the last failure's traceback
+#: asyncq only: the ``started_at`` of the run a cancellation was requested for (the lease
+#: renewal of that run reports it; a later run of the task has another ``started_at``)
+F_CANCEL = "cancel"
 
 STATES = ("active", "pending", "scheduled", "retry", "archived", "completed", "aggregating")
 
@@ -93,6 +99,12 @@ class AsynqQueueKeys:
                 "retry": self.retry, "archived": self.archived,
                 "completed": self.completed}[state]
 
+    @property
+    def minutes(self) -> str:
+        """LIST ``minute:processed:failed:backlog`` samples, newest first (the dashboard's
+        last hour; asyncq only, a key Go never reads)."""
+        return self.base + ASYNCQ_PART + "minutes"
+
 
 @lru_cache(maxsize=4096)
 def queue_keys(queue: str) -> AsynqQueueKeys:
@@ -123,6 +135,30 @@ def workers_key(host: str, pid: int, server_id: str) -> str:
     return f"{PREFIX}:workers:{{{host}:{pid}:{server_id}}}"
 
 
+def workers_key_of(server_key_name: str) -> str:
+    """The workers hash that goes with a server key (``asynq:servers:{h:p:id}`` ->
+    ``asynq:workers:{h:p:id}``)."""
+    return WORKERS + server_key_name.removeprefix(SERVERS)
+
+
+def server_key_matches(server_key_name: str, server_id: str) -> bool:
+    """Whether a server key is that of server ``server_id`` (the id ends its hash tag)."""
+    return server_key_name.startswith(SERVERS + ":{") and server_key_name.endswith(
+        f":{server_id}}}")
+
+
+def server_doc_key(host: str, pid: int, server_id: str) -> str:
+    """STRING holding an asyncq worker's own state document (JSON: what the protobuf
+    ServerInfo cannot carry); beside ``server_key`` in its slot, a key Go never reads."""
+    return server_doc_key_of(server_key(host, pid, server_id))
+
+
+def server_doc_key_of(key: str) -> str:
+    """``server_doc_key`` of the server whose ``server_key`` is ``key``."""
+    return key + ":asyncq"
+
+
+
 def scheduler_entries_key(scheduler_id: str) -> str:
     """LIST of a scheduler's protobuf SchedulerEntry records."""
     return f"{PREFIX}:schedulers:{{{scheduler_id}}}"
@@ -151,3 +187,89 @@ def translate_lock(lock: str) -> str:
         task_type, _, digest = rest[2:].rpartition(":")
         return qk.unique(task_type, digest)
     raise ValueError(f"not a uniqueness lock name: {lock!r}")
+
+
+# -- asyncq's additions (events, wake-ups, one-hop pickup, completion marks): keys Go never
+# reads, all below asynq:{q}:asyncq: (the queue's hash tag, so a script still touches one slot)
+# and all expiring on their own, so nothing of them outlives a queue Go's Inspector removed.
+
+#: pub/sub: an idle asyncq worker of the queue named in the message may dequeue (asyncq only).
+WAKE_CHANNEL = f"{PREFIX}:asyncq:wake"
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncqExtraKeys:
+    """asyncq-only keys of one queue in asynq's layout. The scripts derive them from the queue's
+    base (``asynq:{q}:`` .. ``asyncq:`` .. suffix, see ``lua/_asynq_lib.lua``)."""
+
+    queue: str
+    base: str  # asynq:{q}:asyncq:
+    listening: str  # STRING '1' with a TTL: some client listens, so the scripts publish events
+    events: str  # shard channel: the queue's task events (asyncq's event format)
+    waiters: str  # STRING '1' with a TTL: an idle asyncq worker wants a wake-up
+    idle: str  # ZSET '<lease ms>:<owner>' -> when the registration lapses, Unix ms (with a TTL)
+    marks: str  # ZSET task id -> completed at, Unix ms: completion marks (with a TTL)
+
+    def handoff(self, owner: str) -> str:
+        """HASH id -> '<pending_since ns>:<handed at ms>': tasks handed off to ``owner`` in one
+        hop, returned by its next dequeue when their message was lost (with a TTL)."""
+        return f"{self.base}handoff:{owner}"
+
+    def handoff_channel(self, owner: str) -> str:
+        """Shard channel of the tasks handed off to ``owner``."""
+        return f"{self.base}to:{owner}"
+
+
+@lru_cache(maxsize=4096)
+def extra_keys(queue: str) -> AsyncqExtraKeys:
+    """asyncq's additional key names of ``queue`` (cached per process)."""
+    base = f"{queue_keys(queue).base}asyncq:"
+    return AsyncqExtraKeys(queue=queue, base=base, listening=base + "listening",
+                           events=base + "events", waiters=base + "waiters",
+                           idle=base + "idle", marks=base + "marks")
+
+# -- asyncq's additions, in keys Go never reads: ``asynq:{<queue>}:asyncq:...`` (the queue's
+#    hash tag, so a script touching them and the queue's own keys runs on Redis Cluster too;
+#    no Go key of a queue starts with ``asyncq:``, and Go never scans a queue's keys)
+
+def asyncq_base(queue: str) -> str:
+    """Prefix of the asyncq-only keys of ``queue``: ``asynq:{<queue>}:asyncq:``."""
+    return queue_keys(queue).base + "asyncq:"
+
+
+def scheduler_ticks_key(queue: str) -> str:
+    """ZSET entry id -> last claimed tick (Unix ms) of the periodic entries firing into
+    ``queue``: asyncq's exactly-once-per-tick claim (Go's scheduler has none)."""
+    return asyncq_base(queue) + "scheduler_ticks"
+
+
+def limits_registry(queue: str) -> str:
+    """HASH ``<c|r>:<name>`` -> the limit as last declared (``n`` or ``n/period_ms/burst``)."""
+    return asyncq_base(queue) + "limits"
+
+
+def limit_base(queue: str, kind: str, name: str) -> str:
+    """Prefix of one limit's keys: ``asynq:{queue}:asyncq:limit:<c|r>:<name length>:<name>:``
+    (the length keeps a name holding ':' apart from a key value)."""
+    return f"{asyncq_base(queue)}limit:{kind[0]}:{len(name.encode())}:{name}:"
+
+
+def limit_keyset(base: str) -> str:
+    """SET of the key values a limit has been used with."""
+    return base + "keys"
+
+
+def limit_state(base: str, key: str) -> str:
+    """Prefix of one key value's state: ``<that>held`` (ZSET holder -> when taken, or a manual
+    hold's end, Unix ms), ``<that>wait`` (ZSET waiting task -> order or due ms), ``<that>win``
+    (ZSET of the starts in the rate window), ``<that>tat`` (STRING: a rate's theoretical time
+    of the next start, Unix ms)."""
+    return f"{base}k:{key}:"
+
+
+def scheduler_id_of(entries_key: str) -> str:
+    """The scheduler id in an entries key ``asynq:schedulers:{<id>}`` ('' for another key)."""
+    head = f"{SCHEDULERS}:{{"
+    if entries_key.startswith(head) and entries_key.endswith("}"):
+        return entries_key[len(head):-1]
+    return ""

@@ -44,6 +44,19 @@ class AsynqWorkflowOps(UnavailableOps):
     def __init__(self) -> None:
         super().__init__("workflows")
 
+    def __getattr__(self, name: str) -> Callable[..., NoReturn]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> NoReturn:
+            raise BrokerError(
+                f"workflows.{name}: workflows are not available with wire=asynq (a workflow's "
+                "state and its steps change together in keys Go asynq has no notion of, and a "
+                "Go server finishing a step would never advance it); run workflows on a queue "
+                "of asyncq's own layout", refused=True)
+
+        return call
+
     async def take(self, queue: str, owner: str, lock_ms: int, limit: int,
                    idle_ms: int) -> list[Any]:
         return []

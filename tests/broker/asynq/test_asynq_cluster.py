@@ -14,12 +14,14 @@ import pytest
 from redis.crc import key_slot
 from topology.cluster import LocalCluster
 
-from asyncq import Client, Task
+from asyncq import Client, FakeClock, Scheduler, Task
 from asyncq._broker import Outcome
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._scripts import asynq_scripts
 from asyncq._broker._connection import make_broker
+from asyncq._broker._limit_values import LimitClaim, LimitHold, LimitSpec
 from asyncq._broker._runner import ScriptRunner
+from asyncq._scheduler import list_scheduler_entries
 
 OWNER = "srv-c"
 
@@ -63,6 +65,17 @@ async def test_every_asynq_script_runs_in_one_slot(cbroker: AsynqBroker,
 
     monkeypatch.setattr(ScriptRunner, "run", run)
     monkeypatch.setattr(ScriptRunner, "_pipeline", pipeline)
+    await drive_every_asynq_script(cbroker)
+    # (the inspection scripts are driven by test_inspect_cluster.py)
+    # (it also runs asyncq's own scheduler_heartbeat/_record, which are layout-free)
+    assert {n for n in asynq_scripts() if not n.startswith("asynq_inspect_")} <= called, (
+        "a script was not driven")
+    assert all(len(s) == 1 for s in slots)
+
+
+async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
+    """Run every ``asynq_*`` script at least once through the broker, on a queue of its own
+    (also driven under the deployment suite's slot checker: tests/deploy/test_cluster.py)."""
     q = f"c-{uuid.uuid4().hex[:8]}"
     client = Client(cbroker)
     await client.enqueue("t", b"u", queue=q, unique=timedelta(minutes=1))
@@ -84,5 +97,54 @@ async def test_every_asynq_script_runs_in_one_slot(cbroker: AsynqBroker,
     ], OWNER) == [True] * 5
     assert (await cbroker.forward(q, "retry", 100))[0] == 1
     assert await cbroker.pause(q) and await cbroker.unpause(q)
-    assert called == set(asynq_scripts()), "a script was not driven"
-    assert all(len(s) == 1 for s in slots)
+    # phase 2, the worker's runtime: cancellation, recovery, janitor, groups, server state
+    [again], _ = await cbroker.dequeue(q, 1, OWNER, 30_000, 1000)
+    assert await cbroker.request_cancel(q, again.id) is True
+    assert await cbroker.extend_leases(q, [again.id], OWNER, 30_000) == [2]
+    assert [t.id for t in await cbroker.list_lease_expired(q, now + 3_600_000, 10)] == [again.id]
+    later = cbroker.clock.now_ms() + 3_600_000
+    assert await cbroker.recover(Outcome("retry", q, again.id, retry_at_ms=later, error="e"),
+                                 now) is False
+    assert await cbroker.reclaim_orphans(q, 10) == 0
+    assert await cbroker.delete_expired_completed(q, 10) == 0
+    assert await cbroker.list_groups(q) == ["g1"]
+    assert await cbroker.aggregation_check(q, "g1", "s1", 0, 0, 0, now + 60_000) == 1
+    assert len(await cbroker.read_aggregation_set(q, "g1", "s1")) == 1
+    assert await cbroker.return_aggregation_set(q, "g1", "s1") == 1
+    assert await cbroker.aggregation_check(q, "g1", "s2", 0, 0, 0, now - 1000) == 1
+    assert await cbroker.reclaim_stale_aggregation_sets(q) == 1
+    assert await cbroker.aggregation_check(q, "g1", "s3", 0, 0, 0, now + 60_000) == 1
+    assert await cbroker.delete_aggregation_set(q, "g1", "s3") == 1
+    info = b'{"host": "h", "pid": 1, "queues": {"q": 1}, "started_at": 1}'
+    await cbroker.write_server_state("srv-c", info, {again.id: f'{{"queue": "{q}"}}'.encode()},
+                                     10_000)
+    assert len(await cbroker.servers.read(now)) >= 1
+    await cbroker.clear_server_state("srv-c")
+    await drive_schedules_and_limits(cbroker, q)
+
+
+async def drive_schedules_and_limits(cbroker: AsynqBroker, q: str) -> None:
+    """A Scheduler firing each store shape (claim and task in one script), publishing its
+    entries and history; a limit claimed (one task deferred), read and given back."""
+    clock = FakeClock()
+    scheduler = Scheduler(broker=cbroker, clock=clock)
+    scheduler.register("@every 1s", "cron", queue=q)
+    scheduler.register("@every 1s", "cron-later", queue=q, process_in=timedelta(hours=1))
+    scheduler.register("@every 1s", "cron-grouped", queue=q, group="g2")
+    clock.advance(1)
+    assert len(await scheduler.tick()) == 3
+    await scheduler.heartbeat.beat()
+    assert len([e for e in await list_scheduler_entries(cbroker)
+                if e.scheduler_id == scheduler.id]) == 3
+    await scheduler.heartbeat.clear()
+    await scheduler.close()
+
+    client = Client(cbroker)
+    await client.enqueue_many([Task("lim", queue=q) for _ in range(2)])
+    leased, _ = await cbroker.dequeue(q, 2, OWNER, 30_000, 1000)
+    spec = LimitSpec("concurrency", "lim", 1)
+    taken = await cbroker.limits.acquire(q, OWNER, [LimitClaim(t.id, [(spec, "")])
+                                                     for t in leased])
+    assert taken[0] == 0 and taken[1] > 0
+    assert [(u.in_use, u.waiting) for u in await cbroker.limits.usage(q)] == [(1, 1)]
+    assert await cbroker.limits.release(q, OWNER, [LimitHold(leased[0].id, spec, "")]) == 1

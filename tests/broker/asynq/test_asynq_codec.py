@@ -41,10 +41,18 @@ def test_durations_round_up_to_whole_seconds() -> None:
     assert (task.timeout, task.retention, task.retry) == (1, 2, 0)
 
 
-def test_no_timeout_is_asynqs_no_limit() -> None:
+def test_no_timeout_is_a_century_which_a_go_server_honours() -> None:
+    """A Go server gives timeout 0 + deadline 0 its 30-minute default, so asyncq's no limit
+    is written as a timeout Go's time.Duration still holds, and read back as no limit."""
     task = _codec.from_asyncq(msg(timeout_ms=NO_TIMEOUT), b"")
-    assert (task.timeout, task.deadline) == (0, 0)
+    assert (task.timeout, task.deadline) == (_codec.UNLIMITED_TIMEOUT_S, 0)
+    assert task.timeout * 1_000_000_000 < 2**63  # Go's Duration(timeout) * time.Second fits
     assert _codec.to_asyncq(task).timeout_ms == NO_TIMEOUT
+
+
+def test_a_go_message_without_timeout_or_deadline_runs_under_gos_default() -> None:
+    go = _codec.AsynqTask(type="t", payload=b"", id="i", queue="q", retry=25)
+    assert _codec.to_asyncq(go).timeout_ms == 1_800_000
 
 
 def test_a_go_message_reads_as_explicit_options() -> None:

@@ -126,3 +126,164 @@ local function asynq_release_lock(key, id)
     redis.call('DEL', lock)
   end
 end
+
+-- asyncq's additions in asynq's layout: task events, wake-ups and one-hop pickup of idle asyncq
+-- workers, completion marks. Their keys are the queue's base ('asynq:{q}:') .. 'asyncq:' ..
+-- a name (AsyncqExtraKeys in _keys.py): in the queue's slot, never read by Go, each expiring.
+-- Go's own scripts publish nothing and wake nobody; asyncq's readers allow for it.
+
+local ASYNQ_TYPE = 1  -- TaskMessage field number of the task type
+
+-- The queue's base from one of its keys, `base .. suffix`.
+local function asynq_base(key, suffix)
+  return string.sub(key, 1, #key - #suffix)
+end
+
+-- The Redis server's clock, Unix ms.
+local function asynq_now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The value of length-delimited field `num` of message `s` ('' when absent).
+local function asynq_pb_string(s, num)
+  local value = ''
+  for _, f in ipairs(asynq_pb_fields(s) or {}) do
+    if f[1] == num and string.byte(f[2], 1) % 8 == 2 then
+      local _, pos = asynq_pb_read_varint(f[2], 1)
+      local n
+      n, pos = asynq_pb_read_varint(f[2], pos)
+      value = string.sub(f[2], pos, pos + n - 1)
+    end
+  end
+  return value
+end
+
+-- Task events are published only while some process keeps <base>asyncq:listening alive (a
+-- Client waiting or streaming events), so a queue nobody watches pays one EXISTS per script.
+local function asynq_listening(base)
+  return redis.call('EXISTS', base .. 'asyncq:listening') == 1
+end
+
+-- Publish one event on the shard channel <base>asyncq:events, in asyncq's event format: a JSON
+-- header, a newline, then `body` (a result, or nothing). Type and retry count come from the
+-- task's TaskMessage, so call it while the hash exists.
+local function asynq_emit(base, id, from, to, extra, body)
+  local msg = redis.call('HGET', base .. 't:' .. id, 'msg')
+  local head = {id = id, from = from or '', to = to, at = asynq_now_ms(), retried = 0}
+  if msg then
+    local t = asynq_pb_string(msg, ASYNQ_TYPE)
+    if t ~= '' then
+      head.type = t
+    end
+    head.retried = asynq_pb_get(msg, ASYNQ_RETRIED)
+  end
+  if extra then
+    for k, x in pairs(extra) do
+      head[k] = x
+    end
+  end
+  redis.call('SPUBLISH', base .. 'asyncq:events', cjson.encode(head) .. '\n' .. (body or ''))
+end
+
+-- A function(id, from, to, extra, body) publishing one event of the queue (asynq_emit), doing
+-- nothing when nobody listens (asked once, here).
+local function asynq_events(base)
+  if not asynq_listening(base) then
+    return function() end
+  end
+  return function(id, from, to, extra, body)
+    asynq_emit(base, id, from, to, extra, body)
+  end
+end
+
+-- The event of a task that completed (`emit` from asynq_events): it carries the result (`renc`
+-- its encoding, '' none; `kept` whether the hash keeps it) unless the result is larger than
+-- `max` bytes: then the event says so (`big`) and carries none.
+local function asynq_completed_event(emit, id, renc, kept, result, max)
+  if #result > tonumber(max) then
+    emit(id, 'active', 'completed', {renc = renc, kept = kept, big = true})
+  else
+    emit(id, 'active', 'completed', {renc = renc, kept = kept}, result)
+  end
+end
+
+-- One-hop pickup. An idle asyncq worker registers in <base>asyncq:idle (ZSET
+-- '<lease ms>:<owner>' -> when the registration lapses, Unix ms), see asynq_dequeue.lua. A
+-- script that made a task pending hands the queue's next task (the one Go's dequeue would pop:
+-- the pending list's right end) to the longest-idle worker: it publishes the task on the
+-- worker's shard channel <base>asyncq:to:<owner> ('<id>\n<pending_since ns>\n<lease end ms>\n
+-- <length of msg>\n' .. msg .. asyncq_msg) and, only if the worker heard it, leases it exactly
+-- as asynq_dequeue.lua does, in this same script: a Go server never sees a task half handed.
+-- The hand-off is recorded in <base>asyncq:handoff:<owner> (HASH id ->
+-- '<pending_since ns>:<handed at ms>'), which the worker's next dequeue returns, so a message
+-- lost in flight costs no lease. A registration nobody listens to (a dead or stopping worker)
+-- is dropped and the next one tried. Returns true when a task was handed off.
+local function asynq_handoff(base)
+  local idle = base .. 'asyncq:idle'
+  if redis.call('EXISTS', idle) == 0 or redis.call('EXISTS', base .. 'paused') == 1 then
+    return false
+  end
+  local pending = base .. 'pending'
+  local id = redis.call('LINDEX', pending, -1)
+  if not id then
+    return false
+  end
+  local key = base .. 't:' .. id
+  local v = redis.pcall('HMGET', key, 'msg', 'asyncq_msg', 'pending_since')
+  if v.err or not v[1] then
+    return false  -- no usable hash: left to a dequeue, which drops it or returns it to archive
+  end
+  local now = asynq_now_ms()
+  redis.call('ZREMRANGEBYSCORE', idle, '-inf', now)
+  while true do
+    local who = redis.call('ZPOPMIN', idle)
+    if #who == 0 then
+      return false
+    end
+    local lease_ms, owner = string.match(who[1], '^(%d+):(.+)$')
+    if lease_ms then
+      local until_s = math.floor((now + tonumber(lease_ms)) / 1000)
+      local since = v[3] or '0'
+      local data = id .. '\n' .. since .. '\n' .. string.format('%d', until_s * 1000) .. '\n'
+        .. #v[1] .. '\n' .. v[1] .. (v[2] or '')
+      if redis.call('SPUBLISH', base .. 'asyncq:to:' .. owner, data) > 0 then
+        redis.call('LMOVE', pending, base .. 'active', 'RIGHT', 'LEFT')
+        redis.call('HDEL', key, 'pending_since')
+        redis.call('HSET', key, 'state', 'active', 'owner', owner, 'lease_until', until_s,
+          'started_at', string.format('%d', now))
+        redis.call('ZADD', base .. 'lease', until_s, id)
+        local handed = base .. 'asyncq:handoff:' .. owner
+        redis.call('HSET', handed, id, since .. ':' .. string.format('%d', now))
+        redis.call('PEXPIRE', handed, lease_ms)
+        asynq_events(base)(id, 'pending', 'active')
+        return true
+      end
+    end
+  end
+end
+
+-- Tasks became pending: hand them to the queue's idle asyncq workers (asynq_handoff); if some
+-- are still pending, wake the idle workers that left the <base>asyncq:waiters flag by
+-- publishing `queue` on `channel` (the flag is taken: one wake-up per idle period).
+local function asynq_wake(base, channel, queue)
+  while asynq_handoff(base) do
+  end
+  if redis.call('EXISTS', base .. 'pending') == 1
+      and redis.call('DEL', base .. 'asyncq:waiters') == 1 then
+    redis.call('PUBLISH', channel, queue)
+  end
+end
+
+-- A completion mark: task `id` succeeded returning nothing and is not kept, so its hash is
+-- deleted as Go deletes it; <base>asyncq:marks (id -> completed at, Unix ms) keeps that it
+-- succeeded for `keep_ms`, so a wait that starts after it ended still finds it. Older marks are
+-- dropped here and the set expires `keep_ms` after the last one (no janitor needed). A mark
+-- does not hold the id: a new task may take it at once (and is read first).
+local function asynq_mark(base, id, now_ms, keep_ms)
+  local marks = base .. 'asyncq:marks'
+  redis.call('ZADD', marks, now_ms, id)
+  redis.call('ZREMRANGEBYSCORE', marks, '-inf',
+    '(' .. string.format('%d', tonumber(now_ms) - tonumber(keep_ms)))
+  redis.call('PEXPIRE', marks, keep_ms)
+end

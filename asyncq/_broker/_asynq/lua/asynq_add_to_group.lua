@@ -9,7 +9,9 @@
 -- ARGV[4] now, Unix s (its score in the group)
 -- ARGV[5] lock TTL, ms; 0 when the task is not unique
 -- ARGV[6] group name
--- Returns: 1 stored, 0 a task with this id exists, -1 the lock is held.
+-- Returns: 1 stored, 0 a task with this id exists, -1 the lock is held. Publishes the event
+--   none -> aggregating when somebody listens (asyncq only).
+-- @include _asynq_lib.lua
 local unique = tonumber(ARGV[5]) > 0
 if unique and not redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', ARGV[5]) then
   return -1
@@ -24,4 +26,5 @@ if unique then
 end
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[6])
+asynq_events(asynq_base(KEYS[3], 'groups'))(ARGV[1], '', 'aggregating', {group = ARGV[6]})
 return 1

@@ -18,7 +18,8 @@
 -- ARGV[7] daily counter expiry, Unix s
 -- ARGV[8] task key prefix    asynq:{q}:t:
 -- ARGV[9] traceback ('' none)
--- Returns: 1 written, 0 the task is no longer held by owner's run (nothing written).
+-- Returns: 1 written, 0 the task is no longer held by owner's run (nothing written). When
+--   somebody listens, publishes active -> archived with the error (asyncq only).
 -- @include _asynq_lib.lua
 if not asynq_held(KEYS[1], KEYS[3], ARGV[1], ARGV[2]) then
   return 0
@@ -41,6 +42,7 @@ if redis.call('ZSCORE', KEYS[4], ARGV[1]) then
   msg = asynq_pb_edit(msg, {[ASYNQ_ERROR_MSG] = ARGV[3], [ASYNQ_LAST_FAILED_AT] = tonumber(ARGV[4])})
   redis.call('HSET', KEYS[1], 'msg', msg, 'state', 'archived', 'traceback', ARGV[9])
   redis.call('HDEL', KEYS[1], 'owner', 'lease_until')
+  asynq_events(asynq_base(KEYS[2], 'active'))(ARGV[1], 'active', 'archived', {error = ARGV[3]})
 end
 asynq_count(KEYS[5], KEYS[7], ARGV[7])
 asynq_count(KEYS[6], KEYS[8], ARGV[7])

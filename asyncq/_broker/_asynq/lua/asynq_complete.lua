@@ -14,7 +14,9 @@
 -- ARGV[5] kept until, Unix s (the score)
 -- ARGV[6] result encoding ('' when there is no result to write)
 -- ARGV[7] result bytes (the field `result`, as Go's ResultWriter writes it)
--- Returns: 1 written, 0 the task is no longer held by owner's run (nothing written).
+-- ARGV[8] largest result sent with the completion event, bytes (a larger one: the event says so)
+-- Returns: 1 written, 0 the task is no longer held by owner's run (nothing written). When
+--   somebody listens, publishes active -> completed with the result (asyncq only).
 -- @include _asynq_lib.lua
 if not asynq_held(KEYS[1], KEYS[3], ARGV[1], ARGV[2]) then
   return 0
@@ -29,6 +31,8 @@ redis.call('HDEL', KEYS[1], 'owner', 'lease_until')
 if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 'result', ARGV[7], 'result_enc', ARGV[6])
 end
+asynq_completed_event(asynq_events(asynq_base(KEYS[2], 'active')), ARGV[1], ARGV[6], true,
+  ARGV[7], ARGV[8])
 asynq_release_lock(KEYS[1], ARGV[1])
 asynq_count(KEYS[5], KEYS[6], ARGV[3])
 return 1

@@ -7,21 +7,58 @@
 -- KEYS[2] active list        asynq:{q}:active
 -- KEYS[3] lease zset         asynq:{q}:lease
 -- KEYS[4] paused flag        asynq:{q}:paused
+-- KEYS[5] waiters flag       asynq:{q}:asyncq:waiters (asyncq only)
+-- KEYS[6] idle workers       asynq:{q}:asyncq:idle (asyncq only)
+-- KEYS[7] hand-offs          asynq:{q}:asyncq:handoff:<owner> (asyncq only)
 -- ARGV[1] lease expiry, Unix s
 -- ARGV[2] most tasks to lease
 -- ARGV[3] task key prefix    asynq:{q}:t:
 -- ARGV[4] owner (the worker's server id)
 -- ARGV[5] now, Unix ms (started_at)
+-- ARGV[6] waiters flag TTL, ms (also how long an idle registration lasts)
+-- ARGV[7] lease ms of a hand-off to this worker; '' registers nothing (one-hop pickup off)
+-- ARGV[8] grace, ms: hand-offs younger than this are left to their message
 -- Returns: {dropped, id1, msg1, asyncq_msg1, pending_since1, id2, ...}: msg the TaskMessage
 --   ('' when the hash has none: the worker archives it), asyncq_msg '' for a task Go
 --   enqueued, pending_since in Unix ns ('0' unknown). `dropped` counts ids popped without a
 --   task hash (or with a key of another type): taken off the active list again, left alone.
---   A paused queue returns {0} and leases nothing.
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  return {0}
-end
+-- One-hop pickup (asynq_handoff in _asynq_lib.lua): the tasks handed off to this owner at
+--   least ARGV[8] ms ago and still held by that lease (asynq_held: a Go recoverer that took
+--   one back and a Go server that leased it again wrote another lease) come first (the worker
+--   skips those it holds), so a hand-off whose message was lost is picked up here. A paused queue leases nothing more.
+--   When fewer tasks than asked for are leased, the waiters flag is set (the next store, requeue
+--   or forward publishes a wake-up) and, with ARGV[7], the owner registers as idle, so the next
+--   task to become pending is leased to it directly. Each task leased here is published as the
+--   event pending -> active when somebody listens. Go's dequeue does none of this: a task a Go
+--   client enqueued wakes nobody, and waits for the worker's next poll.
+-- @include _asynq_lib.lua
 local out = {0}
-local n = tonumber(ARGV[2])
+local handed = redis.call('HGETALL', KEYS[7])
+if #handed > 0 then
+  local cutoff = asynq_now_ms() - tonumber(ARGV[8])
+  for f = 1, #handed, 2 do
+    local id = handed[f]
+    local since, at = string.match(handed[f + 1], '^(%d+):(%d+)$')
+    if not at or tonumber(at) <= cutoff then
+      redis.call('HDEL', KEYS[7], id)
+      local key = ARGV[3] .. id
+      if redis.call('TYPE', key).ok == 'hash' and asynq_held(key, KEYS[3], id, ARGV[4]) then
+        local v = redis.call('HMGET', key, 'msg', 'asyncq_msg')
+        out[#out + 1] = id
+        out[#out + 1] = v[1] or ''
+        out[#out + 1] = v[2] or ''
+        out[#out + 1] = since or '0'
+      end
+    end
+  end
+end
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return out
+end
+local base = asynq_base(KEYS[1], 'pending')
+local emit = asynq_events(base)
+local want = tonumber(ARGV[2])
+local n = want
 while n > 0 do
   local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT')
   if not id then break end
@@ -40,6 +77,17 @@ while n > 0 do
     out[#out + 1] = v[2] or ''
     out[#out + 1] = v[3] or '0'
     n = n - 1
+    emit(id, 'pending', 'active')
+  end
+end
+if n > 0 then
+  redis.call('SET', KEYS[5], '1', 'PX', ARGV[6])
+  if ARGV[7] ~= '' then
+    local ttl = tonumber(ARGV[6])
+    redis.call('ZADD', KEYS[6], asynq_now_ms() + ttl, ARGV[7] .. ':' .. ARGV[4])
+    if redis.call('PTTL', KEYS[6]) < ttl then
+      redis.call('PEXPIRE', KEYS[6], ttl)
+    end
   end
 end
 return out

@@ -15,7 +15,8 @@
 -- ARGV[6] '1' a failure (counted, retried + 1), '0' not one
 -- ARGV[7] daily counter expiry, Unix s
 -- ARGV[8] traceback ('' none), kept in the field Go ignores
--- Returns: 1 written, 0 the task is no longer held by owner's run (nothing written).
+-- Returns: 1 written, 0 the task is no longer held by owner's run (nothing written). When
+--   somebody listens, publishes active -> retry with the error and the next run (asyncq only).
 -- @include _asynq_lib.lua
 if not asynq_held(KEYS[1], KEYS[3], ARGV[1], ARGV[2]) then
   return 0
@@ -31,6 +32,8 @@ end
 redis.call('HSET', KEYS[1], 'msg', asynq_pb_edit(msg, set), 'state', 'retry',
   'traceback', ARGV[8])
 redis.call('HDEL', KEYS[1], 'owner', 'lease_until')
+asynq_events(asynq_base(KEYS[2], 'active'))(ARGV[1], 'active', 'retry',
+  {error = ARGV[4], next = tonumber(ARGV[3]) * 1000})
 if ARGV[6] == '1' then
   asynq_count(KEYS[5], KEYS[7], ARGV[7])
   asynq_count(KEYS[6], KEYS[8], ARGV[7])

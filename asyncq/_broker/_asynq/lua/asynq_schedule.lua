@@ -9,7 +9,9 @@
 -- ARGV[5] lock TTL, ms; 0 when the task is not unique
 -- ARGV[6] group name, or '': unlike Go's Schedule, the hash gets its `group` field, so the
 --   forwarder (Go's or asyncq's) moves it into its group when due rather than to pending
--- Returns: 1 stored, 0 a task with this id exists, -1 the lock is held.
+-- Returns: 1 stored, 0 a task with this id exists, -1 the lock is held. Publishes the event
+--   none -> scheduled when somebody listens (asyncq only).
+-- @include _asynq_lib.lua
 local unique = tonumber(ARGV[5]) > 0
 if unique and not redis.call('SET', KEYS[3], ARGV[1], 'NX', 'PX', ARGV[5]) then
   return -1
@@ -25,4 +27,6 @@ if ARGV[6] ~= '' then
   redis.call('HSET', KEYS[1], 'group', ARGV[6])
 end
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+asynq_events(asynq_base(KEYS[2], 'scheduled'))(ARGV[1], '', 'scheduled',
+  {next = tonumber(ARGV[4]) * 1000})
 return 1

@@ -1,0 +1,27 @@
+#!lua flags=allow-oom
+-- asynq_inspect_delete_all: delete one batch of the tasks in a state (not active -> deleted),
+--   as Go's DeleteAll*Tasks, batch by batch; every lock a deleted task holds is released (Go
+--   forgets that for pending and aggregating tasks).
+-- KEYS[1] source             the pending list, or the scheduled/retry/archived/completed zset,
+--                            or a group zset asynq:{q}:g:<group> for aggregating tasks
+-- KEYS[2] groups set         asynq:{q}:groups
+-- ARGV[1] state of the source (pending, scheduled, retry, archived, completed, aggregating)
+-- ARGV[2] batch size: most ids taken from the source by this call
+-- ARGV[3] task key prefix    asynq:{q}:t:
+-- ARGV[4] group name (aggregating only, else '')
+-- Returns: {ids taken from the source, tasks deleted}. Call again while ids == batch size.
+-- Ids whose hash is gone are dropped; ids whose hash is in another state (a stale entry) are
+-- dropped from the source without touching that task.
+-- @include _asynq_inspect_lib.lua
+local ids = asynq_inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
+local deleted = 0
+for _, id in ipairs(ids) do
+  local key = ARGV[3] .. id
+  if redis.call('HGET', key, 'state') == ARGV[1] then
+    asynq_release_lock(key, id)
+    redis.call('DEL', key)
+    deleted = deleted + 1
+  end
+end
+asynq_inspect_forget_group(KEYS[1], KEYS[2], ARGV[4])
+return {#ids, deleted}

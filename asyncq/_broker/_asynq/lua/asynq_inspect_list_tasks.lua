@@ -1,0 +1,29 @@
+-- asynq_inspect_list_tasks: one page of the tasks in a list or zset, with their fields (read
+--   only), in the range Go's Inspector lists.
+-- KEYS[1] source             pending/active list, a state zset, or a group zset
+-- KEYS[2] lease zset         asynq:{q}:lease (read for the active list only)
+-- ARGV[1] 'list' or 'zset'
+-- ARGV[2] start index, ARGV[3] stop index (LRANGE/ZRANGE semantics, inclusive)
+-- ARGV[4] task key prefix    asynq:{q}:t:
+-- ARGV[5] '1' when the source is the active list (each row carries its lease score)
+-- Returns: one row per id that has a task hash, in range order:
+--   {id, msg, state, result, score, asyncq_msg, result_enc, started_at} (see
+--   _asynq_inspect_lib.lua), score the zset score or the active task's lease (Unix s; false
+--   when there is none).
+-- @include _asynq_inspect_lib.lua
+local out = {}
+if ARGV[1] == 'list' then
+  for _, id in ipairs(redis.call('LRANGE', KEYS[1], ARGV[2], ARGV[3])) do
+    local score = false
+    if ARGV[5] == '1' then
+      score = redis.call('ZSCORE', KEYS[2], id)
+    end
+    out[#out + 1] = asynq_inspect_row(ARGV[4], id, score)
+  end
+else
+  local pairs_ = redis.call('ZRANGE', KEYS[1], ARGV[2], ARGV[3], 'WITHSCORES')
+  for i = 1, #pairs_, 2 do
+    out[#out + 1] = asynq_inspect_row(ARGV[4], pairs_[i], pairs_[i + 1])
+  end
+end
+return out

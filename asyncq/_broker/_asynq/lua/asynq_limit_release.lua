@@ -1,0 +1,42 @@
+#!lua flags=allow-oom
+-- asynq_limit_release: give back concurrency slots and wake one waiting task per slot freed
+--   (scheduled -> pending, next in line: pushed where Go's dequeue takes the next task from,
+--   pending_since set as Go's forwarder sets it). asyncq's limit_release.lua over asynq's
+--   layout; no wake-up is published (workers of this layout poll).
+-- KEYS[1] pending list       asynq:{q}:pending
+-- KEYS[2] scheduled zset     asynq:{q}:scheduled
+-- ARGV[1] now, Unix ns (pending_since)
+-- ARGV[2] task key prefix    asynq:{q}:t:
+-- ARGV[3] owner: a task holder is only released while it is not active under another asyncq
+--   worker (its lease was lost and that worker took it and its slot); '' for manual holds
+-- ARGV[4...] pairs: holder, state prefix of its limit key (<p>held, <p>wait)
+-- Returns: how many waiting tasks were woken. A waiter that is no longer deferred (deleted,
+--   run by hand, forwarded at its fallback time) is dropped from the line.
+local tprefix = ARGV[2]
+local woken = 0
+for i = 4, #ARGV, 2 do
+  local holder, state = ARGV[i], ARGV[i + 1]
+  local mine = true
+  if ARGV[3] ~= '' then
+    local v = redis.call('HMGET', tprefix .. holder, 'state', 'owner')
+    mine = not (v[1] == 'active' and v[2] and v[2] ~= ARGV[3])
+  end
+  if mine and redis.call('ZREM', state .. 'held', holder) == 1 then
+    for _ = 1, 50 do
+      local w = redis.call('ZPOPMIN', state .. 'wait')
+      local id = w[1]
+      if not id then
+        break
+      end
+      if string.sub(id, 1, 2) ~= 'm:' and redis.call('ZSCORE', KEYS[2], id)
+          and redis.call('HGET', tprefix .. id, 'state') == 'scheduled' then
+        redis.call('ZREM', KEYS[2], id)
+        redis.call('RPUSH', KEYS[1], id)
+        redis.call('HSET', tprefix .. id, 'state', 'pending', 'pending_since', ARGV[1])
+        woken = woken + 1
+        break
+      end
+    end
+  end
+end
+return woken

@@ -1,0 +1,14 @@
+-- asynq_sched_add_to_group: claim one firing of a periodic entry and store a task of a group,
+--   in one atomic step (the claim prologue, then asynq_add_to_group.lua unchanged): the
+--   task is written exactly as Go's scheduler writes it (through Client.Enqueue).
+-- KEYS[1..n-1]  exactly the keys of asynq_add_to_group.lua
+-- KEYS[n]       scheduler ticks zset  asynq:{q}:asyncq:scheduler_ticks (the queue's slot)
+-- ARGV[1..m-3]  exactly the arguments of asynq_add_to_group.lua
+-- ARGV[m-2]     entry id
+-- ARGV[m-1]     tick, Unix ms
+-- ARGV[m]       prune bound, Unix ms (claims of older ticks are dropped)
+-- Returns: 2 the tick was already claimed (by another scheduler), nothing stored; otherwise
+--   what asynq_add_to_group.lua returns: 1 stored, 0 a task with this id exists, -1 the uniqueness
+--   lock is held (the tick stays claimed in both cases: no replica enqueues it again).
+-- @include _asynq_sched_claim.lua
+-- @include asynq_add_to_group.lua

@@ -1,0 +1,120 @@
+"""Every asynq_inspect script on a 3-master Redis Cluster: each call names keys of one slot only
+(the queue's hash tag), so the cluster runs it, and the Inspector's reads of servers spread over
+several slots work there too."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from redis.crc import key_slot
+from topology.cluster import LocalCluster
+
+from asyncq import Client, Inspector
+from asyncq._broker import Outcome
+from asyncq._broker._asynq import _keys as K
+from asyncq._broker._asynq._broker import AsynqBroker
+from asyncq._broker._asynq._schema import ServerInfoPB
+from asyncq._broker._asynq._scripts import asynq_scripts
+from asyncq._broker._connection import make_broker
+from asyncq._broker._runner import ScriptRunner
+
+OWNER = "srv-c"
+
+
+@pytest.fixture(scope="module")
+def cluster_url() -> Iterator[str]:
+    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"a cluster needs {', '.join(missing)}")
+    with LocalCluster(masters=3) as cluster:
+        yield cluster.url
+
+
+@pytest.fixture
+async def cbroker(cluster_url: str, anyio_backend: object) -> AsyncIterator[AsynqBroker]:
+    broker: Any = make_broker(cluster_url, wire="asynq")
+    try:
+        yield broker
+    finally:
+        await broker.close()
+
+
+async def test_every_inspect_script_runs_in_one_slot(cbroker: AsynqBroker,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    called: set[str] = set()
+    slots: list[tuple[str, set[int]]] = []
+    real_run, real_pipeline = ScriptRunner.run, ScriptRunner._pipeline
+
+    def record(name: str, keys: Any) -> None:
+        called.add(name)
+        slots.append((name, {key_slot(k.encode()) for k in keys}))
+
+    async def run(self: ScriptRunner, name: str, keys: Any, args: Any) -> Any:
+        record(name, keys)
+        return await real_run(self, name, keys, args)
+
+    async def pipeline(self: ScriptRunner, calls: Any, preload: Any = ()) -> Any:
+        for script, keys, _ in calls:
+            record(script.name, keys)
+        return await real_pipeline(self, calls, preload)
+
+    monkeypatch.setattr(ScriptRunner, "run", run)
+    monkeypatch.setattr(ScriptRunner, "_pipeline", pipeline)
+    q = f"c-{uuid.uuid4().hex[:8]}"
+    client = Client(cbroker)
+    ins = Inspector(cbroker)
+    ids = [(await client.enqueue("t", {"i": i}, queue=q)).id for i in range(4)]
+    later = await client.enqueue("t", b"x", queue=q, process_in=timedelta(hours=1))
+    await client.enqueue("t", queue=q, group="g1")
+    leased, _ = await cbroker.dequeue(q, 1, OWNER, 30_000, 1000)
+    assert [t.id for t in leased] == ids[:1]
+
+    info = await ins.queue_info(q)
+    assert (info.pending, info.active, info.scheduled, info.aggregating) == (3, 1, 1, 1)
+    assert len(await ins.list_tasks(q, "pending")) == 3
+    assert (await ins.find_tasks(q, "pending", task_type="t")).scanned == 3
+    assert (await ins.task_info(q, later.id)).state.value == "scheduled"
+    assert [g.group for g in await ins.groups(q)] == ["g1"]
+    await ins.update_task_payload(q, later.id, b"y")
+    await ins.run_task(q, later.id)
+    await ins.archive_task(q, ids[1])
+    await ins.delete_task(q, ids[2])
+    assert await ins.archive_all(q, "pending") == 2
+    assert await ins.run_all(q, "archived") == 3
+    assert await ins.delete_all(q, "pending") == 3
+    assert await cbroker.record_minute(q)
+    assert (await cbroker.backlog(q, 0)).groups == 1
+    assert await cbroker.inspect.recover_task(
+        Outcome("retry", q, ids[0], retry_at_ms=0, error="gone"), OWNER, "")
+    await ins.delete_all(q, "retry")
+    await ins.delete_queue(q, force=True)
+    assert q not in await ins.queues()
+    wanted = {name for name in asynq_scripts() if name.startswith("asynq_inspect_")}
+    assert wanted <= called, f"not driven: {sorted(wanted - called)}"
+    assert all(len(s) == 1 for _, s in slots), [n for n, s in slots if len(s) != 1]
+
+
+async def test_servers_in_many_slots(cbroker: AsynqBroker) -> None:
+    redis: Any = cbroker.redis
+    names = [f"host{i}" for i in range(6)]
+    now_s = cbroker.clock.now_ms() // 1000
+    keys = []
+    for i, host in enumerate(names):
+        key = K.server_key(host, i, f"sid-{i}")
+        keys.append(key)
+        info = ServerInfoPB(host=host, pid=i, server_id=f"sid-{i}", concurrency=1)
+        await redis.set(key, info.SerializeToString())
+        await redis.zadd(K.SERVERS, {key: now_s + 30})
+    assert len({key_slot(k.encode()) for k in keys}) > 1
+    try:
+        servers = await Inspector(cbroker).servers()
+        assert sorted(s.host for s in servers if s.host in names) == names
+    finally:
+        await redis.zrem(K.SERVERS, *keys)
+        for key in keys:
+            await redis.delete(key)
