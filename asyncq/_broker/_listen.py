@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence, Set
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -20,7 +20,7 @@ from .._errors import BrokerError
 from .._log import get_logger
 from .._model._events import TaskEvent, decode_event
 from . import _keys as K
-from ._messages import CancelRequest, Handoff, QueueWake, WorkerSignal
+from ._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
 from ._redis_errors import broker_error
 from ._replies import text
 from ._runner import ScriptRunner
@@ -89,9 +89,11 @@ class Listeners:
                 return msg
         return None
 
-    async def signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
-        """Cancel requests, and wake-ups of ``queues`` (those of other queues are skipped)."""
-        wanted = frozenset(queues)
+    async def signals(self, queues: Collection[str]) -> AsyncIterator[WorkerSignal | None]:
+        """Cancel requests, announcements of new queues, and wake-ups of ``queues`` (those of
+        other queues are skipped). A set given is read at each message, so its owner may add
+        queues while listening."""
+        wanted = queues if isinstance(queues, Set) else frozenset(queues)
         async for item in self.listen([K.CANCEL_CHANNEL, K.WAKE_CHANNEL]):
             if item is None:
                 yield None
@@ -140,11 +142,13 @@ class Listeners:
             yield Handoff(queue, task, until)
 
 
-def _signal(channel: str, data: str, queues: frozenset[str]) -> WorkerSignal | None:
+def _signal(channel: str, data: str, queues: Set[str]) -> WorkerSignal | None:
     """A message of the cancel or wake channel, decoded; None when it is not for ``queues``."""
     if channel == K.CANCEL_CHANNEL:
         return CancelRequest(data)
     if channel == K.WAKE_CHANNEL:
+        if data.startswith(K.NEW_QUEUES):
+            return QueuesAdded(tuple(data[len(K.NEW_QUEUES):].split("\n")))
         if data in queues:
             return QueueWake(data)
         # "<queue>@<due ms>": a task scheduled for later became the queue's earliest.

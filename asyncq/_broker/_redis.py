@@ -9,7 +9,7 @@ built on it: ``MaintenanceOps`` (the worker's background work, exposed as Broker
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Literal
 
 from redis.asyncio import Redis, RedisCluster
@@ -219,7 +219,7 @@ class RedisBroker:
         the Broker protocol, whose listeners take queue names and yield decoded values."""
         return self.listeners.listen(channels)
 
-    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
+    def listen_signals(self, queues: Collection[str]) -> AsyncIterator[WorkerSignal | None]:
         return self.listeners.signals(queues)
 
     def listen_handoffs(self, queues: Sequence[str],

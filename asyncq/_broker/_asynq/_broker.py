@@ -13,7 +13,7 @@ Operations not available yet raise a BrokerError saying so (``_unavailable``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Literal, cast
 
 from redis.asyncio import Redis, RedisCluster
@@ -178,8 +178,11 @@ class AsynqBroker:
         await self.layout.check(queues)
         new = [q for q in dict.fromkeys(queues) if q not in self._registered]
         if new:
-            await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
+            added = await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
             self._registered.update(new)
+            if added:  # announced to asyncq workers serving a pattern (as _replies.register)
+                await self.runner.command("announcing new queues", "PUBLISH", K.WAKE_CHANNEL,
+                                          K.NEW_QUEUES + "\n".join(new))
 
     async def store(self, task: NewTask) -> EnqueueCode:
         await self.register_queues((task.msg.queue,))
@@ -274,7 +277,7 @@ class AsynqBroker:
         return int(await self.runner.run("asynq_write_result", [qk.task(task_id)],
                                          [data, encoding]))
 
-    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
+    def listen_signals(self, queues: Collection[str]) -> AsyncIterator[WorkerSignal | None]:
         """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and
         asyncq's wake-ups of ``queues``."""
         return _wake.signals(self.listeners, queues)

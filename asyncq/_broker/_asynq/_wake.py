@@ -13,11 +13,11 @@ Go's enqueue wakes nobody: a task a Go client enqueued waits for the idle worker
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence, Set
 
 from ..._log import get_logger
 from .._listen import Listeners
-from .._messages import CancelRequest, Handoff, QueueWake, WorkerSignal
+from .._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
 from .._runner import ScriptRunner
 from .._shard_listen import listen_shards
 from . import _codec
@@ -70,14 +70,17 @@ async def leave_idle(runner: ScriptRunner, queues: Sequence[str], owner: str,
 
 
 async def signals(listeners: Listeners,
-                  queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
+                  queues: Collection[str]) -> AsyncIterator[WorkerSignal | None]:
     """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and the
-    wake-ups of ``queues`` on ``asynq:asyncq:wake``; None once subscribed."""
-    wanted = frozenset(queues)
+    wake-ups of ``queues`` on ``asynq:asyncq:wake`` (a set given is read at each message) and
+    the queues asyncq announced as new there; None once subscribed."""
+    wanted = queues if isinstance(queues, Set) else frozenset(queues)
     async for item in listeners.listen([K.CANCEL_CHANNEL, K.WAKE_CHANNEL]):
         if item is None:
             yield None
         elif item[0] == K.CANCEL_CHANNEL:
             yield CancelRequest(item[1])
+        elif item[1].startswith(K.NEW_QUEUES):
+            yield QueuesAdded(tuple(item[1][len(K.NEW_QUEUES):].split("\n")))
         elif item[1] in wanted:
             yield QueueWake(item[1])
