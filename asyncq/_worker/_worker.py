@@ -151,6 +151,7 @@ class Worker:
         self._ready = asyncio.Event()
         self._shutdown = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
+        self._advancer_scope: anyio.CancelScope | None = None
         self._startup: anyio.CancelScope | None = None
 
     def _queues_changed(self, added: list[str], removed: list[str]) -> None:
@@ -160,6 +161,16 @@ class Worker:
                        matched={p: len(q) for p, q in self.served.matched.items()})
         self.subscriber.queues_changed()
         self.processor.wake.set()
+        if self._advancer_scope is not None:  # its wake-up channels are the queues': again
+            self._advancer_scope.cancel()
+
+    async def _run_advancer(self) -> None:
+        """The workflow advancer, started again when the queues change (it subscribes to the
+        outbox wake-ups of the queues it starts with; a round cut short is replayed)."""
+        while True:
+            with anyio.CancelScope() as scope:
+                self._advancer_scope = scope
+                await self.advancer.run()
 
     async def _reconnected(self) -> None:
         """The subscriber reconnected: what was published meanwhile was missed (cancellations,
@@ -313,7 +324,7 @@ class Worker:
             tg.start_soon(self.forwarder.run)
             tg.start_soon(self.recoverer.run)
             tg.start_soon(self.janitor.run)
-            tg.start_soon(self.advancer.run)
+            tg.start_soon(self._run_advancer)
             if self.discovery is not None:
                 tg.start_soon(functools.partial(self.discovery.run, wait_first=scanned))
             if self.aggregator is not None:
