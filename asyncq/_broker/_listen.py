@@ -89,12 +89,16 @@ class Listeners:
                 return msg
         return None
 
-    async def signals(self, queues: Collection[str]) -> AsyncIterator[WorkerSignal | None]:
-        """Cancel requests, announcements of new queues, and wake-ups of ``queues`` (those of
-        other queues are skipped). A set given is read at each message, so its owner may add
-        queues while listening."""
+    async def signals(self, queues: Collection[str], *,
+                      new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
+        """Cancel requests, wake-ups of ``queues`` (those of other queues are skipped) and,
+        with ``new_queues``, announcements of new queues. A set given is read at each
+        message, so its owner may add queues while listening."""
         wanted = queues if isinstance(queues, Set) else frozenset(queues)
-        async for item in self.listen([K.CANCEL_CHANNEL, K.WAKE_CHANNEL]):
+        channels = [K.CANCEL_CHANNEL, K.WAKE_CHANNEL]
+        if new_queues:
+            channels.append(K.NEW_QUEUES_CHANNEL)
+        async for item in self.listen(channels):
             if item is None:
                 yield None
                 continue
@@ -146,9 +150,9 @@ def _signal(channel: str, data: str, queues: Set[str]) -> WorkerSignal | None:
     """A message of the cancel or wake channel, decoded; None when it is not for ``queues``."""
     if channel == K.CANCEL_CHANNEL:
         return CancelRequest(data)
+    if channel == K.NEW_QUEUES_CHANNEL:
+        return QueuesAdded(tuple(data.split("\n")))
     if channel == K.WAKE_CHANNEL:
-        if data.startswith(K.NEW_QUEUES):
-            return QueuesAdded(tuple(data[len(K.NEW_QUEUES):].split("\n")))
         if data in queues:
             return QueueWake(data)
         # "<queue>@<due ms>": a task scheduled for later became the queue's earliest.

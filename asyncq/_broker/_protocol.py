@@ -176,12 +176,13 @@ class Broker(Protocol):
         when the task no longer exists."""
         ...
 
-    def listen_signals(self, queues: Collection[str]) -> AsyncIterator[WorkerSignal | None]:
+    def listen_signals(self, queues: Collection[str], *,
+                       new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
         """What a worker of ``queues`` hears besides hand-offs: yields None once subscribed,
-        then cancel requests (of any task), announcements of queues just registered
-        (``QueuesAdded``) and wake-ups of ``queues``, until the connection fails
-        (BrokerError). A set given is read at each message: a worker serving a pattern adds
-        the queues it finds to it while listening."""
+        then cancel requests (of any task) and wake-ups of ``queues`` (with ``new_queues``,
+        also the announcements of queues just registered, ``QueuesAdded``), until the
+        connection fails (BrokerError). A set given is read at each message: a worker
+        serving a pattern adds the queues it finds to it while listening."""
         ...
 
     def listen_events(

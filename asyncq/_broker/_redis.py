@@ -219,8 +219,9 @@ class RedisBroker:
         the Broker protocol, whose listeners take queue names and yield decoded values."""
         return self.listeners.listen(channels)
 
-    def listen_signals(self, queues: Collection[str]) -> AsyncIterator[WorkerSignal | None]:
-        return self.listeners.signals(queues)
+    def listen_signals(self, queues: Collection[str], *,
+                       new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
+        return self.listeners.signals(queues, new_queues=new_queues)
 
     def listen_handoffs(self, queues: Sequence[str],
                         owner: str) -> AsyncIterator[Handoff | None]:

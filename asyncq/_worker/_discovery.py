@@ -1,9 +1,9 @@
 """Discovery: the queues a worker's patterns (``tenant:*``) match, kept current.
 
 Two ways in, both cheap: the queue registry is read every ``queue_scan_interval`` (one
-SMEMBERS; at once after the subscriber reconnected), and a queue announced as new on the wake
-channel (the producer that registered it publishes its name, see ``Broker.listen_signals``)
-is served at once, without a read. A queue dropped from the registry (``asyncq queue rm``)
+SMEMBERS; at once after the subscriber reconnected), and a queue announced as new (the
+producer that registered it publishes its name, heard with ``Broker.listen_signals``) is
+served at once, without a read. A queue dropped from the registry (``asyncq queue rm``)
 is no longer served after the next read. Runs only in a worker that has a pattern.
 """
 
@@ -48,7 +48,7 @@ class QueueDiscovery:
             self._on_change(added, removed)
 
     def announced(self, names: Sequence[str]) -> None:
-        """Queues just registered (heard on the wake channel): serve those a pattern
+        """Queues just registered (their announcement heard): serve those a pattern
         matches at once."""
         added = self._served.add(names)
         if added:

@@ -3,7 +3,7 @@ them (``tenant:*``), the registered queues it matches, found so far.
 
 Without a pattern the set is fixed: the configured names. With one, ``_discovery`` adds the
 queues it finds (the registry read every ``queue_scan_interval``, and each queue announced as
-new on the wake channel) and removes those dropped from the registry. ``names`` is one list
+new when created) and removes those dropped from the registry. ``names`` is one list
 object, changed in place, that the worker's components (forwarder, janitor, recoverer...)
 hold, so they follow without being told; the subscriber and the fetch order are told.
 """

@@ -128,7 +128,8 @@ class Subscriber:
         started = False
         while True:
             try:
-                async for item in self._broker.listen_signals(self._queues):
+                async for item in self._broker.listen_signals(
+                        self._queues, new_queues=self._on_new_queues is not None):
                     if item is None:
                         self.outage.succeeded()
                         self.connected = True

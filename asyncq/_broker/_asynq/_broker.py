@@ -181,8 +181,8 @@ class AsynqBroker:
             added = await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
             self._registered.update(new)
             if added:  # announced to asyncq workers serving a pattern (as _replies.register)
-                await self.runner.command("announcing new queues", "PUBLISH", K.WAKE_CHANNEL,
-                                          K.NEW_QUEUES + "\n".join(new))
+                await self.runner.command("announcing new queues", "PUBLISH",
+                                          K.NEW_QUEUES_CHANNEL, "\n".join(new))
 
     async def store(self, task: NewTask) -> EnqueueCode:
         await self.register_queues((task.msg.queue,))
@@ -277,10 +277,11 @@ class AsynqBroker:
         return int(await self.runner.run("asynq_write_result", [qk.task(task_id)],
                                          [data, encoding]))
 
-    def listen_signals(self, queues: Collection[str]) -> AsyncIterator[WorkerSignal | None]:
+    def listen_signals(self, queues: Collection[str], *,
+                       new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
         """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and
-        asyncq's wake-ups of ``queues``."""
-        return _wake.signals(self.listeners, queues)
+        asyncq's wake-ups of ``queues`` (and its announcements of new queues)."""
+        return _wake.signals(self.listeners, queues, new_queues=new_queues)
 
     def listen_events(self, queues: Sequence[str]) -> AsyncIterator[TaskEvent | EventFlush]:
         return self.event_source.listen(queues)

@@ -193,11 +193,11 @@ def translate_lock(lock: str) -> str:
 # reads, all below asynq:{q}:asyncq: (the queue's hash tag, so a script still touches one slot)
 # and all expiring on their own, so nothing of them outlives a queue Go's Inspector removed.
 
-#: pub/sub: an idle asyncq worker of the queue named in the message may dequeue (asyncq only);
-#: or NEW_QUEUES + names joined by newlines: asyncq added those queues to QUEUES (Go's client
-#: announces nothing: an asyncq worker serving a pattern finds those by reading QUEUES).
+#: pub/sub: an idle asyncq worker of the queue named in the message may dequeue (asyncq only).
 WAKE_CHANNEL = f"{PREFIX}:asyncq:wake"
-NEW_QUEUES = "{new}"
+#: pub/sub: names joined by newlines that asyncq just added to QUEUES (Go's client announces
+#: nothing: an asyncq worker serving a pattern finds those by reading QUEUES).
+NEW_QUEUES_CHANNEL = f"{PREFIX}:asyncq:new-queues"
 
 
 @dataclass(frozen=True, slots=True)

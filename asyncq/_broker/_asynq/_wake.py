@@ -69,18 +69,21 @@ async def leave_idle(runner: ScriptRunner, queues: Sequence[str], owner: str,
         ("ZREM", K.extra_keys(q).idle, f"{lease_ms}:{owner}") for q in queues])
 
 
-async def signals(listeners: Listeners,
-                  queues: Collection[str]) -> AsyncIterator[WorkerSignal | None]:
-    """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and the
+async def signals(listeners: Listeners, queues: Collection[str], *,
+                  new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
+    """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), the
     wake-ups of ``queues`` on ``asynq:asyncq:wake`` (a set given is read at each message) and
-    the queues asyncq announced as new there; None once subscribed."""
+    with ``new_queues`` the queues asyncq announced as new; None once subscribed."""
     wanted = queues if isinstance(queues, Set) else frozenset(queues)
-    async for item in listeners.listen([K.CANCEL_CHANNEL, K.WAKE_CHANNEL]):
+    channels = [K.CANCEL_CHANNEL, K.WAKE_CHANNEL]
+    if new_queues:
+        channels.append(K.NEW_QUEUES_CHANNEL)
+    async for item in listeners.listen(channels):
         if item is None:
             yield None
         elif item[0] == K.CANCEL_CHANNEL:
             yield CancelRequest(item[1])
-        elif item[1].startswith(K.NEW_QUEUES):
-            yield QueuesAdded(tuple(item[1][len(K.NEW_QUEUES):].split("\n")))
+        elif item[0] == K.NEW_QUEUES_CHANNEL:
+            yield QueuesAdded(tuple(item[1].split("\n")))
         elif item[1] in wanted:
             yield QueueWake(item[1])
