@@ -208,6 +208,11 @@ class Processor:
                 with anyio.move_on_after(self._config.idle_poll_interval):
                     await self.wake.wait()
 
+    def queues_found(self, queues: Sequence[str]) -> None:
+        """Queues a pattern just matched: fetch at once, trying them first."""
+        self._order.found(queues)
+        self.wake.set()
+
     def receive_handoff(self, handoff: Handoff) -> None:
         """A one-hop hand-off heard by the subscriber: ``handoffs`` checks it, then
         ``handed_off`` starts it."""

@@ -31,6 +31,8 @@ class ServedQueues:
         changed in place)."""
         self.wanted: set[str] = set(self.names)
         """``names`` as a set (changed in place): what the subscriber's wake-ups are for."""
+        self._unmatched: set[str] = set()
+        """Names seen that no pattern serves (the patterns never change): not tried again."""
 
     @property
     def dynamic(self) -> bool:
@@ -40,11 +42,12 @@ class ServedQueues:
     def add(self, queues: Iterable[str]) -> list[str]:
         """Serve those of ``queues`` a pattern matches and not served yet; returns them."""
         added: list[str] = []
-        fresh = [q for q in queues if q not in self.wanted]
+        fresh = {q for q in queues if q not in self.wanted and q not in self._unmatched}
         for pattern, found in match_queue_patterns(self._configured, fresh).items():
             for queue in found:
                 insort(self.matched[pattern], queue)
                 added.append(queue)
+        self._unmatched |= fresh.difference(added, self.exact)
         if added:
             self._sync()
         return added

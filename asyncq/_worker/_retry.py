@@ -68,6 +68,8 @@ class QueueOrder:
         self._last: dict[str, str] = {}
         """For each pattern, the queue of it that last gave tasks: the next round of the
         pattern starts after it."""
+        self._new: dict[str, list[str]] = {}
+        """For each pattern, queues just found: its next round starts with them."""
 
     def __call__(self) -> list[str]:
         if self._strict or len(self._sorted) == 1:
@@ -87,20 +89,39 @@ class QueueOrder:
         return out
 
     def _turn(self, pattern: str) -> list[str]:
-        """The queues of ``pattern``, starting after the one that last gave tasks."""
+        """The queues of ``pattern``, starting after the one that last gave tasks (those just
+        found first, once)."""
         queues = list(self._matched.get(pattern, ()))
         last = self._last.get(pattern)
-        if last is None:
-            return queues
-        start = bisect_right(queues, last)
-        return queues[start:] + queues[:start]
+        if last is not None:
+            start = bisect_right(queues, last)
+            queues = queues[start:] + queues[:start]
+        new = self._new.pop(pattern, None)
+        if new:
+            queues = list(dict.fromkeys([q for q in new if q in queues] + queues))
+        return queues
 
     def took(self, queue: str) -> None:
         """``queue`` just gave tasks: if a pattern serves it, that pattern's next round
         starts after it."""
+        pattern = self._pattern_of(queue)
+        if pattern is not None:
+            self._last[pattern] = queue
+
+    def found(self, queues: Sequence[str]) -> None:
+        """``queues`` were just matched: their pattern's next round tries them first, so the
+        first task of a new queue does not wait for a round over all the others."""
+        for queue in queues:
+            pattern = self._pattern_of(queue)
+            if pattern is not None:
+                self._new.setdefault(pattern, []).append(queue)
+
+    def _pattern_of(self, queue: str) -> str | None:
+        """The pattern serving ``queue`` (the first that matches), None for a configured
+        queue."""
         if not self._patterns or queue in self._norm:
-            return
+            return None
         for pattern, matcher in self._patterns.items():
             if matcher.fullmatch(queue):
-                self._last[pattern] = queue
-                return
+                return pattern
+        return None

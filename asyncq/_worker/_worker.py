@@ -160,7 +160,7 @@ class Worker:
         self._log.info("queues matched", added=added, removed=removed,
                        matched={p: len(q) for p, q in self.served.matched.items()})
         self.subscriber.queues_changed()
-        self.processor.wake.set()
+        self.processor.queues_found(added)
         if self._advancer_scope is not None:  # its wake-up channels are the queues': again
             self._advancer_scope.cancel()
 

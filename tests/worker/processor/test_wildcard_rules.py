@@ -84,6 +84,7 @@ def test_the_served_queues_follow_what_is_added_and_removed_in_one_shared_list()
     assert served.matched == {"tenant:*": ["tenant:a", "tenant:b"]}
     assert served.remove(["tenant:a", "critical"]) == ["tenant:a"]  # a configured name stays
     assert names == ["critical", "tenant:b"] and served.wanted == {"critical", "tenant:b"}
+    assert served.add(["tenant:a", "other"]) == ["tenant:a"]  # found again after removal
     assert not ServedQueues({"a": 1}).dynamic
 
 
@@ -104,6 +105,15 @@ def test_a_pattern_stands_in_the_order_for_its_queues_in_turn() -> None:
     assert order() == ["critical", "tenant:aa", "tenant:b", "tenant:c", "tenant:a"]
     matched["tenant:*"].remove("tenant:a")  # removed: the turn goes on after where it was
     assert order() == ["critical", "tenant:aa", "tenant:b", "tenant:c"]
+
+
+def test_queues_just_found_come_first_in_their_patterns_next_round_only() -> None:
+    matched = {"t:*": ["t:a", "t:b", "t:c", "t:d"]}
+    order = QueueOrder({"critical": 6, "t:*": 1}, strict=True, matched=matched)
+    order.took("t:a")
+    order.found(["t:d", "other", "critical"])  # (only a pattern's queues are concerned)
+    assert order() == ["critical", "t:d", "t:b", "t:c", "t:a"]
+    assert order() == ["critical", "t:b", "t:c", "t:d", "t:a"]
 
 
 def test_a_pattern_with_no_queue_yet_leaves_only_the_others() -> None:
