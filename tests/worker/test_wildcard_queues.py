@@ -240,6 +240,8 @@ async def test_server_state_and_server_ls_show_the_pattern_and_its_queues(
     doc = next(d for d in docs if d["id"] == server_id)
     assert doc["queues"] == {pattern: 1, critical: 6}
     assert doc["matched"] == {pattern: tenants}
+    refused = await cli("task", "enqueue", "--type", "t", "--queue", pattern, ok=False)
+    assert "must not contain '*'" in refused.stderr.decode()
 
 
 async def test_a_workflow_on_a_queue_created_later_advances_without_waiting_for_the_net(
