@@ -91,6 +91,24 @@ async def test_a_queue_whose_announcement_was_missed_is_found_by_the_registry_sc
     assert waited < 0.5 + 1.0  # one scan interval, and a fetch round
 
 
+async def test_after_a_pubsub_reconnect_the_registry_is_read_at_once(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    redis_client: Redis,
+) -> None:
+    """An announcement may have been missed while the worker's pub/sub was down: once it is
+    back, the registry is read without waiting for queue_scan_interval (60 s here)."""
+    started: list[tuple[str, str]] = []
+    queue = f"{asyncq_queue}:missed"
+    async with asyncq_worker(recording_mux(started), queues={f"{asyncq_queue}:*": 1},
+                             queue_scan_interval=60, idle_poll_interval=30) as w:
+        await redis_client.sadd(K.QUEUES, queue)  # as if its announcement had been missed
+        info = await asyncq_client.enqueue("t", queue=queue)
+        assert await redis_client.execute_command("CLIENT", "KILL", "TYPE", "pubsub") >= 1
+        await wait_until(lambda: (queue, info.id) in started, timeout=5,
+                         message="the queue found after the reconnect")
+        assert w.worker.discovery is not None and w.worker.discovery.scans == 2
+
+
 async def test_strict_priority_drains_a_configured_queue_before_the_patterns_queues(
     asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
 ) -> None:
