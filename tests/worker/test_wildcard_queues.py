@@ -88,7 +88,7 @@ async def test_a_queue_whose_announcement_was_missed_is_found_by_the_registry_sc
         assert w.worker.discovery.scans > scans
         await w.wait_drained(queue)
     print(f"unannounced queue served after {waited * 1000:.0f} ms (scan every 500 ms)")
-    assert waited < 0.5 + 1.0  # one scan interval, and a fetch round
+    assert waited < 0.5 + 2.5  # one scan interval, a fetch round, slack for a loaded machine
 
 
 async def test_after_a_pubsub_reconnect_the_registry_is_read_at_once(
