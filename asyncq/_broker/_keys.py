@@ -23,6 +23,9 @@ SCHEDULERS = f"{PREFIX}:schedulers"  # ZSET scheduler entries key -> expiry ms
 CANCEL_CHANNEL = f"{PREFIX}:cancel"  # pub/sub: message = task id to cancel
 CANCEL_MARKER_TTL_MS = 3_600_000  # how long a cancellation waits for the worker to see it
 WAKE_CHANNEL = f"{PREFIX}:wake"  # pub/sub: message = queue name that has new pending work
+# pub/sub: message = names joined by newlines, just added to QUEUES (what a worker serving a
+# queue pattern listens for, to serve a matching new queue at once)
+NEW_QUEUES_CHANNEL = f"{PREFIX}:new-queues"
 TASK_KEY_PATTERN = f"{PREFIX}:{{*}}:t:*"  # SCAN match for the task hashes of every queue
 WORKFLOWS = f"{PREFIX}:workflows"  # ZSET workflow id -> created at, Unix ms
 

@@ -9,7 +9,7 @@ built on it: ``MaintenanceOps`` (the worker's background work, exposed as Broker
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Literal
 
 from redis.asyncio import Redis, RedisCluster
@@ -236,8 +236,9 @@ class RedisBroker:
         the Broker protocol, whose listeners take queue names and yield decoded values."""
         return self.listeners.listen(channels)
 
-    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
-        return self.listeners.signals(queues)
+    def listen_signals(self, queues: Collection[str], *,
+                       new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
+        return self.listeners.signals(queues, new_queues=new_queues)
 
     def listen_handoffs(self, queues: Sequence[str],
                         owner: str) -> AsyncIterator[Handoff | None]:

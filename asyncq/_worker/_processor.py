@@ -51,6 +51,7 @@ from ._mux import Handler, RulesCache
 from ._outcomes import Endings, error_text
 from ._procpool import ProcessPool
 from ._progress import ProgressReports
+from ._queues import ServedQueues
 from ._retry import QueueOrder
 from ._running import Buffered, DeadlineTimers, Running, Stop, limit_of
 from ._threads import SyncThreads
@@ -97,7 +98,8 @@ class Processor:
     def __init__(self, broker: Broker, config: WorkerConfig, handler: Handler,
                  acker: OutcomeSink, leases: Leases, clock: Clock,
                  on_started: Callable[[TaskMessage, int], None] | None = None,
-                 limits: Gate | None = None, rules: RulesCache | None = None) -> None:
+                 limits: Gate | None = None, rules: RulesCache | None = None,
+                 served: ServedQueues | None = None) -> None:
         self._broker = broker
         self.rules = rules or RulesCache(handler)
         """The task options registered for each task type, applied to its message at start."""
@@ -118,7 +120,9 @@ class Processor:
         self._leases = leases
         self._clock = clock
         self._owner = config.server_id
-        self._order = QueueOrder(config.queues, config.strict_priority)
+        self.served = served if served is not None else ServedQueues(config.queues)
+        """The queues fetched from (the configured ones, and those their patterns match)."""
+        self._order = QueueOrder(config.queues, config.strict_priority, self.served.matched)
         self._log = get_logger("processor", server_id=config.server_id)
         self._observer = config.metrics
         self.outages = QueueOutages(self._log, "dequeue", None if self._observer is None
@@ -145,7 +149,8 @@ class Processor:
         """Decides, logs, measures and settles how each run ended."""
         self._all_done.set()
         self.fetching = True
-        self.handoffs = Handoffs(broker, config, clock, self._log, self.handed_off)
+        self.handoffs = Handoffs(broker, config, clock, self._log, self.handed_off,
+                                 self.served.names)
         """Where the subscriber delivers one-hop hand-offs (passed on to ``handed_off``)."""
         self.limits = limits
         """Claims the limits of leased tasks before they start."""
@@ -207,6 +212,11 @@ class Processor:
                 with anyio.move_on_after(self._config.idle_poll_interval):
                     await self.wake.wait()
 
+    def queues_found(self, queues: Sequence[str]) -> None:
+        """Queues a pattern just matched: fetch at once, trying them first."""
+        self._order.found(queues)
+        self.wake.set()
+
     def receive_handoff(self, handoff: Handoff) -> None:
         """A one-hop hand-off heard by the subscriber: ``handoffs`` checks it, then
         ``handed_off`` starts it."""
@@ -259,6 +269,8 @@ class Processor:
             raws = [r for r in raws if r.id not in self._leases and r.id not in arriving
                     and not self._leases.ran_already(r.id, r.pending_since, released)]
             leased = len(raws)
+            if leased:
+                self._order.took(queue)  # a pattern's next round starts after this queue
             if self.limits is not None and raws and self.limits.limits:
                 raws = await self._admit(queue, raws, lease_until)
             for raw in raws:

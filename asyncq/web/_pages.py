@@ -15,6 +15,7 @@ from .._inspector._inspect_models import DailyStats, MinuteStats, QueueInfo, Tas
 from .._inspector._inspector import Inspector
 from .._log import get_logger
 from .._model._info import STORED_STATES, TaskInfo, TaskState
+from .._validate import is_queue_pattern, match_queue_patterns
 from . import _format
 from ._render import dashboard, link, render
 
@@ -154,8 +155,15 @@ async def task_page(request: Request) -> Response:
 
 
 async def servers_page(request: Request) -> Response:
-    servers = await dashboard(request).inspector.servers()
-    return render(request, "servers.html", {"nav": "servers", "servers": servers})
+    inspector = dashboard(request).inspector
+    servers = await inspector.servers()
+    # A worker serving a pattern (tenant:*): the registered queues it matches, read only then.
+    matched: dict[str, dict[str, list[str]]] = {}
+    if any(is_queue_pattern(q) for s in servers for q in s.queues):
+        names = await inspector.queues()
+        matched = {s.id: match_queue_patterns(s.queues, names) for s in servers}
+    return render(request, "servers.html", {"nav": "servers", "servers": servers,
+                                            "matched": matched})
 
 
 async def periodic_page(request: Request) -> Response:

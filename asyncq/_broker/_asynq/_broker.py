@@ -13,7 +13,7 @@ Operations not available yet raise a BrokerError saying so (``_unavailable``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Literal, cast
 
 from redis.asyncio import Redis, RedisCluster
@@ -182,8 +182,11 @@ class AsynqBroker:
         await self.layout.check(queues)
         new = [q for q in dict.fromkeys(queues) if q not in self._registered]
         if new:
-            await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
+            added = await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
             self._registered.update(new)
+            if added:  # announced to asyncq workers serving a pattern (as _replies.register)
+                await self.runner.command("announcing new queues", "PUBLISH",
+                                          K.NEW_QUEUES_CHANNEL, "\n".join(new))
 
     async def store(self, task: NewTask) -> EnqueueCode:
         await self.register_queues((task.msg.queue,))
@@ -281,10 +284,11 @@ class AsynqBroker:
     async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
         raise unavailable("set_progress")
 
-    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
+    def listen_signals(self, queues: Collection[str], *,
+                       new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
         """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and
-        asyncq's wake-ups of ``queues``."""
-        return _wake.signals(self.listeners, queues)
+        asyncq's wake-ups of ``queues`` (and its announcements of new queues)."""
+        return _wake.signals(self.listeners, queues, new_queues=new_queues)
 
     def listen_events(self, queues: Sequence[str]) -> AsyncIterator[TaskEvent | EventFlush]:
         return self.event_source.listen(queues)
