@@ -102,6 +102,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 ("processed total", i.processed_total),
                 ("failed total", i.failed_total),
                 ("expired leases", i.expired_leases),
+                ("expired tasks", i.expired_total),
             ])
             say()
             print_table(["PENDING", "ACTIVE", "SCHEDULED", "RETRY", "ARCHIVED", "COMPLETED",

@@ -119,6 +119,8 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
     processed = CounterMetricFamily("asyncq_tasks_processed",
                                     "Runs finished, succeeded or failed", labels=["queue"])
     failed = CounterMetricFamily("asyncq_tasks_failed", "Failed runs", labels=["queue"])
+    expired_tasks = CounterMetricFamily("asyncq_tasks_expired", "Tasks archived unrun because "
+                                        "they were not started by their expiry", labels=["queue"])
     count = GaugeMetricFamily("asyncq_queues", "Known queues")
     count.add_metric([], len(queues))
     for q in queues:
@@ -136,8 +138,9 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
         failed_today.add_metric(name, q.failed)
         processed.add_metric(name, q.processed_total)
         failed.add_metric(name, q.failed_total)
+        expired_tasks.add_metric(name, q.expired_total)
     yield from (count, tasks, size, backlog, latency, memory, paused, groups, expired,
-                processed_today, failed_today, processed, failed)
+                processed_today, failed_today, processed, failed, expired_tasks)
 
 
 def _backlog(q: QueueInfo) -> int:
