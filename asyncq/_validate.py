@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, overload
@@ -206,19 +207,85 @@ WORKFLOW_QUEUE_PREFIX = "wf:"
 
 _FORBIDDEN_QUEUE_CHARS = frozenset("{}")
 
+QUEUE_WILDCARD = "*"
+"""In the queues a worker serves, a name holding it is a pattern (``tenant:*``): ``*`` stands
+for any run of characters, ``:`` included, so no queue name may contain it."""
+
 
 def validate_queue_name(name: object) -> str:
     """Return ``name`` if it is a usable queue name, else raise ValueError saying why."""
-    name = check_text(name, "queue name", name_like=True)
+    name = _check_queue_text(name, "queue name")
+    if QUEUE_WILDCARD in name:
+        raise ValueError(
+            f"queue name {short(repr(name))} must not contain '*': a worker reads a name "
+            f"with '*' as a pattern of queue names (queues={{'tenant:*': 1}} serves every "
+            f"queue whose name starts with 'tenant:'), so a queue named with it could not be "
+            f"served on its own")
+    return name
+
+
+def _check_queue_text(name: object, what: str) -> str:
+    """The rules a queue name and a queue pattern share."""
+    name = check_text(name, what, name_like=True)
     if any(c in _FORBIDDEN_QUEUE_CHARS or c.isspace() for c in name):
         raise ValueError(
-            f"queue name {short(repr(name))} must not contain '{{', '}}' or whitespace "
+            f"{what} {short(repr(name))} must not contain '{{', '}}' or whitespace "
             "(it is used as a Redis Cluster hash tag)"
         )
     if name.startswith(WORKFLOW_QUEUE_PREFIX):
-        raise ValueError(f"queue name {short(repr(name))} must not start with "
+        raise ValueError(f"{what} {short(repr(name))} must not start with "
                          f"{WORKFLOW_QUEUE_PREFIX!r} (reserved for workflows)")
     return name
+
+
+def is_queue_pattern(name: str) -> bool:
+    """Whether ``name``, among the queues a worker serves, is a pattern (it holds ``*``)."""
+    return QUEUE_WILDCARD in name
+
+
+def validate_served_queue(name: object) -> str:
+    """A name in a worker's ``queues``: a queue name, or a pattern (a queue name with ``*``
+    in it, each standing for any run of characters, ``:`` included). ValueError saying why."""
+    if isinstance(name, str) and is_queue_pattern(name):
+        return _check_queue_text(name, "queue pattern")
+    return validate_queue_name(name)
+
+
+def queue_matcher(pattern: str) -> re.Pattern[str]:
+    """The regular expression a whole queue name must match to be served by ``pattern``:
+    each ``*`` any run of characters (none, or ``:`` among them), the rest literally."""
+    return re.compile(".*".join(re.escape(part) for part in pattern.split(QUEUE_WILDCARD)),
+                      re.DOTALL)
+
+
+def match_queue_patterns(served: Iterable[str], names: Iterable[str]) -> dict[str, list[str]]:
+    """The queues among ``names`` each pattern of ``served`` (a worker's queues, in their
+    order) serves, sorted: a name listed in ``served`` itself is served as such, not by a
+    pattern; one that several patterns match, by the first of them. Names that are not usable
+    queue names (a hash tag would break) are served by none."""
+    served = list(served)
+    exact = {q for q in served if not is_queue_pattern(q)}
+    matchers = [(p, queue_matcher(p)) for p in served if is_queue_pattern(p)]
+    out: dict[str, list[str]] = {p: [] for p, _ in matchers}
+    if not matchers:
+        return out
+    for name in sorted(set(names) - exact):
+        for pattern, matcher in matchers:
+            if matcher.fullmatch(name):
+                if usable_queue_name(name):
+                    out[pattern].append(name)
+                break
+    return out
+
+
+def usable_queue_name(name: str) -> bool:
+    """Whether ``name`` (read from Redis, e.g. the queue registry) passes
+    ``validate_queue_name``."""
+    try:
+        validate_queue_name(name)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def workflow_queue(workflow_id: str) -> str:

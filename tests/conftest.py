@@ -40,7 +40,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 #: processes and must not overlap one another; the deployment tests share session-scoped
 #: topologies (a cluster, sentinels) started once; the browser tests share one chromium.
 XDIST_GROUPS = {"chaos": "chaos", "deploy": "deploy", "test_web_browser.py": "browser",
-                "test_web_browser_ops.py": "browser"}
+                "test_web_browser_ops.py": "browser", "test_web_browser_progress.py": "browser"}
 
 
 def _group(item: pytest.Item) -> str | None:

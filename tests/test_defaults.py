@@ -40,6 +40,7 @@ WORKER_FIELDS: dict[str, object] = {
     "janitor_batch": D.WORKER_JANITOR_BATCH,
     "orphan_scan_count": D.WORKER_ORPHAN_SCAN_COUNT,
     "idle_poll_interval": D.WORKER_IDLE_POLL_INTERVAL,
+    "queue_scan_interval": D.WORKER_QUEUE_SCAN_INTERVAL,
     "dequeue_batch": D.WORKER_DEQUEUE_BATCH,
     "cancel_grace": D.WORKER_CANCEL_GRACE,
     "task_logs": D.WORKER_TASK_LOGS,

@@ -10,7 +10,7 @@ Nothing outside this package imports redis-py (``tests/test_architecture.py`` ch
 """
 
 from ._calls import ARCHIVE_MAX_SIZE
-from ._messages import CancelRequest, Handoff, QueueWake, WorkerSignal
+from ._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
 from ._ops import LimitOps
 from ._protocol import (
     CANCEL_REQUESTED,
@@ -36,4 +36,4 @@ from ._redis import RedisBroker
 __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Backlog", "Broker",
            "BulkOp", "EnqueueCode", "EventFlush", "FireCode", "InspectOps", "NewTask", "Outcome",
            "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]
-__all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "WorkerSignal"]
+__all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "QueuesAdded", "WorkerSignal"]

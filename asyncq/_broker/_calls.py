@@ -17,6 +17,8 @@ STATS_TTL_MS = 90 * K.DAY_MS  # daily counters expire 90 days after their first 
 ARCHIVE_MAX_SIZE = _defaults.ARCHIVE_MAX_SIZE
 ARCHIVE_MAX_AGE_MS = _defaults.ARCHIVE_MAX_AGE_MS
 EVENT_RESULT_MAX = 64 * 1024  # larger results are not sent with the completion event
+EXPIRED_PER_DEQUEUE = 1000  # expired tasks one dequeue archives before it hands back (wakes)
+ARCHIVE_CAPS = (ARCHIVE_MAX_SIZE, ARCHIVE_MAX_AGE_MS)  # what scripts archiving expired tasks take
 
 
 class ScriptCall(NamedTuple):
@@ -89,11 +91,14 @@ def finish_call(o: Outcome, owner: str, now: int, lease_cutoff: int | str = "") 
         return ScriptCall("requeue", [task_key, qk.active, qk.lease, qk.pending, qk.waiters],
                           [o.task_id, owner, now, K.WAKE_CHANNEL, o.queue])
     failure_keys = [qk.processed, qk.processed_day(day), qk.failed, qk.failed_day(day)]
+    if o.kind == "expire":
+        return ScriptCall("expire", [task_key, qk.active, qk.lease],
+                          [o.task_id, owner, o.error, now, *ARCHIVE_CAPS, lease_cutoff])
     if o.kind == "retry":
         return ScriptCall("retry", [task_key, qk.active, qk.lease, qk.retry, *failure_keys],
                           [o.task_id, owner, o.retry_at_ms, o.error, now,
                            "1" if o.is_failure else "0", stats_expiry, lease_cutoff,
-                           o.traceback])
+                           o.traceback, o.expires_at_ms, *ARCHIVE_CAPS])
     return ScriptCall("archive", [task_key, qk.active, qk.lease, qk.archived, *failure_keys,
                                   qk.archive_limits],
                       [o.task_id, owner, o.error, now, stats_expiry, lease_cutoff,

@@ -26,7 +26,8 @@ MEMORY_SAMPLE = 20  # task hashes sampled per list/zset for the memory estimate
 MEMORY_GROUP_SAMPLE = 5  # groups sampled for the memory estimate
 
 
-def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "") -> TaskRecord:
+def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "",
+            progress: bytes = b"") -> TaskRecord:
     (msg, payload, state, retried, error, failed_at, completed_at, result, score, enc,
      started_at) = fields[:11]
     return TaskRecord(
@@ -36,7 +37,13 @@ def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "") -> Tas
         score=None if score is None else number(score), result_enc=text(enc or b"") or "b",
         started_at_ms=number(started_at), queue=queue,
         traceback=text(fields[11] or b"") if len(fields) > 11 else "",
+        progress=progress or b"",
     )
+
+
+def _task_record(task_id: str, row: Sequence[Any], queue: str) -> TaskRecord:
+    """A task read by ``inspect_task_info``: its fields, traceback and progress report."""
+    return _record(task_id, row[:12], queue, row[12] if len(row) > 12 else b"")
 
 
 class RedisInspectOps:
@@ -83,7 +90,7 @@ class RedisInspectOps:
                 "inspect_queue_info",
                 [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
                  qk.paused, qk.processed, qk.failed, qk.processed_day(day),
-                 qk.failed_day(day), qk.groups, qk.aggregation_sets, qk.lease],
+                 qk.failed_day(day), qk.groups, qk.aggregation_sets, qk.lease, qk.expired],
                 [qk.task_prefix, qk.group_prefix, now_ms]))
             if memory:
                 calls.append(ScriptCall(
@@ -121,7 +128,7 @@ class RedisInspectOps:
             "inspect_remove_queue",
             [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
              qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets,
-             qk.registered, qk.marks, qk.archive_limits, qk.minutes],
+             qk.registered, qk.marks, qk.archive_limits, qk.minutes, qk.expired],
             [mode, qk.task_prefix, *days],
         )
         return number(code), number(active), number(queued)
@@ -147,7 +154,8 @@ class RedisInspectOps:
             kind, start, stop = "zset", offset, offset + count - 1
         rows = await self.runner.run("inspect_list_tasks", [source, qk.lease],
                                      [kind, start, stop, qk.task_prefix])
-        records = [_record(row[0], row[1:]) for row in rows]
+        records = [_record(row[0], row[1:12], progress=row[12] if len(row) > 12 else b"")
+                   for row in rows]
         if kind == "list":
             records.reverse()
         return records
@@ -176,7 +184,7 @@ class RedisInspectOps:
         row = await self.runner.run("inspect_task_info",
                                     [qk.task(task_id), qk.lease, qk.scheduled, qk.retry,
                                      qk.marks], [task_id])
-        return None if row is None else _record(task_id, row, queue)
+        return None if row is None else _task_record(task_id, row, queue)
 
     async def tasks(self, keys: Sequence[tuple[str, str]]) -> list[TaskRecord | None]:
         calls = []
@@ -190,7 +198,7 @@ class RedisInspectOps:
         for (queue, task_id), row in zip(keys, rows, strict=True):
             if isinstance(row, Exception):
                 raise reply_error("reading a task", row)
-            out.append(None if row is None else _record(task_id, row, queue))
+            out.append(None if row is None else _task_record(task_id, row, queue))
         return out
 
     async def task_owner(self, queue: str, task_id: str) -> str | None:
@@ -339,7 +347,7 @@ class RedisInspectOps:
 def _queue_info(queue: str, counts: Sequence[Any], memory: Any, now_ms: int) -> QueueInfo:
     (pending, active, scheduled, retry, archived, completed, aggregating, groups, processed,
      failed, processed_total, failed_total, paused, oldest_pending_since,
-     expired_leases) = (number(x) for x in counts)
+     expired_leases, expired_total) = (number(x) for x in counts)
     latency_ms = now_ms - oldest_pending_since if oldest_pending_since else 0
     return QueueInfo(
         queue=queue,
@@ -349,5 +357,5 @@ def _queue_info(queue: str, counts: Sequence[Any], memory: Any, now_ms: int) -> 
         failed=failed, processed_total=processed_total, failed_total=failed_total,
         paused=bool(paused), latency=timedelta(milliseconds=max(0, latency_ms)),
         memory_usage=number(memory), expired_leases=expired_leases,
-        timestamp=ms_to_datetime(now_ms),
+        timestamp=ms_to_datetime(now_ms), expired_total=expired_total,
     )

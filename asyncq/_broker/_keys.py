@@ -23,6 +23,9 @@ SCHEDULERS = f"{PREFIX}:schedulers"  # ZSET scheduler entries key -> expiry ms
 CANCEL_CHANNEL = f"{PREFIX}:cancel"  # pub/sub: message = task id to cancel
 CANCEL_MARKER_TTL_MS = 3_600_000  # how long a cancellation waits for the worker to see it
 WAKE_CHANNEL = f"{PREFIX}:wake"  # pub/sub: message = queue name that has new pending work
+# pub/sub: message = names joined by newlines, just added to QUEUES (what a worker serving a
+# queue pattern listens for, to serve a matching new queue at once)
+NEW_QUEUES_CHANNEL = f"{PREFIX}:new-queues"
 TASK_KEY_PATTERN = f"{PREFIX}:{{*}}:t:*"  # SCAN match for the task hashes of every queue
 WORKFLOWS = f"{PREFIX}:workflows"  # ZSET workflow id -> created at, Unix ms
 
@@ -57,6 +60,7 @@ class QueueKeys:
     registered: str  # STRING: the queue is in QUEUES (an in-slot marker the store scripts set)
     processed: str
     failed: str
+    expired: str  # STRING all-time count of tasks archived unrun because they expired
     groups: str
     aggregation_sets: str
     # Task events: the transition scripts derive these two from the task key prefix
@@ -152,6 +156,7 @@ def queue_keys(queue: str) -> QueueKeys:
         registered=base + "registered",
         processed=base + "processed",
         failed=base + "failed",
+        expired=base + "expired",
         groups=base + "groups",
         aggregation_sets=base + "aggregation_sets",
         listening=base + "listening",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence, Set
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -20,7 +20,7 @@ from .._errors import BrokerError
 from .._log import get_logger
 from .._model._events import TaskEvent, decode_event
 from . import _keys as K
-from ._messages import CancelRequest, Handoff, QueueWake, WorkerSignal
+from ._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
 from ._redis_errors import broker_error
 from ._replies import text
 from ._runner import ScriptRunner
@@ -89,10 +89,16 @@ class Listeners:
                 return msg
         return None
 
-    async def signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
-        """Cancel requests, and wake-ups of ``queues`` (those of other queues are skipped)."""
-        wanted = frozenset(queues)
-        async for item in self.listen([K.CANCEL_CHANNEL, K.WAKE_CHANNEL]):
+    async def signals(self, queues: Collection[str], *,
+                      new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
+        """Cancel requests, wake-ups of ``queues`` (those of other queues are skipped) and,
+        with ``new_queues``, announcements of new queues. A set given is read at each
+        message, so its owner may add queues while listening."""
+        wanted = queues if isinstance(queues, Set) else frozenset(queues)
+        channels = [K.CANCEL_CHANNEL, K.WAKE_CHANNEL]
+        if new_queues:
+            channels.append(K.NEW_QUEUES_CHANNEL)
+        async for item in self.listen(channels):
             if item is None:
                 yield None
                 continue
@@ -140,10 +146,12 @@ class Listeners:
             yield Handoff(queue, task, until)
 
 
-def _signal(channel: str, data: str, queues: frozenset[str]) -> WorkerSignal | None:
+def _signal(channel: str, data: str, queues: Set[str]) -> WorkerSignal | None:
     """A message of the cancel or wake channel, decoded; None when it is not for ``queues``."""
     if channel == K.CANCEL_CHANNEL:
         return CancelRequest(data)
+    if channel == K.NEW_QUEUES_CHANNEL:
+        return QueuesAdded(tuple(data.split("\n")))
     if channel == K.WAKE_CHANNEL:
         if data in queues:
             return QueueWake(data)

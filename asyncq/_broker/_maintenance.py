@@ -9,7 +9,7 @@ from typing import Any, Literal
 from .._clock import Clock
 from .._defaults import COMPLETION_MARK
 from . import _keys as K
-from ._calls import finish_call
+from ._calls import ARCHIVE_CAPS, finish_call
 from ._protocol import Backlog, Outcome, RawTask
 from ._replies import quarantine_id, raw_tasks, text
 from ._runner import ScriptRunner
@@ -32,7 +32,8 @@ class MaintenanceOps:
             "forward",
             [qk.scheduled if source == "scheduled" else qk.retry, qk.pending, qk.groups,
              qk.waiters],
-            [self.clock.now_ms(), limit, qk.task_prefix, qk.group_prefix, K.WAKE_CHANNEL, queue],
+            [self.clock.now_ms(), limit, qk.task_prefix, qk.group_prefix, K.WAKE_CHANNEL, queue,
+             *ARCHIVE_CAPS],
         )
         return int(moved), int(next_due)
 
@@ -162,7 +163,8 @@ class MaintenanceOps:
         return int(await self.runner.run(
             "aggregation_check",
             [qk.group(group), qk.aggregation_set(group, set_id), qk.aggregation_sets, qk.groups],
-            [self.clock.now_ms(), grace_ms, max_delay_ms, max_size, set_deadline_ms, group]))
+            [self.clock.now_ms(), grace_ms, max_delay_ms, max_size, set_deadline_ms, group,
+             qk.task_prefix, *ARCHIVE_CAPS]))
 
     async def read_aggregation_set(self, queue: str, group: str, set_id: str) -> list[RawTask]:
         qk = K.queue_keys(queue)

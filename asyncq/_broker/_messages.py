@@ -26,8 +26,16 @@ class QueueWake(NamedTuple):
     due_ms: int | None = None
 
 
+class QueuesAdded(NamedTuple):
+    """``queues`` were just added to the queue registry (the first task of a new queue was
+    stored, or a worker registered the queues it serves): what a worker serving a pattern
+    (``tenant:*``) hears to serve a matching new queue at once."""
+
+    queues: tuple[str, ...]
+
+
 #: What ``Broker.listen_signals`` yields once subscribed.
-WorkerSignal = CancelRequest | QueueWake
+WorkerSignal = CancelRequest | QueueWake | QueuesAdded
 
 
 class Handoff(NamedTuple):

@@ -10,7 +10,7 @@ reads and changes), ``schedules`` (``ScheduleOps``: what schedulers write and to
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Literal, Protocol, TypeGuard, runtime_checkable
 
 from .._model._events import TaskEvent
@@ -176,10 +176,19 @@ class Broker(Protocol):
         when the task no longer exists."""
         ...
 
-    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
+    async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
+        """Store a running task's progress report (the JSON object ``Progress`` decodes) and
+        publish it as a task event; False when the task is not active under ``owner`` (its
+        lease was lost: nothing is written)."""
+        ...
+
+    def listen_signals(self, queues: Collection[str], *,
+                       new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
         """What a worker of ``queues`` hears besides hand-offs: yields None once subscribed,
-        then cancel requests (of any task) and wake-ups of ``queues``, until the connection
-        fails (BrokerError)."""
+        then cancel requests (of any task) and wake-ups of ``queues`` (with ``new_queues``,
+        also the announcements of queues just registered, ``QueuesAdded``), until the
+        connection fails (BrokerError). A set given is read at each message: a worker
+        serving a pattern adds the queues it finds to it while listening."""
         ...
 
     def listen_events(

@@ -9,7 +9,7 @@ built on it: ``MaintenanceOps`` (the worker's background work, exposed as Broker
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Literal
 
 from redis.asyncio import Redis, RedisCluster
@@ -17,7 +17,14 @@ from redis.asyncio import Redis, RedisCluster
 from .._clock import SYSTEM_CLOCK, Clock
 from .._model._events import TaskEvent
 from . import _keys as K
-from ._calls import ScriptCall, batch_call, finish_call, store_call
+from ._calls import (
+    ARCHIVE_CAPS,
+    EXPIRED_PER_DEQUEUE,
+    ScriptCall,
+    batch_call,
+    finish_call,
+    store_call,
+)
 from ._coalesce import Coalescer
 from ._inspect import RedisInspectOps
 from ._limit_ops import RedisLimitOps
@@ -70,12 +77,16 @@ class RedisBroker:
         # Overlapping store() calls (a web app's concurrent requests) share round trips.
         self._stores: Coalescer[ScriptCall, Any] = Coalescer(self.runner.run_call,
                                                              self._run_stores, max_in_flight=2)
+        # So do the progress writes of a worker's many running tasks.
+        self._progress: Coalescer[ScriptCall, Any] = Coalescer(
+            self.runner.run_call, self._run_stores, max_in_flight=2)
 
     async def ping(self) -> None:
         await self.runner.command("ping", "PING")
 
     async def close(self) -> None:
         await self._stores.aclose()
+        await self._progress.aclose()
         try:
             if self._owns_client:
                 await self.redis.aclose()
@@ -99,7 +110,8 @@ class RedisBroker:
         return enqueue_code(code)
 
     async def _run_stores(self, calls: Sequence[ScriptCall]) -> list[Any]:
-        """Store calls that overlapped, in one pipeline: a reply or a BrokerError each."""
+        """Calls that overlapped (stores, progress writes), in one pipeline: a reply or a
+        BrokerError each."""
         out = await self.runner.run_many(calls)
         return [reply_error(call.name, r) if isinstance(r, Exception) else r
                 for call, r in zip(calls, out, strict=True)]
@@ -174,7 +186,7 @@ class RedisBroker:
              qk.idle, qk.handoff(owner)],
             [now + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
              request_id, lease_ms, qk.cancel_prefix, lease_ms if one_hop else "",
-             HANDOFF_GRACE_MS, now],
+             HANDOFF_GRACE_MS, now, *ARCHIVE_CAPS, EXPIRED_PER_DEQUEUE, K.WAKE_CHANNEL, queue],
         )
         tasks, bad = raw_tasks(flat, 1, width=5)
         await self.maintenance.quarantine(queue, bad)
@@ -212,6 +224,11 @@ class RedisBroker:
         qk = K.queue_keys(queue)
         return int(await self.runner.run("write_result", [qk.task(task_id)], [data, encoding]))
 
+    async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
+        qk = K.queue_keys(queue)
+        return bool(await self._progress.call(
+            ScriptCall("progress", [qk.task(task_id)], [task_id, owner, report])))
+
     # -- listening (see Listeners)
 
     def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:
@@ -219,8 +236,9 @@ class RedisBroker:
         the Broker protocol, whose listeners take queue names and yield decoded values."""
         return self.listeners.listen(channels)
 
-    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
-        return self.listeners.signals(queues)
+    def listen_signals(self, queues: Collection[str], *,
+                       new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
+        return self.listeners.signals(queues, new_queues=new_queues)
 
     def listen_handoffs(self, queues: Sequence[str],
                         owner: str) -> AsyncIterator[Handoff | None]:

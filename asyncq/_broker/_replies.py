@@ -48,9 +48,16 @@ def must_register(value: Any) -> bool:
 async def register(runner: ScriptRunner, queues: Sequence[str]) -> None:
     """Add ``queues`` to the registry ``asyncq:queues``. It lives in a slot of its own, so no
     store script can write it: each queue's in-slot marker tells its store scripts when to ask
-    for this instead (Redis Cluster safe, and never stale like a per-process cache)."""
+    for this instead (Redis Cluster safe, and never stale like a per-process cache).
+
+    When one of them was not registered yet, they are announced on ``NEW_QUEUES_CHANNEL``, so
+    a worker serving a pattern serves a new queue at once: one PUBLISH per queue created,
+    nothing otherwise."""
     if queues:
-        await runner.command("registering queues", "SADD", K.QUEUES, *queues)
+        added = await runner.command("registering queues", "SADD", K.QUEUES, *queues)
+        if added:
+            await runner.command("announcing new queues", "PUBLISH", K.NEW_QUEUES_CHANNEL,
+                                 "\n".join(queues))
 
 
 def raw_tasks(flat: Sequence[Any], start: int = 0,

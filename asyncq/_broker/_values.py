@@ -55,7 +55,8 @@ EventFlush = Callable[[str], Awaitable[None]]
 class Outcome:
     """How a leased task ended, written back by the worker (one script per outcome)."""
 
-    kind: Literal["done", "complete", "retry", "archive", "requeue"]
+    #: "expire": archived unrun, the worker found it expired as it was about to start it.
+    kind: Literal["done", "complete", "retry", "archive", "requeue", "expire"]
     queue: str
     task_id: str
     retention_ms: int = 0  # "complete": how long it is kept; "done": >0 leaves a completion mark
@@ -65,6 +66,7 @@ class Outcome:
     is_failure: bool = True
     result: bytes | None = None  # the handler's return value, encoded
     result_enc: str = "b"  # "b" bytes or "j" JSON: how `result` was encoded
+    expires_at_ms: int = 0  # retry: the task's expiry as the worker applies it (0: its own)
 
 
 class Backlog(NamedTuple):
@@ -93,6 +95,7 @@ class TaskRecord(NamedTuple):
     started_at_ms: int = 0  # when its latest run started (leased to a worker); 0 never/unknown
     queue: str = ""  # the queue it was read from ("" when the reader did not say)
     traceback: str = ""  # the last failure's traceback (read with one task only)
+    progress: bytes = b""  # its latest run's progress report, JSON (b"": none)
 
 
 def decode_handoff(data: bytes) -> tuple[RawTask, int]:

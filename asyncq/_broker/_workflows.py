@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+import anyio
 import orjson
 
 from .._clock import Clock
@@ -277,6 +278,8 @@ class RedisWorkflowOps:
 
     async def listen_outboxes(self, queues: Sequence[str]) -> AsyncIterator[None]:
         channels = sorted({K.queue_keys(q).wf_wake for q in queues})
+        if not channels:  # (a worker serving only a pattern that matched nothing yet)
+            await anyio.sleep_forever()
         async for _ in self._listen(channels):
             yield None
 

@@ -86,6 +86,11 @@ def register(tsub: Any) -> None:
                    help="RFC 3339 time to run at")
     p.add_argument("--process-in", type=parse_duration, metavar="DURATION",
                    help="delay before running, e.g. 10m")
+    p.add_argument("--expires-in", type=parse_duration, metavar="DURATION",
+                   help="not started within this long (from now), it never runs: archived as "
+                        "expired, e.g. 5m")
+    p.add_argument("--expires-at", type=parse_time, metavar="TIME",
+                   help="RFC 3339 time by which it must have started, else it never runs")
     p.add_argument("--unique", type=parse_duration, metavar="TTL",
                    help="refuse a duplicate for this long, e.g. 1h (at least 1s)")
     p.add_argument("--unique-key", metavar="KEY",
@@ -136,7 +141,8 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {
         "queue": args.queue, "max_retry": args.max_retry, "timeout": args.timeout,
         "deadline": args.deadline, "process_at": args.process_at,
-        "process_in": args.process_in, "unique": args.unique, "unique_key": args.unique_key,
+        "process_in": args.process_in, "expires_in": args.expires_in,
+        "expires_at": args.expires_at, "unique": args.unique, "unique_key": args.unique_key,
         "task_id": args.task_id, "retention": args.retention, "group": args.group,
         "headers": _headers(args.header), "after": args.after,
     }

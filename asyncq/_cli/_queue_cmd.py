@@ -114,6 +114,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 ("processed total", i.processed_total),
                 ("failed total", i.failed_total),
                 ("expired leases", i.expired_leases),
+                ("expired tasks", i.expired_total),
                 ("concurrency cap", cap_text(i.concurrency_limit, i.concurrency_in_use,
                                              i.concurrency_waiting)),
             ])

@@ -129,6 +129,14 @@ def _columns(state: TaskState) -> tuple[list[str], Any]:
     return ["RETRIED", "LIMIT"], lambda t: [f"{t.retried}/{t.max_retry}", fmt_limit(t)]
 
 
+def fmt_progress(t: TaskInfo) -> str:
+    """The latest run's progress report: ``42% page 3 of 8``; ``-`` when it made none."""
+    if t.progress is None:
+        return "-"
+    pct = f"{t.progress * 100:.0f}%"
+    return f"{pct} {_short(t.progress_message, 200)}" if t.progress_message else pct
+
+
 def _short(text: str | None, width: int = 40) -> str:
     if not text:
         return "-"
@@ -203,11 +211,16 @@ def print_task(t: TaskInfo) -> None:
         ("retried", f"{t.retried}/{t.max_retry}"),
         ("last error", t.last_error or "-"), ("last failed at", fmt_time(t.last_failed_at)),
         ("timeout", fmt_duration(t.timeout)), ("deadline", fmt_time(t.deadline)),
+        ("expires at", fmt_time(t.expires_at)),
         ("group", t.group or "-"), ("next process at", fmt_time(t.next_process_at)),
         ("orphaned", "yes" if t.is_orphaned else "no"),
         ("retention", fmt_duration(t.retention)),
         ("enqueued at", fmt_time(t.enqueued_at)), ("started at", fmt_time(t.started_at)),
         ("completed at", fmt_time(t.completed_at)), ("run time", fmt_run_time(t)),
+        ("progress", fmt_progress(t)),
+        *([("progress data", orjson.dumps(t.progress_data).decode()[:300])]
+          if t.progress_data is not None else []),
+        *([("progress at", fmt_time(t.progress_at))] if t.progress is not None else []),
         ("result", fmt_result(t)),
     ])
     if t.last_traceback:  # the failure's traceback, as stored (bounded), under the fields

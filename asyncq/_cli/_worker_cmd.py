@@ -30,6 +30,7 @@ from .._defaults import (
     WORKER_MAX_TASKS_PER_CHILD,
     WORKER_ORPHAN_SCAN_COUNT,
     WORKER_PROCESS_KILL_GRACE,
+    WORKER_QUEUE_SCAN_INTERVAL,
     WORKER_QUEUES,
     WORKER_RECOVER_GRACE,
     WORKER_RECOVER_INTERVAL,
@@ -127,7 +128,9 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--concurrency", "-c", type=int, metavar="N",
                    help=f"most handlers at once (default {WORKER_CONCURRENCY})")
     g.add_argument("--queue", "-q", action="append", metavar="NAME=WEIGHT",
-                   help=f"queue to serve, repeatable: the queues field (default: "
+                   help=f"queue to serve, repeatable: the queues field; a NAME with '*' is a "
+                        f"pattern serving every matching queue, also those created later "
+                        f"(quote it: -q 'tenant:*=1') (default: "
                         f"{' '.join(f'{q}={w}' for q, w in WORKER_QUEUES)})")
     g.add_argument("--strict-priority", "--strict", action="store_true", default=None,
                    help="always drain higher-priority queues first instead of weighting them")
@@ -152,6 +155,9 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
          "how often completed tasks past their retention are deleted"),
         ("--idle-poll-interval", WORKER_IDLE_POLL_INTERVAL,
          "safety net: an idle worker re-checks its queues at least this often"),
+        ("--queue-scan-interval", WORKER_QUEUE_SCAN_INTERVAL,
+         "with a queue pattern: how often the queue registry is read for new matching "
+         "queues (a new queue is also announced at once)"),
         ("--cancel-grace", WORKER_CANCEL_GRACE,
          "how long a cancelled handler may take to stop"),
         ("--health-check-interval", WORKER_HEALTH_CHECK_INTERVAL,

@@ -12,6 +12,7 @@ import orjson
 from .._clock import ms_to_datetime, stored_datetime
 from .._model._info import TaskInfo
 from .._model._rules import HandlerRules
+from .._validate import is_queue_pattern, queue_matcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,8 @@ class QueueInfo:
     expired_leases: int
     #: when the snapshot was taken
     timestamp: datetime
+    #: all-time count of tasks archived unrun because they expired (``expires_in``)
+    expired_total: int = 0
     #: the queue's concurrency cap: at most this many of its tasks run at once across every
     #: worker (``Inspector.set_queue_concurrency``); None: no cap
     concurrency_limit: int | None = None
@@ -197,6 +200,10 @@ class PublishedRules:
 
     def __call__(self, queue: str, task_type: str) -> HandlerRules | None:
         known = self._by_queue.get(queue)
+        if not known:  # a queue a worker serves through a pattern ("tenant:*")
+            known = next((rules for served, rules in self._by_queue.items()
+                          if is_queue_pattern(served) and queue_matcher(served).fullmatch(queue)),
+                         None)
         if not known:
             return None
         if task_type in known:

@@ -41,7 +41,7 @@ def prepare(task: Task, options: Mapping[str, Any], now: int) -> NewTask:
         id=r.task_id or new_task_id(), type=task.type, queue=r.queue,
         max_retry=r.max_retry, timeout_ms=r.timeout_ms, deadline_ms=r.deadline_ms,
         retention_ms=r.retention_ms, group=r.group, headers=r.headers, enc=task.encoding,
-        enqueued_at_ms=now,
+        enqueued_at_ms=now, expires_at_ms=r.expires_at_ms,
     )
     unique_key = None
     unique_ttl = 0

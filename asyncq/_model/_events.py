@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from .._clock import ms_to_datetime, stored_datetime
-from ._info import TaskState
+from ._info import TaskState, decode_progress
 from ._payload import Encoding, decode_json
 
 #: The states after which a task does not change any more (until an operator runs it again).
@@ -23,8 +23,13 @@ class TaskEvent:
     ``previous`` is None for a task just created. ``result`` is set on a completion whose
     result was at most 64 KiB (``result_too_large`` says a larger one was left in the task,
     where ``Client.wait``/``Inspector.task_info`` read it while its retention lasts).
-    ``reason`` says why a task was deleted by asyncq rather than by a person: ``"revoked"``
-    (its handler raised RevokeTask) or ``"aggregated"`` (merged into a group's task)."""
+    ``reason`` says why asyncq rather than a person deleted or archived a task: ``"revoked"``
+    (its handler raised RevokeTask), ``"aggregated"`` (merged into a group's task) or
+    ``"expired"`` (archived unrun: not started by its expiry).
+
+    A progress report (``Task.set_progress``) is an event too, which changes no state:
+    ``previous`` and ``state`` are both ACTIVE and ``progress`` is set (a fraction 0.0-1.0),
+    with ``progress_message`` and ``progress_data`` as the handler gave them."""
 
     id: str
     queue: str
@@ -41,6 +46,9 @@ class TaskEvent:
     result_too_large: bool = False
     group: str | None = None
     reason: str | None = None
+    progress: float | None = None
+    progress_message: str | None = None
+    progress_data: Any = None
 
     @property
     def final(self) -> bool:
@@ -82,6 +90,14 @@ def decode_event(queue: str, data: bytes) -> TaskEvent:
         at = ms_to_datetime(int(doc["at"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"task event lacks a valid field: {exc}") from exc
+    if doc.get("p"):  # a progress report: the stored report is the body
+        report = decode_progress(body)
+        if report is None:
+            raise ValueError("progress event without a valid report")
+        return TaskEvent(
+            id=task_id, queue=queue, type=doc.get("type"), previous=previous, state=state,
+            at=at, retried=int(doc.get("retried") or 0), progress=report.value,
+            progress_message=report.message, progress_data=report.data)
     renc = doc.get("renc") or ""
     nxt = doc.get("next")
     completed = state is TaskState.COMPLETED

@@ -8,13 +8,15 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
+
+import orjson
 
 from .._clock import stored_datetime
 from .._errors import AsyncqError
 from ._message import NO_TIMEOUT, TaskMessage
 from ._payload import Encoding, decode_json
-from ._rules import RESULT_RETENTION_MS, HandlerRules, effective
+from ._rules import RESULT_RETENTION_MS, HandlerRules, effective, expiry_of
 
 
 class TaskState(enum.Enum):
@@ -38,6 +40,32 @@ class TaskState(enum.Enum):
 #: The states of the tasks a queue lists (every state but DELETED, and WAITING: a waiting
 #: workflow step is in no list of its queue; its workflow lists it).
 STORED_STATES = tuple(s for s in TaskState if s not in (TaskState.DELETED, TaskState.WAITING))
+
+
+class Progress(NamedTuple):
+    """A progress report as stored on the task (the ``progress`` hash field, a JSON object
+    ``{"v": value, "m": message, "d": data, "at": Unix ms}``) and carried by its event."""
+
+    value: float
+    message: str | None = None
+    data: Any = None
+    at_ms: int = 0
+
+
+def decode_progress(raw: bytes | str | None) -> Progress | None:
+    """The report stored or published by a worker's ``set_progress``; None when there is none
+    or it is not one (a report never makes a read fail)."""
+    if not raw:
+        return None
+    try:
+        doc = orjson.loads(raw)
+        value = float(doc["v"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    message = doc.get("m")
+    at = doc.get("at")
+    return Progress(value, message if isinstance(message, str) else None, doc.get("d"),
+                    at if isinstance(at, int) else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +92,9 @@ class TaskInfo:
     last_traceback: str | None = None
     timeout: timedelta | None = None
     deadline: datetime | None = None
+    #: When it expires: not started by then, it is archived unrun (its producer's
+    #: ``expires_in``/``expires_at``, else its handler's ``expires_in``); None: never.
+    expires_at: datetime | None = None
     group: str | None = None
     next_process_at: datetime | None = None
     is_orphaned: bool = False
@@ -76,6 +107,16 @@ class TaskInfo:
     result: bytes | None = None
     encoding: Encoding = "b"
     result_encoding: Encoding = "b"
+    #: How far its latest run got, as its handler last reported (``Task.set_progress``): a
+    #: fraction from 0.0 to 1.0, kept as it was when the run ended (frozen, not cleared);
+    #: None when that run reported nothing (a new run hides the previous run's report).
+    progress: float | None = None
+    #: The message of that report, and its JSON data (None without).
+    progress_message: str | None = None
+    progress_data: Any = None
+    #: When that report was written (the worker's clock; at most 100 ms after the handler
+    #: made it).
+    progress_at: datetime | None = None
 
     def json(self) -> Any:
         """The payload decoded as JSON."""
@@ -101,6 +142,7 @@ def task_info(
     is_orphaned: bool = False, completed_at_ms: int = 0, result: bytes | None = None,
     result_encoding: str = "b", started_at_ms: int = 0,
     rules: HandlerRules | None = None, last_traceback: str = "",
+    progress: Progress | None = None,
 ) -> TaskInfo:
     """Build a TaskInfo from a decoded message and the task hash's mutable fields; its
     ``max_retry``, ``timeout`` and ``retention`` are those that apply (``rules``: the
@@ -116,6 +158,7 @@ def task_info(
         last_failed_at=stored_datetime(last_failed_at_ms),
         timeout=_duration(timeout) if timeout > 0 and timeout != NO_TIMEOUT else None,
         deadline=stored_datetime(msg.deadline_ms),
+        expires_at=stored_datetime(expiry_of(msg, rules)),
         group=msg.group or None,
         next_process_at=stored_datetime(next_process_at_ms),
         is_orphaned=is_orphaned,
@@ -125,7 +168,13 @@ def task_info(
         completed_at=stored_datetime(completed_at_ms),
         result=result, encoding=msg.enc,
         result_encoding="j" if result_encoding == "j" else "b",
+        **({} if progress is None else _progress_fields(progress)),
     )
+
+
+def _progress_fields(report: Progress) -> dict[str, Any]:
+    return {"progress": report.value, "progress_message": report.message,
+            "progress_data": report.data, "progress_at": stored_datetime(report.at_ms)}
 
 
 def run_time(info: TaskInfo, now: datetime) -> tuple[timedelta, bool] | None:

@@ -38,10 +38,16 @@ class TaskMessage:
     headers: dict[str, str] = field(default_factory=dict)
     enc: Encoding = "b"
     enqueued_at_ms: int = 0
+    #: When it expires (Unix ms; 0 never): not started by then, it is archived unrun. Stored
+    #: as ``"expires"``, right after ``enqueued_at``, which the scripts that start a task find
+    #: without decoding the JSON (see ``lua/_expiry_lib.lua``).
+    expires_at_ms: int = 0
 
     def encode(self) -> bytes:
         doc: dict[str, Any] = {"id": self.id, "type": self.type, "queue": self.queue,
                                "enc": self.enc, "enqueued_at": self.enqueued_at_ms}
+        if self.expires_at_ms:
+            doc["expires"] = self.expires_at_ms
         if self.max_retry is not None:
             doc["max_retry"] = self.max_retry
         if self.timeout_ms:
@@ -84,6 +90,7 @@ def decode_message(raw: bytes | None) -> TaskMessage:
             group=doc.get("group", ""),
             headers=headers, enc=enc,
             enqueued_at_ms=int(doc.get("enqueued_at", 0)),
+            expires_at_ms=int(doc.get("expires", 0)),
         )
     except KeyError as exc:
         raise DecodeError(f"task message lacks the field {exc.args[0]!r}") from exc

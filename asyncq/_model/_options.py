@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
-from .._clock import MAX_TIME_MS, datetime_to_ms
+from .._clock import MAX_TIME_MS, datetime_to_ms, ms_to_datetime
 from .._defaults import DEFAULT_QUEUE
 from .._validate import check_text, to_ms, validate_queue_name
 from ._info import TaskInfo
@@ -25,6 +25,8 @@ class _OptionsButTimeout(TypedDict, total=False):
     deadline: datetime | None
     process_at: datetime | None
     process_in: float | timedelta | None
+    expires_in: float | timedelta | None
+    expires_at: datetime | None
     unique: float | timedelta | None
     unique_key: str | None
     task_id: str | None
@@ -53,13 +55,16 @@ class EnqueueOptions(TaskOptions, _After, total=False):
     ``queue`` (default "default"); ``max_retry`` (default: the handler's, else 25);
     ``timeout`` (seconds or timedelta; default: the handler's, else 30 min unless a
     ``deadline`` is given; 0 = no limit) and ``deadline`` (aware datetime); ``process_at``
-    (aware datetime) or ``process_in`` (delay); ``unique`` (TTL of the uniqueness lock, at
-    least 1 s) with an optional ``unique_key`` (default: type and payload); ``task_id``
-    (default a new UUID); ``retention`` (how long it is kept once completed; default: the
-    handler's, else 10 min when it returned a value, a 1-min completion mark when it returned
-    nothing; 0 = nothing kept); ``group`` (aggregated with the other tasks of the group);
-    ``headers`` (str -> str, given to middleware); ``after`` (TaskInfo, ``(queue, id)`` or
-    an id in the same queue: tasks that must succeed first).
+    (aware datetime) or ``process_in`` (delay); ``expires_in`` (seconds or timedelta from
+    now, > 0) or ``expires_at`` (aware datetime): a task not started by then never runs, it
+    is archived as expired (default: the handler's ``expires_in``, else never); ``unique``
+    (TTL of the uniqueness lock, at least 1 s) with an optional ``unique_key`` (default: type
+    and payload); ``task_id`` (default a new UUID); ``retention`` (how long it is kept once
+    completed; default: the handler's, else 10 min when it returned a value, a
+    1-min completion mark when it returned nothing; 0 = nothing kept); ``group`` (aggregated
+    with the other tasks of the group); ``headers`` (str -> str, given to middleware);
+    ``after`` (TaskInfo, ``(queue, id)`` or an id in the same queue: tasks that must succeed
+    first).
     """
 
 
@@ -92,6 +97,16 @@ def _nonblank(value: object, name: str) -> str:
     return check_text(value, name, name_like=name != "unique_key")
 
 
+def _expires_in_ms(value: object) -> int:
+    if isinstance(value, int | float | timedelta) and not isinstance(value, bool):
+        seconds = value.total_seconds() if isinstance(value, timedelta) else value
+        if seconds <= 0:
+            raise ValueError(f"expires_in must be more than 0 seconds (how long the task may "
+                             f"wait to start), got {value!r}; leave it out for no expiry")
+    ms = to_ms(value, "expires_in")
+    return max(ms, 1)
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedOptions:
     """Options a caller set explicitly; UNSET fields fall back to earlier options or defaults."""
@@ -102,6 +117,8 @@ class ParsedOptions:
     deadline_ms: int = UNSET  # 0 = no deadline
     process_at_ms: int = UNSET
     process_in_ms: int = UNSET
+    expires_at_ms: int = UNSET
+    expires_in_ms: int = UNSET
     unique_ms: int = UNSET
     unique_key: str = UNSET
     task_id: str = UNSET
@@ -123,6 +140,10 @@ class ParsedOptions:
             changes["process_in_ms"] = UNSET
         if later.process_in_ms is not UNSET:
             changes["process_at_ms"] = UNSET
+        if later.expires_at_ms is not UNSET:
+            changes["expires_in_ms"] = UNSET
+        if later.expires_in_ms is not UNSET:
+            changes["expires_at_ms"] = UNSET
         return replace(self, **changes)
 
 
@@ -144,6 +165,9 @@ def parse_options(options: Mapping[str, Any]) -> ParsedOptions:
     kw: dict[str, Any] = {}
     if "process_at" in options and "process_in" in options:
         raise ValueError("give either process_at or process_in, not both")
+    if options.get("expires_at") is not None and options.get("expires_in") is not None:
+        raise ValueError("give either expires_at (a time) or expires_in (seconds from now), "
+                         "not both")
     for name, value in options.items():
         if value is None:
             continue  # None means "not given", so callers can forward optional values
@@ -163,6 +187,10 @@ def parse_options(options: Mapping[str, Any]) -> ParsedOptions:
             kw["process_at_ms"] = datetime_to_ms(_aware(value, "process_at"))
         elif name == "process_in":
             kw["process_in_ms"] = to_ms(value, "process_in")
+        elif name == "expires_at":
+            kw["expires_at_ms"] = datetime_to_ms(_aware(value, "expires_at"))
+        elif name == "expires_in":
+            kw["expires_in_ms"] = _expires_in_ms(value)
         elif name == "unique":
             ms = to_ms(value, "unique")
             if ms < MIN_UNIQUE_MS:
@@ -205,6 +233,7 @@ class ResolvedOptions:
     retention_ms: int | None
     group: str
     headers: dict[str, str]
+    expires_at_ms: int = 0  # 0 = never (unless the handler's registration says otherwise)
 
 
 def resolve(opts: ParsedOptions, now_ms: int) -> ResolvedOptions:
@@ -227,6 +256,7 @@ def resolve(opts: ParsedOptions, now_ms: int) -> ResolvedOptions:
         if at > MAX_TIME_MS:
             raise ValueError(f"{name} lies after the year 9999, the latest time a datetime can "
                              f"hold: use a shorter delay or timeout")
+    expires = _expires_at(opts, now_ms, process_at)
     unique_ms = 0 if opts.unique_ms is UNSET else opts.unique_ms
     unique_key = None if opts.unique_key is UNSET else opts.unique_key
     if unique_key is not None and not unique_ms:
@@ -243,4 +273,29 @@ def resolve(opts: ParsedOptions, now_ms: int) -> ResolvedOptions:
         retention_ms=None if opts.retention_ms is UNSET else opts.retention_ms,
         group="" if opts.group is UNSET else opts.group,
         headers={} if opts.headers is UNSET else dict(opts.headers),
+        expires_at_ms=expires,
     )
+
+
+def _expires_at(opts: ParsedOptions, now_ms: int, process_at: int) -> int:
+    """The task's expiry (Unix ms, 0 none) from ``expires_at``/``expires_in`` (counted from
+    ``now_ms``, the enqueue time); one that is already past, or that comes before the task is
+    due, would only archive it: a ValueError saying what to do."""
+    if opts.expires_at_ms is not UNSET:
+        expires = opts.expires_at_ms
+        if expires <= now_ms:
+            raise ValueError(f"expires_at ({ms_to_datetime(expires).isoformat()}) is not in "
+                             f"the future: the task would never run; give a later time, or "
+                             f"expires_in=seconds from now")
+    elif opts.expires_in_ms is not UNSET:
+        expires = now_ms + opts.expires_in_ms
+    else:
+        return 0
+    if expires > MAX_TIME_MS:
+        raise ValueError("the expiry lies after the year 9999, the latest time a datetime can "
+                         "hold: use a shorter expires_in, or none")
+    if process_at > now_ms and process_at >= expires:
+        raise ValueError(f"the task would expire ({ms_to_datetime(expires).isoformat()}) "
+                         f"before it is due ({ms_to_datetime(process_at).isoformat()}): give "
+                         f"an expiry after process_at/process_in (expires_in counts from now)")
+    return expires

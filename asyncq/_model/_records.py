@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from .._broker import TaskRecord
 from .._errors import DecodeError
-from ._info import TaskInfo, TaskState, task_info
+from ._info import TaskInfo, TaskState, decode_progress, task_info
 from ._message import TaskMessage, decode_message
 from ._rules import HandlerRules
 
@@ -38,4 +38,5 @@ def record_info(rec: TaskRecord, now: int, rules: RulesLookup | None = None) -> 
         is_orphaned=orphaned, completed_at_ms=rec.completed_at_ms, result=rec.result,
         result_encoding=rec.result_enc, started_at_ms=rec.started_at_ms,
         last_traceback=rec.traceback, rules=None if rules is None else rules(msg.queue, msg.type),
+        progress=decode_progress(rec.progress),
     )

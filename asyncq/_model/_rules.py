@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from .._clock import MAX_TIME_MS, ms_to_datetime
 from .._defaults import COMPLETION_MARK, DEFAULT_MAX_RETRY, DEFAULT_TIMEOUT_MS, RESULT_RETENTION
 from .._validate import to_int, to_ms
 from ._message import NO_TIMEOUT, TaskMessage
@@ -32,6 +33,9 @@ class HandlerRules:
     retention_ms: int | None = None
     retry_delay: RetryDelayFn | None = None
     retry_on: tuple[type[BaseException], ...] | None = None
+    #: A task of this handler not started this long after it was enqueued is archived unrun
+    #: (its own ``expires_in``/``expires_at`` wins); see ``expiry_of``.
+    expires_ms: int | None = None
 
     def over(self, outer: HandlerRules | None) -> HandlerRules:
         """These rules, with what they leave unset taken from ``outer`` (an enclosing mux)."""
@@ -42,7 +46,7 @@ class HandlerRules:
 
     def _values(self) -> tuple[Any, ...]:
         return (self.max_retry, self.timeout_ms, self.retention_ms, self.retry_delay,
-                self.retry_on)
+                self.retry_on, self.expires_ms)
 
     def published(self) -> dict[str, Any]:
         """The rules the Inspector can apply (the callables stay in the worker): what a worker
@@ -54,6 +58,8 @@ class HandlerRules:
             doc["timeout_ms"] = self.timeout_ms
         if self.retention_ms is not None:
             doc["retention_ms"] = self.retention_ms
+        if self.expires_ms is not None:
+            doc["expires_ms"] = self.expires_ms
         return doc
 
     @classmethod
@@ -61,7 +67,8 @@ class HandlerRules:
         def num(name: str) -> int | None:
             value = doc.get(name)
             return int(value) if value is not None else None
-        return cls(num("max_retry"), num("timeout_ms"), num("retention_ms"))
+        return cls(num("max_retry"), num("timeout_ms"), num("retention_ms"),
+                   expires_ms=num("expires_ms"))
 
 
 RESULT_RETENTION_MS = round(RESULT_RETENTION * 1000)
@@ -70,10 +77,11 @@ COMPLETION_MARK_MS = round(COMPLETION_MARK * 1000)
 
 def handler_rules(*, max_retry: object = None, timeout: object = None, retention: object = None,
                   retry_delay: object = None, retry_on: object = None,
-                  what: str = "handler") -> HandlerRules | None:
+                  expires_in: object = None, what: str = "handler") -> HandlerRules | None:
     """Validate the task options of a handler registration; None when none is set. A bad value
     raises ValueError/TypeError naming the option, at registration."""
-    if all(v is None for v in (max_retry, timeout, retention, retry_delay, retry_on)):
+    if all(v is None for v in (max_retry, timeout, retention, retry_delay, retry_on,
+                               expires_in)):
         return None
     if max_retry is not None and (not isinstance(max_retry, int) or isinstance(max_retry, bool)):
         raise TypeError(f"{what}: max_retry must be an int, got {max_retry!r}")
@@ -85,7 +93,16 @@ def handler_rules(*, max_retry: object = None, timeout: object = None, retention
     delay: RetryDelayFn | None = None
     if retry_delay is not None:
         delay = _delay_fn(retry_delay, what)
-    return HandlerRules(retries, timeout_ms, retention_ms, delay, _exception_types(retry_on, what))
+    expires_ms = None
+    if expires_in is not None:
+        if (isinstance(expires_in, int | float | timedelta) and not isinstance(expires_in, bool)
+                and (expires_in.total_seconds() if isinstance(expires_in, timedelta)
+                     else expires_in) <= 0):
+            raise ValueError(f"{what}: expires_in must be more than 0 seconds (how long a task "
+                             f"may wait to start), got {expires_in!r}; leave it out for none")
+        expires_ms = max(1, to_ms(expires_in, f"{what}: expires_in"))
+    return HandlerRules(retries, timeout_ms, retention_ms, delay, _exception_types(retry_on, what),
+                        expires_ms)
 
 
 def _delay_fn(value: object, what: str) -> RetryDelayFn:
@@ -129,10 +146,35 @@ def effective(msg: TaskMessage, rules: HandlerRules | None) -> tuple[int, int, i
     return max_retry, timeout, retention
 
 
+def expiry_of(msg: TaskMessage, rules: HandlerRules | None) -> int:
+    """When ``msg`` expires (Unix ms; 0 never): its producer's ``expires_in``/``expires_at``,
+    else its enqueue time plus the handler's ``expires_in``. The scripts that start a task
+    check the first (it is in the message); the worker checks the second when it starts the
+    task (the scripts do not know the handlers)."""
+    if msg.expires_at_ms:
+        return msg.expires_at_ms
+    if rules is not None and rules.expires_ms is not None and msg.enqueued_at_ms > 0:
+        return min(msg.enqueued_at_ms + rules.expires_ms, MAX_TIME_MS)
+    return 0
+
+
+def expired_reason(expires_at_ms: int) -> str:
+    """The error an expired task is archived with; the scripts write the same words
+    (``asyncq_expired_reason`` in ``lua/_expiry_lib.lua``)."""
+    return f"expired: not started by its expiry at {iso_ms(expires_at_ms)}"
+
+
+def iso_ms(ms: int) -> str:
+    """A Unix-ms time as ``2026-05-01T12:00:00.000Z`` (how the expiry reasons write times)."""
+    return ms_to_datetime(ms).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
 def apply_rules(msg: TaskMessage, rules: HandlerRules | None) -> TaskMessage:
     """``msg`` (changed in place, and returned) with what its producer left unset filled in
-    from ``rules``, else the defaults (``effective``): what the worker runs it by."""
+    from ``rules``, else the defaults (``effective``, ``expiry_of``): what the worker runs it
+    by."""
     msg.max_retry, msg.timeout_ms, msg.retention_ms = effective(msg, rules)
+    msg.expires_at_ms = expiry_of(msg, rules)
     return msg
 
 

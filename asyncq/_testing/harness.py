@@ -86,8 +86,9 @@ class RunningWorker:
 
     async def wait_drained(self, *queues: str, timeout: float = 10.0,
                            include_scheduled: bool = False) -> None:
-        """Wait until ``queues`` (default: all of the worker's) are drained."""
-        await wait_drained(self._redis, queues or list(self.worker.config.queues),
+        """Wait until ``queues`` (default: all the worker serves, those its patterns matched
+        included) are drained."""
+        await wait_drained(self._redis, queues or list(self.worker.served.names),
                            worker=self.worker, timeout=timeout,
                            include_scheduled=include_scheduled)
 

@@ -64,6 +64,9 @@ class TaskDefinition(Generic[P, R]):
         """The same task with some enqueue options changed (``process_in=60``,
         ``queue="urgent"``, ``task_id=...``); bad options raise ValueError/TypeError here."""
         merged = {**self.defaults, **options}
+        for given, replaced in (("expires_in", "expires_at"), ("expires_at", "expires_in")):
+            if options.get(given) is not None:  # (one expiry: the later one)
+                merged.pop(replaced, None)
         Task(self.name, **merged)  # validates
         return dataclasses.replace(self, defaults=merged)
 
@@ -216,7 +219,11 @@ def _with_rules(info: TaskInfo, task: Task, rules: HandlerRules) -> TaskInfo:
     max_retry, timeout, retention = effective(msg, rules)
     limit = None if timeout <= 0 else dt.timedelta(milliseconds=timeout)
     kept = dt.timedelta(milliseconds=RESULT_RETENTION_MS if retention is None else retention)
-    return dataclasses.replace(info, max_retry=max_retry, timeout=limit, retention=kept)
+    expires_at = info.expires_at
+    if expires_at is None and rules.expires_ms is not None and info.enqueued_at is not None:
+        expires_at = info.enqueued_at + dt.timedelta(milliseconds=rules.expires_ms)
+    return dataclasses.replace(info, max_retry=max_retry, timeout=limit, retention=kept,
+                               expires_at=expires_at)
 
 
 def define(name: str, fn: Callable[..., Any], options: dict[str, Any],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
+from collections.abc import Sequence
 
 from .._broker import Broker
 from .._clock import Clock
@@ -28,9 +29,12 @@ SET_TIMEOUT_MS = 2 * 60 * 1000
 class Aggregator:
     """``tick()`` checks every group of the worker's queues once."""
 
-    def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock) -> None:
+    def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock,
+                 queues: Sequence[str] | None = None) -> None:
         assert config.group_aggregator is not None
         self._broker = broker
+        self._queues = list(config.queues) if queues is None else queues
+        """The worker's queues (its list, grown as its patterns match new queues)."""
         self._config = config
         self._clock = clock
         self._aggregate = config.group_aggregator
@@ -42,7 +46,7 @@ class Aggregator:
     async def tick(self) -> int:
         """Returns the number of aggregated tasks enqueued. A queue that fails does not stop
         the others (the first error is raised once all were tried)."""
-        return sum(await for_each(self._config.queues, self._aggregate_queue))
+        return sum(await for_each(list(self._queues), self._aggregate_queue))
 
     async def _aggregate_queue(self, queue: str) -> int:
         cfg = self._config

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import anyio
@@ -35,8 +35,11 @@ class BurstWatch:
     counts as empty: this worker could not run its tasks."""
 
     def __init__(self, broker: Broker, config: WorkerConfig, processor: Runs,
-                 acker: Acker, clock: Clock, on_empty: Callable[[], None]) -> None:
+                 acker: Acker, clock: Clock, on_empty: Callable[[], None],
+                 queues: Sequence[str] | None = None) -> None:
         self._broker = broker
+        self._queues = list(config.queues) if queues is None else queues
+        """The worker's queues (its list, grown as its patterns match new queues)."""
         self._config = config
         self._processor = processor
         self._acker = acker
@@ -62,7 +65,7 @@ class BurstWatch:
         horizon_ms = self._clock.now_ms() + round(self._config.burst_horizon * 1000)
         try:
             backlogs = [await self._broker.backlog(queue, horizon_ms)
-                        for queue in self._config.queues]
+                        for queue in list(self._queues)]
         except Exception as exc:  # Redis unreachable: certainly not done
             self._log.debug("burst mode: cannot read the queues", error=str(exc))
             return False

@@ -32,6 +32,7 @@ from .._defaults import (
     WORKER_MAX_TASKS_PER_CHILD,
     WORKER_ORPHAN_SCAN_COUNT,
     WORKER_PROCESS_KILL_GRACE,
+    WORKER_QUEUE_SCAN_INTERVAL,
     WORKER_QUEUES,
     WORKER_RECOVER_GRACE,
     WORKER_RECOVER_INTERVAL,
@@ -47,7 +48,7 @@ from .._defaults import (
 from .._model._events import TaskEvent
 from .._model._task import Task
 from .._observe import RunObserver
-from .._validate import NONZERO, check_fields, to_int, to_seconds, validate_queue_name
+from .._validate import NONZERO, check_fields, to_int, to_seconds, validate_served_queue
 from ._retry import default_retry_delay
 
 RetryDelay = Callable[[int, BaseException, Task], float | timedelta]
@@ -82,9 +83,16 @@ class WorkerConfig:
     concurrency: int = field(default=WORKER_CONCURRENCY, metadata=NONZERO)
     """Most handlers running at once in this process."""
     queues: Mapping[str, int] = field(default_factory=lambda: dict(WORKER_QUEUES))
-    """Queues to serve and their priorities (weights, or order with strict_priority)."""
+    """Queues to serve and their priorities (weights, or order with strict_priority). A name
+    with ``*`` is a pattern (``"tenant:*"``, ``*`` standing for any run of characters, ``:``
+    included): every registered queue it matches is served, also one created later, the
+    pattern's priority shared in turn among them."""
     strict_priority: bool = False
     """Always drain higher-priority queues first instead of weighting them."""
+    queue_scan_interval: float = field(default=WORKER_QUEUE_SCAN_INTERVAL, metadata=NONZERO)
+    """With a pattern in ``queues``: how often the queue registry is read for queues it
+    matches. A queue is announced when it is created, so this is the bound only when the
+    announcement was missed (a Go producer, a pub/sub outage); unused without a pattern."""
     shutdown_timeout: float = WORKER_SHUTDOWN_TIMEOUT
     """On shutdown, how long running handlers may finish before they are cancelled and requeued."""
     lease_duration: float = field(default=WORKER_LEASE_DURATION, metadata=NONZERO)
@@ -214,7 +222,7 @@ class WorkerConfig:
         if not isinstance(self.queues, Mapping) or not self.queues:
             raise ValueError("queues must be a non-empty mapping of queue name to priority")
         for name, priority in self.queues.items():
-            validate_queue_name(name)
+            validate_served_queue(name)
             to_int(priority, f"priority of queue {name!r}", minimum=1)
         object.__setattr__(self, "queues", dict(self.queues))
         if self.heartbeat_interval > self.lease_duration / 2:

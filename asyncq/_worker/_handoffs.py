@@ -12,7 +12,7 @@ which re-registers the worker and returns any hand-off whose message was lost. A
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import anyio
 from structlog.typing import FilteringBoundLogger
@@ -29,9 +29,13 @@ class Handoffs:
     withdraws this worker's idle registrations at stop."""
 
     def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock,
-                 log: FilteringBoundLogger, arrive: Callable[[str, RawTask, int], None]) -> None:
+                 log: FilteringBoundLogger, arrive: Callable[[str, RawTask, int], None],
+                 queues: Sequence[str] | None = None) -> None:
         self._broker, self._config, self._clock, self._log = broker, config, clock, log
         self._arrive = arrive
+        self._queues = list(config.queues) if queues is None else queues
+        """The queues this worker may be registered idle on (the worker's list, which grows
+        as its patterns match new queues)."""
         self.registered = False
         """A dequeue may have registered this worker as idle (withdrawn at stop)."""
 
@@ -48,7 +52,7 @@ class Handoffs:
             return
         try:
             with anyio.fail_after(1.0):  # Redis down: the registrations lapse on their own
-                await self._broker.leave_idle(list(self._config.queues), self._config.server_id,
+                await self._broker.leave_idle(list(self._queues), self._config.server_id,
                                               self._config.lease_ms)
         except (BrokerError, TimeoutError) as exc:
             self._log.warning("could not leave the idle workers",

@@ -26,6 +26,7 @@ from ._acker import Acker
 from ._config import WorkerConfig
 from ._leases import OUTCOME, Leases
 from ._mux import RulesCache
+from ._queues import ServedQueues
 from ._running import Running, Stop
 
 
@@ -60,9 +61,13 @@ class Heartbeat:
     of local lease expiry."""
 
     def __init__(self, broker: Broker, config: WorkerConfig, leases: Leases,
-                 processor: Runs, acker: Acker, clock: Clock) -> None:
+                 processor: Runs, acker: Acker, clock: Clock,
+                 served: ServedQueues | None = None) -> None:
         self._broker = broker
         self._config = config
+        self._served = served if served is not None else ServedQueues(config.queues)
+        """The queues served: the configured names are registered, the patterns' matches
+        published with the state."""
         self._leases = leases
         self._processor = processor
         self._acker = acker
@@ -84,7 +89,8 @@ class Heartbeat:
             await self.write_state()
             # The queues this worker serves are known queues even before their first task
             # (the broker sends each name once, so this costs nothing after the first tick).
-            await self._broker.register_queues(list(self._config.queues))
+            # A pattern is not a queue, and the queues it matches are registered already.
+            await self._broker.register_queues(self._served.exact)
         except BrokerError as exc:
             error = error or exc
         if error is None:
@@ -150,6 +156,9 @@ class Heartbeat:
             "started_at": self.started_ms, "active_workers": len(self._processor.running),
             "processed": self._processor.processed, "failed": self._processor.failed,
             **({"extra": dict(cfg.extra)} if cfg.extra else {}),
+            # With patterns in "queues": the queues each one serves now.
+            **({"matched": {p: list(q) for p, q in self._served.matched.items()}}
+               if self._served.dynamic else {}),
             **({"task_options": options} if (options := self._task_options()) else {}),
         }
 

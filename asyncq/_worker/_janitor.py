@@ -46,13 +46,14 @@ class Janitor:
     async def tick(self) -> int:
         """Returns how many completed tasks were deleted. A queue that fails does not stop the
         others, nor the scan step (the first error is raised once all were tried)."""
+        queues = list(self._queues)  # (a worker's queues may change meanwhile: patterns)
         steps: list[Callable[[], Awaitable[int]]] = [
-            functools.partial(self._delete_expired, queue) for queue in self._queues]
-        steps += [functools.partial(self._record_minute, queue) for queue in self._queues]
+            functools.partial(self._delete_expired, queue) for queue in queues]
+        steps += [functools.partial(self._record_minute, queue) for queue in queues]
         if self._scan_count:
             steps.append(self.scan_tick)
         counts = await try_each(steps)
-        return sum(counts[:len(self._queues)])
+        return sum(counts[:len(queues)])
 
     async def _record_minute(self, queue: str) -> int:
         """The queue's once-a-minute sample for the dashboard's last hour (a no-op script

@@ -18,7 +18,7 @@ from ._threads import is_sync_handler, isolated, threaded
 Handler = Callable[[Task], Awaitable[Any]]
 RetryDelay = float | timedelta | Callable[[int, BaseException, Task], float | timedelta]
 """A handler's ``retry_delay``: seconds, a timedelta, or ``(retried, error, task) -> delay``."""
-HANDLER_OPTIONS = ("max_retry", "timeout", "retention", "retry_delay", "retry_on")
+HANDLER_OPTIONS = ("max_retry", "timeout", "retention", "retry_delay", "retry_on", "expires_in")
 """The task options a handler registration sets (``handle``, ``handler``, ``task``)."""
 ISOLATE_OPTIONS = ("isolate", "soft_timeout")
 """Where a handler runs (``isolate``: "thread" or "process") and its soft time limit."""
@@ -110,6 +110,7 @@ class ServeMux:
                retry_delay: RetryDelay | None = None,
                retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
                isolate: str | None = None, soft_timeout: float | timedelta | None = None,
+               expires_in: float | timedelta | None = None,
                ) -> None:
         """Register ``handler`` for ``pattern``; a blank or duplicate pattern, or a handler
         that is not callable, is an error. A sync handler (a plain ``def``) runs in a worker
@@ -125,7 +126,9 @@ class ServeMux:
         ``retention`` (how long it is kept once completed), ``retry_delay`` (seconds, a
         timedelta, or ``(retried, error, task) -> seconds``; instead of the worker's) and
         ``retry_on`` (the exception types that are retried: any other error archives the
-        task at once; ``Retry`` always retries).
+        task at once; ``Retry`` always retries) and ``expires_in`` (seconds or a timedelta: a
+        task not started this long after it was enqueued is archived unrun as expired; the
+        worker checks it as it starts the task, see ``_rules.expiry_of``).
 
         ``isolate="process"``: run it in the worker's pool of child processes (CPU-bound work;
         killed at its time limit; it must be a module-level function, imported by the child by
@@ -135,7 +138,7 @@ class ServeMux:
             raise ValueError("handler pattern must be a non-blank string")
         checked = check_limits(limits, pattern)
         rules = handler_rules(max_retry=max_retry, timeout=timeout, retention=retention,
-                              retry_delay=retry_delay, retry_on=retry_on,
+                              retry_delay=retry_delay, retry_on=retry_on, expires_in=expires_in,
                               what=f"handler {pattern!r}")
         wrapped = (check_isolation(handler, isolate, soft_timeout, timeout,
                                    f"handler {pattern!r}")
@@ -160,12 +163,13 @@ class ServeMux:
                 retry_delay: RetryDelay | None = None,
                 retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
                 isolate: str | None = None, soft_timeout: float | timedelta | None = None,
+                expires_in: float | timedelta | None = None,
                 ) -> Callable[[H], H]:
         """Decorator form of ``handle`` (the same options): ``@mux.handler("email:deliver",
         max_retry=3)``; the function is returned as it is (a sync one stays callable)."""
         options: dict[str, Any] = dict(
             limits=limits, max_retry=max_retry, timeout=timeout, retention=retention,
-            retry_delay=retry_delay, retry_on=retry_on)
+            retry_delay=retry_delay, retry_on=retry_on, expires_in=expires_in)
         handler_rules(**{k: v for k, v in options.items() if k != "limits"},
                       what=f"handler {pattern!r}")  # (a bad option fails here, not later)
         if isolate is not None or soft_timeout is not None:
@@ -250,8 +254,8 @@ class ServeMux:
         """Decorator registering a function as the typed task ``name``; returns its
         TaskDefinition: ``await fn.enqueue(client, *args)``, ``await fn.result(client, info)``.
 
-        ``limits``, ``max_retry``, ``timeout``, ``retention``, ``retry_delay`` and
-        ``retry_on`` are the handler's, as for ``handle``: they apply however the task is
+        ``limits``, ``max_retry``, ``timeout``, ``retention``, ``retry_delay``, ``retry_on``
+        and ``expires_in`` are the handler's, as for ``handle``: they apply however the task is
         enqueued; so are ``isolate`` and ``soft_timeout``. The other options (queue,
         process_in, unique, headers...) are what ``fn.enqueue`` uses unless
         ``fn.options(...)`` says otherwise."""

@@ -134,6 +134,8 @@ class Endings:
                                       log, run.rules)
         if not unknown and outcome.kind in ("retry", "archive"):
             outcome = replace(outcome, traceback=error_traceback(exc))
+        if outcome.kind == "retry" and run.msg.expires_at_ms:  # (a retry after it: archived)
+            outcome = replace(outcome, expires_at_ms=run.msg.expires_at_ms)
         self._observe_failure(run, outcome)
         if unknown:
             # A type nobody handles (a typo, or a rolling deploy): one warning per type, no

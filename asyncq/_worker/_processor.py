@@ -39,8 +39,8 @@ from .._clock import Clock
 from .._errors import BrokerError, DecodeError
 from .._log import get_logger, some_ids
 from .._model._message import TaskMessage, decode_message
-from .._model._rules import apply_rules
-from .._model._task import task_for_handler
+from .._model._rules import apply_rules, expired_reason
+from .._model._task import Task, task_for_handler
 from .._service._background import TaskSet
 from .._service._backoff import Backoff
 from .._service._outage import QueueOutages
@@ -51,6 +51,8 @@ from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler, RulesCache
 from ._outcomes import Endings, error_text
 from ._procpool import ProcessPool
+from ._progress import ProgressReports
+from ._queues import ServedQueues
 from ._retry import QueueOrder
 from ._running import Buffered, DeadlineTimers, Running, Stop, limit_of
 from ._threads import SyncThreads
@@ -93,7 +95,8 @@ class Processor:
     def __init__(self, broker: Broker, config: WorkerConfig, handler: Handler,
                  acker: OutcomeSink, leases: Leases, clock: Clock,
                  on_started: Callable[[TaskMessage, int], None] | None = None,
-                 limits: Gate | None = None, rules: RulesCache | None = None) -> None:
+                 limits: Gate | None = None, rules: RulesCache | None = None,
+                 served: ServedQueues | None = None) -> None:
         self._broker = broker
         self.rules = rules or RulesCache(handler)
         """The task options registered for each task type, applied to its message at start."""
@@ -114,7 +117,9 @@ class Processor:
         self._leases = leases
         self._clock = clock
         self._owner = config.server_id
-        self._order = QueueOrder(config.queues, config.strict_priority)
+        self.served = served if served is not None else ServedQueues(config.queues)
+        """The queues fetched from (the configured ones, and those their patterns match)."""
+        self._order = QueueOrder(config.queues, config.strict_priority, self.served.matched)
         self._log = get_logger("processor", server_id=config.server_id)
         self._observer = config.metrics
         self.outages = QueueOutages(self._log, "dequeue", None if self._observer is None
@@ -141,13 +146,17 @@ class Processor:
         """Decides, logs, measures and settles how each run ended."""
         self._all_done.set()
         self.fetching = True
-        self.handoffs = Handoffs(broker, config, clock, self._log, self.handed_off)
+        self.handoffs = Handoffs(broker, config, clock, self._log, self.handed_off,
+                                 self.served.names)
         """Where the subscriber delivers one-hop hand-offs (passed on to ``handed_off``)."""
         self.limits = limits
         """Claims the limits of leased tasks before they start."""
         self._arriving: set[str] = set()
         """Handed-off tasks whose limits are being claimed (not yet in the leases)."""
         self._admissions = TaskSet(self._admission_failed)
+        self.progress = ProgressReports(broker, config.server_id, clock, self._holds,
+                                        observer=config.metrics)
+        """The running tasks' progress reports (``Task.set_progress``), coalesced."""
 
     @property
     def processed(self) -> int:
@@ -161,7 +170,7 @@ class Processor:
     @property
     def idle(self) -> bool:
         """True when this worker holds no task to run (none running, none prefetched)."""
-        return not (self.running or self.buffer)
+        return not (self.running or self.buffer or self.progress.settling)
 
     # -- 1. fetch
 
@@ -199,6 +208,11 @@ class Processor:
             if drained and self.fetching:
                 with anyio.move_on_after(self._config.idle_poll_interval):
                     await self.wake.wait()
+
+    def queues_found(self, queues: Sequence[str]) -> None:
+        """Queues a pattern just matched: fetch at once, trying them first."""
+        self._order.found(queues)
+        self.wake.set()
 
     def receive_handoff(self, handoff: Handoff) -> None:
         """A one-hop hand-off heard by the subscriber: ``handoffs`` checks it, then
@@ -252,6 +266,8 @@ class Processor:
             raws = [r for r in raws if r.id not in self._leases and r.id not in arriving
                     and not self._leases.ran_already(r.id, r.pending_since, released)]
             leased = len(raws)
+            if leased:
+                self._order.took(queue)  # a pattern's next round starts after this queue
             if self.limits is not None and raws:
                 raws = await self._admit(queue, raws, lease_until)
             for raw in raws:
@@ -327,9 +343,15 @@ class Processor:
                                   f"but is stored as {raw.id!r} in {queue!r}")
             rules = self.rules(msg.type)
             apply_rules(msg, rules)
+            if msg.expires_at_ms and msg.expires_at_ms <= now:
+                # Its handler's expires_in ran out, or it waited here (prefetched) too long.
+                self.settle(Outcome("expire", queue, raw.id,
+                                    error=expired_reason(msg.expires_at_ms)))
+                return
             deadline, limit = limit_of(now, msg)
             task = task_for_handler(msg, raw.payload, raw.retried, deadline,
-                                    self._writer(queue, msg.id), self.state)
+                                    self._writer(queue, msg.id), self.state,
+                                    self.progress.report)
         except Exception as exc:  # DecodeError, or a time beyond what datetime can hold
             error = exc if isinstance(exc, DecodeError) else DecodeError(
                 f"stored task cannot be started: {error_text(exc)}")
@@ -352,12 +374,19 @@ class Processor:
             run.reason = limit
             self._finish(run, None, cancelled=True)
             return
-        atask: asyncio.Task[Any] = asyncio.get_running_loop().create_task(
+        loop = asyncio.get_running_loop()
+        self.progress.bind(loop)
+        atask: asyncio.Task[Any] = loop.create_task(
             invoke(self._handler, self.threads, task, msg, run))
         run.atask = atask
         if limit is not None:
             self._deadlines.arm(run, (deadline - now) / 1000, limit)
         atask.add_done_callback(functools.partial(self._on_done, run))
+
+    def _holds(self, task: Task) -> bool:
+        """Whether ``task`` is a run this worker holds and has not stopped (any thread)."""
+        run = self.running.get(task.id or "")
+        return run is not None and run.task is task and run.reason is None
 
     def _writer(self, queue: str, task_id: str) -> Any:
         async def write(data: bytes, encoding: str) -> int:
@@ -389,8 +418,9 @@ class Processor:
         self._deadlines.disarm(run)
         if run.grace_timer is not None:
             run.grace_timer.cancel()
-        if self.buffer and self.fetching:
-            # Refill the slot from the prefetch buffer now, without a round trip to Redis.
+        while self.buffer and self.fetching and len(self.running) < self._config.concurrency:
+            # Refill the slot from the prefetch buffer now, without a round trip to Redis (the
+            # next one too when this one did not start: it had expired, or was undecodable).
             task_id = next(iter(self.buffer))
             item = self.buffer.pop(task_id)
             self._leases.move(task_id, RUNNING)
@@ -400,12 +430,17 @@ class Processor:
         self._slot_free.set()
         if run.reason is Stop.LEASE_LOST:  # the task is someone else's now
             self._leases.release(run.id, RUNNING)
+            if run.id in self.progress.runs:
+                self.progress.drop(run.id)
         self.endings.ended(run, exc, cancelled, result_task)
 
     def settle(self, outcome: Outcome) -> None:
         """Hand the task and its lease over to the acker, which writes ``outcome``."""
         self._leases.move(outcome.task_id, OUTCOME)
-        self._acker.submit(outcome)
+        if outcome.task_id in self.progress.runs:  # its last progress report goes first
+            self.progress.settle(outcome.task_id, functools.partial(self._acker.submit, outcome))
+        else:
+            self._acker.submit(outcome)
         if self.limits is not None:
             self.limits.release(outcome.task_id)
 
@@ -500,6 +535,7 @@ class Processor:
                     self._log.error("leased task never started; requeued", task_id=task_id,
                                     queue=queue)
                     self.settle(Outcome("requeue", queue, task_id))
+        await self.progress.close(1.0)
         await self.endings.hooks_done(1.0)
         if self.limits is not None:
             await self.limits.settled(1.0)

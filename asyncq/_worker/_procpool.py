@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -39,6 +40,14 @@ from .._model._task import Task
 
 ISOLATIONS = ("thread", "process")
 """What ``isolate=`` takes: a sync handler's worker thread, or a child process."""
+
+
+#: A child sends a progress report to the worker at most this often (the latest wins; the
+#: worker's own coalescing then writes at most one every 100 ms).
+CHILD_PROGRESS_INTERVAL = 0.05
+
+ProgressForward = Callable[[float, "str | None", "bytes | None"], None]
+"""What the worker does with a child's progress report: ``(fraction, message, JSON data)``."""
 
 
 class SoftTimeLimitExceeded(Exception):
@@ -95,7 +104,61 @@ def _resolve(ref: str) -> Callable[[Task], Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def _child_task(payload: bytes, meta: dict[str, Any]) -> Task:
+class _ChildProgress:
+    """A child's progress sink: reports go to the worker over the task's pipe, at most one
+    every CHILD_PROGRESS_INTERVAL, the latest winning, each as a header ``{"progress":
+    [fraction, message], "d": has data}`` and the data bytes; ``close`` sends what is left
+    before the answer. A timer thread sends them, never the handler's (main) thread: a soft
+    time limit's signal interrupting a send there would cut a message in the pipe."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._sent_at = 0.0
+        self._latest: tuple[float, str | None, bytes | None] | None = None
+        self._timer: threading.Timer | None = None
+        self._closed = False
+
+    def __call__(self, task: Task, value: float, message: str | None,
+                 data: bytes | None) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("set_progress is only available inside a running handler")
+            self._latest = (value, message, data)
+            if self._timer is None:
+                wait = self._sent_at + CHILD_PROGRESS_INTERVAL - time.monotonic()
+                self._timer = threading.Timer(max(wait, 0.0), self._due)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _due(self) -> None:
+        with self._lock:
+            self._timer = None
+            if not self._closed:
+                self._send()
+
+    def _send(self) -> None:  # (holding the lock)
+        latest, self._latest = self._latest, None
+        if latest is None:
+            return
+        value, message, data = latest
+        self._sent_at = time.monotonic()
+        with contextlib.suppress(OSError, EOFError):
+            self._conn.send_bytes(orjson.dumps({"progress": [value, message],
+                                                "d": data is not None}))
+            self._conn.send_bytes(data or b"")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._send()
+            self._closed = True
+
+
+def _child_task(payload: bytes, meta: dict[str, Any],
+                progress: _ChildProgress | None = None) -> Task:
     task = Task.__new__(Task)
     task.type = meta["type"]
     task.payload = payload
@@ -108,8 +171,13 @@ def _child_task(payload: bytes, meta: dict[str, Any]) -> Task:
     task.retried = meta["retried"]
     task._deadline_ms = meta["deadline_ms"]
     task._writer = None
+    task._progress = _no_progress if progress is None else progress
     task._state = None
     return task
+
+
+def _no_progress(task: Task, value: float, message: str | None, data: bytes | None) -> None:
+    raise RuntimeError("set_progress is only available inside a running handler")
 
 
 _PAGE_KIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) // 1024
@@ -160,13 +228,16 @@ def _child_main(conn: Connection) -> None:
         try:
             if meta.get("soft_after"):
                 signal.setitimer(signal.ITIMER_REAL, meta["soft_after"])
+            progress = _ChildProgress(conn) if meta.get("progress") else None
             try:
                 fn = handlers.get(ref) or handlers.setdefault(ref, _resolve(ref))
-                value = fn(_child_task(payload, meta))
+                value = fn(_child_task(payload, meta, progress))
                 if inspect.isawaitable(value):
                     value = asyncio.run(_awaited(value))
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+                if progress is not None:
+                    progress.close()  # (its last report goes before the answer)
             try:
                 raw, enc = encode_payload(value)
             except ValueError as exc:
@@ -270,20 +341,25 @@ class ProcessPool:
         self._live.add(started)
         return started
 
-    async def run(self, ref: str, payload: bytes, meta: dict[str, Any]) -> Any:
+    async def run(self, ref: str, payload: bytes, meta: dict[str, Any],
+                  on_progress: ProgressForward | None = None) -> Any:
         """Run the handler ``ref`` in a child on the task's bytes; its return value (as it
         will be stored: bytes, or the JSON value) or its error. Cancelling this stops the
-        child (SIGTERM, SIGKILL after ``kill_grace``) and starts another in its place."""
+        child (SIGTERM, SIGKILL after ``kill_grace``) and starts another in its place.
+        ``on_progress`` receives the handler's progress reports (on the loop) as they come."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.size)
         await self._slots.acquire()
         child: _Child | None = None
         if self.max_memory_per_child:
             meta = {**meta, "rss": True}
+        if on_progress is not None:
+            meta = {**meta, "progress": True}
         try:
             child = self._idle.pop() if self._idle else await asyncio.to_thread(
                 self._start_child)
-            reply = await self._exchange(child, orjson.dumps([ref, meta]), payload)
+            reply = await self._exchange(child, orjson.dumps([ref, meta]), payload,
+                                         on_progress)
         except BaseException as exc:
             if child is None:
                 self._slots.release()
@@ -315,20 +391,27 @@ class ProcessPool:
             self._over_memory_hook(meta.get("queue", ""), meta.get("type", ""))
         return True
 
-    async def _exchange(self, child: _Child, head: bytes,
-                        payload: bytes) -> tuple[dict[str, Any], bytes]:
+    async def _exchange(self, child: _Child, head: bytes, payload: bytes,
+                        on_progress: ProgressForward | None = None,
+                        ) -> tuple[dict[str, Any], bytes]:
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[tuple[dict[str, Any], bytes]] = loop.create_future()
         fd = child.conn.fileno()
 
         def readable() -> None:
-            loop.remove_reader(fd)
             if answer.done():
+                loop.remove_reader(fd)
                 return
             try:
-                answer.set_result((orjson.loads(child.conn.recv_bytes()),
-                                   child.conn.recv_bytes()))
-            except (EOFError, OSError):
+                reply = (orjson.loads(child.conn.recv_bytes()), child.conn.recv_bytes())
+                if "progress" in reply[0]:  # a progress report: the answer comes later
+                    if on_progress is not None:
+                        _forward(on_progress, reply)
+                    return
+                loop.remove_reader(fd)
+                answer.set_result(reply)
+            except (EOFError, OSError, ValueError):  # (ValueError: a message cut short)
+                loop.remove_reader(fd)
                 child.proc.join(0.1)  # (it exited: reaped at once, for its exit code)
                 answer.set_exception(ChildProcessDied(
                     f"the process running the handler (pid {child.proc.pid}) exited with "
@@ -382,6 +465,19 @@ class ProcessPool:
         idle, self._idle = set(self._idle), []
         for child in list(self._live):
             await asyncio.to_thread(self._stop, child, child not in idle)
+
+
+def _forward(on_progress: ProgressForward, reply: tuple[dict[str, Any], bytes]) -> None:
+    """Hand a child's progress report to the worker; one it refuses (the run was stopped,
+    its lease lost) is dropped: the child cannot be told, and its run ends soon."""
+    head, data = reply
+    try:
+        value, message = head["progress"]
+        on_progress(float(value), message if isinstance(message, str) else None,
+                    data if head.get("d") else None)
+    except Exception as exc:
+        get_logger("worker").debug("progress report of a handler process dropped",
+                                   error=str(exc))
 
 
 def _unpack(reply: tuple[dict[str, Any], bytes]) -> Any:

@@ -6,7 +6,7 @@ no task can stay "active" forever.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 
 from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
@@ -34,8 +34,11 @@ class Recoverer:
     def __init__(self, broker: Broker, config: WorkerConfig, clock: Clock,
                  on_retry_scheduled: Callable[[int], None] | None = None,
                  held: Container[str] = (),
-                 rules: Callable[[str], HandlerRules | None] = lambda _: None) -> None:
+                 rules: Callable[[str], HandlerRules | None] = lambda _: None,
+                 queues: Sequence[str] | None = None) -> None:
         self._broker = broker
+        self._queues = list(config.queues) if queues is None else queues
+        """The worker's queues (its list, grown as its patterns match new queues)."""
         self._rules = rules  # the task options registered per task type (its retry policy)
         self._config = config
         self._clock = clock
@@ -48,7 +51,7 @@ class Recoverer:
     async def tick(self) -> int:
         """Recover every queue; a queue that fails does not stop the others (the first error is
         raised once all were tried)."""
-        return sum(await for_each(self._config.queues, self._recover_queue))
+        return sum(await for_each(list(self._queues), self._recover_queue))
 
     async def _recover_queue(self, queue: str) -> int:
         count = 0

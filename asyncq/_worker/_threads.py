@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from .._log import get_logger
 from .._model._task import Task
-from ._procpool import ProcessPool, child_meta, handler_ref
+from ._procpool import ProcessPool, ProgressForward, child_meta, handler_ref
 
 
 class SyncThreads:
@@ -140,7 +140,8 @@ def threaded(fn: Callable[[Task], Any], *, forced: bool = False) -> Callable[[Ta
             result = await anyio.to_thread.run_sync(fn, task, abandon_on_cancel=True)
         elif (not forced and ref is not None and threads.sync_handlers == "process"
               and threads.procs is not None):
-            result = await threads.procs.run(ref, task.payload, child_meta(task, None))
+            result = await threads.procs.run(ref, task.payload, child_meta(task, None),
+                                             progress_of(task))
         else:
             result = await threads.run(fn, task)
         if inspect.isawaitable(result):
@@ -163,9 +164,18 @@ def isolated(fn: Callable[[Task], Any], ref: str,
             if inspect.isawaitable(result):
                 result = await result
             return result
-        return await threads.procs.run(ref, task.payload, child_meta(task, soft_timeout))
+        return await threads.procs.run(ref, task.payload, child_meta(task, soft_timeout),
+                                       progress_of(task))
 
     return run_in_process
+
+
+def progress_of(task: Task) -> ProgressForward | None:
+    """Where a handler process's progress reports go: the running task's own sink."""
+    sink = task._progress
+    if sink is None:
+        return None
+    return lambda value, message, data: sink(task, value, message, data)
 
 
 def log_left_behind(threads: SyncThreads, server_id: str) -> None:

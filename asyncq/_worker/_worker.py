@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import signal
 from contextlib import AbstractAsyncContextManager
@@ -29,6 +30,7 @@ from ._acker import Acker
 from ._aggregator import Aggregator
 from ._burst import BurstWatch
 from ._config import WorkerConfig, check_option_names
+from ._discovery import QueueDiscovery
 from ._forwarder import Forwarder
 from ._healthcheck import HealthChecker
 from ._heartbeat import Heartbeat
@@ -39,6 +41,7 @@ from ._notifier import Notifier
 from ._outcomes import error_text
 from ._probes import WorkerProbes, running_tasks, task_of
 from ._processor import Processor
+from ._queues import ServedQueues
 from ._recoverer import Recoverer
 from ._subscriber import Subscriber
 from ._threads import log_left_behind
@@ -79,7 +82,9 @@ class Worker:
         self.clock = clock or SYSTEM_CLOCK
         self.broker, self._owns_broker = open_broker(redis, broker, clock=self.clock,
                                                      connection=connection)
-        queues = list(cfg.queues)
+        self.served = ServedQueues(cfg.queues)
+        """The queues served: the configured ones, and those their patterns match."""
+        queues = self.served.names  # one list, grown in place as patterns match new queues
         self.leases = Leases()
         """Every task this worker holds a lease on, shared by the components below."""
         self.forwarder = Forwarder(self.broker, queues, cfg.forward_interval, self.clock)
@@ -95,9 +100,9 @@ class Worker:
                                    self.clock, on_started=notifier.started if notifier else None,
                                    limits=gate_for(self.handler, self.broker, cfg.server_id,
                                                    self.forwarder.poke, cfg.metrics),
-                                   rules=self.rules)
+                                   rules=self.rules, served=self.served)
         self.heartbeat = Heartbeat(self.broker, cfg, self.leases, self.processor, self.acker,
-                                   self.clock)
+                                   self.clock, served=self.served)
         if cfg.metrics is not None:
             processor = self.processor
             cfg.metrics.bind(concurrency=cfg.concurrency,
@@ -107,17 +112,23 @@ class Worker:
             self.heartbeat.outage.on_failure = cfg.metrics.redis_error
         self.recoverer = Recoverer(self.broker, cfg, self.clock,
                                    on_retry_scheduled=self.forwarder.poke, held=self.leases,
-                                   rules=self.rules)
+                                   rules=self.rules, queues=queues)
         self.advancer = Advancer(self.broker, queues, cfg.server_id, cfg.workflow_interval)
         self.janitor = Janitor(self.broker, queues, cfg.janitor_interval, cfg.janitor_batch,
                                cfg.orphan_scan_count)
+        self.discovery = (QueueDiscovery(self.broker, self.served, cfg.queue_scan_interval,
+                                         self._queues_changed)
+                          if self.served.dynamic else None)
+        """Keeps the queues the patterns match current (None without a pattern)."""
         self.subscriber = Subscriber(self.broker, self.processor, queues, cfg.server_id,
                                      on_due=self.forwarder.poke,
-                                     on_reconnect=self.heartbeat.renew_now)
-        self.aggregator = (Aggregator(self.broker, cfg, self.clock)
+                                     on_reconnect=self._reconnected,
+                                     on_new_queues=(self.discovery.announced
+                                                    if self.discovery is not None else None))
+        self.aggregator = (Aggregator(self.broker, cfg, self.clock, queues)
                            if cfg.group_aggregator is not None else None)
         self.burst = (BurstWatch(self.broker, cfg, self.processor, self.acker, self.clock,
-                                 self.stop) if cfg.burst else None)
+                                 self.stop, queues) if cfg.burst else None)
         self.healthchecker = (HealthChecker(self.broker, cfg.health_check,
                                             cfg.health_check_interval)
                               if cfg.health_check is not None else None)
@@ -140,7 +151,33 @@ class Worker:
         self._ready = asyncio.Event()
         self._shutdown = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
+        self._advancer_scope: anyio.CancelScope | None = None
         self._startup: anyio.CancelScope | None = None
+
+    def _queues_changed(self, added: list[str], removed: list[str]) -> None:
+        """The patterns matched new queues (or some left the registry): the subscriber hears
+        their wake-ups and hand-offs, and the fetch loop tries the new ones at once."""
+        self._log.info("queues matched", added=added, removed=removed,
+                       matched={p: len(q) for p, q in self.served.matched.items()})
+        self.subscriber.queues_changed()
+        self.processor.queues_found(added)
+        if self._advancer_scope is not None:  # its wake-up channels are the queues': again
+            self._advancer_scope.cancel()
+
+    async def _run_advancer(self) -> None:
+        """The workflow advancer, started again when the queues change (it subscribes to the
+        outbox wake-ups of the queues it starts with; a round cut short is replayed)."""
+        while True:
+            with anyio.CancelScope() as scope:
+                self._advancer_scope = scope
+                await self.advancer.run()
+
+    async def _reconnected(self) -> None:
+        """The subscriber reconnected: what was published meanwhile was missed (cancellations,
+        new queues), so the leases (with their cancel markers) and the registry are read now."""
+        if self.discovery is not None:
+            self.discovery.poke()
+        await self.heartbeat.renew_now()
 
     @property
     def ready(self) -> bool:
@@ -264,7 +301,6 @@ class Worker:
 
     async def _serve(self, task_status: TaskStatus[None]) -> None:
         """Every component in one task group, until stopped and drained."""
-        cfg = self.config
         async with anyio.create_task_group() as tg:
             # The subscriber is subscribed before the first dequeue, so no cancellation
             # or wake-up published after a task is leased can be missed. While Redis
@@ -272,8 +308,13 @@ class Worker:
             if not await self._subscribe(tg):
                 tg.cancel_scope.cancel()
                 return
+            scanned = False  # (subscribed first: a queue announced from now on is heard)
+            if self.discovery is not None:
+                with contextlib.suppress(BrokerError):  # (else its first round does it)
+                    await self.discovery.scan()
+                    scanned = True
             with contextlib.suppress(BrokerError):  # (else the heartbeat does it)
-                await self.broker.register_queues(list(cfg.queues))
+                await self.broker.register_queues(self.served.exact)
                 # Published before the first task is leased, so no running task of
                 # this worker can look like one whose worker is gone.
                 self.heartbeat.started_ms = self.clock.now_ms()
@@ -283,7 +324,9 @@ class Worker:
             tg.start_soon(self.forwarder.run)
             tg.start_soon(self.recoverer.run)
             tg.start_soon(self.janitor.run)
-            tg.start_soon(self.advancer.run)
+            tg.start_soon(self._run_advancer)
+            if self.discovery is not None:
+                tg.start_soon(functools.partial(self.discovery.run, wait_first=scanned))
             if self.aggregator is not None:
                 tg.start_soon(self.aggregator.run)
             if self.healthchecker is not None:

@@ -119,6 +119,8 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
     processed = CounterMetricFamily("asyncq_tasks_processed",
                                     "Runs finished, succeeded or failed", labels=["queue"])
     failed = CounterMetricFamily("asyncq_tasks_failed", "Failed runs", labels=["queue"])
+    expired_tasks = CounterMetricFamily("asyncq_tasks_expired", "Tasks archived unrun because "
+                                        "they were not started by their expiry", labels=["queue"])
     cap = _gauge("asyncq_queue_concurrency_limit", "The queue's concurrency cap: most of its "
                  "tasks running at once across every worker (absent: no cap)", ["queue"])
     capped = _gauge("asyncq_queue_concurrency_in_use", "Tasks of a capped queue running under "
@@ -142,12 +144,14 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
         failed_today.add_metric(name, q.failed)
         processed.add_metric(name, q.processed_total)
         failed.add_metric(name, q.failed_total)
+        expired_tasks.add_metric(name, q.expired_total)
         if q.concurrency_limit is not None:
             cap.add_metric(name, q.concurrency_limit)
             capped.add_metric(name, q.concurrency_in_use)
             waiting.add_metric(name, q.concurrency_waiting)
     yield from (count, tasks, size, backlog, latency, memory, paused, groups, expired,
-                processed_today, failed_today, processed, failed, cap, capped, waiting)
+                processed_today, failed_today, processed, failed, expired_tasks, cap, capped,
+                waiting)
 
 
 def _backlog(q: QueueInfo) -> int:

@@ -75,6 +75,10 @@ class WorkerMetrics:
             "process_memory_recycles", "Handler child processes replaced after a task because "
             "their resident memory passed max_memory_per_child", labels,
             **kw)  # type: ignore[arg-type]
+        self.progress_writes = Counter(
+            "progress_writes", "Progress reports written (stored) or refused (the task was no "
+            "longer leased to this worker), after coalescing", ["queue", "result"],
+            **kw)  # type: ignore[arg-type]
         self.loop_lag = Histogram(
             "event_loop_lag_seconds", "How late the worker's event loop ran a callback due "
             "now (sampled every 0.25 s): high when something blocks the loop",
@@ -145,6 +149,9 @@ class WorkerMetrics:
 
     def thread_left_behind(self, queue: str, task_type: str) -> None:
         self.threads_left_behind.labels(queue, self._type(task_type)).inc()
+
+    def progress_written(self, queue: str, stored: bool) -> None:
+        self.progress_writes.labels(queue, "stored" if stored else "refused").inc()
 
     def process_over_memory(self, queue: str, task_type: str) -> None:
         self.memory_recycles.labels(queue, self._type(task_type)).inc()

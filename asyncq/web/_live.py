@@ -1,7 +1,9 @@
 """Live updates: ``/events`` streams server-sent events, one JSON document of queue counts
-(and the active list of a queue page) each time task events say something changed, at most
-``MAX_RATE`` a second per tab and at least every ``IDLE_REFRESH`` seconds; ``/live`` answers
-the same document once, for browsers whose event stream fails (they poll it slowly).
+(and the active list of a queue page, with each run's progress bar) each time task events say
+something changed, at most ``MAX_RATE`` a second per tab and at least every ``IDLE_REFRESH``
+seconds; ``/live`` answers the same document once, for browsers whose event stream fails
+(they poll it slowly). A task page (``task=<id>``) hears only its task's events and gets its
+state and progress bar instead of counts.
 
 Counts come from the dashboard's shared snapshot cache, so Redis sees a bounded number of
 reads whatever the number of open tabs; the events themselves arrive on the one subscription
@@ -20,7 +22,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .._errors import AsyncqError, QueueNotFoundError
+from .._errors import AsyncqError, QueueNotFoundError, TaskNotFoundError
 from .._inspector._inspect_models import QueueInfo
 from .._model._events import EventsLost, TaskEvent
 from .._model._info import STORED_STATES
@@ -48,9 +50,12 @@ def counts(info: QueueInfo) -> dict[str, Any]:
 
 
 async def snapshot(dash: Dashboard, queue: str | None, active: bool, base: str,
-                   since: float | None = None) -> dict[str, Any]:
+                   since: float | None = None, task: str | None = None) -> dict[str, Any]:
     """The live document: counts per queue (read after ``since``, see
-    ``Dashboard.queue_infos``), and the rendered rows of the active list."""
+    ``Dashboard.queue_infos``), and the rendered rows of the active list; for a task page,
+    the task's state and progress cell instead."""
+    if queue is not None and task is not None:
+        return await task_snapshot(dash, queue, task)
     infos = await dash.queue_infos(None if queue is None else [queue], since=since)
     doc: dict[str, Any] = {"queues": {q: counts(i) for q, i in infos.items()}}
     if queue is not None and active:
@@ -63,20 +68,34 @@ async def snapshot(dash: Dashboard, queue: str | None, active: bool, base: str,
     return doc
 
 
+async def task_snapshot(dash: Dashboard, queue: str, task_id: str) -> dict[str, Any]:
+    """A task page's live document: its state and its rendered progress cell."""
+    try:
+        info = await dash.inspector.task_info(queue, task_id)
+    except (TaskNotFoundError, QueueNotFoundError):
+        return {"queues": {}, "task_state": "deleted"}
+    doc: dict[str, Any] = {"queues": {}, "task_state": info.state.value}
+    if info.progress is not None:
+        doc["task_progress"] = info.progress
+        doc["progress_html"] = render_fragment("_progress_cell.html", {"task": info})
+    return doc
+
+
 def to_json(doc: dict[str, Any]) -> bytes:
     """JSON with every ``<`` written ``\\u003c`` (it only occurs inside strings): a queue name
     or a task type can never read as markup, whoever parses the document."""
     return orjson.dumps(doc).replace(b"<", b"\\u003c")
 
 
-def _params(request: Request) -> tuple[str | None, bool]:
-    return request.query_params.get("q") or None, request.query_params.get("active") == "1"
+def _params(request: Request) -> tuple[str | None, bool, str | None]:
+    return (request.query_params.get("q") or None, request.query_params.get("active") == "1",
+            request.query_params.get("task") or None)
 
 
 async def live(request: Request) -> Response:
-    queue, active = _params(request)
+    queue, active, task = _params(request)
     try:
-        doc = await snapshot(dashboard(request), queue, active, base_path(request))
+        doc = await snapshot(dashboard(request), queue, active, base_path(request), task=task)
     except AsyncqError as exc:
         return JSONResponse({"error": str(exc)}, 503)
     return Response(to_json(doc), media_type="application/json",
@@ -84,10 +103,11 @@ async def live(request: Request) -> Response:
 
 
 async def events(request: Request) -> Response:
-    queue, active = _params(request)
+    queue, active, task = _params(request)
     dash = dashboard(request)
     queues = [queue] if queue else await dash.inspector.queues()
-    return StreamingResponse(_stream(request, dash, queues, queue, active),
+    return StreamingResponse(_stream(request, dash, queues, queue, active,
+                                     task if queue else None),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
@@ -110,12 +130,14 @@ async def _no_events() -> AsyncIterator[AsyncIterator[object]]:
 
 
 async def _stream(request: Request, dash: Dashboard, queues: list[str], queue: str | None,
-                  active: bool) -> AsyncIterator[bytes]:
+                  active: bool, task: str | None = None) -> AsyncIterator[bytes]:
     base = base_path(request)
     changed = asyncio.Event()
     changed.set()  # the first document goes out at once
     # No queue yet (a fresh Redis): nothing to subscribe to, the idle refresh shows new ones.
-    async with (dash.client.events(queues) if queues else _no_events()) as stream:
+    events = (dash.client.events(queues, task_ids=None if task is None else [task])
+              if queues else _no_events())
+    async with events as stream:
         # Each document is read after the last change heard (the first: after subscribing),
         # never from a shared snapshot older than it: a change between that snapshot and the
         # event would otherwise show only at the next idle refresh.
@@ -141,13 +163,13 @@ async def _stream(request: Request, dash: Dashboard, queues: list[str], queue: s
                     return
                 changed.clear()
                 try:
-                    doc = await snapshot(dash, queue, active, base, since=heard)
+                    doc = await snapshot(dash, queue, active, base, since=heard, task=task)
                 except AsyncqError as exc:
                     doc = {"error": str(exc)}
                 yield b"data: " + to_json(doc) + b"\n\n"
                 await asyncio.sleep(1 / MAX_RATE)
         finally:
-            for task in (pumping, gone):
-                task.cancel()
+            for helper in (pumping, gone):
+                helper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                    await helper

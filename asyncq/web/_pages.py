@@ -15,6 +15,7 @@ from .._inspector._inspect_models import DailyStats, MinuteStats, QueueInfo, Tas
 from .._inspector._inspector import Inspector
 from .._log import get_logger
 from .._model._info import STORED_STATES, TaskInfo, TaskState
+from .._validate import is_queue_pattern, match_queue_patterns
 from . import _format
 from ._render import dashboard, link, render
 
@@ -148,12 +149,21 @@ async def task_page(request: Request) -> Response:
         "nav": "", "task": task, "actions": task_actions(task),
         "payload": _format.show_data(task.payload, task.encoding),
         "result": _format.show_data(task.result, task.result_encoding),
+        # live: its progress bar and state follow the task's events
+        "live": {"q": task.queue, "task": task.id},
     })
 
 
 async def servers_page(request: Request) -> Response:
-    servers = await dashboard(request).inspector.servers()
-    return render(request, "servers.html", {"nav": "servers", "servers": servers})
+    inspector = dashboard(request).inspector
+    servers = await inspector.servers()
+    # A worker serving a pattern (tenant:*): the registered queues it matches, read only then.
+    matched: dict[str, dict[str, list[str]]] = {}
+    if any(is_queue_pattern(q) for s in servers for q in s.queues):
+        names = await inspector.queues()
+        matched = {s.id: match_queue_patterns(s.queues, names) for s in servers}
+    return render(request, "servers.html", {"nav": "servers", "servers": servers,
+                                            "matched": matched})
 
 
 async def periodic_page(request: Request) -> Response:

@@ -165,14 +165,15 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         await client.enqueue("t", queue=q, group="g1")
         now = int(time.time() * 1000)
 
-        leased, _ = await broker.dequeue(q, 5, OWNER, LEASE_MS, 1000, request_id="r1")
+        leased, _ = await broker.dequeue(q, 6, OWNER, LEASE_MS, 1000, request_id="r1")
         ids = [t.id for t in leased]
-        assert len(ids) == 5
-        assert await broker.extend_leases(q, ids, OWNER, LEASE_MS) == [True] * 5
+        assert len(ids) == 6
+        assert await broker.extend_leases(q, ids, OWNER, LEASE_MS) == [True] * 6
         assert await client.cancel(ids[0], queue=q) is True
         assert (await broker.extend_leases(q, ids[:1], OWNER, LEASE_MS)) == [2]
         assert await broker.maintenance.quarantine(q, [b"\xff"]) == ["invalid-id:ff"]
         await broker.write_result(q, ids[0], b"partial")
+        assert await broker.set_progress(q, ids[0], OWNER, b'{"v": 0.5, "at": 1}')
         out = await broker.finish([
             Outcome("complete", q, ids[0], retention_ms=1, result=b"r"),
             Outcome("retry", q, ids[1], retry_at_ms=now - 1000, error="e"),
@@ -181,6 +182,8 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         ], OWNER)
         assert out == [True] * 4
         assert await broker.finish([Outcome("done", q, ids[4])], OWNER) == [True]
+        assert await broker.finish([Outcome("expire", q, ids[5], error="expired")],
+                                   OWNER) == [True]
         assert (await broker.forward(q, "retry", 100))[0] == 1
         await broker.list_lease_expired(q, now + 10 * LEASE_MS, 10)
         await broker.reclaim_orphans(q, 10)

@@ -244,7 +244,14 @@ async def test_mixed_fleet_survives_sigkill_of_either_side(asynq_go: GoPrograms,
         async with anyio.create_task_group() as tg:
             tg.start_soon(go_client)
             tg.start_soon(asyncq_client)
-            await poll(lambda: len(tail.read().ends) >= KILL_AT, 90, f"{KILL_AT} runs ended")
+            victims = (go_victim.pid, py_victim.pid)
+
+            def kill_time() -> bool:  # enough runs ended, and both victims inside runs now
+                book = tail.read()
+                return len(book.ends) >= KILL_AT and all(
+                    unfinished_runs(book, pid) for pid in victims)
+
+            await poll(kill_time, 90, f"{KILL_AT} runs ended, both victims running tasks")
             await go_victim.kill()
             await py_victim.kill()
             killed_at, killed_wall = time.monotonic(), time.time()

@@ -13,7 +13,7 @@ Operations not available yet raise a BrokerError saying so (``_unavailable``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Literal, cast
 
 from redis.asyncio import Redis, RedisCluster
@@ -40,7 +40,7 @@ from ._recovery import AsynqRecovery, asynq_retry_delay
 from ._schedules import AsynqScheduleOps
 from ._scripts import asynq_scripts
 from ._servers import AsynqServers
-from ._unavailable import AsynqWorkflowOps
+from ._unavailable import AsynqWorkflowOps, unavailable
 
 STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count (Go's statsTTL)
 ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
@@ -59,6 +59,10 @@ def store_call(task: NewTask, now_ms: int) -> ScriptCall:
     """The script storing ``task``: ``asynq_schedule`` (due later), ``asynq_add_to_group`` or
     ``asynq_enqueue``, as asynq's client decides."""
     msg = task.msg
+    if msg.expires_at_ms:  # (Go asynq's TaskMessage has no expiry its servers would honour)
+        raise ValueError("expires_in/expires_at is not available with wire=asynq: Go asynq's "
+                         "task message has no expiry; enqueue without it, or use asyncq's own "
+                         "layout")
     now_ms = msg.enqueued_at_ms or now_ms
     qk = K.queue_keys(msg.queue)
     lock = K.translate_lock(task.unique_key) if task.unique_key else ""
@@ -178,8 +182,11 @@ class AsynqBroker:
         await self.layout.check(queues)
         new = [q for q in dict.fromkeys(queues) if q not in self._registered]
         if new:
-            await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
+            added = await self.runner.command("registering queues", "SADD", K.QUEUES, *new)
             self._registered.update(new)
+            if added:  # announced to asyncq workers serving a pattern (as _replies.register)
+                await self.runner.command("announcing new queues", "PUBLISH",
+                                          K.NEW_QUEUES_CHANNEL, "\n".join(new))
 
     async def store(self, task: NewTask) -> EnqueueCode:
         await self.register_queues((task.msg.queue,))
@@ -274,10 +281,14 @@ class AsynqBroker:
         return int(await self.runner.run("asynq_write_result", [qk.task(task_id)],
                                          [data, encoding]))
 
-    def listen_signals(self, queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
+    async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
+        raise unavailable("set_progress")
+
+    def listen_signals(self, queues: Collection[str], *,
+                       new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
         """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and
-        asyncq's wake-ups of ``queues``."""
-        return _wake.signals(self.listeners, queues)
+        asyncq's wake-ups of ``queues`` (and its announcements of new queues)."""
+        return _wake.signals(self.listeners, queues, new_queues=new_queues)
 
     def listen_events(self, queues: Sequence[str]) -> AsyncIterator[TaskEvent | EventFlush]:
         return self.event_source.listen(queues)

@@ -195,6 +195,9 @@ def translate_lock(lock: str) -> str:
 
 #: pub/sub: an idle asyncq worker of the queue named in the message may dequeue (asyncq only).
 WAKE_CHANNEL = f"{PREFIX}:asyncq:wake"
+#: pub/sub: names joined by newlines that asyncq just added to QUEUES (Go's client announces
+#: nothing: an asyncq worker serving a pattern finds those by reading QUEUES).
+NEW_QUEUES_CHANNEL = f"{PREFIX}:asyncq:new-queues"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from redis.exceptions import NoPermissionError
+
 from ..._errors import BrokerError
 from .._runner import ScriptRunner
 from ._keys import ASYNCQ_QUEUES, QUEUES
@@ -53,9 +55,17 @@ class LayoutGuard:
         new = [q for q in dict.fromkeys(queues) if q not in self._checked]
         if not new:
             return
-        replies = await self._runner.commands("checking the queues' layout", [
-            command for q in new
-            for command in (("SISMEMBER", self._mine, q), ("SISMEMBER", self._other, q))])
+        try:
+            replies = await self._runner.commands("checking the queues' layout", [
+                command for q in new
+                for command in (("SISMEMBER", self._mine, q), ("SISMEMBER", self._other, q))])
+        except BrokerError as exc:
+            if not isinstance(exc.__cause__, NoPermissionError):
+                raise
+            # An ACL user kept to its own layout's keys cannot read the other's registry, and
+            # so cannot have written that layout's queues either: nothing to refuse.
+            self._checked.update(new)
+            return
         for i, queue in enumerate(new):
             if replies[2 * i + 1] and not replies[2 * i]:
                 raise mismatch_error(queue, self._wire)

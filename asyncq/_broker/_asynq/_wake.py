@@ -13,11 +13,11 @@ Go's enqueue wakes nobody: a task a Go client enqueued waits for the idle worker
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence, Set
 
 from ..._log import get_logger
 from .._listen import Listeners
-from .._messages import CancelRequest, Handoff, QueueWake, WorkerSignal
+from .._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
 from .._runner import ScriptRunner
 from .._shard_listen import listen_shards
 from . import _codec
@@ -69,15 +69,21 @@ async def leave_idle(runner: ScriptRunner, queues: Sequence[str], owner: str,
         ("ZREM", K.extra_keys(q).idle, f"{lease_ms}:{owner}") for q in queues])
 
 
-async def signals(listeners: Listeners,
-                  queues: Sequence[str]) -> AsyncIterator[WorkerSignal | None]:
-    """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), and the
-    wake-ups of ``queues`` on ``asynq:asyncq:wake``; None once subscribed."""
-    wanted = frozenset(queues)
-    async for item in listeners.listen([K.CANCEL_CHANNEL, K.WAKE_CHANNEL]):
+async def signals(listeners: Listeners, queues: Collection[str], *,
+                  new_queues: bool = False) -> AsyncIterator[WorkerSignal | None]:
+    """Cancel requests published on ``asynq:cancel`` (by Go's Inspector or asyncq), the
+    wake-ups of ``queues`` on ``asynq:asyncq:wake`` (a set given is read at each message) and
+    with ``new_queues`` the queues asyncq announced as new; None once subscribed."""
+    wanted = queues if isinstance(queues, Set) else frozenset(queues)
+    channels = [K.CANCEL_CHANNEL, K.WAKE_CHANNEL]
+    if new_queues:
+        channels.append(K.NEW_QUEUES_CHANNEL)
+    async for item in listeners.listen(channels):
         if item is None:
             yield None
         elif item[0] == K.CANCEL_CHANNEL:
             yield CancelRequest(item[1])
+        elif item[0] == K.NEW_QUEUES_CHANNEL:
+            yield QueuesAdded(tuple(item[1].split("\n")))
         elif item[1] in wanted:
             yield QueueWake(item[1])

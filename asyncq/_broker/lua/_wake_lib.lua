@@ -1,6 +1,6 @@
--- Waking idle workers, prepended by "-- @include _wake_lib.lua" (it brings _lib.lua) to the scripts
--- that make tasks pending and to dequeue.lua: kept out of _lib.lua so that every other script
--- stays small (the script cache counts against maxmemory).
+-- Waking idle workers, prepended by "-- @include _wake_lib.lua" (it brings _lib.lua and
+-- _expiry_lib.lua) to the scripts that make tasks pending and to dequeue.lua: kept out of
+-- _lib.lua so that every other script stays small (the script cache counts against maxmemory).
 -- One-hop pickup. A worker idle on a queue registers in <base>idle (ZSET '<lease ms>:<owner>'
 -- -> when the registration lapses, Unix ms of the server's clock), see dequeue.lua. A script
 -- that made a task pending then hands the queue's oldest pending task to the longest-idle
@@ -10,8 +10,10 @@
 -- returns so a message lost in flight is recovered then. The task's 'started_at' is then the
 -- hand-off time by the server's clock (the lease's clock here too). A registration whose channel nobody
 -- listens to (a dead or stopping worker) is dropped and the next one tried. Returns true when
--- a task was handed off (no wake-up is needed then).
+-- a task was handed off (no wake-up is needed then). An expired oldest task is not handed off:
+-- it is left to the dequeue the wake-up brings, which archives it (_expire_lib.lua).
 -- @include _lib.lua
+-- @include _expiry_lib.lua
 
 local function asyncq_handoff(idle_key)
   if redis.call('EXISTS', idle_key) == 0 then
@@ -32,6 +34,10 @@ local function asyncq_handoff(idle_key)
     return false  -- no usable record: left to a dequeue, which drops or archives it
   end
   local now = asyncq_now_ms()
+  local expires = asyncq_expiry(v[1])
+  if expires and expires <= now then
+    return false
+  end
   redis.call('ZREMRANGEBYSCORE', idle_key, '-inf', now)
   while true do
     local who = redis.call('ZPOPMIN', idle_key)

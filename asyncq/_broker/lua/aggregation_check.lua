@@ -9,7 +9,13 @@
 -- ARGV[4] max size (0: none): ready when the group holds this many; a set takes at most this many
 -- ARGV[5] set deadline, Unix ms (after it, an unfinished set returns to its group)
 -- ARGV[6] group name
--- Returns: number of tasks moved into the new set (0: not ready, nothing changed).
+-- ARGV[7] task key prefix    asyncq:{q}:t:
+-- ARGV[8] most archived tasks kept (default), ARGV[9] oldest kept, ms of age (default)
+-- A task taken whose expiry is not after ARGV[1] is archived instead of staged (asyncq_expire):
+-- it would never start.
+-- Returns: number of tasks moved into the new set (0: not ready, or every task taken expired;
+--   no set is made then).
+-- @include _expire_lib.lua
 local size = redis.call('ZCARD', KEYS[1])
 if size == 0 then
   redis.call('SREM', KEYS[4], ARGV[6])
@@ -37,12 +43,27 @@ if take == 0 then
   return 0
 end
 local members = redis.call('ZRANGE', KEYS[1], 0, take - 1, 'WITHSCORES')
-for i = 1, #members, 2 do
-  redis.call('ZADD', KEYS[2], members[i + 1], members[i])
-end
 redis.call('ZREMRANGEBYRANK', KEYS[1], 0, take - 1)
-redis.call('ZADD', KEYS[3], ARGV[5], KEYS[2])
+local staged = 0
+for i = 1, #members, 2 do
+  local id = members[i]
+  local key = ARGV[7] .. id
+  local msg = redis.pcall('HGET', key, 'msg')
+  local expires = type(msg) == 'string' and asyncq_expiry(msg)
+  if expires and expires <= now then
+    asyncq_expire(key, id, 'aggregating', asyncq_expired_reason(expires), now)
+  else
+    redis.call('ZADD', KEYS[2], members[i + 1], id)
+    staged = staged + 1
+  end
+end
+if staged > 0 then
+  redis.call('ZADD', KEYS[3], ARGV[5], KEYS[2])
+end
+if staged < take then
+  asyncq_expired_trim(asyncq_base(ARGV[7], 't:'), now, ARGV[8], ARGV[9])
+end
 if redis.call('ZCARD', KEYS[1]) == 0 then
   redis.call('SREM', KEYS[4], ARGV[6])
 end
-return take
+return staged

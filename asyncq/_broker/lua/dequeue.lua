@@ -23,7 +23,11 @@
 -- ARGV[9] lease ms of a hand-off to this worker; '' registers nothing (one-hop pickup off)
 -- ARGV[10] grace, ms: hand-offs younger than this are left to their message
 -- ARGV[11] now, Unix ms, by the worker's clock: each leased task's 'started_at' (when its
---   latest run started), so a run's length is measured on the clock that writes its end
+--   latest run started), so a run's length is measured on the clock that writes its end; a
+--   task whose expiry (see _expiry_lib.lua) is not after it is archived instead of leased
+-- ARGV[12] most archived tasks kept (default), ARGV[13] oldest kept, ms of age (default)
+-- ARGV[14] most expired tasks archived by one call: past it, the call stops and publishes
+--   ARGV[16] on the wake channel ARGV[15] so the worker dequeues again at once
 -- One-hop pickup: the tasks handed off to this owner (asyncq_handoff in _wake_lib.lua) at least
 --   ARGV[10] ms ago that are still leased to it are returned first and their records cleared,
 --   so a hand-off whose message was lost in flight is picked up here (the worker skips those it
@@ -31,6 +35,7 @@
 --   the task twice, after it already finished). When fewer tasks than
 --   asked for are leased, the owner also registers as idle for ARGV[5] ms, so the next task to
 --   become pending is leased and published to it directly.
+-- Expired tasks (asyncq_expire) are archived as they are popped and not returned.
 -- Returns: {dropped, id1, msg1, payload1, retried1, pending_since1, id2, ...} (pending_since:
 --   Unix ms the task last became pending, '0' when unknown). `dropped` counts ids popped
 --   without a usable task record (no hash, or a key of another type: removed from the lists and
@@ -39,7 +44,9 @@
 --   waiters flag is set in the same step, so any later enqueue publishes a wake-up: no lost
 --   wake-ups. Paused queues return {0} and lease nothing.
 -- @include _wake_lib.lua
+-- @include _expire_lib.lua
 local out = {0}
+local now = tonumber(ARGV[11])
 if ARGV[6] ~= '' then
   if redis.call('HGET', KEYS[6], '=') == ARGV[6] then
     local fields = redis.call('HGETALL', KEYS[6])
@@ -89,16 +96,28 @@ local want = tonumber(ARGV[2])
 local emit = asyncq_events(KEYS[1], 'pending')
 local got = 0
 local leased = {}
+local expired = 0
+local budget = tonumber(ARGV[14])
 while got < want do
+  if expired >= budget then
+    asyncq_expired_trim(asyncq_base(KEYS[1], 'pending'), now, ARGV[12], ARGV[13])
+    redis.call('PUBLISH', ARGV[15], ARGV[16])
+    return out
+  end
   local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT')
   if not id then
     break
   end
   local key = ARGV[3] .. id
   local v = redis.pcall('HMGET', key, 'msg', 'payload', 'retried', 'pending_since')
+  local expires = not v.err and asyncq_expiry(v[1])
   if v.err or (not v[1] and redis.call('EXISTS', key) == 0) then
     redis.call('LREM', KEYS[2], 1, id)
     out[1] = out[1] + 1
+  elseif expires and expires <= now then
+    redis.call('LREM', KEYS[2], 1, id)
+    asyncq_expire(key, id, 'pending', asyncq_expired_reason(expires), now)
+    expired = expired + 1
   else
     redis.call('HDEL', key, 'pending_since')
     redis.call('DEL', ARGV[8] .. id)
@@ -113,6 +132,9 @@ while got < want do
     leased[got] = {id, v[4] or '0'}
     emit(id, 'pending', 'active')
   end
+end
+if expired > 0 then
+  asyncq_expired_trim(asyncq_base(KEYS[1], 'pending'), now, ARGV[12], ARGV[13])
 end
 if got < want then
   redis.call('SET', KEYS[5], '1', 'PX', ARGV[5])

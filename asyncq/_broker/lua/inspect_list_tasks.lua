@@ -6,8 +6,9 @@
 -- ARGV[4] task key prefix    asyncq:{q}:t:
 -- Returns: one entry per id that has a task hash, in range order:
 --   {id, msg, payload, state, retried, error, failed_at, completed_at, result, score,
---   result_enc, started_at},
---   where score is the zset score, or for the active list the lease expiry (false: no lease).
+--   result_enc, started_at, progress},
+--   where score is the zset score, or for the active list the lease expiry (false: no lease),
+--   and progress the latest run's report ('' none; see inspect_task_info.lua).
 local ids
 local scores = {}
 if ARGV[1] == 'list' then
@@ -26,10 +27,15 @@ end
 local out = {}
 for i, id in ipairs(ids) do
   local v = redis.call('HMGET', ARGV[4] .. id, 'msg', 'payload', 'state', 'retried', 'error',
-    'failed_at', 'completed_at', 'result', 'result_enc', 'started_at')
+    'failed_at', 'completed_at', 'result', 'result_enc', 'started_at', 'progress',
+    'progress_run')
   if v[1] then
+    local progress = ''
+    if v[11] and v[12] == (v[10] or '') then
+      progress = v[11]
+    end
     out[#out + 1] = {id, v[1], v[2] or '', v[3] or '', v[4] or '0', v[5] or '', v[6] or '0',
-                     v[7] or '0', v[8] or false, scores[i], v[9] or '', v[10] or '0'}
+                     v[7] or '0', v[8] or false, scores[i], v[9] or '', v[10] or '0', progress}
   end
 end
 return out

@@ -8,12 +8,14 @@
 -- KEYS[12] groups set        asyncq:{q}:groups
 -- KEYS[13] aggregation sets  asyncq:{q}:aggregation_sets
 -- KEYS[14] lease zset        asyncq:{q}:lease
+-- KEYS[15] expired total     asyncq:{q}:expired (tasks archived unrun: they expired)
 -- ARGV[1] task key prefix    asyncq:{q}:t:
 -- ARGV[2] group key prefix   asyncq:{q}:g:
 -- ARGV[3] now, Unix ms (leases that ended by then count as expired)
 -- Returns: {pending, active, scheduled, retry, archived, completed, aggregating, groups,
 --   processed today, failed today, processed total, failed total, paused (0/1),
---   pending_since of the oldest pending task (Unix ms, 0 if none), expired leases}.
+--   pending_since of the oldest pending task (Unix ms, 0 if none), expired leases, expired
+--   tasks total}.
 -- Aggregating counts the tasks of every group plus those staged in aggregation sets.
 local out = {
   redis.call('LLEN', KEYS[1]), redis.call('LLEN', KEYS[2]),
@@ -41,4 +43,5 @@ if oldest then
   out[14] = tonumber(redis.call('HGET', ARGV[1] .. oldest, 'pending_since') or '0')
 end
 out[15] = redis.call('ZCOUNT', KEYS[14], '-inf', ARGV[3])
+out[16] = tonumber(redis.call('GET', KEYS[15]) or '0')
 return out

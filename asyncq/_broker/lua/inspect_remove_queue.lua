@@ -11,6 +11,7 @@
 -- KEYS[15] completion marks  asyncq:{q}:marks
 -- KEYS[16] archive limits    asyncq:{q}:archive_limits (deleted with the queue, as the pause)
 -- KEYS[17] minute samples    asyncq:{q}:minutes
+-- KEYS[18] expired total     asyncq:{q}:expired
 -- ARGV[1] mode: 'check' (change nothing), 'remove', or 'force' (also delete the tasks staged in
 --   aggregation sets and release the locks they own)
 -- ARGV[2] task key prefix    asyncq:{q}:t:

@@ -17,15 +17,37 @@
 -- ARGV[7] daily counter expiry, Unix ms
 -- ARGV[8] lease cutoff, Unix ms, or '' — the recoverer only takes a task whose lease ended by then
 -- ARGV[9] the failure's traceback, bounded ('' = none: an earlier one is removed)
--- Returns: 1 moved to retry; 0 not active under this owner, or its lease was renewed (no change).
+-- ARGV[10] the task's expiry, Unix ms, as the worker knows it (a handler's default), or '0':
+--   then its message's own (see _expiry_lib.lua)
+-- ARGV[11] most archived tasks kept (default), ARGV[12] oldest kept, ms of age (default)
+-- A retry at or after the task's expiry would never start: the task is archived instead
+-- (asyncq_expire, reason 'expired'), the failed run counted as for a retry.
+-- Returns: 1 moved to retry (or archived as expired); 0 not active under this owner, or its
+-- lease was renewed (no change).
 -- The uniqueness lock is kept: the task is still queued.
--- @include _lib.lua
+-- @include _expire_lib.lua
 if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[8]) then
   return 0
 end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[1], 'owner')
+local expires = tonumber(ARGV[10])
+if not expires or expires <= 0 then
+  expires = asyncq_expiry(redis.call('HGET', KEYS[1], 'msg'))
+end
+if expires and tonumber(ARGV[3]) >= expires then
+  asyncq_set_traceback(KEYS[1], ARGV[9])
+  if ARGV[6] == '1' then
+    asyncq_bump(KEYS[5], KEYS[6], ARGV[7])
+    asyncq_bump(KEYS[7], KEYS[8], ARGV[7])
+  end
+  asyncq_expire(KEYS[1], ARGV[1], 'active', 'expired: its retry at ' .. asyncq_iso_ms(ARGV[3])
+    .. ' would come after its expiry at ' .. asyncq_iso_ms(expires) .. '; last error: '
+    .. ARGV[4], ARGV[5])
+  asyncq_expired_trim(asyncq_base(KEYS[1], 't:' .. ARGV[1]), ARGV[5], ARGV[11], ARGV[12])
+  return 1
+end
 redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'retry', 'error', ARGV[4], 'failed_at', ARGV[5])
 asyncq_set_traceback(KEYS[1], ARGV[9])

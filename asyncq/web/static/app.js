@@ -1,7 +1,8 @@
-// asyncq dashboard: live counts and active list. The server pushes a JSON document over
-// server-sent events when tasks change (at most a few a second); when the stream cannot be
-// kept open, the same document is fetched every POLL_MS instead. Besides, a header checkbox
-// selects every task of a list page (the selection itself works without the script).
+// asyncq dashboard: live counts, active list and a task's progress bar. The server pushes a
+// JSON document over server-sent events when tasks change (at most a few a second); when the
+// stream cannot be kept open, the same document is fetched every POLL_MS instead. Besides, a
+// header checkbox selects every task of a list page (the selection itself works without the
+// script).
 "use strict";
 (function () {
   var POLL_MS = 5000;
@@ -29,8 +30,23 @@
     });
     var rows = document.getElementById("active-rows");
     if (rows && typeof doc.active_html === "string") { rows.innerHTML = doc.active_html; }
+    task(doc);
     throughput(total);
     status(true);
+  }
+
+  // A task page: its state badge and its progress bar (rendered by the server).
+  function task(doc) {
+    var badge = document.getElementById("task-state");
+    if (badge && typeof doc.task_state === "string") {
+      badge.textContent = doc.task_state;
+      badge.className = "badge state-" + doc.task_state;
+    }
+    document.querySelectorAll('[data-field="task-state"]').forEach(function (el) {
+      if (typeof doc.task_state === "string") { el.textContent = doc.task_state; }
+    });
+    var cell = document.getElementById("task-progress");
+    if (cell && typeof doc.progress_html === "string") { cell.innerHTML = doc.progress_html; }
   }
 
   function throughput(total) {

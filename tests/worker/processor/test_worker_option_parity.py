@@ -34,6 +34,7 @@ SAMPLES: dict[str, tuple[list[str], dict[str, Any]]] = {
     "janitor_batch": (["--janitor-batch", "7"], {"janitor_batch": 7}),
     "orphan_scan_count": (["--orphan-scan-count", "0"], {"orphan_scan_count": 0}),
     "idle_poll_interval": (["--idle-poll-interval", "0.3"], {"idle_poll_interval": 0.3}),
+    "queue_scan_interval": (["--queue-scan-interval", "2"], {"queue_scan_interval": 2}),
     "dequeue_batch": (["--dequeue-batch", "9"], {"dequeue_batch": 9}),
     "prefetch": (["-c", "8", "--prefetch", "0"], {"concurrency": 8, "prefetch": 0}),
     "cancel_grace": (["--cancel-grace", "1"], {"cancel_grace": 1}),
