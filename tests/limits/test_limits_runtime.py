@@ -314,3 +314,36 @@ async def test_events_tell_a_deferral_by_the_cap_and_the_wake_up_by_a_raise(
         (None, S.PENDING), (S.PENDING, S.ACTIVE), (S.ACTIVE, S.SCHEDULED),
         (S.SCHEDULED, S.PENDING), (S.PENDING, S.ACTIVE)]
     assert got[2].retried == 0 and got[2].next_process_at is not None
+
+
+async def test_a_cap_on_a_queue_a_pattern_matches_caps_that_queue_only(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    redis_client: Redis,
+) -> None:
+    """A worker serving ``<q>:*`` (wildcard queues): the cap of one tenant queue, set before
+    that queue exists, holds there, while another tenant's tasks all run at once."""
+    capped, free = f"{asyncq_queue}:a", f"{asyncq_queue}:b"
+    running: dict[str, int] = {capped: 0, free: 0}
+    most: dict[str, int] = {capped: 0, free: 0}
+    go = asyncio.Event()
+
+    async def hold(task: asyncq.Task) -> None:
+        q = task.queue or ""
+        running[q] += 1
+        most[q] = max(most[q], running[q])
+        try:
+            await go.wait()
+        finally:
+            running[q] -= 1
+
+    await asyncq.Inspector(redis_client).set_queue_concurrency(capped, 2)
+    async with asyncq_worker(hold, queues={f"{asyncq_queue}:*": 1}, concurrency=20) as w:
+        await asyncq_client.enqueue_many(asyncq.Task("t", queue=q) for q in (capped, free)
+                                         for _ in range(5))
+        await wait_until(lambda: running == {capped: 2, free: 5}, timeout=10,
+                         message="2 of the capped tenant and 5 of the other running")
+        await quiet(0.3)
+        assert most == {capped: 2, free: 5}
+        go.set()
+        await w.wait_drained(capped, free, include_scheduled=True, timeout=10)
+    assert most == {capped: 2, free: 5}
