@@ -29,10 +29,11 @@ def load(path: Path, name: str) -> ModuleType:
     return module
 
 
-def test_quickstart_demo_runs_end_to_end(asyncq_redis_url: str) -> None:
+def test_quickstart_demo_runs_end_to_end(asyncq_fresh_redis: str) -> None:
+    # (fresh: the demo's queues have fixed names, which the docs' snippets enqueue into too)
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / "quickstart" / "run_demo.py"),
-         "--redis-url", asyncq_redis_url],
+         "--redis-url", asyncq_fresh_redis],
         capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("completed, result=") == 4
@@ -75,7 +76,7 @@ async def test_starlette_app_enqueues_and_worker_processes(
 
 
 @pytest.mark.anyio
-async def test_the_readme_quickstart_path_works(asyncq_redis_url: str, tmp_path: Path) -> None:
+async def test_the_readme_quickstart_path_works(asyncq_fresh_redis: str, tmp_path: Path) -> None:
     """The newcomer's path the README shows: a worker on examples/quickstart/tasks.py, then
     the README's one-line producer, which prints the README's output."""
     readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
@@ -88,14 +89,14 @@ async def test_the_readme_quickstart_path_works(asyncq_redis_url: str, tmp_path:
     readme_url = "redis://127.0.0.1:6379/0"
     assert readme_url in worker_line and readme_url in producer
     code = producer.removeprefix('$ python -c "').removesuffix('"')
-    worker_args = worker_line.removeprefix("$ asyncq ").replace(readme_url, asyncq_redis_url)
+    worker_args = worker_line.removeprefix("$ asyncq ").replace(readme_url, asyncq_fresh_redis)
     with (tmp_path / "worker.log").open("wb") as log:
         async with await anyio.open_process(
                 [sys.executable, "-m", "asyncq", *worker_args.split()],
                 cwd=EXAMPLES / "quickstart", stdout=log, stderr=log) as worker:
             try:
                 done = await anyio.run_process(
-                    [sys.executable, "-c", code.replace(readme_url, asyncq_redis_url)],
+                    [sys.executable, "-c", code.replace(readme_url, asyncq_fresh_redis)],
                     check=False)
             finally:
                 worker.terminate()

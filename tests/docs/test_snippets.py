@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import redis
 
 from ._pages import REDIS_URL, ROOT, Block, python_blocks
 
@@ -74,6 +75,10 @@ def test_snippet_runs(block: Block, asyncq_fresh_redis: str, tmp_path: Path) -> 
     args = ["-c", RUNNER, str(script)] if _awaits_at_top_level(code) else [str(script)]
     env = {**os.environ, "ASYNCQ_REDIS_URL": asyncq_fresh_redis,
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    try:
+        proc = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+    finally:  # a snippet enqueues into fixed queue names: leave no task to a later test
+        with redis.Redis.from_url(asyncq_fresh_redis) as client:
+            client.flushdb()
     assert proc.returncode == 0, f"{block.id} failed:\n{proc.stdout}\n{proc.stderr}"

@@ -3,10 +3,12 @@ shared test Redis, and helpers reading asynq's records as Go would."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import shutil
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from topology.cluster import LocalCluster
 
 from asyncq import Client, FakeClock
 from asyncq._broker._asynq._broker import AsynqBroker
@@ -27,3 +29,23 @@ async def abroker(asyncq_redis_url: str, clock: FakeClock,
 @pytest.fixture
 def aclient(abroker: AsynqBroker, clock: FakeClock) -> Client:
     return Client(abroker, clock=clock)  # shares the broker: never closed on its own
+
+
+@pytest.fixture(scope="module")
+def cluster_url() -> Iterator[str]:
+    """A 3-master Redis Cluster for one test module's asynq-layout scripts."""
+    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"a cluster needs {', '.join(missing)}")
+    with LocalCluster(masters=3) as cluster:
+        yield cluster.url
+
+
+@pytest.fixture
+async def cbroker(cluster_url: str, anyio_backend: object) -> AsyncIterator[AsynqBroker]:
+    """An asynq-layout broker on that cluster."""
+    broker: Any = make_broker(cluster_url, wire="asynq")
+    try:
+        yield broker
+    finally:
+        await broker.close()

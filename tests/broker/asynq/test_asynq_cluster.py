@@ -4,44 +4,22 @@ Also checked directly: every key and lock a script call names hashes to the queu
 
 from __future__ import annotations
 
-import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from redis.crc import key_slot
-from topology.cluster import LocalCluster
 
 from asyncq import Client, FakeClock, Scheduler, Task
 from asyncq._broker import Outcome
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._scripts import asynq_scripts
-from asyncq._broker._connection import make_broker
 from asyncq._broker._limit_values import LimitClaim, LimitHold, LimitSpec
 from asyncq._broker._runner import ScriptRunner
 from asyncq._scheduler import list_scheduler_entries
 
 OWNER = "srv-c"
-
-
-@pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
-    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"a cluster needs {', '.join(missing)}")
-    with LocalCluster(masters=3) as cluster:
-        yield cluster.url
-
-
-@pytest.fixture
-async def cbroker(cluster_url: str, anyio_backend: object) -> AsyncIterator[AsynqBroker]:
-    broker: Any = make_broker(cluster_url, wire="asynq")
-    try:
-        yield broker
-    finally:
-        await broker.close()
 
 
 async def test_every_asynq_script_runs_in_one_slot(cbroker: AsynqBroker,

@@ -4,15 +4,12 @@ several slots work there too."""
 
 from __future__ import annotations
 
-import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from redis.crc import key_slot
-from topology.cluster import LocalCluster
 
 from asyncq import Client, Inspector
 from asyncq._broker import Outcome
@@ -20,28 +17,9 @@ from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._schema import ServerInfoPB
 from asyncq._broker._asynq._scripts import asynq_scripts
-from asyncq._broker._connection import make_broker
 from asyncq._broker._runner import ScriptRunner
 
 OWNER = "srv-c"
-
-
-@pytest.fixture(scope="module")
-def cluster_url() -> Iterator[str]:
-    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"a cluster needs {', '.join(missing)}")
-    with LocalCluster(masters=3) as cluster:
-        yield cluster.url
-
-
-@pytest.fixture
-async def cbroker(cluster_url: str, anyio_backend: object) -> AsyncIterator[AsynqBroker]:
-    broker: Any = make_broker(cluster_url, wire="asynq")
-    try:
-        yield broker
-    finally:
-        await broker.close()
 
 
 async def test_every_inspect_script_runs_in_one_slot(cbroker: AsynqBroker,
