@@ -2,9 +2,9 @@
 
 Right after a dequeue (or a hand-off), the leased tasks claim their limits in one script call
 per queue: the limits their handler declares, and a slot of the queue's concurrency cap when
-the queue has one. Every task is claimed, limits declared or not, because a cap is set in
-Redis at run time and read by that script, never polled for; a queue without a cap costs that
-call and nothing more (no slot to give back). A task that gets every slot and token starts; a
+the dequeue said the queue has one (a cap is set in Redis at run time; the dequeue script
+reads it in the step that leases, so nothing polls for it, and a capped queue's tasks are
+never handed off). Tasks with neither make no call. A task that gets every slot and token starts; a
 refused one was deferred by that same script (active -> scheduled, no retry used, counted
 neither processed nor failed) and this worker lets it go, its slot free for other work. A
 task's concurrency slots are given back, batched, once its outcome is decided; a lost
@@ -75,10 +75,13 @@ class LimitGate:
         """``(start, give back)``: the tasks to start (every limit taken, the queue's cap
         included), and those whose claim failed (Redis error) to requeue; refused tasks are
         in neither."""
+        capped = any(raw.capped for raw in raws)
+        if not capped and not self.limits:
+            return list(raws), []
         claimed = [(raw, *self._claim(raw)) for raw in raws]
         try:
             results = await self._ops.acquire(queue, self._owner, [c for _, c, _ in claimed],
-                                              queue_cap=True)
+                                              queue_cap=capped)
         except Exception as exc:  # a BrokerError: nothing known, so nothing may start
             self._log.warning("claiming limits failed; tasks requeued", queue=queue,
                               count=len(claimed), error=str(exc))

@@ -8,7 +8,8 @@
    also registers this worker as idle, so the next task to become pending may arrive already
    leased (one hop: ``handed_off``, decoded in ``_handoffs``).
 2. **Admit** (``_admit``): the limits gate claims the limits of leased tasks before they start
-   (every task: its queue may have a concurrency cap, set at run time).
+   (those whose handler declares limits, and every task the dequeue found its queue capped:
+   a capped queue's tasks are never handed off).
 3. **Run** (``take`` → ``_start``): start the handler in its own asyncio task when a slot is
    free (prefetched into ``buffer`` otherwise); its time limit is armed (``_running``).
 4. **Outcome** (``_on_done`` → ``_finish``): the slot is freed (and refilled from the buffer),
@@ -60,6 +61,10 @@ from ._threads import SyncThreads
 
 class Gate(Protocol):
     """What the processor needs of the limits gate (``_limits.LimitGate``)."""
+
+    @property
+    def limits(self) -> object:
+        """Truthy once some handler has limits (they may be added until the worker starts)."""
 
     async def admit(self, queue: str,
                     raws: Sequence[RawTask]) -> tuple[list[RawTask], list[RawTask]]:
@@ -268,7 +273,7 @@ class Processor:
             leased = len(raws)
             if leased:
                 self._order.took(queue)  # a pattern's next round starts after this queue
-            if self.limits is not None and raws:
+            if self.limits is not None and raws and (raws[0].capped or self.limits.limits):
                 raws = await self._admit(queue, raws, lease_until)
             for raw in raws:
                 self.take(queue, raw, lease_until)
@@ -289,7 +294,7 @@ class Processor:
             self._leases.add(raw.id, queue, lease_until, PREFETCHED)
             self.settle(Outcome("requeue", queue, raw.id))
             return
-        if self.limits is not None:
+        if self.limits is not None and self.limits.limits:
             self._arriving.add(raw.id)
             self._admissions.spawn(self._admit_handed_off(queue, raw, lease_until))
         else:
