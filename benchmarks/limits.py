@@ -6,10 +6,11 @@ On a fresh loopback ``redis-server``, one in-process worker (concurrency 100) dr
 no-op tasks enqueued in one ``enqueue_many``, once per variant, variants alternating, for
 ``--rounds`` rounds:
 
-* ``no gate``: a ServeMux whose worker has no limit gate at all (the baseline: what a worker
-  without limits cost before queue caps, when it claimed nothing);
+* ``no gate``: a ServeMux whose worker has no limit gate at all (the baseline: a worker that
+  never claims anything);
 * ``unused``: the same mux as every worker runs it (the gate present, no limit declared, no
-  cap on the queue: one acquire call per dequeue batch, which finds no cap);
+  cap on the queue: the dequeue and hand-off scripts look for a cap, the worker claims
+  nothing);
 * ``queue cap``: a cap of 1 000 000 on the queue (set with the Inspector: a slot claimed and
   given back per task, never hit);
 * ``concurrency``: a ``ConcurrencyLimit(100000)`` on the type (claimed and given back per task,
@@ -19,8 +20,7 @@ no-op tasks enqueued in one ``enqueue_many``, once per variant, variants alterna
 
 Reported: median drain time per task and its overhead over the baseline (µs per task). Then
 the pickup latency of single tasks (enqueue to handler start, one at a time: no batch shares
-the acquire call) for ``no gate``, ``unused`` and ``queue cap``, and the Redis server's time
-per ``limit_acquire`` call (``INFO commandstats``) for a batch without a cap. Then
+the acquire call) for ``no gate``, ``unused`` and ``queue cap``. Then
 the rate limits ``200/s``, ``1000/s`` and ``5000/s`` each drain ``3 x rate`` tasks: achieved
 start rate (after the first burst) vs configured, and the most admissions (by the Redis clock,
 from the limit's window log) and handler starts seen in any 1 s window. Prints a table and
@@ -51,8 +51,6 @@ from asyncq import (
     configure_logging,
 )
 from asyncq._broker import _keys as K
-from asyncq._broker._connection import make_broker
-from asyncq._broker._limit_values import LimitClaim
 from asyncq._limits import Limit
 from asyncq._testing.redis_server import RedisServer
 from benchmarks._results import save_result
@@ -154,28 +152,6 @@ async def pickups(url: str, queue: str, n: int, variant: str) -> list[float]:
     return out
 
 
-async def script_time(url: str, queue: str, batch: int, calls: int) -> float:
-    """The Redis server's microseconds per ``limit_acquire`` call claiming ``batch`` leased
-    tasks of a queue without a cap (what every dequeue batch now costs Redis)."""
-    broker = make_broker(url)
-    redis = Redis.from_url(url)
-    try:
-        async with Client(url) as client:
-            await client.enqueue_many(Task("noop", queue=queue) for _ in range(batch))
-        leased, _ = await broker.dequeue(queue, batch, "bench", 600_000, 1000)
-        claims = [LimitClaim(t.id, []) for t in leased]
-        await broker.limits.acquire(queue, "bench", claims, queue_cap=True)
-        await redis.config_resetstat()
-        for _ in range(calls):
-            await broker.limits.acquire(queue, "bench", claims, queue_cap=True)
-        stats = await redis.info("commandstats")
-        evalsha = stats.get("cmdstat_evalsha") or stats.get("cmdstat_eval") or {}
-        return float(evalsha.get("usec_per_call", 0.0))
-    finally:
-        await broker.close()
-        await redis.aclose()
-
-
 def most_in_window(starts: list[float], window: float) -> int:
     starts = sorted(starts)
     most = first = 0
@@ -211,8 +187,6 @@ async def run(tasks: int, rounds: int) -> dict[str, Any]:
         pickup = {name: {"p50_us": statistics.median(v),
                          "p90_us": statistics.quantiles(v, n=10)[-1]}
                   for name, v in latency.items()}
-        script = {f"batch {b}": await script_time(server.url, f"script-{b}", b, 2000)
-                  for b in (1, 100)}
         rates = []
         for rate in (200, 1000, 5000):
             admitted, starts = await admissions(server.url, f"bench-rate-{rate}", rate)
@@ -225,7 +199,7 @@ async def run(tasks: int, rounds: int) -> dict[str, Any]:
                           "most_admitted_in_1s": most_in_window(admitted, 1.0),
                           "most_started_in_1s": most_in_window(starts, 1.0)})
     return {"tasks": tasks, "rounds": rounds, "concurrency": CONCURRENCY,
-            "overhead": overhead, "pickup": pickup, "acquire_script_us": script,
+            "overhead": overhead, "pickup": pickup,
             "rates": rates,
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                         "platform": platform.platform()}}
@@ -238,9 +212,6 @@ def table(doc: dict[str, Any]) -> str:
     lines += ["", "| one task at a time | pickup p50 µs | p90 µs |", "|---|---:|---:|"]
     for name, row in doc["pickup"].items():
         lines.append(f"| {name} | {row['p50_us']:.0f} | {row['p90_us']:.0f} |")
-    lines += ["", "| limit_acquire, no cap | Redis µs per call |", "|---|---:|"]
-    for name, us in doc["acquire_script_us"].items():
-        lines.append(f"| {name} | {us:.1f} |")
     lines += ["", "| configured | tasks | achieved /s | ratio | most admitted in 1 s | "
               "most handler starts in 1 s |", "|---:|---:|---:|---:|---:|---:|"]
     for row in doc["rates"]:
