@@ -1,9 +1,16 @@
-"""The Redis side of rate and concurrency limits: take, give back and read limit state.
+"""The Redis side of rate and concurrency limits: take, give back, set at run time and read
+limit state.
 
 Limits are counted per queue: their keys carry the queue's hash tag, so one script can take a
 slot and, when refused, defer the task in the same step (on Redis Cluster too). The values here
 are plain, in ``_limit_values`` (no import of ``asyncq._limits``, which builds on them through
 the ``LimitOps`` protocol).
+
+Values set at run time live in the queue's limit registry beside the declared ones: ``o:q:``
+is the queue's concurrency cap (a concurrency limit on every task of the queue, kind
+``queue``) and ``o:<c|r>:<name>`` replaces what the handlers declare for that limit.
+``limit_acquire`` reads them in the step that admits a start, so no worker polls for them
+and none needs a restart.
 """
 
 from __future__ import annotations
@@ -14,13 +21,17 @@ from typing import Any
 from .._clock import Clock
 from . import _keys as K
 from ._calls import ScriptCall
-from ._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
+from ._limit_values import QUEUE_CAP, LimitClaim, LimitHold, LimitSpec, LimitUse
 from ._replies import text
 from ._runner import ScriptRunner, reply_error
 
+QUEUE_SPEC = LimitSpec(QUEUE_CAP, "", 0)
+"""The queue's concurrency cap as a limit (its size is read from Redis, never declared)."""
+
 
 def _field(spec: LimitSpec) -> str:
-    """A limit's field in the queue's limit registry: ``c:<name>`` or ``r:<name>``."""
+    """A limit's field in the queue's limit registry: ``c:<name>``, ``r:<name>`` or ``q:``
+    (the queue's cap); a value set at run time is kept under ``o:`` and that."""
     return f"{spec.kind[0]}:{spec.name}"
 
 
@@ -47,28 +58,14 @@ class RedisLimitOps:
         """The clock limit times are read with (the one leases are written with)."""
         return self._clock.now_ms()
 
-    async def acquire(self, queue: str, owner: str,
-                      claims: Sequence[LimitClaim]) -> list[int]:
-        """Take every limit of each claim, or defer its task: per claim 0 taken, -1 its task
-        is not active under ``owner`` (nothing done), else the Unix ms it is deferred to."""
-        qk = K.queue_keys(queue)
-        table: list[Any] = []
-        where: dict[tuple[LimitSpec, str], int] = {}  # each limit key once, by ARGV position
-        tail: list[Any] = []
-        for claim in claims:
-            tail += (claim.holder, claim.hold_until_ms, len(claim.limits))
-            for spec, key in claim.limits:
-                at = where.get((spec, key))
-                if at is None:
-                    at = where[(spec, key)] = 5 + len(table)
-                    base = K.limit_base(queue, spec.kind, spec.name)
-                    table += (spec.kind[0], _field(spec), _value(spec), K.limit_keyset(base), key,
-                              K.limit_state(base, key), spec.n, spec.period_ms, spec.burst)
-                tail.append(at)
-        call = ScriptCall("limit_acquire",
-                          [qk.active, qk.lease, qk.scheduled, K.limits_registry(queue)],
-                          [self._clock.now_ms(), qk.task_prefix, owner, len(where), *table,
-                           *tail])
+    async def acquire(self, queue: str, owner: str, claims: Sequence[LimitClaim], *,
+                      queue_cap: bool = False) -> list[int]:
+        """Take every limit of each claim, or defer its task: per claim 0 taken (1: taken,
+        a slot of the queue's cap among them), -1 its task is not active under ``owner``
+        (nothing done), else the Unix ms it is deferred to. ``queue_cap``: each claim also
+        takes a slot of the queue's concurrency cap, when the queue has one."""
+        call = acquire_call("limit_acquire", K, queue, owner, claims, queue_cap,
+                            self._clock.now_ms())
         return [int(x) for x in await self._one(call)]
 
     async def _one(self, call: ScriptCall) -> Any:
@@ -96,32 +93,33 @@ class RedisLimitOps:
                                                prefix + "held", "XX", "CH", until_ms,
                                                hold.holder))
 
+    async def set_value(self, queue: str, spec: LimitSpec,
+                        value: LimitSpec | None) -> tuple[str, str, int]:
+        """Set (``value``) or clear (None) the run-time value of the limit ``spec`` names in
+        ``queue`` (``QUEUE_SPEC``: the queue's cap), waking the tasks it lets start; returns
+        (the previous run-time value, the declared one, tasks woken), as the registry keeps
+        them ('' for none)."""
+        keys = await key_values(self._runner, K, queue, spec)
+        qk = K.queue_keys(queue)
+        out = await self._runner.run(
+            "limit_set", [K.limits_registry(queue), qk.lease, qk.pending, qk.scheduled,
+                          qk.waiters],
+            [self._clock.now_ms(), qk.task_prefix, K.WAKE_CHANNEL, queue, spec.kind[0],
+             _field(spec), "" if value is None else _value(value),
+             *(_state_prefix(queue, spec, key) for key in keys)])
+        return text(out[0]), text(out[1]), int(out[2])
+
     async def usage(self, queue: str) -> list[LimitUse]:
-        """Every limit used in ``queue`` and each of its keys, with what is in use now (a key
-        with nothing held, waiting or in its window is listed one last time, then forgotten)."""
-        registry = await self._runner.command("reading limits", "HGETALL",
-                                              K.limits_registry(queue))
-        specs = sorted(s for f, v in registry.items()
-                       if (s := _spec(text(f), text(v))) is not None)
-        if not specs:
-            return []
-        bases = [K.limit_base(queue, s.kind, s.name) for s in specs]
-        keysets = await self._runner.commands(
-            "reading limit keys", [("SMEMBERS", K.limit_keyset(b)) for b in bases])
-        rows: list[tuple[LimitSpec, str]] = [
-            (spec, key) for spec, members in zip(specs, keysets, strict=True)
-            for key in sorted(text(m) for m in members)]
-        if not rows:
-            return []
-        args: list[Any] = [self._clock.now_ms()]
-        for spec, key in rows:
-            base = K.limit_base(queue, spec.kind, spec.name)
-            args += (spec.kind[0], K.limit_state(base, key), spec.period_ms,
-                     K.limit_keyset(base), key)
-        out = await self._runner.run("limit_usage", [K.queue_keys(queue).lease], args)
-        return [LimitUse(queue, spec.kind, spec.name, key, spec.n, spec.period_ms,
-                         int(used), int(waiting))
-                for (spec, key), (used, waiting) in zip(rows, out, strict=True)]
+        """Every limit used or set in ``queue`` and each of its keys, with what is in use now
+        (a key with nothing held, waiting or in its window is listed one last time, then
+        forgotten); the queue's cap first, when it has one."""
+        return await read_usage(self._runner, K, "limit_usage", queue, self._clock.now_ms())
+
+    async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
+        """The cap of each of ``queues`` with what it counts now (None: no cap), in two
+        round trips whatever their number."""
+        return await read_queue_caps(self._runner, K, "limit_usage", queues,
+                                     self._clock.now_ms())
 
 
 def _spec(field: str, value: str) -> LimitSpec | None:
@@ -133,6 +131,118 @@ def _spec(field: str, value: str) -> LimitSpec | None:
         if kind == "r" and sep:
             n, period, burst = [*value.split("/"), "0"][:3]
             return LimitSpec("rate", name, int(n), int(period), int(burst))
+        if kind == "q" and sep and not name:
+            return LimitSpec(QUEUE_CAP, "", int(value))
     except ValueError:
         pass
     return None
+
+
+def acquire_call(script: str, keys: Any, queue: str, owner: str, claims: Sequence[LimitClaim],
+                 queue_cap: bool, now_ms: int) -> ScriptCall:
+    """The ``limit_acquire`` call (or its version ``script`` for another layout, whose key
+    module is ``keys``) claiming ``claims``, each also the queue's cap with ``queue_cap``."""
+    qk = keys.queue_keys(queue)
+    table: list[Any] = []
+    where: dict[tuple[LimitSpec, str], int] = {}  # each limit key once, by ARGV position
+    tail: list[Any] = []
+
+    def position(spec: LimitSpec, key: str) -> int:
+        at = where.get((spec, key))
+        if at is None:
+            at = where[(spec, key)] = 5 + len(table)
+            base = keys.limit_base(queue, spec.kind, spec.name)
+            table.extend((spec.kind[0], _field(spec), _value(spec), keys.limit_keyset(base),
+                          key, keys.limit_state(base, key), spec.n, spec.period_ms,
+                          spec.burst))
+        return at
+
+    for claim in claims:
+        tail += (claim.holder, claim.hold_until_ms, len(claim.limits) + queue_cap)
+        tail += [position(spec, key) for spec, key in claim.limits]
+        if queue_cap:
+            tail.append(position(QUEUE_SPEC, ""))
+    return ScriptCall(script, [qk.active, qk.lease, qk.scheduled, keys.limits_registry(queue)],
+                      [now_ms, qk.task_prefix, owner, len(where), *table, *tail])
+
+
+async def key_values(runner: ScriptRunner, keys: Any, queue: str,
+                     spec: LimitSpec) -> list[str]:
+    """The key values ``spec``'s limit was used with (the queue's cap has one: '')."""
+    if spec.kind == QUEUE_CAP:
+        return [""]
+    members = await runner.command("reading limit keys", "SMEMBERS",
+                                   keys.limit_keyset(keys.limit_base(queue, spec.kind,
+                                                                     spec.name)))
+    return sorted(text(m) for m in members)
+
+
+async def read_usage(runner: ScriptRunner, keys: Any, script: str, queue: str,
+                     now_ms: int) -> list[LimitUse]:
+    """What ``usage`` returns, over the key module ``keys`` and usage script ``script`` of a
+    layout: the queue's cap first (when set), then each limit's keys, sorted; a limit given a
+    run-time value before any key was used is listed once with key ''."""
+    registry = {text(f): text(v) for f, v in (await runner.command(
+        "reading limits", "HGETALL", keys.limits_registry(queue))).items()}
+    declared = {(s.kind, s.name): s for f, v in registry.items()
+                if (s := _spec(f, v)) is not None and s.kind != QUEUE_CAP}
+    runtime = {(s.kind, s.name): s for f, v in registry.items()
+               if f.startswith("o:") and (s := _spec(f[2:], v)) is not None}
+    named = sorted((set(declared) | set(runtime)) - {(QUEUE_CAP, "")})
+    keysets = await runner.commands(
+        "reading limit keys", [("SMEMBERS", keys.limit_keyset(keys.limit_base(queue, *n)))
+                               for n in named]) if named else []
+    rows: list[tuple[LimitSpec, str, bool]] = []  # (limit in force, key, its state is read)
+    if (QUEUE_CAP, "") in runtime:
+        rows.append((runtime[(QUEUE_CAP, "")], "", True))
+    for ident, members in zip(named, keysets, strict=True):
+        spec = runtime.get(ident) or declared[ident]
+        found = sorted(text(m) for m in members)
+        rows += [(spec, key, True) for key in found]
+        if not found and ident in runtime:
+            rows.append((spec, "", False))
+    counted = [(spec, key) for spec, key, read in rows if read]
+    args: list[Any] = [now_ms]
+    for spec, key in counted:
+        base = keys.limit_base(queue, spec.kind, spec.name)
+        args += ("r" if spec.kind == "rate" else "c", keys.limit_state(base, key),
+                 spec.period_ms, keys.limit_keyset(base), key)
+    out = iter(await runner.run(script, [keys.queue_keys(queue).lease], args)
+               if counted else [])
+    uses = []
+    for spec, key, read in rows:
+        used, waiting = next(out) if read else (0, 0)
+        ident = (spec.kind, spec.name)
+        was = declared.get(ident)
+        uses.append(LimitUse(queue, spec.kind, spec.name, key, spec.n, spec.period_ms,
+                             int(used), int(waiting), ident in runtime,
+                             was.n if was else None, was.period_ms if was else None))
+    return uses
+
+
+async def read_queue_caps(runner: ScriptRunner, keys: Any, script: str, queues: Sequence[str],
+                          now_ms: int) -> list[LimitUse | None]:
+    """What ``queue_caps`` returns, over the key module ``keys`` and usage script ``script``
+    of a layout: one pipeline reads every cap, one more counts the capped queues' slots."""
+    if not queues:
+        return []
+    field = "o:" + _field(QUEUE_SPEC)
+    values = await runner.commands("reading queue caps", [
+        ("HGET", keys.limits_registry(q), field) for q in queues])
+    caps = {q: spec for q, v in zip(queues, values, strict=True)
+            if v is not None and (spec := _spec(_field(QUEUE_SPEC), text(v))) is not None}
+    calls = []
+    for q in caps:
+        base = keys.limit_base(q, QUEUE_CAP, "")
+        calls.append(ScriptCall(script, [keys.queue_keys(q).lease],
+                                [now_ms, "c", keys.limit_state(base, ""), 0,
+                                 keys.limit_keyset(base), ""]))
+    counted: dict[str, tuple[int, int]] = {}
+    for (q, call), reply in zip(zip(caps, calls, strict=True),
+                                await runner.run_many(calls) if calls else [], strict=True):
+        if isinstance(reply, Exception):
+            raise reply_error(call.name, reply)
+        counted[q] = (int(reply[0][0]), int(reply[0][1]))
+    return [None if q not in caps else
+            LimitUse(q, QUEUE_CAP, "", "", caps[q].n, 0, *counted[q], True)
+            for q in queues]

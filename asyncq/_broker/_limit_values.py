@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+QUEUE_CAP = "queue"
+"""The kind of a queue's concurrency cap: a concurrency limit on every task of the queue
+whose size is set at run time (``Inspector.set_queue_concurrency``), never declared."""
+
 
 class LimitSpec(NamedTuple):
-    """One limit as the broker sees it: kind "concurrency" or "rate", its name, its size and
-    (rate) its period and how many may start at once."""
+    """One limit as the broker sees it: kind "concurrency", "rate" or "queue" (a queue's cap,
+    name ''), its name, its size and (rate) its period and how many may start at once."""
 
     kind: str
     name: str
@@ -50,3 +54,11 @@ class LimitUse(NamedTuple):
     """Slots held by live holders (concurrency), or starts in the current window (rate)."""
     waiting: int
     """Tasks deferred until a slot or token of this key is free."""
+    runtime: bool = False
+    """True when the limit in force was set at run time (``Inspector.set_limit``, ``asyncq
+    limit set``, the dashboard) and replaces the declared one; a queue's cap always is."""
+    declared: int | None = None
+    """The size the handlers declare (the last one a worker claimed with), when known: what
+    applies again once a run-time value is cleared."""
+    declared_period_ms: int | None = None
+    """The declared period of a rate (with ``declared``)."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .._inspector._inspect_models import QueueInfo
-from ._limit_values import LimitClaim, LimitHold, LimitUse
+from ._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
 from ._values import BulkOp, FireCode, NewTask, Outcome, RemoveMode, TaskRecord
 
 
@@ -201,12 +201,14 @@ class LimitOps(Protocol):
         """The clock limit times are read with (the one leases are written with)."""
         ...
 
-    async def acquire(self, queue: str, owner: str,
-                      claims: Sequence[LimitClaim]) -> list[int]:
-        """Take every limit of each claim, or defer its task: per claim 0 taken, -1 its task
-        is not active under ``owner`` (nothing done), else the Unix ms it is deferred to (the
-        task was moved to scheduled by the same atomic step; a manual claim, ``owner`` '',
-        is only told when to try again)."""
+    async def acquire(self, queue: str, owner: str, claims: Sequence[LimitClaim], *,
+                      queue_cap: bool = False) -> list[int]:
+        """Take every limit of each claim, or defer its task: per claim 0 taken (1: taken,
+        a slot of the queue's cap among them), -1 its task is not active under ``owner``
+        (nothing done), else the Unix ms it is deferred to (the task was moved to scheduled
+        by the same atomic step; a manual claim, ``owner`` '', is only told when to try
+        again). ``queue_cap``: each claim also takes a slot of the queue's concurrency cap,
+        when the queue has one (its size is read in that step)."""
         ...
 
     async def release(self, queue: str, owner: str, holds: Sequence[LimitHold]) -> int:
@@ -219,6 +221,19 @@ class LimitOps(Protocol):
         taken as expired)."""
         ...
 
+    async def set_value(self, queue: str, spec: LimitSpec,
+                        value: LimitSpec | None) -> tuple[str, str, int]:
+        """Set (``value``) or clear (None) the run-time value of the limit ``spec`` names
+        (kind "queue": the queue's concurrency cap), waking the waiting tasks it lets start;
+        returns (the previous run-time value, the declared one, tasks woken), '' for none."""
+        ...
+
     async def usage(self, queue: str) -> list[LimitUse]:
-        """Every limit used in ``queue`` and each of its keys, with what is in use now."""
+        """Every limit used or set in ``queue`` and each of its keys, with what is in use
+        now (the queue's cap first, when it has one)."""
+        ...
+
+    async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
+        """The concurrency cap of each of ``queues`` with what it counts now; None for a
+        queue without one."""
         ...

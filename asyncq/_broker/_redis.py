@@ -183,12 +183,12 @@ class RedisBroker:
         flat = await self.runner.run(
             "dequeue",
             [qk.pending, qk.active, qk.lease, qk.paused, qk.waiters, qk.dequeued(owner),
-             qk.idle, qk.handoff(owner)],
+             qk.idle, qk.handoff(owner), K.limits_registry(queue)],
             [now + lease_ms, count, qk.task_prefix, owner, waiter_ttl_ms,
              request_id, lease_ms, qk.cancel_prefix, lease_ms if one_hop else "",
              HANDOFF_GRACE_MS, now, *ARCHIVE_CAPS, EXPIRED_PER_DEQUEUE, K.WAKE_CHANNEL, queue],
         )
-        tasks, bad = raw_tasks(flat, 1, width=5)
+        tasks, bad = raw_tasks(flat, 2, width=5, capped=flat[1] == 1)
         await self.maintenance.quarantine(queue, bad)
         return tasks, int(flat[0]) + len(bad)
 

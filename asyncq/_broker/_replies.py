@@ -60,12 +60,13 @@ async def register(runner: ScriptRunner, queues: Sequence[str]) -> None:
                                  "\n".join(queues))
 
 
-def raw_tasks(flat: Sequence[Any], start: int = 0,
-              width: int = 4) -> tuple[list[RawTask], list[bytes]]:
+def raw_tasks(flat: Sequence[Any], start: int = 0, width: int = 4,
+              capped: bool = False) -> tuple[list[RawTask], list[bytes]]:
     """``[id, msg, payload, retried, id, ...]`` (``width`` 5: each followed by its
     pending-since time) from ``start`` as RawTasks, and apart the raw ids that are not UTF-8
     (a record written by hand or by another producer): those must be quarantined, never
-    decoded, so one of them cannot stop the others."""
+    decoded, so one of them cannot stop the others. ``capped``: each must claim a slot of its
+    queue's concurrency cap before it starts."""
     tasks: list[RawTask] = []
     bad: list[bytes] = []
     for i in range(start, len(flat), width):
@@ -76,7 +77,8 @@ def raw_tasks(flat: Sequence[Any], start: int = 0,
             bad.append(raw_id)
             continue
         since = count(flat[i + 4]) if width == 5 else 0
-        tasks.append(RawTask(task_id, flat[i + 1], flat[i + 2], count(flat[i + 3]), since))
+        tasks.append(RawTask(task_id, flat[i + 1], flat[i + 2], count(flat[i + 3]), since,
+                             capped))
     return tasks, bad
 
 

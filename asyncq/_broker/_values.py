@@ -24,6 +24,8 @@ class RawTask(NamedTuple):
     retried: int
     #: when it last became pending (Unix ms; 0 when unknown): a dequeue's queue wait starts here
     pending_since: int = 0
+    #: its queue had a concurrency cap when it was leased: it claims a slot before it starts
+    capped: bool = False
 
 
 class NewTask(NamedTuple):

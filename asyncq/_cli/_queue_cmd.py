@@ -1,5 +1,5 @@
-"""``asyncq queue ls|inspect|history|pause|unpause|rm|archive-limits``: look at and manage
-queues."""
+"""``asyncq queue ls|inspect|history|pause|unpause|rm|archive-limits|limit``: look at and
+manage queues."""
 
 from __future__ import annotations
 
@@ -60,6 +60,18 @@ def register(sub: Any) -> None:
     add_common_args(limits)
     limits.set_defaults(func=cmd_archive_limits)
 
+    cap = qsub.add_parser(
+        "limit", help="show or set how many tasks of queues run at once across every worker "
+                      "(applies from the next start, no restart)")
+    cap.add_argument("queues", nargs="+", metavar="QUEUE")
+    change = cap.add_mutually_exclusive_group()
+    change.add_argument("--concurrency", type=int, default=None, metavar="N",
+                        help="let at most N tasks of the queue run at once (a raise starts "
+                             "waiting tasks at once; a cut stops nothing that runs)")
+    change.add_argument("--clear", action="store_true", help="remove the queue's cap")
+    add_common_args(cap)
+    cap.set_defaults(func=cmd_limit)
+
     rm = qsub.add_parser("rm", aliases=["remove", "delete"], help="delete queues")
     rm.add_argument("queues", nargs="+", metavar="QUEUE")
     rm.add_argument("--force", "-f", action="store_true",
@@ -103,6 +115,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 ("failed total", i.failed_total),
                 ("expired leases", i.expired_leases),
                 ("expired tasks", i.expired_total),
+                ("concurrency cap", cap_text(i.concurrency_limit, i.concurrency_in_use,
+                                             i.concurrency_waiting)),
             ])
             say()
             print_table(["PENDING", "ACTIVE", "SCHEDULED", "RETRY", "ARCHIVED", "COMPLETED",
@@ -191,6 +205,53 @@ def cmd_archive_limits(args: argparse.Namespace) -> int:
                     f"{'' if limits.custom else ' (the defaults)'}")
                 if trimmed:
                     say(f"  the {trimmed} oldest archived task(s) were deleted to fit")
+        if args.json:
+            print_json(docs)
+        return 0
+
+    return run_inspector(args, body)
+
+
+def cap_text(limit: int | None, in_use: int = 0, waiting: int = 0, *,
+             counts: bool = True) -> str:
+    """``at most 3 at once (2 running, 5 waiting)``, or ``none``."""
+    if limit is None:
+        return "none"
+    return f"at most {limit} at once" + (f" ({in_use} running, {waiting} waiting)"
+                                         if counts else "")
+
+
+def cmd_limit(args: argparse.Namespace) -> int:
+    """Without options, each queue's concurrency cap and what it counts; with one, set or
+    clear it (saying the cap it had, and the waiting tasks the change started)."""
+    changing = args.clear or args.concurrency is not None
+
+    async def body(inspector: Inspector) -> int:
+        docs = []
+        for queue in args.queues:
+            before = await inspector.queue_concurrency(queue)
+            started = 0
+            if args.clear:
+                started = await inspector.clear_queue_concurrency(queue)
+            elif args.concurrency is not None:
+                try:
+                    started = await inspector.set_queue_concurrency(queue, args.concurrency)
+                except ValueError as exc:
+                    raise CLIError(f"--concurrency: {exc}") from exc
+            cap = await inspector.queue_concurrency(queue)
+            limit = cap.limit if cap else None
+            in_use, waiting = (cap.in_use, cap.waiting) if cap else (0, 0)
+            docs.append({"queue": queue, "concurrency_limit": limit,
+                         "concurrency_in_use": in_use, "concurrency_waiting": waiting,
+                         "previous_limit": before.limit if before else None,
+                         "started": started})
+            if args.json:
+                continue
+            was = cap_text(before.limit if before else None, counts=False)
+            say(f"queue {queue}: concurrency cap {cap_text(limit, in_use, waiting)}"
+                + (f" (was {was})" if changing else ""))
+            if started:
+                say(f"  {started} waiting task(s) started")
         if args.json:
             print_json(docs)
         return 0

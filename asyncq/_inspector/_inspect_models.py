@@ -49,6 +49,12 @@ class QueueInfo:
     timestamp: datetime
     #: all-time count of tasks archived unrun because they expired (``expires_in``)
     expired_total: int = 0
+    #: the queue's concurrency cap: at most this many of its tasks run at once across every
+    #: worker (``Inspector.set_queue_concurrency``); None: no cap
+    concurrency_limit: int | None = None
+    #: its tasks running under the cap now, and waiting for a slot of it
+    concurrency_in_use: int = 0
+    concurrency_waiting: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ long; they are not atomic as a whole.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Sequence
@@ -29,7 +30,16 @@ from .._errors import (
     TaskNotFoundError,
     TaskStateError,
 )
-from .._limits import LimitUse, limit_ops_of
+from .._limits import (
+    ConcurrencyLimit,
+    LimitUse,
+    RateLimit,
+    clear_limit_value,
+    limit_ops_of,
+    queue_cap,
+    set_limit_value,
+    set_queue_cap,
+)
 from .._log import get_logger
 from .._model._info import TaskInfo, TaskState
 from .._model._message import decode_message
@@ -146,27 +156,75 @@ class Inspector:
         return await self._ops.queue_names()
 
     async def queue_info(self, queue: str) -> QueueInfo:
-        """Sizes per state, today's and all-time counters, pause flag, latency, memory."""
+        """Sizes per state, today's and all-time counters, pause flag, latency, memory, and
+        the queue's concurrency cap with what it counts."""
         await self._require_queue(queue)
-        return await self._ops.queue_info(queue, self._clock.now_ms())
+        (info,) = await self._with_caps([await self._ops.queue_info(queue,
+                                                                     self._clock.now_ms())])
+        return info
 
     async def queue_infos(self, queues: Sequence[str] | None = None, *,
                           memory: bool = True) -> list[QueueInfo]:
         """``queue_info`` of every known queue (or of ``queues``, which need not be known: an
-        unknown one reads as empty), read in one pipeline: a dashboard's or an exporter's
-        cost grows with the number of queues, not with round trips. ``memory=False`` skips
+        unknown one reads as empty), read in one pipeline (two more for the caps): a
+        dashboard's or an exporter's cost grows with the number of queues, not with round
+        trips. ``memory=False`` skips
         the sampled memory estimate (``memory_usage`` reads 0), about three quarters of the
         cost: for refreshes several times a second."""
         names = await self.queues() if queues is None else list(queues)
-        return await self._ops.queue_infos(names, self._clock.now_ms(), memory)
+        return await self._with_caps(await self._ops.queue_infos(names, self._clock.now_ms(),
+                                                                 memory))
+
+    async def _with_caps(self, infos: list[QueueInfo]) -> list[QueueInfo]:
+        """``infos`` with the queues' concurrency caps (two more round trips in all: one
+        reading the caps, one counting the capped queues' slots)."""
+        caps = await limit_ops_of(self._broker).queue_caps([i.queue for i in infos])
+        return [i if cap is None else dataclasses.replace(
+                    i, concurrency_limit=cap.limit, concurrency_in_use=cap.in_use,
+                    concurrency_waiting=cap.waiting)
+                for i, cap in zip(infos, caps, strict=True)]
 
     async def limits(self, queue: str | None = None) -> list[LimitUse]:
         """Every rate and concurrency limit used in ``queue`` (in every known queue when
-        None), one entry per limit and key value: its size, what is in use now and how many
-        tasks wait for it. What a dashboard's limits page shows."""
+        None), one entry per limit and key value: its size in force, what is in use now and
+        how many tasks wait for it; a queue's cap is an entry of kind "queue", and a value set
+        at run time says so (``runtime``, with the ``declared`` size). What a dashboard's
+        limits page shows."""
         ops = limit_ops_of(self._broker)
         names = await self.queues() if queue is None else [validate_queue_name(queue)]
         return [use for q in names for use in await ops.usage(q)]
+
+    async def set_queue_concurrency(self, queue: str, n: int) -> int:
+        """Let at most ``n`` tasks of ``queue`` run at once across every worker, from the next
+        start on (workers read it in the step that admits a start: no restart). A raise lets
+        waiting tasks start at once; a cut stops nothing that runs. Kept in Redis until
+        ``clear_queue_concurrency``; the queue need not exist yet. Returns how many waiting
+        tasks it let start."""
+        return await set_queue_cap(limit_ops_of(self._broker), queue, n)
+
+    async def clear_queue_concurrency(self, queue: str) -> int:
+        """Remove the cap of ``queue`` (``set_queue_concurrency``): its waiting tasks start
+        as workers are free. Returns how many it let start."""
+        return await set_queue_cap(limit_ops_of(self._broker), queue, None)
+
+    async def queue_concurrency(self, queue: str) -> LimitUse | None:
+        """The cap of ``queue`` (``limit``), with how many of its tasks run under it now
+        (``in_use``) and wait for a slot (``waiting``); None when it has none."""
+        return await queue_cap(limit_ops_of(self._broker), queue)
+
+    async def set_limit(self, queue: str, limit: ConcurrencyLimit | RateLimit) -> int:
+        """Replace, in ``queue``, what the handlers declare for the limit of ``limit``'s
+        kind and name (``asyncq.RateLimit("50/s", name="stripe")``; a limit declared without
+        a name is named after its handler's pattern) by ``limit``, for every key value,
+        until ``clear_limit``: it wins over the code's declaration, read by the next claim
+        (no restart). Returns how many waiting tasks it let start."""
+        return await set_limit_value(limit_ops_of(self._broker), queue, limit)
+
+    async def clear_limit(self, queue: str, kind: str, name: str) -> int:
+        """Drop the value ``set_limit`` gave the ``kind`` ("concurrency" or "rate") limit
+        ``name`` of ``queue``: what the handlers declare applies again. Returns how many
+        waiting tasks it let start."""
+        return await clear_limit_value(limit_ops_of(self._broker), queue, kind, name)
 
     async def history(self, queue: str, days: int = 7) -> list[DailyStats]:
         """Processed/failed counts for today and the ``days - 1`` previous UTC days, newest

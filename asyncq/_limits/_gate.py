@@ -1,10 +1,14 @@
 """The worker's limit gate: between leasing tasks and starting them.
 
-Right after a dequeue, the tasks whose handler has limits claim them in one script call per
-queue: a task that gets every slot and token starts; a refused one was deferred by that same
-script (active -> scheduled, no retry used, counted neither processed nor failed) and this
-worker lets it go, its slot free for other work. A task's concurrency slots are given back,
-batched, once its outcome is decided; a lost give-back is covered by the lease rule.
+Right after a dequeue (or a hand-off), the leased tasks claim their limits in one script call
+per queue: the limits their handler declares, and a slot of the queue's concurrency cap when
+the dequeue said the queue has one (a cap is set in Redis at run time; the dequeue script
+reads it in the step that leases, so nothing polls for it, and a capped queue's tasks are
+never handed off). Tasks with neither make no call. A task that gets every slot and token starts; a
+refused one was deferred by that same script (active -> scheduled, no retry used, counted
+neither processed nor failed) and this worker lets it go, its slot free for other work. A
+task's concurrency slots are given back, batched, once its outcome is decided; a lost
+give-back is covered by the lease rule.
 
 The gate reaches limit state through the broker's ``limits`` (the ``LimitOps`` protocol), so
 any Broker (a wrapping one too) carries them. The give-backs leave in one task at a time,
@@ -19,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._broker import Broker, LimitOps, RawTask
+from .._broker._limit_ops import QUEUE_SPEC
 from .._broker._limit_values import LimitClaim, LimitHold, LimitSpec
 from .._log import get_logger
 from .._model._message import decode_message
@@ -67,48 +72,46 @@ class LimitGate:
 
     async def admit(self, queue: str, raws: Sequence[RawTask]) -> tuple[list[RawTask],
                                                                         list[RawTask]]:
-        """``(start, give back)``: the tasks to start (no limits, or every limit taken), and
-        those whose claim failed (Redis error) to requeue; refused tasks are in neither."""
-        admitted: list[RawTask] = []
-        claimed: list[tuple[RawTask, LimitClaim, str]] = []
-        for raw in raws:
-            found = self._claim(raw)
-            if found is None:
-                admitted.append(raw)
-            else:
-                claimed.append((raw, *found))
-        if not claimed:
-            return admitted, []
+        """``(start, give back)``: the tasks to start (every limit taken, the queue's cap
+        included), and those whose claim failed (Redis error) to requeue; refused tasks are
+        in neither."""
+        capped = any(raw.capped for raw in raws)
+        if not capped and not self.limits:
+            return list(raws), []
+        claimed = [(raw, *self._claim(raw)) for raw in raws]
         try:
-            results = await self._ops.acquire(queue, self._owner, [c for _, c, _ in claimed])
+            results = await self._ops.acquire(queue, self._owner, [c for _, c, _ in claimed],
+                                              queue_cap=capped)
         except Exception as exc:  # a BrokerError: nothing known, so nothing may start
             self._log.warning("claiming limits failed; tasks requeued", queue=queue,
                               count=len(claimed), error=str(exc))
-            return admitted, [raw for raw, _, _ in claimed]
+            return [], list(raws)
+        admitted: list[RawTask] = []
         for (raw, claim, task_type), result in zip(claimed, results, strict=True):
-            if result == 0:
+            if result in (0, 1):
                 slots = [(spec, key) for spec, key in claim.limits
                          if spec.kind == "concurrency"]
+                if result == 1:
+                    slots.append((QUEUE_SPEC, ""))
                 if slots:
                     self.holds[raw.id] = (queue, slots)
                 admitted.append(raw)
-            elif result > 0:
+            elif result > 1:
                 self.deferred += 1
                 self._on_deferred(result)
                 if self._deferred_hook is not None:
                     self._deferred_hook(queue, task_type)
         return admitted, []
 
-    def _claim(self, raw: RawTask) -> tuple[LimitClaim, str] | None:
-        """The claim of a leased task with limits (and its type); None: it starts as it is
-        (no limits, an undecodable message the processor archives, or a key that failed)."""
+    def _claim(self, raw: RawTask) -> tuple[LimitClaim, str]:
+        """The claim of a leased task (and its type): the limits of its handler, none when it
+        has none, its message cannot be decoded (the processor archives it) or a key failed
+        (its handler's wrapper raises the key's error)."""
         try:
             msg = decode_message(raw.msg)
         except Exception:
-            return None
+            return LimitClaim(raw.id, ()), ""
         limits, owner = self.limits.resolve(msg.type)
-        if not limits:
-            return None
         keyed: list[tuple[LimitSpec, str]] = []
         task = None
         for limit in limits:
@@ -122,7 +125,7 @@ class LimitGate:
                     owner.key_errors[raw.id] = LimitKeyError(
                         f"the key of limit {limit.name!r} failed for this task: "
                         f"{type(exc).__name__}: {exc}")
-                    return None
+                    return LimitClaim(raw.id, ()), msg.type
             keyed.append((spec_of(limit), key))
         return LimitClaim(raw.id, keyed), msg.type
 
@@ -164,10 +167,11 @@ class LimitGate:
 
 
 def gate_for(handler: object, broker: Broker, owner: str, on_deferred: Callable[[int], None],
-             observer: Any = None) -> LimitGate | None:
-    """The gate of a worker running ``handler``: one for a ServeMux (whose handlers may get
-    limits until the worker starts), None for a plain handler function."""
+             observer: Any = None) -> LimitGate:
+    """The gate of a worker running ``handler``: a ServeMux's limits (its handlers may get
+    limits until the worker starts), or none for a plain handler function; the queues' caps
+    either way."""
     limits = getattr(handler, "limits", None)
     if not isinstance(limits, HandlerLimits):
-        return None
+        limits = HandlerLimits(lambda _: None)
     return LimitGate(broker.limits, limits, owner, on_deferred, observer)

@@ -27,7 +27,8 @@ MAX_LIMIT = 1_000_000
 """Largest size of a limit: a rate keeps one entry per start of its window in Redis."""
 
 
-def _check_size(n: object, what: str) -> int:
+def check_size(n: object, what: str) -> int:
+    """``n`` as a limit's size: a whole number from 1 to MAX_LIMIT."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"{what} must be a whole number of tasks, got {n!r}")
     if not 1 <= n <= MAX_LIMIT:
@@ -60,12 +61,12 @@ def parse_rate(rate: object) -> tuple[int, int]:
             raise ValueError(f"rate {rate!r} must look like '100/s', '600/m', '5000/h', "
                              f"'10000/d' (or '10/5m'), or be a (count, seconds) pair")
         mult = float(m.group(2)) if m.group(2) else 1.0
-        return _check_size(int(m.group(1)), "a rate's count"), _period_ms(mult * unit / 1000)
+        return check_size(int(m.group(1)), "a rate's count"), _period_ms(mult * unit / 1000)
     if isinstance(rate, tuple) and len(rate) == 2:
         n, seconds = rate
         if isinstance(seconds, bool) or not isinstance(seconds, int | float):
             raise TypeError(f"a rate's period must be seconds (int or float), got {seconds!r}")
-        return _check_size(n, "a rate's count"), _period_ms(float(seconds))
+        return check_size(n, "a rate's count"), _period_ms(float(seconds))
     raise TypeError(f"rate must be a string such as '100/s' or a (count, seconds) pair, "
                     f"got {rate!r}")
 
@@ -88,7 +89,7 @@ class ConcurrencyLimit:
     name: str | None = None
 
     def __post_init__(self) -> None:
-        _check_size(self.n, "a concurrency limit")
+        check_size(self.n, "a concurrency limit")
         _check_key(self.key)
         _check_name(self.name)
 
@@ -121,7 +122,7 @@ class RateLimit:
         n, period = parse_rate(rate)
         if burst is None:
             burst = max(1, n // 10)
-        elif _check_size(burst, "a rate's burst") > n:
+        elif check_size(burst, "a rate's burst") > n:
             raise ValueError(f"a rate's burst ({burst}) must be at most its count ({n})")
         object.__setattr__(self, "n", n)
         object.__setattr__(self, "period_ms", period)

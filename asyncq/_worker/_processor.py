@@ -7,7 +7,9 @@
    fetch loop dequeues again at once (``idle_poll_interval`` is a safety net). That dequeue
    also registers this worker as idle, so the next task to become pending may arrive already
    leased (one hop: ``handed_off``, decoded in ``_handoffs``).
-2. **Admit** (``_admit``): the limits gate claims the limits of leased tasks before they start.
+2. **Admit** (``_admit``): the limits gate claims the limits of leased tasks before they start
+   (those whose handler declares limits, and every task the dequeue found its queue capped:
+   a capped queue's tasks are never handed off).
 3. **Run** (``take`` → ``_start``): start the handler in its own asyncio task when a slot is
    free (prefetched into ``buffer`` otherwise); its time limit is armed (``_running``).
 4. **Outcome** (``_on_done`` → ``_finish``): the slot is freed (and refilled from the buffer),
@@ -271,7 +273,7 @@ class Processor:
             leased = len(raws)
             if leased:
                 self._order.took(queue)  # a pattern's next round starts after this queue
-            if self.limits is not None and raws and self.limits.limits:
+            if self.limits is not None and raws and (raws[0].capped or self.limits.limits):
                 raws = await self._admit(queue, raws, lease_until)
             for raw in raws:
                 self.take(queue, raw, lease_until)

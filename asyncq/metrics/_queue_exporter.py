@@ -121,6 +121,12 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
     failed = CounterMetricFamily("asyncq_tasks_failed", "Failed runs", labels=["queue"])
     expired_tasks = CounterMetricFamily("asyncq_tasks_expired", "Tasks archived unrun because "
                                         "they were not started by their expiry", labels=["queue"])
+    cap = _gauge("asyncq_queue_concurrency_limit", "The queue's concurrency cap: most of its "
+                 "tasks running at once across every worker (absent: no cap)", ["queue"])
+    capped = _gauge("asyncq_queue_concurrency_in_use", "Tasks of a capped queue running under "
+                    "its cap (slots held by live leases)", ["queue"])
+    waiting = _gauge("asyncq_queue_concurrency_waiting", "Tasks of a capped queue waiting for a "
+                     "slot of its cap", ["queue"])
     count = GaugeMetricFamily("asyncq_queues", "Known queues")
     count.add_metric([], len(queues))
     for q in queues:
@@ -139,8 +145,13 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
         processed.add_metric(name, q.processed_total)
         failed.add_metric(name, q.failed_total)
         expired_tasks.add_metric(name, q.expired_total)
+        if q.concurrency_limit is not None:
+            cap.add_metric(name, q.concurrency_limit)
+            capped.add_metric(name, q.concurrency_in_use)
+            waiting.add_metric(name, q.concurrency_waiting)
     yield from (count, tasks, size, backlog, latency, memory, paused, groups, expired,
-                processed_today, failed_today, processed, failed, expired_tasks)
+                processed_today, failed_today, processed, failed, expired_tasks, cap, capped,
+                waiting)
 
 
 def _backlog(q: QueueInfo) -> int:

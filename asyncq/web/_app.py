@@ -14,7 +14,7 @@ from .._broker import Broker
 from .._broker._connection import RedisLike
 from .._defaults import WEB_TITLE
 from .._errors import BrokerError
-from . import _actions, _live, _pages, _workflows
+from . import _actions, _limit_actions, _live, _pages, _workflows
 from ._security import AuthHook, SecurityMiddleware, check_origins
 from ._state import Dashboard, Settings
 
@@ -70,6 +70,7 @@ def create_app(redis: RedisLike | Broker, *, read_only: bool = False,
         Route("/action/state", _actions.state_action, methods=["POST"]),
         Route("/action/tasks", _actions.selected_action, methods=["POST"]),
         Route("/action/queue", _actions.queue_action, methods=["POST"]),
+        Route("/action/limit", _limit_actions.limit_action, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("asyncq.web", "static")]), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan,

@@ -43,7 +43,9 @@ def counts(info: QueueInfo) -> dict[str, Any]:
     doc.update(size=info.size, processed=info.processed, failed=info.failed,
                error_rate=_format.error_rate(info.processed, info.failed),
                latency=_format.human_duration(info.latency), paused=info.paused,
-               memory=_format.human_bytes(info.memory_usage))
+               memory=_format.human_bytes(info.memory_usage),
+               concurrency_in_use=info.concurrency_in_use,
+               concurrency_waiting=info.concurrency_waiting)
     return doc
 
 

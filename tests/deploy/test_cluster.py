@@ -204,6 +204,9 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         await broker.delete_aggregation_set(q, "g1", "set2")
         async with Limiter(client, ConcurrencyLimit(1, name="c"), queue=q).acquire("k{1}"):
             assert len(await inspector.limits(q)) == 1  # limit_acquire, _usage, _release
+        await inspector.set_queue_concurrency(q, 3)  # limit_set (the queue's cap)
+        await inspector.set_limit(q, ConcurrencyLimit(2, name="c"))  # (a declared limit's)
+        assert [u.kind for u in await inspector.limits(q)] == ["queue", "concurrency"]
 
         assert await inspector.pause(q) and await inspector.unpause(q)
         info = await inspector.queue_info(q)

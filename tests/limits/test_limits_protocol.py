@@ -33,9 +33,10 @@ class CountingLimits:
     def now_ms(self) -> int:
         return self.inner.now_ms()
 
-    async def acquire(self, queue: str, owner: str, claims: Sequence[LimitClaim]) -> list[int]:
+    async def acquire(self, queue: str, owner: str, claims: Sequence[LimitClaim], *,
+                      queue_cap: bool = False) -> list[int]:
         self.calls["acquire"] += 1
-        return await self.inner.acquire(queue, owner, claims)
+        return await self.inner.acquire(queue, owner, claims, queue_cap=queue_cap)
 
     async def release(self, queue: str, owner: str, holds: Sequence[LimitHold]) -> int:
         self.calls["release"] += 1
@@ -45,9 +46,18 @@ class CountingLimits:
         self.calls["renew"] += 1
         return await self.inner.renew(queue, hold, until_ms)
 
+    async def set_value(self, queue: str, spec: LimitSpec,
+                        value: LimitSpec | None) -> tuple[str, str, int]:
+        self.calls["set_value"] += 1
+        return await self.inner.set_value(queue, spec, value)
+
     async def usage(self, queue: str) -> list[LimitUse]:
         self.calls["usage"] += 1
         return await self.inner.usage(queue)
+
+    async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
+        self.calls["queue_caps"] += 1
+        return await self.inner.queue_caps(queues)
 
 
 class WrappingBroker(FaultyBroker):
@@ -79,7 +89,9 @@ async def test_a_wrapping_broker_carries_the_limits_of_the_worker_and_by_hand(
     worker = asyncq.Worker(broker, mux, queues={asyncq_queue: 1}, concurrency=4,
                            forward_interval=0.05)
     async with worker:
-        await wait_drained(redis_client, [asyncq_queue], worker=worker, timeout=10)
+        # (scheduled too: a task deferred by the limit waits there, not pending)
+        await wait_drained(redis_client, [asyncq_queue], worker=worker, timeout=10,
+                           include_scheduled=True)
     assert most == 1 and worker.processor.processed == 4
     assert broker.limits.calls["acquire"] >= 4 and broker.limits.calls["release"] >= 1
 

@@ -64,11 +64,12 @@ async def test_inspector_cli_and_metrics_show_limits_in_use(
                                                *extra], env=env)
                       for extra in (("-q", q), ("--json",))]
         lines = table.stdout.decode().splitlines()
-        assert lines[0].split() == ["QUEUE", "KIND", "NAME", "KEY", "LIMIT", "IN", "USE",
-                                    "WAITING"]
-        assert [q, "concurrency", "api", "acme", "2", "2", "3"] in [ln.split() for ln in lines]
-        assert [q, "rate", "api-rate", "-", "1000/60s", "2", "0"] in [ln.split()
-                                                                       for ln in lines]
+        assert lines[0].split() == ["QUEUE", "KIND", "NAME", "KEY", "LIMIT", "SET", "BY", "IN",
+                                    "USE", "WAITING"]
+        assert [q, "concurrency", "api", "acme", "2", "code", "2", "3"] in [
+            ln.split() for ln in lines]
+        assert [q, "rate", "api-rate", "-", "1000/60s", "code", "2", "0"] in [
+            ln.split() for ln in lines]
         mine = [u for u in orjson.loads(doc.stdout) if u["queue"] == q]
         assert {(u["name"], u["in_use"]) for u in mine} == {("api", 2), ("api-rate", 2)}
         release.set()

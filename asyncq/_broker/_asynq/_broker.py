@@ -229,18 +229,21 @@ class AsynqBroker:
         now = self.clock.now_ms()
         flat = await self.runner.run(
             "asynq_dequeue",
-            [qk.pending, qk.active, qk.lease, qk.paused, xk.waiters, xk.idle, xk.handoff(owner)],
+            [qk.pending, qk.active, qk.lease, qk.paused, xk.waiters, xk.idle, xk.handoff(owner),
+             K.limits_registry(queue)],
             [(now + lease_ms) // 1000, count, qk.task_prefix, owner, now, waiter_ttl_ms,
              lease_ms if one_hop else "", _wake.HANDOFF_GRACE_MS])
         tasks: list[RawTask] = []
         dropped = int(flat[0])
-        for i in range(1, len(flat), 4):
+        capped = flat[1] == 1
+        for i in range(2, len(flat), 4):
             try:
                 task_id = text(flat[i])
             except UnicodeDecodeError:
                 dropped += 1  # (leased, never returned: the recoverer takes it back)
                 continue
-            tasks.append(_codec.raw_task(task_id, flat[i + 1], flat[i + 2], flat[i + 3]))
+            task = _codec.raw_task(task_id, flat[i + 1], flat[i + 2], flat[i + 3])
+            tasks.append(task._replace(capped=True) if capped else task)
         return tasks, dropped
 
     def listen_handoffs(self, queues: Sequence[str],

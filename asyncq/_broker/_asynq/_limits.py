@@ -13,8 +13,12 @@ a wake-up, and check ownership the way every asynq script does (the lease entry 
 this run wrote). Because deferred tasks come back on whole seconds, a rate lets up to one
 second of its pace start at once here; its cap of ``n`` starts per period stays exact.
 
+Values set at run time (a queue's concurrency cap, a value replacing a declared limit) live
+in the same registry as in asyncq's layout and are read by ``asynq_limit_acquire`` in the step
+that admits a start; ``asynq_limit_set`` sets them and wakes the waiters they let start.
+
 Go servers do not know asyncq's limits: a task a Go server takes from a shared queue runs
-without them (and holds no slot).
+without them (and holds no slot), a queue's cap included.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from typing import Any
 
 from ..._clock import Clock
 from .._calls import ScriptCall
-from .._limit_ops import _field, _spec, _value
+from .._limit_ops import (
+    _field,
+    _value,
+    acquire_call,
+    key_values,
+    read_queue_caps,
+    read_usage,
+)
 from .._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
 from .._replies import text
 from .._runner import ScriptRunner, reply_error
@@ -45,26 +56,10 @@ class AsynqLimitOps:
     def now_ms(self) -> int:
         return self._clock.now_ms()
 
-    async def acquire(self, queue: str, owner: str,
-                      claims: Sequence[LimitClaim]) -> list[int]:
-        qk = K.queue_keys(queue)
-        table: list[Any] = []
-        where: dict[tuple[LimitSpec, str], int] = {}  # each limit key once, by ARGV position
-        tail: list[Any] = []
-        for claim in claims:
-            tail += (claim.holder, claim.hold_until_ms, len(claim.limits))
-            for spec, key in claim.limits:
-                at = where.get((spec, key))
-                if at is None:
-                    at = where[(spec, key)] = 5 + len(table)
-                    base = K.limit_base(queue, spec.kind, spec.name)
-                    table += (spec.kind[0], _field(spec), _value(spec), K.limit_keyset(base), key,
-                              K.limit_state(base, key), spec.n, spec.period_ms, spec.burst)
-                tail.append(at)
-        call = ScriptCall("asynq_limit_acquire",
-                          [qk.active, qk.lease, qk.scheduled, K.limits_registry(queue)],
-                          [self._clock.now_ms(), qk.task_prefix, owner, len(where), *table,
-                           *tail])
+    async def acquire(self, queue: str, owner: str, claims: Sequence[LimitClaim], *,
+                      queue_cap: bool = False) -> list[int]:
+        call = acquire_call("asynq_limit_acquire", K, queue, owner, claims, queue_cap,
+                            self._clock.now_ms())
         return [int(x) for x in await self._one(call)]
 
     async def _one(self, call: ScriptCall) -> Any:
@@ -89,27 +84,22 @@ class AsynqLimitOps:
                                                prefix + "held", "XX", "CH", until_ms,
                                                hold.holder))
 
+    async def set_value(self, queue: str, spec: LimitSpec,
+                        value: LimitSpec | None) -> tuple[str, str, int]:
+        keys = await key_values(self._runner, K, queue, spec)
+        qk = K.queue_keys(queue)
+        now = self._clock.now_ms()
+        out = await self._runner.run(
+            "asynq_limit_set", [K.limits_registry(queue), qk.lease, qk.pending, qk.scheduled],
+            [now, qk.task_prefix, K.WAKE_CHANNEL, queue, spec.kind[0], _field(spec),
+             "" if value is None else _value(value), now * 1_000_000,
+             *(_state_prefix(queue, spec, key) for key in keys)])
+        return text(out[0]), text(out[1]), int(out[2])
+
     async def usage(self, queue: str) -> list[LimitUse]:
-        registry = await self._runner.command("reading limits", "HGETALL",
-                                              K.limits_registry(queue))
-        specs = sorted(s for f, v in registry.items()
-                       if (s := _spec(text(f), text(v))) is not None)
-        if not specs:
-            return []
-        bases = [K.limit_base(queue, s.kind, s.name) for s in specs]
-        keysets = await self._runner.commands(
-            "reading limit keys", [("SMEMBERS", K.limit_keyset(b)) for b in bases])
-        rows: list[tuple[LimitSpec, str]] = [
-            (spec, key) for spec, members in zip(specs, keysets, strict=True)
-            for key in sorted(text(m) for m in members)]
-        if not rows:
-            return []
-        args: list[Any] = [self._clock.now_ms()]
-        for spec, key in rows:
-            base = K.limit_base(queue, spec.kind, spec.name)
-            args += (spec.kind[0], K.limit_state(base, key), spec.period_ms,
-                     K.limit_keyset(base), key)
-        out = await self._runner.run("asynq_limit_usage", [K.queue_keys(queue).lease], args)
-        return [LimitUse(queue, spec.kind, spec.name, key, spec.n, spec.period_ms,
-                         int(used), int(waiting))
-                for (spec, key), (used, waiting) in zip(rows, out, strict=True)]
+        return await read_usage(self._runner, K, "asynq_limit_usage", queue,
+                                self._clock.now_ms())
+
+    async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
+        return await read_queue_caps(self._runner, K, "asynq_limit_usage", queues,
+                                     self._clock.now_ms())

@@ -11,7 +11,9 @@
 -- hand-off time by the server's clock (the lease's clock here too). A registration whose channel nobody
 -- listens to (a dead or stopping worker) is dropped and the next one tried. Returns true when
 -- a task was handed off (no wake-up is needed then). An expired oldest task is not handed off:
--- it is left to the dequeue the wake-up brings, which archives it (_expire_lib.lua).
+-- it is left to the dequeue the wake-up brings, which archives it (_expire_lib.lua). Nor is a
+-- task of a queue with a concurrency cap (<base>limits 'o:q:'): it must claim a slot before it
+-- starts, which the worker does for the tasks a dequeue returns (dequeue.lua says so).
 -- @include _lib.lua
 -- @include _expiry_lib.lua
 
@@ -20,7 +22,8 @@ local function asyncq_handoff(idle_key)
     return false
   end
   local base = asyncq_base(idle_key, 'idle')
-  if redis.call('EXISTS', base .. 'paused') == 1 then
+  if redis.call('EXISTS', base .. 'paused') == 1
+      or redis.call('HEXISTS', base .. 'limits', 'o:q:') == 1 then
     return false
   end
   local pending = base .. 'pending'

@@ -26,6 +26,10 @@
 --   latest run started), so a run's length is measured on the clock that writes its end; a
 --   task whose expiry (see _expiry_lib.lua) is not after it is archived instead of leased
 -- ARGV[12] most archived tasks kept (default), ARGV[13] oldest kept, ms of age (default)
+-- KEYS[9] limit registry     asyncq:{q}:limits  (when it holds a concurrency cap of the queue
+--   ('o:q:', see limit_set.lua) the reply says so, every task leased here must claim a slot
+--   of it (limit_acquire.lua) before it starts, and the owner does not register as idle (a
+--   hand-off skips the claim, so asyncq_handoff leaves a capped queue's tasks to dequeues))
 -- ARGV[14] most expired tasks archived by one call: past it, the call stops and publishes
 --   ARGV[16] on the wake channel ARGV[15] so the worker dequeues again at once
 -- One-hop pickup: the tasks handed off to this owner (asyncq_handoff in _wake_lib.lua) at least
@@ -36,7 +40,8 @@
 --   asked for are leased, the owner also registers as idle for ARGV[5] ms, so the next task to
 --   become pending is leased and published to it directly.
 -- Expired tasks (asyncq_expire) are archived as they are popped and not returned.
--- Returns: {dropped, id1, msg1, payload1, retried1, pending_since1, id2, ...} (pending_since:
+-- Returns: {dropped, capped, id1, msg1, payload1, retried1, pending_since1, id2, ...} (capped:
+--   1 when the queue has a concurrency cap, see KEYS[9], else 0; pending_since:
 --   Unix ms the task last became pending, '0' when unknown). `dropped` counts ids popped
 --   without a usable task record (no hash, or a key of another type: removed from the lists and
 --   left alone). A hash without its message is leased and returned with an empty message, so
@@ -45,7 +50,8 @@
 --   wake-ups. Paused queues return {0} and lease nothing.
 -- @include _wake_lib.lua
 -- @include _expire_lib.lua
-local out = {0}
+local capped = redis.call('HEXISTS', KEYS[9], 'o:q:')
+local out = {0, capped}
 local now = tonumber(ARGV[11])
 if ARGV[6] ~= '' then
   if redis.call('HGET', KEYS[6], '=') == ARGV[6] then
@@ -138,7 +144,7 @@ if expired > 0 then
 end
 if got < want then
   redis.call('SET', KEYS[5], '1', 'PX', ARGV[5])
-  if ARGV[9] ~= '' then
+  if ARGV[9] ~= '' and capped == 0 then
     redis.call('ZADD', KEYS[7], asyncq_now_ms() + tonumber(ARGV[5]), ARGV[9] .. ':' .. ARGV[4])
   end
 end

@@ -103,7 +103,8 @@ async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
 
 async def drive_schedules_and_limits(cbroker: AsynqBroker, q: str) -> None:
     """A Scheduler firing each store shape (claim and task in one script), publishing its
-    entries and history; a limit claimed (one task deferred), read and given back."""
+    entries and history; a limit claimed (one task deferred), read and given back; a cap set
+    on the queue."""
     clock = FakeClock()
     scheduler = Scheduler(broker=cbroker, clock=clock)
     scheduler.register("@every 1s", "cron", queue=q)
@@ -126,3 +127,10 @@ async def drive_schedules_and_limits(cbroker: AsynqBroker, q: str) -> None:
     assert taken[0] == 0 and taken[1] > 0
     assert [(u.in_use, u.waiting) for u in await cbroker.limits.usage(q)] == [(1, 1)]
     assert await cbroker.limits.release(q, OWNER, [LimitHold(leased[0].id, spec, "")]) == 1
+    # a value set at run time: a cap on the queue (asynq_limit_set), read by the next claim
+    cap = LimitSpec("queue", "", 0)
+    assert await cbroker.limits.set_value(q, cap, cap._replace(n=1)) == ("", "", 0)
+    assert await cbroker.limits.acquire(q, OWNER, [LimitClaim(leased[1].id, [])],
+                                        queue_cap=True) == [-1]  # woken: no longer active
+    first = (await cbroker.limits.usage(q))[0]
+    assert (first.kind, first.limit) == ("queue", 1)

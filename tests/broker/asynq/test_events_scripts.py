@@ -165,7 +165,7 @@ def test_every_extra_key_a_script_builds_is_in_the_key_module() -> None:
     AsyncqExtraKeys, and nothing else is written below Go's names."""
     xk = K.extra_keys("q")
     known = {xk.listening, xk.events, xk.waiters, xk.idle, xk.marks, xk.handoff("o"),
-             xk.handoff_channel("o")}
+             xk.handoff_channel("o"), K.limits_registry("q")}
     known_suffixes = {re.sub(r"o$", "", k.removeprefix(xk.base)) for k in known}
     built: set[str] = set()
     for path in LUA.glob("*.lua"):

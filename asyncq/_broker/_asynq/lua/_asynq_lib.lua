@@ -221,7 +221,8 @@ end
 -- is dropped and the next one tried. Returns true when a task was handed off.
 local function asynq_handoff(base)
   local idle = base .. 'asyncq:idle'
-  if redis.call('EXISTS', idle) == 0 or redis.call('EXISTS', base .. 'paused') == 1 then
+  if redis.call('EXISTS', idle) == 0 or redis.call('EXISTS', base .. 'paused') == 1
+      or redis.call('HEXISTS', base .. 'asyncq:limits', 'o:q:') == 1 then
     return false
   end
   local pending = base .. 'pending'

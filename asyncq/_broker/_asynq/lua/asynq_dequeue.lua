@@ -10,6 +10,10 @@
 -- KEYS[5] waiters flag       asynq:{q}:asyncq:waiters (asyncq only)
 -- KEYS[6] idle workers       asynq:{q}:asyncq:idle (asyncq only)
 -- KEYS[7] hand-offs          asynq:{q}:asyncq:handoff:<owner> (asyncq only)
+-- KEYS[8] limit registry     asynq:{q}:asyncq:limits (asyncq only): when it holds a
+--   concurrency cap of the queue ('o:q:', asynq_limit_set.lua) the reply says so, each task
+--   leased here claims a slot of it (asynq_limit_acquire.lua) before it starts, and the owner
+--   does not register as idle (asynq_handoff leaves a capped queue's tasks to dequeues)
 -- ARGV[1] lease expiry, Unix s
 -- ARGV[2] most tasks to lease
 -- ARGV[3] task key prefix    asynq:{q}:t:
@@ -18,7 +22,8 @@
 -- ARGV[6] waiters flag TTL, ms (also how long an idle registration lasts)
 -- ARGV[7] lease ms of a hand-off to this worker; '' registers nothing (one-hop pickup off)
 -- ARGV[8] grace, ms: hand-offs younger than this are left to their message
--- Returns: {dropped, id1, msg1, asyncq_msg1, pending_since1, id2, ...}: msg the TaskMessage
+-- Returns: {dropped, capped, id1, msg1, asyncq_msg1, pending_since1, id2, ...}: capped 1 when
+--   the queue has a concurrency cap (KEYS[8]), else 0; msg the TaskMessage
 --   ('' when the hash has none: the worker archives it), asyncq_msg '' for a task Go
 --   enqueued, pending_since in Unix ns ('0' unknown). `dropped` counts ids popped without a
 --   task hash (or with a key of another type): taken off the active list again, left alone.
@@ -32,7 +37,8 @@
 --   event pending -> active when somebody listens. Go's dequeue does none of this: a task a Go
 --   client enqueued wakes nobody, and waits for the worker's next poll.
 -- @include _asynq_lib.lua
-local out = {0}
+local capped = redis.call('HEXISTS', KEYS[8], 'o:q:')
+local out = {0, capped}
 local handed = redis.call('HGETALL', KEYS[7])
 if #handed > 0 then
   local cutoff = asynq_now_ms() - tonumber(ARGV[8])
@@ -82,7 +88,7 @@ while n > 0 do
 end
 if n > 0 then
   redis.call('SET', KEYS[5], '1', 'PX', ARGV[6])
-  if ARGV[7] ~= '' then
+  if ARGV[7] ~= '' and capped == 0 then
     local ttl = tonumber(ARGV[6])
     redis.call('ZADD', KEYS[6], asynq_now_ms() + ttl, ARGV[7] .. ':' .. ARGV[4])
     if redis.call('PTTL', KEYS[6]) < ttl then

@@ -9,25 +9,29 @@
 -- KEYS[1] active list        asynq:{q}:active
 -- KEYS[2] lease zset         asynq:{q}:lease  (task id -> lease end, Unix s)
 -- KEYS[3] scheduled zset     asynq:{q}:scheduled  (Unix s)
--- KEYS[4] limit registry     asynq:{q}:asyncq:limits  (HASH '<c|r>:<name>' -> 'n' or
---   'n/period_ms/burst')
+-- KEYS[4] limit registry     asynq:{q}:asyncq:limits  (HASH '<c|r>:<name>' -> the limit as
+--   last declared, 'n' or 'n/period_ms/burst'; 'o:<c|r>:<name>' -> a value set at run time
+--   that replaces it; 'o:q:' -> the queue's concurrency cap, which Go's servers ignore)
 -- ARGV[1] now, Unix ms, by the worker's clock (what lease ends are compared with); rate
 --   windows use the Redis server's clock, read here
 -- ARGV[2] task key prefix    asynq:{q}:t:
 -- ARGV[3] owner: the worker holding the tasks' leases ('' for a manual hold)
 -- ARGV[4] L: how many limit keys follow, then L times 9 fields: kind ('c' concurrency,
---   'r' rate), registry field, registry value, key set (asynq:{q}:asyncq:limit:...:keys), key
---   value, state prefix (<p>held, <p>wait, <p>win, <p>tat), size n, period ms, burst
+--   'r' rate, 'q' the queue's cap), registry field, registry value, key set
+--   (asynq:{q}:asyncq:limit:...:keys), key value, state prefix (<p>held, <p>wait, <p>win,
+--   <p>tat), size n, period ms, burst. The size in force is the registry's 'o:' value of the
+--   field when there is one (read here), else the declared one; a 'q' key has no declared
+--   size: without a cap it is skipped (nothing taken or written).
 -- ARGV[5 + 9L...] one claim after another: holder, hold-until ms ('0' for a task: its slot
 --   lives as long as its lease; else a manual hold until then, holder 'm:<id>'), limit count
 --   C, then C ARGV positions of the first fields of its limit keys.
--- Returns: one number per claim: 0 taken; -1 the task is no longer held by this owner's run
---   (nothing changed); else the Unix ms it was deferred to (a whole second for a task; for a
---   manual hold, which is not deferred, when to try again).
+-- Returns: one number per claim: 0 taken; 1 taken, a slot of the queue's cap among them; -1
+--   the task is no longer held by this owner's run (nothing changed); else the Unix ms it
+--   was deferred to (a whole second for a task; for a manual hold, which is not deferred,
+--   when to try again). A claim with no limit in force is taken without reading its task.
 -- @include _asynq_lib.lua
 local now = tonumber(ARGV[1])
-local t = redis.call('TIME')
-local rnow = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local rnow  -- the server's clock, Unix ms: read once a limit is in force
 local tprefix = ARGV[2]
 local owner = ARGV[3]
 local out = {}
@@ -98,6 +102,35 @@ local function rate_due(state, holder, n, period, burst, least)
   return math.ceil(due)
 end
 
+-- The size in force of each limit key, by the ARGV position of its first field: {n, period,
+-- burst}; none for the cap of a queue without one.
+local force = {}
+for j = 5, 4 + tonumber(ARGV[4]) * 9, 9 do
+  local set = redis.call('HGET', KEYS[4], 'o:' .. ARGV[j + 1])
+  local n, period, burst
+  if set and ARGV[j] == 'r' then
+    n, period, burst = string.match(set, '^(%d+)/(%d+)/(%d+)$')
+  elseif set then
+    n = string.match(set, '^(%d+)$')
+  end
+  if n then
+    force[j] = {tonumber(n), tonumber(period or 0), tonumber(burst or 0)}
+  elseif ARGV[j] ~= 'q' then
+    force[j] = {tonumber(ARGV[j + 6]), tonumber(ARGV[j + 7]), tonumber(ARGV[j + 8])}
+  end
+end
+if next(force) == nil then
+  -- Nothing in force (only the cap of a queue without one): every claim is taken as it is.
+  local i = 5 + tonumber(ARGV[4]) * 9
+  while i <= #ARGV do
+    out[#out + 1] = 0
+    i = i + 3 + tonumber(ARGV[i + 2])
+  end
+  return out
+end
+local t = redis.call('TIME')
+rnow = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+
 local i = 5 + tonumber(ARGV[4]) * 9
 while i <= #ARGV do
   local holder, until_ms, count = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
@@ -105,21 +138,31 @@ while i <= #ARGV do
   i = first + count
   local tkey = tprefix .. holder
   local manual = until_ms > 0
+  local keys, capped = {}, 0  -- the claim's limit keys in force
+  for x = first, i - 1 do
+    local j = tonumber(ARGV[x])
+    if force[j] then
+      keys[#keys + 1] = j
+      if ARGV[j] == 'q' then
+        capped = 1
+      end
+    end
+  end
   local mine, limited = true, false
-  if not manual then
+  if not manual and #keys > 0 then
     mine = asynq_held(tkey, KEYS[2], holder, owner)
     limited = mine and redis.call('HEXISTS', tkey, 'limited') == 1
   end
-  if not mine then
+  if #keys == 0 then
+    out[#out + 1] = 0
+  elseif not mine then
     out[#out + 1] = -1
   else
     local due = 0
     local refused = {}
-    for x = first, i - 1 do
-      local j = tonumber(ARGV[x])
-      local kind, state, n, period = ARGV[j], ARGV[j + 5], tonumber(ARGV[j + 6]),
-        tonumber(ARGV[j + 7])
-      if kind == 'c' then
+    for _, j in ipairs(keys) do
+      local kind, state, n, period = ARGV[j], ARGV[j + 5], force[j][1], force[j][2]
+      if kind ~= 'r' then
         local held = state .. 'held'
         if redis.call('ZCARD', held) >= n and not redis.call('ZSCORE', held, holder) then
           local c, earliest = slots(held, n)
@@ -129,35 +172,32 @@ while i <= #ARGV do
           end
         end
       else
-        local at = rate_due(state, holder, n, period, tonumber(ARGV[j + 8]),
-          manual and 50 or 1000)
+        local at = rate_due(state, holder, n, period, force[j][3], manual and 50 or 1000)
         if at > 0 then
           due = math.max(due, at)
           refused[#refused + 1] = j
         end
       end
     end
-    for x = first, i - 1 do
-      local j = tonumber(ARGV[x])
+    for _, j in ipairs(keys) do
       local seen = ARGV[j + 3] .. '\n' .. ARGV[j + 4]
-      if not registered[seen] then
+      if ARGV[j] ~= 'q' and not registered[seen] then
         registered[seen] = true
         redis.call('HSET', KEYS[4], ARGV[j + 1], ARGV[j + 2])
         redis.call('SADD', ARGV[j + 3], ARGV[j + 4])
       end
     end
     if #refused == 0 then
-      for x = first, i - 1 do
-        local j = tonumber(ARGV[x])
+      for _, j in ipairs(keys) do
         local state = ARGV[j + 5]
-        if ARGV[j] == 'c' then
+        if ARGV[j] ~= 'r' then
           redis.call('ZADD', state .. 'held', manual and until_ms or now, holder)
         else
-          local period = tonumber(ARGV[j + 7])
+          local period = force[j][2]
           local tat = tonumber(redis.call('GET', state .. 'tat') or '0')
           redis.call('ZADD', state .. 'win', rnow, rnow .. ':' .. holder)
           redis.call('PEXPIRE', state .. 'win', period + 1000)
-          redis.call('SET', state .. 'tat', math.max(tat, rnow) + period / tonumber(ARGV[j + 6]),
+          redis.call('SET', state .. 'tat', math.max(tat, rnow) + period / force[j][1],
             'PX', period + 1000)
         end
         if limited then
@@ -167,14 +207,14 @@ while i <= #ARGV do
       if limited then
         redis.call('HDEL', tkey, 'limited')
       end
-      out[#out + 1] = 0
+      out[#out + 1] = capped
     else
       due = math.max(due, now + 1)
       local why = {}
       for _, j in ipairs(refused) do
         why[#why + 1] = ARGV[j + 1]
         if not manual then
-          if ARGV[j] == 'c' then
+          if ARGV[j] ~= 'r' then
             redis.call('ZADD', ARGV[j + 5] .. 'wait', 'NX', now, holder)
           else
             redis.call('ZADD', ARGV[j + 5] .. 'wait', due, holder)
