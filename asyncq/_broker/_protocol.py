@@ -139,7 +139,10 @@ class Broker(Protocol):
         whose reply was lost returns what that request leased instead of leasing more.
         With ``one_hop``, the tasks handed off to ``owner`` and still leased to it come first
         (some may be held already), and an owner left with free slots registers as idle, so
-        the next task to become pending is handed to it (see ``listen_handoffs``)."""
+        the next task to become pending is handed to it (see ``listen_handoffs``). When the
+        queue has a concurrency cap (read in the same step), every task returned is marked
+        ``capped`` (the worker claims a slot for it before it starts), and nothing of that
+        queue is handed off nor registers as idle: a task handed off would skip the claim."""
         ...
 
     def listen_handoffs(self, queues: Sequence[str],

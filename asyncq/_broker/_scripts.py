@@ -35,11 +35,12 @@ class Script:
     sha: str
 
 
-def _read(name: str) -> str:
+def read_lua(name: str) -> str:
+    """The text of the broker's own ``lua/NAME``."""
     return (resources.files("asyncq._broker") / "lua" / name).read_text(encoding="utf-8")
 
 
-def resolve_includes(name: str, read: Callable[[str], str] = _read) -> str:
+def resolve_includes(name: str, read: Callable[[str], str] = read_lua) -> str:
     """The source of file ``name`` with every ``-- @include`` line replaced by the included
     file, resolved recursively, depth first. A file already inlined (``name`` itself, or an
     earlier include at any depth) is not inlined again: its line becomes

@@ -4,11 +4,11 @@ Right after a dequeue (or a hand-off), the leased tasks claim their limits in on
 per queue: the limits their handler declares, and a slot of the queue's concurrency cap when
 the dequeue said the queue has one (a cap is set in Redis at run time; the dequeue script
 reads it in the step that leases, so nothing polls for it, and a capped queue's tasks are
-never handed off). Tasks with neither make no call. A task that gets every slot and token starts; a
-refused one was deferred by that same script (active -> scheduled, no retry used, counted
-neither processed nor failed) and this worker lets it go, its slot free for other work. A
-task's concurrency slots are given back, batched, once its outcome is decided; a lost
-give-back is covered by the lease rule.
+never handed off). A batch with neither (types without limits, no cap) makes no call. A
+task that gets every slot and token starts; a refused one was deferred by that same script
+(active -> scheduled, no retry used, counted neither processed nor failed) and this worker
+lets it go, its slot free for other work. A task's concurrency slots are given back,
+batched, once its outcome is decided; a lost give-back is covered by the lease rule.
 
 The gate reaches limit state through the broker's ``limits`` (the ``LimitOps`` protocol), so
 any Broker (a wrapping one too) carries them. The give-backs leave in one task at a time,
@@ -79,6 +79,8 @@ class LimitGate:
         if not capped and not self.limits:
             return list(raws), []
         claimed = [(raw, *self._claim(raw)) for raw in raws]
+        if not capped and not any(claim.limits for _, claim, _ in claimed):
+            return list(raws), []  # no limit on these types, no cap: nothing to claim
         try:
             results = await self._ops.acquire(queue, self._owner, [c for _, c, _ in claimed],
                                               queue_cap=capped)

@@ -7,9 +7,9 @@
    fetch loop dequeues again at once (``idle_poll_interval`` is a safety net). That dequeue
    also registers this worker as idle, so the next task to become pending may arrive already
    leased (one hop: ``handed_off``, decoded in ``_handoffs``).
-2. **Admit** (``_admit``): the limits gate claims the limits of leased tasks before they start
-   (those whose handler declares limits, and every task the dequeue found its queue capped:
-   a capped queue's tasks are never handed off).
+2. **Admit** (``_admit``): the limits gate claims the limits of leased tasks before they start:
+   the limits their handlers declare, and a slot of the queue's cap when the dequeue found one
+   (a capped queue's tasks are never handed off); a batch with neither makes no call.
 3. **Run** (``take`` → ``_start``): start the handler in its own asyncio task when a slot is
    free (prefetched into ``buffer`` otherwise); its time limit is armed (``_running``).
 4. **Outcome** (``_on_done`` → ``_finish``): the slot is freed (and refilled from the buffer),

@@ -296,3 +296,23 @@ def test_the_result_too_large_rule_lives_in_lib_only() -> None:
     assert elsewhere == []
     for name in ("done.lua", "mark_complete.lua", "workflow_finish.lua"):
         assert "asyncq_completed_event(" in code_of(FILES[name]), name
+
+
+def test_the_asynq_layouts_scripts_share_the_brokers_key_free_helpers() -> None:
+    """``-- @include asyncq:NAME.lua`` in an asynq-layout script inlines the broker's own
+    ``lua/NAME.lua`` (one copy of the limit helpers for both layouts); every asynq script
+    resolves all its includes and defines each helper once."""
+    from asyncq._broker._asynq._scripts import asynq_scripts
+
+    shared = (LUA / "_limit_lib.lua").read_text(encoding="utf-8")
+    scripts = asynq_scripts()
+    for name in ("asynq_limit_acquire", "asynq_limit_release", "asynq_limit_set"):
+        assert shared in scripts[name].source, name
+    for name in ("limit_acquire", "limit_release", "limit_set"):
+        assert shared in load_scripts()[name].source, name
+    for script in scripts.values():
+        assert not INCLUDE.search(script.source), script.name
+        defined = re.findall(r"^local function (\w+)", script.source, re.MULTILINE)
+        assert len(defined) == len(set(defined)), script.name
+    # the helpers name no key and read no clock: what makes them layout-free
+    assert not re.search(r"asyncq:\{|asynq:\{|'TIME'|_now", shared)

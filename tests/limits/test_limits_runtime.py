@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -347,3 +348,54 @@ async def test_a_cap_on_a_queue_a_pattern_matches_caps_that_queue_only(
         go.set()
         await w.wait_drained(capped, free, include_scheduled=True, timeout=10)
     assert most == {capped: 2, free: 5}
+
+
+class CountingOps:
+    """The broker's limit operations, counting the claim calls: (queue, claims, queue_cap)."""
+
+    def __init__(self, ops: Any) -> None:
+        self.ops = ops
+        self.acquired: list[tuple[str, int, bool]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.ops, name)
+
+    async def acquire(self, queue: str, owner: str, claims: Any, *,
+                      queue_cap: bool = False) -> list[int]:
+        self.acquired.append((queue, len(claims), queue_cap))
+        return list(await self.ops.acquire(queue, owner, claims, queue_cap=queue_cap))
+
+
+async def test_only_tasks_with_limits_or_a_cap_make_the_claim_call(
+    asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    redis_client: Redis,
+) -> None:
+    """A worker whose mux has one limited handler makes no claim call for the other types of a
+    queue without a cap (dequeued or handed off); the limited type claims; once the queue is
+    capped, every task of it claims, with the cap."""
+    q = asyncq_queue
+    done: list[str] = []
+
+    async def record(task: asyncq.Task) -> None:
+        done.append(task.type)
+
+    mux = asyncq.ServeMux()
+    mux.handle("free", record)
+    mux.handle("limited", record, limits=[asyncq.ConcurrencyLimit(5)])
+    async with asyncq_worker(mux, queues={q: 1}, concurrency=5) as w:
+        gate: Any = w.worker.processor.limits
+        counting = CountingOps(gate._ops)
+        gate._ops = counting
+        for n in range(1, 4):  # one at a time: the idle worker is handed each in one hop
+            await asyncq_client.enqueue("free", queue=q)
+            await wait_until(lambda n=n: len(done) == n, timeout=5, message=f"{n} ran")
+        await asyncq_client.enqueue_many(asyncq.Task("free", queue=q) for _ in range(5))
+        await wait_until(lambda: len(done) == 8, timeout=5, message="a dequeued batch ran")
+        assert counting.acquired == []
+        await asyncq_client.enqueue("limited", queue=q)
+        await wait_until(lambda: len(done) == 9, timeout=5, message="the limited task ran")
+        assert counting.acquired == [(q, 1, False)]
+        await asyncq.Inspector(redis_client).set_queue_concurrency(q, 10)
+        await asyncq_client.enqueue("free", queue=q)
+        await wait_until(lambda: len(done) == 10, timeout=5, message="a capped task ran")
+        assert counting.acquired[1:] == [(q, 1, True)]

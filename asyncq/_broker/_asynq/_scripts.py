@@ -1,5 +1,7 @@
 """The wire=asynq scripts of ``lua/`` beside this file, loaded like the broker's own (includes
-resolved by ``_scripts.resolve_includes``, named by file, run by SHA1)."""
+resolved by ``_scripts.resolve_includes``, named by file, run by SHA1). An include named
+``asyncq:NAME.lua`` is the broker's own ``lua/NAME.lua``: helpers that build no key name and
+read no clock (``_limit_lib.lua``) serve both layouts from one file."""
 
 from __future__ import annotations
 
@@ -7,12 +9,15 @@ import hashlib
 from functools import cache
 from importlib import resources
 
-from .._scripts import Script, resolve_includes
+from .._scripts import Script, read_lua, resolve_includes
 
 PACKAGE = "asyncq._broker._asynq"
+SHARED = "asyncq:"  # an include from the broker's own lua/
 
 
 def _read(name: str) -> str:
+    if name.startswith(SHARED):
+        return read_lua(name.removeprefix(SHARED))
     return (resources.files(PACKAGE) / "lua" / name).read_text(encoding="utf-8")
 
 

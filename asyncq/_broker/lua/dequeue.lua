@@ -47,7 +47,7 @@
 --   left alone). A hash without its message is leased and returned with an empty message, so
 --   the worker archives it with the reason. When fewer tasks than asked for are returned, the
 --   waiters flag is set in the same step, so any later enqueue publishes a wake-up: no lost
---   wake-ups. Paused queues return {0} and lease nothing.
+--   wake-ups. A paused queue leases nothing (the reply holds only the hand-offs above).
 -- @include _wake_lib.lua
 -- @include _expire_lib.lua
 local capped = redis.call('HEXISTS', KEYS[9], 'o:q:')

@@ -39,6 +39,7 @@
 -- as 50 ms of pace when that is more (<p>tat is the theoretical time of the next start, as in
 -- a cell-rate algorithm).
 -- @include _lib.lua
+-- @include _limit_lib.lua
 local now = tonumber(ARGV[1])
 local rnow, emit  -- the server's clock and the events: read once a limit is in force
 local tprefix = ARGV[2]
@@ -112,23 +113,8 @@ local function rate_due(state, holder, n, period, burst)
   return math.ceil(math.ceil(due / grain) * grain)
 end
 
--- The size in force of each limit key, by the ARGV position of its first field: {n, period,
--- burst}; none for the cap of a queue without one.
-local force = {}
-for j = 5, 4 + tonumber(ARGV[4]) * 9, 9 do
-  local set = redis.call('HGET', KEYS[4], 'o:' .. ARGV[j + 1])
-  local n, period, burst
-  if set and ARGV[j] == 'r' then
-    n, period, burst = string.match(set, '^(%d+)/(%d+)/(%d+)$')
-  elseif set then
-    n = string.match(set, '^(%d+)$')
-  end
-  if n then
-    force[j] = {tonumber(n), tonumber(period or 0), tonumber(burst or 0)}
-  elseif ARGV[j] ~= 'q' then
-    force[j] = {tonumber(ARGV[j + 6]), tonumber(ARGV[j + 7]), tonumber(ARGV[j + 8])}
-  end
-end
+-- The size in force of each limit key, by the ARGV position of its first field.
+local force = asyncq_limits_in_force(KEYS[4], 5, tonumber(ARGV[4]))
 if next(force) == nil then
   -- Nothing in force (only the cap of a queue without one): every claim is taken as it is.
   local i = 5 + tonumber(ARGV[4]) * 9

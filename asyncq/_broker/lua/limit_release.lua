@@ -14,6 +14,7 @@
 -- Returns: how many waiting tasks were woken. A waiter that is no longer deferred (deleted,
 --   run by hand, forwarded at its fallback time) is dropped from the line.
 -- @include _wake_lib.lua
+-- @include _limit_lib.lua
 local tprefix = ARGV[2]
 local emit = asyncq_events(KEYS[1], 'pending')
 local woken = 0
@@ -25,21 +26,10 @@ for i = 6, #ARGV, 2 do
     mine = not (v[1] == 'active' and v[2] and v[2] ~= ARGV[3])
   end
   if mine and redis.call('ZREM', state .. 'held', holder) == 1 then
-    for _ = 1, 50 do
-      local w = redis.call('ZPOPMIN', state .. 'wait')
-      local id = w[1]
-      if not id then
-        break
-      end
-      if string.sub(id, 1, 2) ~= 'm:' and redis.call('ZSCORE', KEYS[2], id)
-          and redis.call('HGET', tprefix .. id, 'state') == 'scheduled' then
-        redis.call('ZREM', KEYS[2], id)
-        redis.call('RPUSH', KEYS[1], id)
-        redis.call('HSET', tprefix .. id, 'state', 'pending', 'pending_since', ARGV[1])
-        emit(id, 'scheduled', 'pending')
-        woken = woken + 1
-        break
-      end
+    local id = asyncq_limit_wake_next(state, KEYS[2], KEYS[1], tprefix, ARGV[1], 50)
+    if id then
+      emit(id, 'scheduled', 'pending')
+      woken = woken + 1
     end
   end
 end

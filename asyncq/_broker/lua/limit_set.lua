@@ -24,6 +24,7 @@
 --   it was used with when the caller read its key set
 -- Returns: {the previous run-time value or '', the declared value or '', tasks woken}
 -- @include _wake_lib.lua
+-- @include _limit_lib.lua
 local field = 'o:' .. ARGV[6]
 local previous = redis.call('HGET', KEYS[1], field) or ''
 local declared = redis.call('HGET', KEYS[1], ARGV[6]) or ''
@@ -69,22 +70,13 @@ for k = 8, #ARGV do
     redis.call('DEL', state .. 'tat')  -- the pace starts again at the new rate
   end
   while room > 0 do
-    local w = redis.call('ZPOPMIN', state .. 'wait')
-    local id = w[1]
+    local id = asyncq_limit_wake_next(state, KEYS[4], KEYS[3], tprefix, ARGV[1])
     if not id then
       break
     end
-    -- A waiter no longer deferred (deleted, run by hand, back at its fallback time) is
-    -- dropped from the line.
-    if string.sub(id, 1, 2) ~= 'm:' and redis.call('ZSCORE', KEYS[4], id)
-        and redis.call('HGET', tprefix .. id, 'state') == 'scheduled' then
-      redis.call('ZREM', KEYS[4], id)
-      redis.call('RPUSH', KEYS[3], id)
-      redis.call('HSET', tprefix .. id, 'state', 'pending', 'pending_since', ARGV[1])
-      emit(id, 'scheduled', 'pending')
-      woken = woken + 1
-      room = room - 1
-    end
+    emit(id, 'scheduled', 'pending')
+    woken = woken + 1
+    room = room - 1
   end
 end
 if woken > 0 then

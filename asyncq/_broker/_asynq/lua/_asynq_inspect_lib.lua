@@ -5,21 +5,6 @@
 -- TaskMessage field numbers read or edited here (besides those of _asynq_lib.lua)
 local ASYNQ_TYPE, ASYNQ_PAYLOAD, ASYNQ_GROUP_KEY = 1, 2, 14
 
--- The string/bytes field `num` of message `s` ('' when absent or `s` is no message).
-local function asynq_pb_string(s, num)
-  local value = ''
-  for _, f in ipairs(asynq_pb_fields(s) or {}) do
-    if f[1] == num and not f[3] then
-      local tag, pos = asynq_pb_read_varint(f[2], 1)
-      if tag % 8 == 2 then
-        local _, start = asynq_pb_read_varint(f[2], pos)
-        value = string.sub(f[2], start)
-      end
-    end
-  end
-  return value
-end
-
 -- One task as the inspector reads it, or nil when it has no hash (a stale id):
 --   {id, msg, state, result, score, asyncq_msg, result_enc, started_at}
 -- (msg the protobuf TaskMessage; result false when none; score as given).

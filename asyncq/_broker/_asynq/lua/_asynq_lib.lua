@@ -218,7 +218,9 @@ end
 -- The hand-off is recorded in <base>asyncq:handoff:<owner> (HASH id ->
 -- '<pending_since ns>:<handed at ms>'), which the worker's next dequeue returns, so a message
 -- lost in flight costs no lease. A registration nobody listens to (a dead or stopping worker)
--- is dropped and the next one tried. Returns true when a task was handed off.
+-- is dropped and the next one tried. Returns true when a task was handed off. A queue with a
+-- concurrency cap (<base>asyncq:limits 'o:q:') hands nothing off: its tasks must claim a slot
+-- first, which the worker does for what a dequeue returns (asynq_dequeue.lua marks them).
 local function asynq_handoff(base)
   local idle = base .. 'asyncq:idle'
   if redis.call('EXISTS', idle) == 0 or redis.call('EXISTS', base .. 'paused') == 1

@@ -30,6 +30,7 @@
 --   was deferred to (a whole second for a task; for a manual hold, which is not deferred,
 --   when to try again). A claim with no limit in force is taken without reading its task.
 -- @include _asynq_lib.lua
+-- @include asyncq:_limit_lib.lua
 local now = tonumber(ARGV[1])
 local rnow  -- the server's clock, Unix ms: read once a limit is in force
 local tprefix = ARGV[2]
@@ -102,23 +103,8 @@ local function rate_due(state, holder, n, period, burst, least)
   return math.ceil(due)
 end
 
--- The size in force of each limit key, by the ARGV position of its first field: {n, period,
--- burst}; none for the cap of a queue without one.
-local force = {}
-for j = 5, 4 + tonumber(ARGV[4]) * 9, 9 do
-  local set = redis.call('HGET', KEYS[4], 'o:' .. ARGV[j + 1])
-  local n, period, burst
-  if set and ARGV[j] == 'r' then
-    n, period, burst = string.match(set, '^(%d+)/(%d+)/(%d+)$')
-  elseif set then
-    n = string.match(set, '^(%d+)$')
-  end
-  if n then
-    force[j] = {tonumber(n), tonumber(period or 0), tonumber(burst or 0)}
-  elseif ARGV[j] ~= 'q' then
-    force[j] = {tonumber(ARGV[j + 6]), tonumber(ARGV[j + 7]), tonumber(ARGV[j + 8])}
-  end
-end
+-- The size in force of each limit key, by the ARGV position of its first field.
+local force = asyncq_limits_in_force(KEYS[4], 5, tonumber(ARGV[4]))
 if next(force) == nil then
   -- Nothing in force (only the cap of a queue without one): every claim is taken as it is.
   local i = 5 + tonumber(ARGV[4]) * 9

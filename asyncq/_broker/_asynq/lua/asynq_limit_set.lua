@@ -23,6 +23,7 @@
 -- ARGV[9...] the state prefixes of the limit's keys (<p>held, <p>wait)
 -- Returns: {the previous run-time value or '', the declared value or '', tasks woken}
 -- @include _asynq_lib.lua
+-- @include asyncq:_limit_lib.lua
 local field = 'o:' .. ARGV[6]
 local previous = redis.call('HGET', KEYS[1], field) or ''
 local declared = redis.call('HGET', KEYS[1], ARGV[6]) or ''
@@ -71,20 +72,13 @@ for k = 9, #ARGV do
     redis.call('DEL', state .. 'tat')  -- the pace starts again at the new rate
   end
   while room > 0 do
-    local w = redis.call('ZPOPMIN', state .. 'wait')
-    local id = w[1]
+    local id = asyncq_limit_wake_next(state, KEYS[4], KEYS[3], tprefix, ARGV[8])
     if not id then
       break
     end
-    if string.sub(id, 1, 2) ~= 'm:' and redis.call('ZSCORE', KEYS[4], id)
-        and redis.call('HGET', tprefix .. id, 'state') == 'scheduled' then
-      redis.call('ZREM', KEYS[4], id)
-      redis.call('RPUSH', KEYS[3], id)
-      redis.call('HSET', tprefix .. id, 'state', 'pending', 'pending_since', ARGV[8])
-      emit(id, 'scheduled', 'pending')
-      woken = woken + 1
-      room = room - 1
-    end
+    emit(id, 'scheduled', 'pending')
+    woken = woken + 1
+    room = room - 1
   end
 end
 if woken > 0 then
