@@ -19,8 +19,9 @@ POLL_INTERVAL = 0.005
 
 
 async def wait_until(predicate: Callable[[], Any | Awaitable[Any]], *, timeout: float = 10.0,
-                     message: str = "condition") -> Any:
-    """Poll ``predicate`` (sync or async) until it returns a truthy value; return that value.
+                     message: str = "condition", interval: float = POLL_INTERVAL) -> Any:
+    """Poll ``predicate`` (sync or async) every ``interval`` seconds until it returns a truthy
+    value; return that value.
 
     Raises TimeoutError naming ``message`` if it is still falsy after ``timeout`` seconds.
     """
@@ -33,7 +34,7 @@ async def wait_until(predicate: Callable[[], Any | Awaitable[Any]], *, timeout: 
             return value
         if time.monotonic() >= deadline:
             raise TimeoutError(f"{message} not met within {timeout}s")
-        await anyio.sleep(POLL_INTERVAL)
+        await anyio.sleep(interval)
 
 
 async def queue_counts(redis: Redis | RedisCluster, queue: str) -> dict[str, int]:

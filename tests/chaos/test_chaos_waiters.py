@@ -264,7 +264,9 @@ async def test_a_hand_off_a_dequeue_returns_after_it_finished_is_not_run_again(
         await wait_until(lambda: started == [first.id], timeout=5, message="handed off")
         # Past the grace, a dequeue of this worker returns the hand-off again (it is still
         # leased to it): hold that dequeue's reply until the task has finished.
-        await anyio.sleep(HANDOFF_GRACE_MS / 1000 + 0.2)
+        handoff = K.queue_keys(q).handoff(w.worker.config.server_id)
+        await wait_until(lambda: _past_grace(redis_client, handoff, first.id), timeout=5,
+                         message="the hand-off record older than its grace")
         held: list[Any] = []
         hold = asyncio.Event()
         real = w.worker.broker.dequeue
@@ -290,3 +292,12 @@ async def test_a_hand_off_a_dequeue_returns_after_it_finished_is_not_run_again(
 
 async def _idle(redis: Redis, key: str) -> bool:
     return bool(await redis.zcard(key))
+
+
+async def _past_grace(redis: Redis, handoff: str, task_id: str) -> bool:
+    """Whether the hand-off record of ``task_id`` is older than the grace by the server's
+    clock (what the dequeue script compares it with)."""
+    record = await redis.hget(handoff, task_id)
+    seconds, micros = await redis.time()
+    now_ms = seconds * 1000 + micros // 1000
+    return record is not None and int(record.split(b":")[1]) < now_ms - HANDOFF_GRACE_MS

@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from anyio import to_thread
 import asyncq
 from asyncq import ServeMux, Task
 from asyncq.testing import WorkerFactory
+from tests.helpers.polling import answers, poll_until
 
 pytest.importorskip("gunicorn")
 
@@ -75,15 +75,13 @@ def gunicorn(tmp_path: Path, asyncq_redis_url: str, asyncq_queue: str) -> Iterat
             start_new_session=True)  # its own process group: the workers go with it
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"gunicorn did not start:\n{log.read_text()}")
-                time.sleep(0.05)
+        def up() -> bool:
+            if proc.poll() is not None:
+                pytest.fail(f"gunicorn exited:\n{log.read_text()}")
+            return answers(lambda: socket.create_connection(("127.0.0.1", port), timeout=1)
+                           .close(), (OSError,))
+
+        poll_until(up, timeout=60, message=lambda: f"gunicorn did not start:\n{log.read_text()}")
         yield base
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -15,10 +15,9 @@ import asyncio
 import os
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from asyncqpeer import asynq_url
 from goharness import ASYNQMON_VERSION, GoBuildError, build_asynqmon
 
 from asyncq import Client, ServeMux, SkipRetry, Task, TaskInfo, Worker
+from tests.helpers.polling import answers, poll_until
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's; never a downloaded browser
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -65,17 +65,19 @@ def asynqmon(asynqmon_bin: Path, interop_redis: str, tmp_path: Path) -> Iterator
     with (tmp_path / "asynqmon.log").open("wb") as log:
         proc = subprocess.Popen([str(asynqmon_bin), "--port", str(port), "--redis-url",
                                  interop_redis], stdout=log, stderr=log)
-        try:
-            deadline = time.monotonic() + 15
-            while True:  # poll until it answers (it listens within a second)
-                try:
-                    with urllib.request.urlopen(f"{base}/api/queues", timeout=1):
-                        break
-                except (urllib.error.URLError, ConnectionError):
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        pytest.fail(f"asynqmon {ASYNQMON_VERSION} did not start: "
-                                    f"{(tmp_path / 'asynqmon.log').read_text()[-2000:]}")
-                    time.sleep(0.05)
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                pytest.fail(f"asynqmon {ASYNQMON_VERSION} exited: {started_log()}")
+            return answers(lambda: urllib.request.urlopen(f"{base}/api/queues", timeout=1).close(),
+                           (urllib.error.URLError, ConnectionError))
+
+        def started_log() -> str:
+            return (tmp_path / "asynqmon.log").read_text()[-2000:]
+
+        try:  # it listens within a second
+            poll_until(up, timeout=15, message=lambda: f"asynqmon {ASYNQMON_VERSION} did not "
+                       f"start: {started_log()}")
             yield base
         finally:
             proc.kill()
@@ -208,15 +210,6 @@ def enqueue(portal: BlockingPortal, url: str, type: str, payload: bytes,
     return info
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, message: str) -> None:
-    """Poll ``predicate`` (run in the test's thread) until true."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{message} not met within {timeout}s")
-        time.sleep(0.05)
-
-
 def test_servers_page_lists_the_asyncq_worker(page: Page, portal: BlockingPortal,
                                               interop_redis: str, asyncq_queue: str) -> None:
     """Needs asyncq's server state in asynq:servers/asynq:workers (wire=asynq heartbeat)."""
@@ -227,7 +220,8 @@ def test_servers_page_lists_the_asyncq_worker(page: Page, portal: BlockingPortal
             asyncq_worker(interop_redis, runs, {queue: 3, low: 1}, concurrency=4)):
         try:
             held = enqueue(portal, interop_redis, "report:hold", b'{"n": 1}', queue=queue)
-            wait_for(lambda: runs.of(held.id), 15, "report:hold started")
+            poll_until(lambda: runs.of(held.id), timeout=15,
+                       message="report:hold started")
             page.goto("/servers")
             row = page.page.locator("table[aria-label='server info table'] tbody tr",
                                     has_text=f"{socket.gethostname()}:{os.getpid()}")
@@ -247,8 +241,8 @@ def test_servers_page_lists_the_asyncq_worker(page: Page, portal: BlockingPortal
             page.shot("servers")
         finally:
             portal.call(runs.release.set)
-        wait_for(lambda: runs.of(held.id) == [(1, "started"), (1, "ok")], 15,
-                 "report:hold done")
+        poll_until(lambda: runs.of(held.id) == [(1, "started"), (1, "ok")], timeout=15,
+                   message="report:hold done")
         expect(row.locator("td").nth(4)).to_have_text("0/4", timeout=UI_TIMEOUT_MS)
     # a worker that stopped takes its entry away
     expect(page.page.get_by_text("No servers found")).to_be_visible(timeout=UI_TIMEOUT_MS)
@@ -268,7 +262,8 @@ def test_archived_task_run_from_asynqmon_is_processed_by_asyncq(
             asyncq_worker(interop_redis, runs, {queue: 1}, concurrency=2)):
         task = enqueue(portal, interop_redis, "report:build", b'{"month": "2026-10"}',
                        queue=queue, max_retry=5)
-        wait_for(lambda: runs.of(task.id) == [(1, "skip")], 15, "report:build archived")
+        poll_until(lambda: runs.of(task.id) == [(1, "skip")], timeout=15,
+                   message="report:build archived")
 
         # the Queues page: the queue asyncq filled, its size, processed and failed counts
         page.goto("/")
@@ -301,8 +296,8 @@ def test_archived_task_run_from_asynqmon_is_processed_by_asyncq(
         archived.locator("td").last.hover()
         archived.locator("button[title='Run']").click()
         expect(page.page.get_by_text("Archived task is now pending")).to_be_visible()
-        wait_for(lambda: runs.of(task.id) == [(1, "skip"), (2, "ok")], 20,
-                 "the asyncq worker ran the task again")
+        poll_until(lambda: runs.of(task.id) == [(1, "skip"), (2, "ok")], timeout=20,
+                   message="the asyncq worker ran the task again")
         expect(chip).to_have_text("Archived 0", timeout=UI_TIMEOUT_MS)
         expect(page.page.locator("tbody tr", has_text="report:build")).to_have_count(0)
         page.shot("archived-after-run")

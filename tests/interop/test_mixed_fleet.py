@@ -53,6 +53,7 @@ ASYNCQ_FLAGS = ("--concurrency", str(CONCURRENCY), "--lease-duration", "10",
 #: The whole run (start to the last task completed) stays under this.
 RUN_BOUND = 150.0
 KILL_AT = 2000  # runs ended (of 2 * N_EACH) when the two processes are killed
+LEDGER_POLL = 0.2  # the ledgers hold thousands of lines: no need to read them every 5 ms
 
 
 def go_flags(go: GoPrograms, queues: Sequence[str], concurrency: int = CONCURRENCY
@@ -149,16 +150,6 @@ class LedgerTail:
         return {e["id"] for e in self.read().ends if e["outcome"] == "ok"}
 
 
-async def poll(predicate: Any, timeout: float, message: str) -> None:
-    """Poll ``predicate`` every 0.2 s until true (a TimeoutError naming ``message`` after
-    ``timeout`` s): the ledgers hold thousands of lines, no need to read them every 5 ms."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"{message} not met within {timeout:.0f}s")
-        await anyio.sleep(0.2)
-
-
 @dataclass
 class Expected:
     """The tasks enqueued, by id: (queue, payload sha256)."""
@@ -251,7 +242,8 @@ async def test_mixed_fleet_survives_sigkill_of_either_side(asynq_go: GoPrograms,
                 return len(book.ends) >= KILL_AT and all(
                     unfinished_runs(book, pid) for pid in victims)
 
-            await poll(kill_time, 90, f"{KILL_AT} runs ended, both victims running tasks")
+            await wait_until(kill_time, timeout=90, interval=LEDGER_POLL,
+                             message=f"{KILL_AT} runs ended, both victims running tasks")
             await go_victim.kill()
             await py_victim.kill()
             killed_at, killed_wall = time.monotonic(), time.time()
@@ -266,9 +258,9 @@ async def test_mixed_fleet_survives_sigkill_of_either_side(asynq_go: GoPrograms,
         tail.add(go_again.ledger_path)
         tail.add(py_again.ledger_path)
         assert len(expected.tasks) == 2 * N_EACH
-        await poll(lambda: tail.ok_ids() >= set(expected.tasks),
-                   max(10.0, RUN_BOUND - (time.monotonic() - began)),
-                   "every task completed")
+        await wait_until(lambda: tail.ok_ids() >= set(expected.tasks),
+                         timeout=max(10.0, RUN_BOUND - (time.monotonic() - began)),
+                         message="every task completed", interval=LEDGER_POLL)
         recovered_after = time.monotonic() - killed_at
 
         for queue in queues:
@@ -342,7 +334,8 @@ async def test_mixed_fleet_on_cluster(asynq_go: GoPrograms, cluster: LocalCluste
                                                                 PAYLOAD, "cluster-py")
         expected.add(ids, queue, "cluster-py")
         tail = LedgerTail([server.ledger_path, worker.ledger_path])
-        await poll(lambda: tail.ok_ids() >= set(expected.tasks), 60, "every task completed")
+        await wait_until(lambda: tail.ok_ids() >= set(expected.tasks), timeout=60,
+                         message="every task completed", interval=LEDGER_POLL)
         await server.stop()
         await worker.stop()
     book = tail.read()

@@ -18,12 +18,12 @@ import random
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
 from asyncq._testing.redis_server import RedisServer
+from tests.helpers.polling import poll_until
 
 __all__ = ["LocalCluster", "free_ports", "redis_cli"]
 
@@ -141,9 +141,10 @@ class LocalCluster:
 
     def wait_ok(self, timeout: float | None = None) -> None:
         """Wait until every running node says ``cluster_state:ok`` and all agree on slots."""
-        deadline = time.monotonic() + (timeout or self._startup_timeout)
         last = ""
-        while True:
+
+        def ok() -> bool:
+            nonlocal last
             states = []
             for node in self.nodes:
                 if not node.running:
@@ -153,12 +154,11 @@ class LocalCluster:
                     last = redis_cli("-p", str(node.port), "cluster", "nodes", timeout=5)
                 except (RuntimeError, subprocess.TimeoutExpired):
                     states.append("")
-            if (states and all("cluster_state:ok" in s for s in states) and self._agree()
-                    and self._replicas_synced()):
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"cluster not ok within the timeout; CLUSTER NODES:\n{last}")
-            time.sleep(0.05)
+            return bool(states and all("cluster_state:ok" in s for s in states)
+                        and self._agree() and self._replicas_synced())
+
+        poll_until(ok, timeout=timeout or self._startup_timeout,
+                   message=lambda: f"cluster not ok; CLUSTER NODES:\n{last}")
 
     def _agree(self) -> bool:
         views = set()

@@ -11,12 +11,12 @@ The Sentinels watch the master as ``service`` with a quorum of 2, ``down-after-m
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
 from asyncq._testing.redis_server import HOST, RedisServer
+from tests.helpers.polling import poll_until
 
 from .cluster import redis_cli
 
@@ -125,13 +125,7 @@ class LocalSentinel:
 
     def _wait_ready(self) -> None:
         """Until replication is up and every Sentinel knows the replicas and the others."""
-        deadline = time.monotonic() + self._startup_timeout
-        while True:
-            if self._ready():
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError("Sentinel setup not ready within the timeout")
-            time.sleep(0.05)
+        poll_until(self._ready, timeout=self._startup_timeout, message="Sentinel setup ready")
 
     def _ready(self) -> bool:
         try:
@@ -157,8 +151,8 @@ class LocalSentinel:
     def wait_failover(self, old_port: int, timeout: float = 30.0) -> int:
         """Wait until every Sentinel names a master other than ``old_port`` that answers as a
         master; return its port."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def new_master() -> int | None:
             ports = set()
             for sentinel in self.sentinels:
                 try:
@@ -174,9 +168,11 @@ class LocalSentinel:
                         return port
                 except RuntimeError:
                     pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no failover from port {old_port} within {timeout}s")
-            time.sleep(0.05)
+            return None
+
+        port: int = poll_until(new_master, timeout=timeout,
+                               message=f"a failover from port {old_port}")
+        return port
 
     def close(self) -> None:
         for server in [*self.sentinels, *self.data_nodes]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ import httpx
 import pytest
 
 from asyncq._testing.redis_server import RedisServer
+from tests.helpers.polling import answers, poll_until
 from tests.helpers.processes import ROOT
 from tests.web.web_helpers import free_port, shot
 
@@ -31,16 +31,13 @@ def web_process(redis_url: str, log: Path) -> Iterator[str]:
         proc = subprocess.Popen([sys.executable, "-m", "asyncq", "web", "--redis-url", redis_url,
                                  "--port", str(port)], cwd=ROOT, stdout=out, stderr=out)
     url = f"http://127.0.0.1:{port}"
+    def up() -> bool:
+        assert proc.poll() is None, f"asyncq web exited: {log.read_text()}"
+        return answers(lambda: httpx.get(f"{url}/static/app.css", timeout=1),
+                       (httpx.TransportError,))
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, f"asyncq web exited: {log.read_text()}"
-            try:
-                httpx.get(f"{url}/static/app.css", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, f"asyncq web not up: {log.read_text()}"
-                time.sleep(0.05)
+        poll_until(up, timeout=30, message=lambda: f"asyncq web not up: {log.read_text()}")
         yield url
     finally:
         proc.terminate()

@@ -7,13 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.helpers.polling import poll_until
 
 ROOT = Path(__file__).resolve().parents[3]
 PROJECT = Path(__file__).resolve().parent / "project"
@@ -39,15 +38,16 @@ class Shop:
 
     def finished(self, result_id: str, *, view: str = "result") -> dict[str, Any]:
         """The result once the worker finished the task (polled until then)."""
-        deadline = time.monotonic() + WAIT
-        while True:
-            body = self.get(f"/{view}/{result_id}")
-            if body["status"] in ("SUCCESSFUL", "FAILED"):
-                return body
-            if time.monotonic() > deadline:
-                pytest.fail(f"task {result_id} still {body['status']} after {WAIT} s; worker "
-                            f"log:\n{self.log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.05)
+        last: dict[str, Any] = {}
+
+        def ended() -> dict[str, Any] | None:
+            last.update(self.get(f"/{view}/{result_id}"))
+            return dict(last) if last["status"] in ("SUCCESSFUL", "FAILED") else None
+
+        body: dict[str, Any] = poll_until(ended, timeout=WAIT, message=lambda: (
+            f"task {result_id} still {last['status']}; worker log:\n"
+            f"{self.log.read_text(errors='replace')[-3000:]}"))
+        return body
 
     def signals(self, result_id: str) -> list[dict[str, Any]]:
         """The signals the project's receivers recorded for one task, in the order sent."""

@@ -5,7 +5,6 @@ separate process, runs the project's ``@task`` functions."""
 from __future__ import annotations
 
 import os
-import time
 import uuid
 import warnings
 from datetime import datetime
@@ -16,6 +15,7 @@ import pytest
 pytest.importorskip("django")
 
 from tests.contrib.django.harness import CONCURRENCY, WAIT, Shop
+from tests.helpers.polling import poll_until
 
 
 def test_a_sync_view_enqueues_and_the_worker_returns_the_value(shop: Shop) -> None:
@@ -106,13 +106,13 @@ def test_a_forked_child_enqueues_without_its_parents_loop(shop: Shop) -> None:
         finally:
             os._exit(code)
     os.close(write)
-    deadline = time.monotonic() + WAIT
-    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child's enqueue did not return")
-        time.sleep(0.05)
+    try:
+        done = poll_until(lambda: (r := os.waitpid(pid, os.WNOHANG))[0] and r, timeout=WAIT,
+                          message="the forked child's enqueue did not return")
+    except TimeoutError:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise
     with os.fdopen(read) as pipe:
         result_id = pipe.read()
     assert os.waitstatus_to_exitcode(done[1]) == 0

@@ -7,7 +7,7 @@ do so."""
 from __future__ import annotations
 
 import os
-import time
+from contextlib import suppress
 from typing import Any
 
 import pytest
@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("django")
 
 from tests.contrib.django.harness import WAIT, Shop, manage_worker
+from tests.helpers.polling import poll_until
 
 SENDER = "asyncq.contrib.django._backend.AsyncqBackend"
 
@@ -24,10 +25,10 @@ def _all_signals(shop: Shop, result_id: str) -> list[dict[str, Any]]:
     enqueue returned: an idle worker may have run the task by then), then ``task_started`` and
     ``task_finished`` in the worker's order (the finished one may land just after the result
     is read)."""
-    deadline = time.monotonic() + WAIT
-    while len(found := shop.signals(result_id)) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return sorted(found, key=lambda s: s["signal"] != "task_enqueued")
+    with suppress(TimeoutError):  # the caller's assertions say what is missing
+        poll_until(lambda: len(shop.signals(result_id)) >= 3, timeout=WAIT,
+                   message="three signals")
+    return sorted(shop.signals(result_id), key=lambda s: s["signal"] != "task_enqueued")
 
 
 def test_a_sync_task_sends_enqueued_started_and_finished(shop: Shop) -> None:

@@ -87,7 +87,7 @@ async def test_taskset_close_waits_then_cancels_what_is_left() -> None:
     assert time.monotonic() - began < 2
     assert done == ["quick"] and cancelled == ["stuck"]
     assert [str(e) for e in errors] == ["boom"]  # a cancellation is not an error
-    await asyncio.sleep(0)  # (done callbacks run on the next loop turn)
+    await wait_until(lambda: len(tasks) == 0, timeout=1, message="done callbacks ran")
     assert len(tasks) == 0
     assert await tasks.close(0.2) == 0
 
