@@ -118,13 +118,6 @@ class Broker(Protocol):
         """Ask whichever worker runs ``task_id`` to cancel it (pub/sub, best effort)."""
         ...
 
-    def default_retry_delay(self, retried: int) -> float:
-        """Seconds before the next try of a task that failed ``retried`` times so far, when
-        neither its producer nor its handler nor the worker chose a retry delay: the layout's
-        default (asyncq's schedule; with wire=asynq, asynq's, which Go servers on the same
-        queues use)."""
-        ...
-
     # -- running
 
     async def dequeue(

@@ -8,7 +8,6 @@ built on it: ``MaintenanceOps`` (the worker's background work, exposed as Broker
 
 from __future__ import annotations
 
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Literal
 
@@ -167,10 +166,6 @@ class RedisBroker:
     async def publish_cancel(self, task_id: str) -> None:
         await self.runner.command("publishing cancellation", "PUBLISH", K.CANCEL_CHANNEL,
                                   task_id)
-
-    def default_retry_delay(self, retried: int) -> float:
-        """asyncq's default schedule: retried^4 + 15 + rand(0..29) * (retried + 1) seconds."""
-        return float(retried**4 + 15 + random.randrange(30) * (retried + 1))
 
     # -- running
 

@@ -238,7 +238,7 @@ def cmd_limit(args: argparse.Namespace) -> int:
                     started = await inspector.set_queue_concurrency(queue, args.concurrency)
                 except ValueError as exc:
                     raise CLIError(f"--concurrency: {exc}") from exc
-            cap = await inspector.queue_concurrency(queue)
+            cap = await inspector.queue_concurrency(queue) if changing else before
             limit = cap.limit if cap else None
             in_use, waiting = (cap.in_use, cap.waiting) if cap else (0, 0)
             docs.append({"queue": queue, "concurrency_limit": limit,

@@ -5,11 +5,9 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from collections.abc import Mapping, Sequence
 from functools import reduce
 
-from .._broker import Broker
 from .._model._task import Task
 from .._validate import is_queue_pattern, queue_matcher
 
@@ -18,23 +16,10 @@ def default_retry_delay(retried: int, exc: BaseException, task: Task) -> float:
     """Seconds before the next try: retried^4 + 15 + rand(0..29) * (retried + 1).
 
     The first retry comes after 15-44 s, the fifth after ~11-14 min, the 25th after ~4 days.
+    It is Go asynq's default too, so Go servers and asyncq workers sharing queues
+    (``wire=asynq``) space retries alike.
     """
     return float(retried**4 + 15 + random.randrange(30) * (retried + 1))
-
-
-def retry_delay_policy(
-    configured: Callable[[int, BaseException, Task], float | timedelta], broker: Broker,
-) -> Callable[[int, BaseException, Task], float | timedelta]:
-    """The worker's retry delay policy: ``configured``, unless it is ``default_retry_delay``
-    (nobody chose one), then the broker's layout default (``Broker.default_retry_delay``: with
-    wire=asynq, the schedule Go servers on the same queues follow)."""
-    if configured is not default_retry_delay:
-        return configured
-
-    def layout_default(retried: int, exc: BaseException, task: Task) -> float:
-        return broker.default_retry_delay(retried)
-
-    return layout_default
 
 
 def normalize_priorities(queues: Mapping[str, int]) -> dict[str, int]:

@@ -36,7 +36,7 @@ from ._inspect import AsynqInspectOps
 from ._layout import LayoutGuard
 from ._limits import AsynqLimitOps
 from ._reads import MARK_KEEP_MS, TaskReads
-from ._recovery import AsynqRecovery, asynq_retry_delay
+from ._recovery import AsynqRecovery
 from ._schedules import AsynqScheduleOps
 from ._scripts import asynq_scripts
 from ._servers import AsynqServers
@@ -209,10 +209,6 @@ class AsynqBroker:
 
     async def publish_cancel(self, task_id: str) -> None:
         await self.servers.publish_cancel(task_id)
-
-    def default_retry_delay(self, retried: int) -> float:
-        """asynq's default retry delay (what a Go server uses for a task without a policy)."""
-        return asynq_retry_delay(retried)
 
     # -- running
 

@@ -85,10 +85,6 @@ def _record(row: Sequence[Any], queue: str = "") -> TaskRecord:
     )
 
 
-def _timestamp_ms(ts: Any) -> int:
-    return int(ts.seconds) * 1000 + int(ts.nanos) // 1_000_000
-
-
 class AsynqInspectOps:
     """``InspectOps`` over asynq's layout, run with the broker's ScriptRunner (which holds the
     ``asynq_inspect_*`` scripts). ``forget(queue)`` is called once a queue is removed, so the

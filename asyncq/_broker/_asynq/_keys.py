@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from .._keys import limit_keyset as limit_keyset  # layout-free suffixes: the broker's own
+from .._keys import limit_state as limit_state
+
 PREFIX = "asynq"
 QUEUES = f"{PREFIX}:queues"  # SET of queue names (Go adds a queue on its first enqueue)
 SERVERS = f"{PREFIX}:servers"  # ZSET server-info key -> expiry, Unix s
@@ -255,19 +258,6 @@ def limit_base(queue: str, kind: str, name: str) -> str:
     """Prefix of one limit's keys: ``asynq:{queue}:asyncq:limit:<c|r>:<name length>:<name>:``
     (the length keeps a name holding ':' apart from a key value)."""
     return f"{asyncq_base(queue)}limit:{kind[0]}:{len(name.encode())}:{name}:"
-
-
-def limit_keyset(base: str) -> str:
-    """SET of the key values a limit has been used with."""
-    return base + "keys"
-
-
-def limit_state(base: str, key: str) -> str:
-    """Prefix of one key value's state: ``<that>held`` (ZSET holder -> when taken, or a manual
-    hold's end, Unix ms), ``<that>wait`` (ZSET waiting task -> order or due ms), ``<that>win``
-    (ZSET of the starts in the rate window), ``<that>tat`` (STRING: a rate's theoretical time
-    of the next start, Unix ms)."""
-    return f"{base}k:{key}:"
 
 
 def scheduler_id_of(entries_key: str) -> str:

@@ -16,7 +16,6 @@ asynq has no orphan scan nor repair of task records found in no list (``scan_tas
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 
 from ..._clock import Clock
@@ -31,11 +30,6 @@ GO_RECOVER_GRACE_MS = 30_000
 STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count
 ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
 ARCHIVE_MAX_AGE_S = 90 * 86_400  # Go's archivedExpirationInDays
-
-
-def asynq_retry_delay(retried: int) -> float:
-    """asynq's DefaultRetryDelayFunc, seconds: retried^4 + 15 + rand(0..29) * (retried + 1)."""
-    return float(retried**4 + 15 + random.randrange(30) * (retried + 1))
 
 
 def _raw_tasks(flat: Sequence[bytes]) -> list[RawTask]:

@@ -18,7 +18,7 @@ from asyncq._broker._asynq import _codec, _recovery
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._model._message import decode_message
-from asyncq._worker._retry import default_retry_delay, retry_delay_policy
+from asyncq._worker._retry import default_retry_delay
 
 OWNER = "srv-r"
 GRACE_MS = 5_000  # asyncq's recover_grace
@@ -268,18 +268,13 @@ async def test_a_stale_set_returns_to_its_group(abroker: AsynqBroker, redis_clie
 # ---------------------------------------------------------------- retry delay
 
 
-async def test_the_default_retry_delay_is_asynqs(abroker: AsynqBroker) -> None:
+def test_the_default_retry_delay_is_asynqs() -> None:
+    """The worker's default (used on both layouts) is Go's DefaultRetryDelayFunc."""
     for retried in (0, 1, 5, 24):
-        delays = {abroker.default_retry_delay(retried) for _ in range(300)}
+        delays = {default_retry_delay(retried, RuntimeError(), Task("t")) for _ in range(300)}
         low = retried**4 + 15
         assert min(delays) >= low and max(delays) <= low + 29 * (retried + 1)
         assert len(delays) > 10  # random within the range, as Go's rand.Intn(30)
-    # the worker's policy asks the broker when nobody chose one, keeps a chosen one
-    policy = retry_delay_policy(default_retry_delay, abroker)
-    assert 15 <= float(policy(0, RuntimeError(), Task("t"))) <= 44
-    def mine(n: int, exc: BaseException, task: Task) -> float:
-        return 1.0
-    assert retry_delay_policy(mine, abroker) is mine
 
 
 def test_the_recovery_constants_are_gos() -> None:
