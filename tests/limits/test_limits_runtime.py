@@ -399,3 +399,29 @@ async def test_only_tasks_with_limits_or_a_cap_make_the_claim_call(
         await asyncq_client.enqueue("free", queue=q)
         await wait_until(lambda: len(done) == 10, timeout=5, message="a capped task ran")
         assert counting.acquired[1:] == [(q, 1, True)]
+
+
+async def test_a_slot_given_back_over_go_asynqs_layout_wakes_the_next_task_at_once(
+    asyncq_redis_url: str, asyncq_queue: str,
+) -> None:
+    """``?wire=asynq``, a queue capped at 1, a worker that polls only every 30 s: the task
+    deferred by the cap starts as soon as the running one gives its slot back (the give-back
+    wakes the worker; no poll, no hand-off, since the queue is capped)."""
+    url = asyncq_redis_url + "?wire=asynq"
+    q = asyncq_queue
+    gate = Gate()
+    mux = asyncq.ServeMux()
+    mux.handle("work", gate.hold)
+    async with asyncq.Client(url) as client, asyncq.Inspector(url) as inspector:
+        await inspector.set_queue_concurrency(q, 1)
+        async with asyncq.Worker(url, mux, queues={q: 1}, concurrency=5, idle_poll_interval=30,
+                                 forward_interval=30):
+            await client.enqueue_many(asyncq.Task("work", queue=q) for _ in range(2))
+            await wait_until(lambda: gate.running(1), timeout=10, message="1 running")
+            await wait_until(lambda: _waiting(inspector, q, 1), timeout=10, message="1 waiting")
+            gate.end_phase()
+            await wait_until(lambda: len(gate.started) == 2, timeout=5,
+                             message="the waiting task started after the give-back")
+            gate.release.set()
+            await wait_until(lambda: len(gate.done) == 2, timeout=5, message="both ran")
+    assert gate.most == 1

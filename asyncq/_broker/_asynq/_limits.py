@@ -72,7 +72,8 @@ class AsynqLimitOps:
 
     async def release(self, queue: str, owner: str, holds: Sequence[LimitHold]) -> int:
         qk = K.queue_keys(queue)
-        args: list[Any] = [self._clock.now_ms() * 1_000_000, qk.task_prefix, owner]
+        args: list[Any] = [self._clock.now_ms() * 1_000_000, qk.task_prefix, owner,
+                           K.WAKE_CHANNEL, queue]
         for hold in holds:
             args += (hold.holder, _state_prefix(queue, hold.spec, hold.key))
         return int(await self._one(
