@@ -54,6 +54,12 @@ class ScriptRunner:
         self._init_lock = asyncio.Lock()
         self.scripts = load_scripts()
         self._raw = supports_raw_pipeline(redis)
+        # A single node's callers take turns for its pool's connections, first come first
+        # served: a burst larger than max_connections waits in line instead of retrying in a
+        # race some callers lose until they time out. (A cluster has a pool per node, with its
+        # own wait in ``_cluster``.)
+        size = getattr(getattr(redis, "connection_pool", None), "max_connections", None)
+        self._turns = asyncio.Semaphore(size) if self._raw and isinstance(size, int) else None
 
     async def _ready(self) -> None:
         """Read a cluster's slots once, before the first call: many first calls at once would
@@ -135,9 +141,22 @@ class ScriptRunner:
         return reply
 
     async def _when_connection_free(self, call: Callable[[], Awaitable[Any]]) -> Any:
-        """``call()``, tried again while the client refuses it for want of a free connection
-        (a cluster node's pool, or a client of yours without a blocking pool): such a call was
-        not sent, so repeating it is safe. Gives up after ``POOL_WAIT_S``."""
+        """``call()`` (which takes one connection) once it is this caller's turn for one of a
+        single node's connections, then tried again while the client still refuses it for
+        want of a free one (a connection held outside the turns, as pub/sub's; a cluster
+        node's pool): such a call was not sent, so repeating it is safe. Gives up after
+        ``POOL_WAIT_S``."""
+        turns = self._turns
+        if turns is None:
+            return await self._retry_refused(call)
+        await turns.acquire()
+        try:
+            return await self._retry_refused(call)
+        finally:
+            turns.release()
+
+    @staticmethod
+    async def _retry_refused(call: Callable[[], Awaitable[Any]]) -> Any:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + POOL_WAIT_S
         delay = 0.001

@@ -10,6 +10,7 @@ passes. Imports no protobuf: asyncq's default broker uses it too.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Literal
 
@@ -37,7 +38,9 @@ def mismatch_error(queue: str, wire: Wire) -> BrokerError:
 
 
 class LayoutGuard:
-    """Checks each queue once per broker (a queue found fine is not read again)."""
+    """Checks each queue once per broker (a queue found fine is not read again). Callers that
+    meet a queue while its check is under way wait for that check instead of sending their
+    own: a burst of enqueues into a new queue makes one round trip, not one each."""
 
     def __init__(self, runner: ScriptRunner, wire: Wire) -> None:
         self._runner = runner
@@ -45,6 +48,7 @@ class LayoutGuard:
         self._mine, self._other = (QUEUES, ASYNCQ_QUEUES) if wire == "asynq" else (
             ASYNCQ_QUEUES, QUEUES)
         self._checked: set[str] = set()
+        self._pending: dict[str, asyncio.Future[None]] = {}
 
     def forget(self, queue: str) -> None:
         """Check ``queue`` again at its next use (it was removed)."""
@@ -52,9 +56,31 @@ class LayoutGuard:
 
     async def check(self, queues: Sequence[str]) -> None:
         """Raise BrokerError (refused) if one of ``queues`` belongs to the other layout."""
-        new = [q for q in dict.fromkeys(queues) if q not in self._checked]
+        checked = self._checked
+        if len(queues) == 1 and queues[0] in checked:
+            return
+        new = [q for q in dict.fromkeys(queues) if q not in checked]
         if not new:
             return
+        waits = {id(f): f for q in new if (f := self._pending.get(q)) is not None}
+        mine = [q for q in new if q not in self._pending]
+        if mine:
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            for queue in mine:
+                self._pending[queue] = done
+            try:
+                await self._read(mine)
+            finally:
+                for queue in mine:
+                    del self._pending[queue]
+                done.set_result(None)  # its waiters see the outcome in ``_checked``
+        if waits:
+            await asyncio.gather(*(asyncio.shield(f) for f in waits.values()))
+            # A check that failed (Redis, a mismatch, a cancel) left its queues unchecked:
+            # checked again here, so this caller gets its own error.
+            await self.check([q for q in new if q not in checked])
+
+    async def _read(self, new: list[str]) -> None:
         try:
             replies = await self._runner.commands("checking the queues' layout", [
                 command for q in new

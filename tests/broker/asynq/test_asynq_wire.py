@@ -3,6 +3,7 @@ layout refuses a queue only the other layout knows, and writes nothing (issue 29
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -104,3 +105,30 @@ async def test_a_queue_in_neither_or_both_is_fine(asyncq_redis_url: str, redis_c
         await c.enqueue("t", queue=asyncq_queue)
     async with Client(asyncq_redis_url) as c:
         await c.enqueue("t", queue=asyncq_queue + "-new")
+
+
+async def _sismember_calls(redis_client: Redis) -> int:
+    stats = await redis_client.info("commandstats")
+    return int(stats.get("cmdstat_sismember", {}).get("calls", 0))
+
+
+async def test_a_burst_into_a_new_queue_checks_its_layout_once(
+    asyncq_redis_url: str, redis_client: Redis, asyncq_queue: str,
+) -> None:
+    async with Client(asyncq_redis_url) as client:
+        before = await _sismember_calls(redis_client)
+        await asyncio.gather(*[client.enqueue("t", i, queue=asyncq_queue) for i in range(500)])
+        # one check: a SISMEMBER in each layout's registry, whatever the burst's size
+        assert await _sismember_calls(redis_client) - before == 2
+
+
+async def test_a_burst_into_the_other_layouts_queue_is_refused_for_every_caller(
+    asyncq_redis_url: str, redis_client: Redis, asyncq_queue: str,
+) -> None:
+    await redis_client.sadd("asynq:queues", asyncq_queue)
+    async with Client(asyncq_redis_url) as client:
+        results = await asyncio.gather(
+            *[client.enqueue("t", i, queue=asyncq_queue) for i in range(50)],
+            return_exceptions=True)
+    assert all(isinstance(r, BrokerError) and "Go asynq's layout" in str(r) for r in results)
+    assert await redis_client.keys(f"asyncq:*{asyncq_queue}*") == []
