@@ -85,14 +85,19 @@ def encode(task: AsynqTask) -> bytes:
     return data
 
 
-def decode(data: bytes) -> AsynqTask:
-    """Parse a stored ``msg``; DecodeError saying what is wrong."""
+def _parse(data: bytes) -> Any:
+    """The protobuf message of a stored ``msg``; DecodeError saying what is wrong."""
     if not data:
         raise DecodeError("task message is missing")
     try:
-        pb: Any = TaskMessagePB.FromString(data)
+        return TaskMessagePB.FromString(data)
     except PBDecodeError as exc:
         raise DecodeError(f"task message is not a valid asynq TaskMessage: {exc}") from exc
+
+
+def decode(data: bytes) -> AsynqTask:
+    """Parse a stored ``msg``; DecodeError saying what is wrong."""
+    pb = _parse(data)
     return AsynqTask(
         type=pb.type, payload=pb.payload, id=pb.id, queue=pb.queue, retry=pb.retry,
         retried=pb.retried, error_msg=pb.error_msg, last_failed_at=pb.last_failed_at,
@@ -126,9 +131,14 @@ def raw_task(task_id: str, msg: bytes, amsg: bytes | None, pending_since_ns: Any
         since = int(pending_since_ns or 0) // 1_000_000
     except ValueError:
         since = 0
+    if amsg:  # asyncq enqueued it: its own message, with Go's payload and retry count
+        try:
+            pb = _parse(msg)
+        except DecodeError:
+            return RawTask(task_id, b"", b"", 0, since)
+        return RawTask(task_id, amsg, pb.payload, pb.retried, since)
     try:
         task = decode(msg)
     except DecodeError:
         return RawTask(task_id, b"", b"", 0, since)
-    json_msg = amsg if amsg else to_asyncq(task).encode()
-    return RawTask(task_id, json_msg, task.payload, task.retried, since)
+    return RawTask(task_id, to_asyncq(task).encode(), task.payload, task.retried, since)

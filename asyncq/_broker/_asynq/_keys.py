@@ -9,9 +9,9 @@ the queue as a Redis Cluster hash tag, so one script touches one slot. The hash 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import lru_cache
 
+from .._keys import day_string as day_string  # the daily counters' UTC date: Go's format too
 from .._keys import limit_keyset as limit_keyset  # layout-free suffixes: the broker's own
 from .._keys import limit_state as limit_state
 
@@ -121,11 +121,6 @@ def queue_keys(queue: str) -> AsynqQueueKeys:
         processed=base + "processed", failed=base + "failed", groups=base + "groups",
         aggregation_sets=base + "aggregation_sets",
     )
-
-
-def day_string(now_ms: int) -> str:
-    """The UTC date (YYYY-MM-DD) of the daily counters, as Go formats it."""
-    return datetime.fromtimestamp(now_ms // 1000, tz=UTC).strftime("%Y-%m-%d")
 
 
 def server_key(host: str, pid: int, server_id: str) -> str:

@@ -1,4 +1,5 @@
 -- Shared helpers, prepended to a script by "-- @include _lib.lua".
+-- @include _active_lib.lua
 
 -- The Redis server's clock, Unix ms: whole ms, or to the µs (precise).
 local function asyncq_now_ms()

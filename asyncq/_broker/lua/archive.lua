@@ -26,7 +26,7 @@
 if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[6]) then
   return 0
 end
-redis.call('LREM', KEYS[2], 0, ARGV[1])
+asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[1], 'owner')
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])

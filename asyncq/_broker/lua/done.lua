@@ -39,7 +39,7 @@ if v[4] then
     asyncq_wf_out(KEYS[1], ARGV[1], v[4], 'c', '-', 'revoked: ' .. ARGV[6])
   end
 end
-redis.call('LREM', KEYS[2], 0, ARGV[1])
+asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 asyncq_release_unique(v[3], ARGV[1])
 redis.call('DEL', KEYS[1])

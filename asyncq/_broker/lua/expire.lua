@@ -17,7 +17,7 @@
 if not asyncq_may_settle(KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[7]) then
   return 0
 end
-redis.call('LREM', KEYS[2], 0, ARGV[1])
+asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 asyncq_expire(KEYS[1], ARGV[1], 'active', ARGV[3], ARGV[4])
 asyncq_expired_trim(asyncq_base(KEYS[1], 't:' .. ARGV[1]), ARGV[4], ARGV[5], ARGV[6])

@@ -21,7 +21,7 @@ local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
 if not asyncq_owned(v[1], v[2], ARGV[2]) then
   return 0
 end
-redis.call('LREM', KEYS[2], 0, ARGV[1])
+asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[1], 'owner')
 asyncq_release_unique(v[3], ARGV[1])

@@ -1,6 +1,7 @@
 -- Helpers shared by the wire=asynq scripts (included, never run on their own).
 -- Protobuf: a TaskMessage is read and rewritten field by field at its top level (no nested
 -- message is ever edited), so Go readers see the message Go itself would have written.
+-- @include asyncq:_active_lib.lua
 
 -- The varint encoding of a non-negative integer (exact below 2^53, Lua numbers being doubles).
 local function asynq_pb_varint(n)

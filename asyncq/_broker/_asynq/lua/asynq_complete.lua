@@ -21,7 +21,7 @@
 if not asynq_held(KEYS[1], KEYS[3], ARGV[1], ARGV[2]) then
   return 0
 end
-redis.call('LREM', KEYS[2], 0, ARGV[1])
+asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 local msg = redis.call('HGET', KEYS[1], 'msg') or ''

@@ -70,7 +70,7 @@ while n > 0 do
   if not id then break end
   local key = ARGV[3] .. id
   local v = redis.pcall('HMGET', key, 'msg', 'asyncq_msg', 'pending_since')
-  if v['err'] or redis.call('EXISTS', key) == 0 then
+  if v['err'] or (not v[1] and not v[2] and not v[3] and redis.call('EXISTS', key) == 0) then
     redis.call('LREM', KEYS[2], 1, id)
     out[1] = out[1] + 1
   else

@@ -34,7 +34,7 @@ if ARGV[6] == '' then
 else
   emit(ARGV[1], 'active', 'deleted', {reason = 'revoked', error = ARGV[6]})
 end
-redis.call('LREM', KEYS[2], 0, ARGV[1])
+asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 asynq_release_lock(KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[1])

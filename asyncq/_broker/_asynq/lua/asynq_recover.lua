@@ -36,7 +36,7 @@ local held = v[2] and v[3] and tonumber(v[3]) == score
 if score > tonumber(held and ARGV[3] or ARGV[4]) then
   return 0
 end
-redis.call('LREM', KEYS[2], 0, ARGV[1])
+asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 local now = tonumber(ARGV[7])
 local set = {[ASYNQ_ERROR_MSG] = ARGV[6], [ASYNQ_LAST_FAILED_AT] = now}
