@@ -6,7 +6,7 @@ wraps the same store call in a claim), one ``ScriptCall`` each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .. import _defaults
@@ -19,6 +19,7 @@ ARCHIVE_MAX_AGE_MS = _defaults.ARCHIVE_MAX_AGE_MS
 EVENT_RESULT_MAX = 64 * 1024  # larger results are not sent with the completion event
 EXPIRED_PER_DEQUEUE = 1000  # expired tasks one dequeue archives before it hands back (wakes)
 ARCHIVE_CAPS = (ARCHIVE_MAX_SIZE, ARCHIVE_MAX_AGE_MS)  # what scripts archiving expired tasks take
+DONE_BATCH_MAX = 100  # "done" outcomes of one queue written by one done_batch call, at most
 
 
 class ScriptCall(NamedTuple):
@@ -62,6 +63,65 @@ def batch_call(run: Sequence[NewTask], now: int) -> ScriptCall:
         keys += (qk.task(msg.id), task.unique_key or qk.unused_lock)
         args += (msg.id, msg.encode(), task.payload, task.unique_ttl_ms)
     return ScriptCall("enqueue_batch", keys, args)
+
+
+#: Builds the call writing one outcome (``finish_call``), and the call writing a run of "done"
+#: outcomes of one queue (``done_batch_call``): what each layout gives ``finish_calls``.
+OneCall = Callable[[Outcome, str, int], ScriptCall]
+DoneBatchCall = Callable[[str, Sequence[Outcome], str, int], ScriptCall]
+
+
+def finish_calls(outcomes: Sequence[Outcome], owner: str, now: int, one: OneCall,
+                 done_batch: DoneBatchCall) -> list[tuple[ScriptCall, list[int]]]:
+    """The calls writing ``outcomes`` of tasks leased to ``owner``, each with the positions of
+    the outcomes it writes: the "done" outcomes of a queue together (``done_batch``, up to
+    DONE_BATCH_MAX a call: one script call and one counter bump for many tasks), every other
+    outcome, and a queue's lone "done", by ``one``. Their replies: ``finish_results``."""
+    calls: list[tuple[ScriptCall, list[int]]] = []
+    done: dict[str, list[int]] = {}
+    for i, o in enumerate(outcomes):
+        if o.kind == "done":
+            done.setdefault(o.queue, []).append(i)
+        else:
+            calls.append((one(o, owner, now), [i]))
+    for queue, positions in done.items():
+        for start in range(0, len(positions), DONE_BATCH_MAX):
+            part = positions[start:start + DONE_BATCH_MAX]
+            call = (one(outcomes[part[0]], owner, now) if len(part) == 1 else
+                    done_batch(queue, [outcomes[i] for i in part], owner, now))
+            calls.append((call, part))
+    return calls
+
+
+def finish_results(calls: Sequence[tuple[ScriptCall, list[int]]], replies: Sequence[Any],
+                   error: Callable[[str, Exception], Exception]) -> list[bool | Exception]:
+    """One result per outcome of ``finish_calls``: whether it was written (False: the lease
+    was lost), or the error of its call (``error(script, reply)``)."""
+    results: list[bool | Exception] = [False] * sum(len(p) for _, p in calls)
+    for (call, positions), reply in zip(calls, replies, strict=True):
+        if isinstance(reply, Exception):
+            failed = error(call.name, reply)
+            for i in positions:
+                results[i] = failed
+        elif len(positions) == 1:
+            results[positions[0]] = bool(reply)
+        else:
+            for i, flag in zip(positions, reply, strict=True):
+                results[i] = bool(flag)
+    return results
+
+
+def done_batch_call(queue: str, outcomes: Sequence[Outcome], owner: str,
+                    now: int) -> ScriptCall:
+    """One ``done_batch`` call writing "done" outcomes of ``queue`` (see ``done``)."""
+    qk = K.queue_keys(queue)
+    keys = [qk.active, qk.lease, qk.processed, qk.processed_day(K.day_string(now)), qk.marks]
+    args: list[Any] = [owner, now + STATS_TTL_MS, EVENT_RESULT_MAX, now]
+    for o in outcomes:
+        keys.append(qk.task(o.task_id))
+        args += (o.task_id, o.result or b"", "" if o.result is None else o.result_enc, o.error,
+                 "1" if o.retention_ms else "0")
+    return ScriptCall("done_batch", keys, args)
 
 
 def finish_call(o: Outcome, owner: str, now: int, lease_cutoff: int | str = "") -> ScriptCall:

@@ -21,7 +21,10 @@ from ._calls import (
     EXPIRED_PER_DEQUEUE,
     ScriptCall,
     batch_call,
+    done_batch_call,
     finish_call,
+    finish_calls,
+    finish_results,
     store_call,
 )
 from ._coalesce import Coalescer
@@ -192,10 +195,9 @@ class RedisBroker:
         now = self.clock.now_ms()
         if len(outcomes) == 1:
             return [bool(await self.runner.run_call(finish_call(outcomes[0], owner, now)))]
-        calls = [finish_call(o, owner, now) for o in outcomes]
-        out = await self.runner.run_many(calls)
-        return [reply_error(call.name, r) if isinstance(r, Exception) else bool(r)
-                for call, r in zip(calls, out, strict=True)]
+        calls = finish_calls(outcomes, owner, now, finish_call, done_batch_call)
+        replies = await self.runner.run_many([call for call, _ in calls])
+        return finish_results(calls, replies, reply_error)
 
     async def extend_leases(
         self, queue: str, task_ids: Sequence[str], owner: str, lease_ms: int

@@ -214,3 +214,51 @@ async def test_delete_expired_completed(
     assert (await task_hash(redis_client, asyncq_queue, ids[3]))["state"] == b"completed"
 
 
+
+
+async def _evalsha_calls(redis: Redis) -> int:
+    stats = await redis.info("commandstats")
+    return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+async def test_a_flushs_done_outcomes_of_a_queue_are_written_in_one_call(
+    broker: RedisBroker, client: Client, clock: FakeClock, redis_client: Redis,
+    asyncq_queue: str,
+) -> None:
+    """Each task is finished as done.lua finishes it (events, lock, mark, lost lease), and the
+    counters count only those done."""
+    a, b, c = await lease(broker, client, asyncq_queue, 3, unique=60)
+    [other] = await lease(broker, client, asyncq_queue, 1, owner=OTHER)
+    qk = K.queue_keys(asyncq_queue)
+    events = broker.listen_events([asyncq_queue])
+    try:
+        await anext(events)  # the stream's first flush: listening from here on
+        await broker.set_listening([asyncq_queue], 10_000)
+        await broker.load_scripts()  # (so no call is sent twice for NOSCRIPT)
+        before = await _evalsha_calls(redis_client)
+        results = await broker.finish([
+            Outcome("done", asyncq_queue, a, result=b"ra", result_enc="b"),
+            Outcome("done", asyncq_queue, b, error="not wanted"),
+            Outcome("done", asyncq_queue, c, retention_ms=60_000),
+            Outcome("done", asyncq_queue, other),  # leased to another owner
+        ], OWNER)
+        assert await _evalsha_calls(redis_client) - before == 1
+        assert results == [True, True, True, False]
+        seen = {}
+        for _ in range(3):
+            event = await next_event(events)
+            seen[event.id] = event
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    assert {i: e.state.value for i, e in seen.items()} == {
+        a: "completed", b: "deleted", c: "completed"}
+    assert seen[a].result == b"ra"
+    for task_id in (a, b, c):
+        assert await task_hash(redis_client, asyncq_queue, task_id) == {}
+    assert await lmembers(redis_client, qk.active) == [other]
+    assert list(await zmembers(redis_client, qk.lease)) == [other]
+    assert list(await zmembers(redis_client, qk.marks)) == [c]  # (b was revoked)
+    assert await redis_client.keys(qk.unique("t", b"*")) == []  # every lock released
+    assert await redis_client.get(qk.processed) == b"3"
+    await assert_daily_counter(redis_client, qk.processed_day(K.day_string(clock.now_ms())),
+                               3, clock.now_ms())

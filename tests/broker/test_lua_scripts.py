@@ -294,7 +294,7 @@ def test_the_result_too_large_rule_lives_in_lib_only() -> None:
                  if name != "_lib.lua" and re.search(r"\bbig\s*=|#\S+\s*>\s*tonumber",
                                                      code_of(text))]
     assert elsewhere == []
-    for name in ("done.lua", "mark_complete.lua", "workflow_finish.lua"):
+    for name in ("_done_lib.lua", "mark_complete.lua", "workflow_finish.lua"):
         assert "asyncq_completed_event(" in code_of(FILES[name]), name
 
 

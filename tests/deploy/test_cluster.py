@@ -160,15 +160,15 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
     scheduler = Scheduler(cluster.url, clock=clock)
     try:
         await client.enqueue("t", queue=q, unique=timedelta(minutes=1))
-        await client.enqueue_many([Task("t", queue=q) for _ in range(6)])
+        await client.enqueue_many([Task("t", queue=q) for _ in range(7)])
         later = await client.enqueue("t", queue=q, process_in=timedelta(hours=1))
         await client.enqueue("t", queue=q, group="g1")
         now = int(time.time() * 1000)
 
-        leased, _ = await broker.dequeue(q, 6, OWNER, LEASE_MS, 1000, request_id="r1")
+        leased, _ = await broker.dequeue(q, 8, OWNER, LEASE_MS, 1000, request_id="r1")
         ids = [t.id for t in leased]
-        assert len(ids) == 6
-        assert await broker.extend_leases(q, ids, OWNER, LEASE_MS) == [True] * 6
+        assert len(ids) == 8
+        assert await broker.extend_leases(q, ids, OWNER, LEASE_MS) == [True] * 8
         assert await client.cancel(ids[0], queue=q) is True
         assert (await broker.extend_leases(q, ids[:1], OWNER, LEASE_MS)) == [2]
         assert await broker.maintenance.quarantine(q, [b"\xff"]) == ["invalid-id:ff"]
@@ -182,6 +182,8 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         ], OWNER)
         assert out == [True] * 4
         assert await broker.finish([Outcome("done", q, ids[4])], OWNER) == [True]
+        assert await broker.finish([Outcome("done", q, ids[6]), Outcome("done", q, ids[7])],
+                                   OWNER) == [True, True]  # (done_batch)
         assert await broker.finish([Outcome("expire", q, ids[5], error="expired")],
                                    OWNER) == [True]
         assert (await broker.forward(q, "retry", 100))[0] == 1

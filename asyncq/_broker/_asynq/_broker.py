@@ -21,7 +21,7 @@ from redis.asyncio import Redis, RedisCluster
 from ... import _defaults
 from ..._clock import SYSTEM_CLOCK, Clock
 from ..._model._events import TaskEvent
-from .._calls import EVENT_RESULT_MAX, ScriptCall
+from .._calls import EVENT_RESULT_MAX, ScriptCall, finish_calls, finish_results
 from .._listen import Listeners
 from .._messages import Handoff, WorkerSignal
 from .._ops import InspectOps, LimitOps, ScheduleOps
@@ -116,6 +116,21 @@ def finish_call(o: Outcome, owner: str, now_ms: int) -> ScriptCall:
     return ScriptCall("asynq_archive", [task_key, qk.active, qk.lease, qk.archived, *counters],
                       [o.task_id, owner, o.error, now_s, now_s - ARCHIVE_MAX_AGE_S,
                        ARCHIVE_MAX_SIZE, stats_expiry, qk.task_prefix, o.traceback])
+
+
+def done_batch_call(queue: str, outcomes: Sequence[Outcome], owner: str,
+                    now_ms: int) -> ScriptCall:
+    """One ``asynq_done_batch`` call writing "done" outcomes of ``queue``."""
+    qk = K.queue_keys(queue)
+    keys = [qk.active, qk.lease, qk.processed_day(K.day_string(now_ms)), qk.processed,
+            K.extra_keys(queue).marks]
+    args: list[Any] = [owner, now_ms // 1000 + STATS_TTL_S, EVENT_RESULT_MAX, now_ms,
+                       MARK_KEEP_MS]
+    for o in outcomes:
+        keys.append(qk.task(o.task_id))
+        args += (o.task_id, o.result or b"", "" if o.result is None else o.result_enc, o.error,
+                 "1" if o.retention_ms else "0")
+    return ScriptCall("asynq_done_batch", keys, args)
 
 
 def _code(value: Any) -> EnqueueCode:
@@ -252,12 +267,11 @@ class AsynqBroker:
 
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:
         now = self.clock.now_ms()
-        calls = [finish_call(o, owner, now) for o in outcomes]
-        if len(calls) == 1:
-            return [bool(await self.runner.run_call(calls[0]))]
-        out = await self.runner.run_many(calls)
-        return [reply_error(call.name, r) if isinstance(r, Exception) else bool(r)
-                for call, r in zip(calls, out, strict=True)]
+        if len(outcomes) == 1:
+            return [bool(await self.runner.run_call(finish_call(outcomes[0], owner, now)))]
+        calls = finish_calls(outcomes, owner, now, finish_call, done_batch_call)
+        replies = await self.runner.run_many([call for call, _ in calls])
+        return finish_results(calls, replies, reply_error)
 
     async def extend_leases(self, queue: str, task_ids: Sequence[str], owner: str,
                             lease_ms: int) -> list[int]:

@@ -12,19 +12,23 @@ local function asyncq_now_precise_ms()
   return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
 
--- Add 1 to a counter; an all-time counter that reaches the int64 maximum starts again at 1.
-local function asyncq_incr(key)
-  local ok = redis.pcall('INCR', key)
+-- Add `n` (default 1) to a counter; an all-time counter that reaches the int64 maximum
+-- starts again from 0.
+local function asyncq_incr(key, n)
+  n = n or 1
+  local ok = redis.pcall('INCRBY', key, n)
   if type(ok) == 'table' and ok.err then
-    redis.call('SET', key, 1)
+    redis.call('SET', key, n)
   end
   return ok
 end
 
--- Bump an all-time and a daily counter; the daily one expires at `expire_at` (Unix ms).
-local function asyncq_bump(total_key, daily_key, expire_at)
-  asyncq_incr(total_key)
-  if redis.call('INCR', daily_key) == 1 then
+-- Bump an all-time and a daily counter by `n` (default 1); the daily one expires at
+-- `expire_at` (Unix ms).
+local function asyncq_bump(total_key, daily_key, expire_at, n)
+  n = n or 1
+  asyncq_incr(total_key, n)
+  if redis.call('INCRBY', daily_key, n) == n then
     redis.call('PEXPIREAT', daily_key, expire_at)
   end
 end

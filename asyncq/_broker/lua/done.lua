@@ -21,30 +21,10 @@
 --   A mark does not hold the id: a new task may take it at once (and is read first).
 -- ARGV[9] now, Unix ms (completed_at of the mark)
 -- Returns: 1 done; 0 the task is no longer active under this owner (lease lost: no change).
--- @include _wf_lib.lua
-local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'unique_key', 'wf')
-if not asyncq_owned(v[1], v[2], ARGV[2]) then
-  return 0
+-- @include _done_lib.lua
+local done = asyncq_done(KEYS[1], ARGV[1], KEYS[2], KEYS[3], KEYS[6], ARGV[2], ARGV[4], ARGV[5],
+                         ARGV[6], ARGV[7], ARGV[8], ARGV[9])
+if done == 1 then
+  asyncq_bump(KEYS[4], KEYS[5], ARGV[3])
 end
-if ARGV[6] == '' then
-  asyncq_completed_event(KEYS[1], ARGV[1], 'active', ARGV[5], false, ARGV[4],
-                         asyncq_result_too_big(ARGV[4], ARGV[7]))
-else
-  asyncq_event(KEYS[1], ARGV[1], 'active', 'deleted', {reason = 'revoked', error = ARGV[6]})
-end
-if v[4] then
-  if ARGV[6] == '' then
-    asyncq_wf_out(KEYS[1], ARGV[1], v[4], 's', ARGV[5] == '' and '-' or ARGV[5], ARGV[4])
-  else
-    asyncq_wf_out(KEYS[1], ARGV[1], v[4], 'c', '-', 'revoked: ' .. ARGV[6])
-  end
-end
-asyncq_leave_active(KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-asyncq_release_unique(v[3], ARGV[1])
-redis.call('DEL', KEYS[1])
-if ARGV[6] == '' and ARGV[8] ~= '0' then
-  redis.call('ZADD', KEYS[6], ARGV[9], ARGV[1])
-end
-asyncq_bump(KEYS[4], KEYS[5], ARGV[3])
-return 1
+return done

@@ -57,13 +57,13 @@ async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
     q = f"c-{uuid.uuid4().hex[:8]}"
     client = Client(cbroker)
     await client.enqueue("t", b"u", queue=q, unique=timedelta(minutes=1))
-    await client.enqueue_many([Task("t", queue=q) for _ in range(5)])
+    await client.enqueue_many([Task("t", queue=q) for _ in range(7)])
     await client.enqueue("t", queue=q, process_in=timedelta(hours=1))
     await client.enqueue("t", queue=q, group="g1", unique=timedelta(minutes=1))
-    leased, _ = await cbroker.dequeue(q, 5, OWNER, 30_000, 1000)
+    leased, _ = await cbroker.dequeue(q, 7, OWNER, 30_000, 1000)
     ids = [t.id for t in leased]
-    assert len(ids) == 5
-    assert await cbroker.extend_leases(q, ids, OWNER, 30_000) == [1] * 5
+    assert len(ids) == 7
+    assert await cbroker.extend_leases(q, ids, OWNER, 30_000) == [1] * 7
     assert await cbroker.write_result(q, ids[0], b"r") == 1
     now = cbroker.clock.now_ms()
     assert await cbroker.finish([
@@ -73,6 +73,8 @@ async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
         Outcome("requeue", q, ids[3]),
         Outcome("done", q, ids[4]),
     ], OWNER) == [True] * 5
+    assert await cbroker.finish([Outcome("done", q, ids[5]), Outcome("done", q, ids[6])],
+                                OWNER) == [True, True]  # (asynq_done_batch)
     assert (await cbroker.forward(q, "retry", 100))[0] == 1
     assert await cbroker.pause(q) and await cbroker.unpause(q)
     # phase 2, the worker's runtime: cancellation, recovery, janitor, groups, server state

@@ -91,6 +91,31 @@ async def test_done_deletes_and_counts(abroker: AsynqBroker, aclient: Client,
     assert not await redis_client.exists(qk.failed)
 
 
+async def test_a_flushs_done_outcomes_are_written_together_as_go_counts_them(
+        abroker: AsynqBroker, aclient: Client, redis_client: Redis, clock: FakeClock,
+        asyncq_queue: str) -> None:
+    """Several "done" outcomes of one queue (one script call): each as a lone done, a task no
+    longer held by this owner left alone, the counters bumped by the number done."""
+    a, b, c = await lease(abroker, aclient, asyncq_queue, 3, unique=timedelta(hours=1))
+    qk = K.queue_keys(asyncq_queue)
+    await redis_client.hset(qk.task(c), "owner", "another-server")  # (c's run is not ours)
+    await redis_client.set(qk.processed, 9223372036854775807)  # Go's wrap: back to the count
+    assert await abroker.finish([Outcome("done", asyncq_queue, a),
+                                 Outcome("done", asyncq_queue, b, retention_ms=60_000)],
+                                OWNER) == [True, True]
+    assert await abroker.finish([Outcome("done", asyncq_queue, a),
+                                 Outcome("done", asyncq_queue, c)], OWNER) == [False, False]
+    assert not await redis_client.exists(qk.task(a), qk.task(b))
+    assert await redis_client.keys(f"asynq:{{{asyncq_queue}}}:unique:*") == [
+        (await hash_of(redis_client, asyncq_queue, c))["unique_key"]]
+    assert await redis_client.lrange(qk.active, 0, -1) == [c.encode()]
+    assert [m for m, _ in await redis_client.zrange(K.extra_keys(asyncq_queue).marks, 0, -1,
+                                                    withscores=True)] == [b.encode()]
+    day = qk.processed_day(K.day_string(clock.now_ms()))
+    assert await redis_client.get(day) == b"2" and await redis_client.get(qk.processed) == b"2"
+    assert await redis_client.ttl(day) > 89 * 86_400
+
+
 async def test_complete_keeps_the_task_with_its_result(
         abroker: AsynqBroker, aclient: Client, redis_client: Redis, clock: FakeClock,
         asyncq_queue: str) -> None:

@@ -98,16 +98,20 @@ end
 -- TaskMessage field numbers
 local ASYNQ_RETRIED, ASYNQ_ERROR_MSG, ASYNQ_LAST_FAILED_AT, ASYNQ_COMPLETED_AT = 6, 7, 11, 13
 
--- Count one more: the daily counter (expiring at `expire_at`, Unix s, from its first count)
--- and the total (back to 1 past int64's maximum, as Go does).
-local function asynq_count(day_key, total_key, expire_at)
-  if redis.call('INCR', day_key) == 1 then
+-- Count one more (or `n`): the daily counter (expiring at `expire_at`, Unix s, from its first
+-- count) and the total (back to 1 past int64's maximum, as Go does).
+local function asynq_count(day_key, total_key, expire_at, n)
+  n = n or 1
+  if redis.call('INCRBY', day_key, n) == n then
     redis.call('EXPIREAT', day_key, expire_at)
   end
   if redis.call('GET', total_key) == '9223372036854775807' then
-    redis.call('SET', total_key, 1)
+    redis.call('SET', total_key, n)
   else
-    redis.call('INCR', total_key)
+    local ok = redis.pcall('INCRBY', total_key, n)
+    if type(ok) == 'table' and ok.err then  -- (past the maximum by a batch: start again)
+      redis.call('SET', total_key, n)
+    end
   end
 end
 

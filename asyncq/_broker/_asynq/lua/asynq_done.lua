@@ -23,23 +23,11 @@
 --   task's uniqueness lock (hash field unique_key) is released if the task holds it. When
 --   somebody listens, publishes active -> completed (with the result) or, revoked,
 --   active -> deleted (asyncq only).
--- @include _asynq_lib.lua
-if not asynq_held(KEYS[1], KEYS[3], ARGV[1], ARGV[2]) then
-  return 0
-end
+-- @include _asynq_done_lib.lua
 local base = asynq_base(KEYS[2], 'active')
-local emit = asynq_events(base)
-if ARGV[6] == '' then
-  asynq_completed_event(emit, ARGV[1], ARGV[5], false, ARGV[4], ARGV[7])
-else
-  emit(ARGV[1], 'active', 'deleted', {reason = 'revoked', error = ARGV[6]})
+local done = asynq_done(KEYS[1], ARGV[1], KEYS[2], KEYS[3], base, asynq_events(base), ARGV[2],
+                        ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10])
+if done == 1 then
+  asynq_count(KEYS[4], KEYS[5], ARGV[3])
 end
-asyncq_leave_active(KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-asynq_release_lock(KEYS[1], ARGV[1])
-redis.call('DEL', KEYS[1])
-if ARGV[6] == '' and ARGV[8] ~= '0' then
-  asynq_mark(base, ARGV[1], ARGV[9], ARGV[10])
-end
-asynq_count(KEYS[4], KEYS[5], ARGV[3])
-return 1
+return done
