@@ -42,6 +42,9 @@ class PendingOutcome:
     outcome: Outcome
     unsure: bool = False
     """A write of it failed without an answer: Redis may have applied it (reply lost)."""
+    superseded: bool = False
+    """The worker took a new run of the task while this was being written: Redis applied it
+    (the new run could not start otherwise), so a failed write is not tried again."""
 
 
 class Acker:
@@ -113,8 +116,12 @@ class Acker:
     def discard_stale(self, task_id: str) -> None:
         """This worker leased ``task_id`` again: an outcome still waiting for it belongs to an
         earlier run whose lease ran out (the task was recovered since) and must not be written
-        over the new run."""
-        if task_id in self.pending and task_id not in self._inflight:
+        over the new run; one being written was applied already (``superseded``)."""
+        if task_id in self._inflight:
+            entry_in_flight = self.pending.get(task_id)
+            if entry_in_flight is not None:
+                entry_in_flight.superseded = True
+        elif task_id in self.pending:
             entry = self.pending.pop(task_id)
             self._leases.release(task_id, OUTCOME)
             self.given_up += 1
@@ -157,6 +164,9 @@ class Acker:
         for entry, result in zip(batch, results, strict=True):
             task_id = entry.outcome.task_id
             if isinstance(result, Exception):
+                if entry.superseded and self.pending.get(task_id) is entry:
+                    del self.pending[task_id]  # (applied: its new run is under way)
+                    continue
                 error = error or result
                 continue
             if self.pending.get(task_id) is entry:  # (not replaced by a newer run's outcome)

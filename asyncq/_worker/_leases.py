@@ -51,6 +51,15 @@ class Leases:
         """Whether this worker holds the task (the recoverer leaves it alone then)."""
         return task_id in self._leases
 
+    def takes_again(self, task_id: str, pending_since: int) -> bool:
+        """Whether a task this worker holds, leased again by a dequeue or a hand-off, is a new
+        run to start: its last run ended (only the outcome lease is held, that outcome being
+        written) and the task became pending since (a retry due at once, forwarded and leased
+        before the outcome's reply was read). Its earlier run, sent again, is not."""
+        lease = self._leases.get(task_id)
+        return (lease is not None and lease.holder == OUTCOME and pending_since > 0
+                and self._runs.get(task_id, pending_since) != pending_since)
+
     def get(self, task_id: str) -> Lease | None:
         """The held lease of ``task_id`` (the heartbeat sets ``until_ms`` when it renews it)."""
         return self._leases.get(task_id)

@@ -266,10 +266,14 @@ class Processor:
                                   queue=queue, count=dropped)
             lease_until = before + self._config.lease_ms
             arriving = self._arriving
-            # Skipped: those this worker holds, and a run it took and let go of since the
-            # request was sent (its outcome was written after the dequeue ran).
-            raws = [r for r in raws if r.id not in self._leases and r.id not in arriving
-                    and not self._leases.ran_already(r.id, r.pending_since, released)]
+            # Skipped: those this worker holds (unless a new run of one whose outcome is being
+            # written), and a run it took and let go of since the request was sent (its
+            # outcome was written after the dequeue ran).
+            leases = self._leases
+            raws = [r for r in raws
+                    if (r.id not in leases or leases.takes_again(r.id, r.pending_since))
+                    and r.id not in arriving
+                    and not leases.ran_already(r.id, r.pending_since, released)]
             leased = len(raws)
             if leased:
                 self._order.took(queue)  # a pattern's next round starts after this queue
@@ -285,7 +289,8 @@ class Processor:
     def handed_off(self, queue: str, raw: RawTask, lease_until: int) -> None:
         """A task arrived already leased to this worker (one hop): start it as if dequeued,
         or give it back next in line when this worker is stopping or has no free slot."""
-        if (raw.id in self._leases or raw.id in self._arriving
+        if ((raw.id in self._leases and not self._leases.takes_again(raw.id, raw.pending_since))
+                or raw.id in self._arriving
                 or self._leases.ran_already(raw.id, raw.pending_since)):
             return  # a dequeue returned it first
         if not self.fetching or self.free_slots() <= 0:

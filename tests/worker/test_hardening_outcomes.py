@@ -11,7 +11,7 @@ from asyncq._broker import Outcome
 from asyncq._broker._connection import make_broker
 from asyncq._worker._acker import Acker
 from asyncq._worker._leases import OUTCOME, Leases
-from asyncq.testing import WorkerFactory
+from asyncq.testing import WorkerFactory, wait_until
 
 OWNER = "srv-hardening"
 
@@ -68,3 +68,35 @@ async def test_an_outcome_redis_refuses_is_replaced_and_the_others_are_written(
             assert info.state.value == ("retry" if task_id == ids[4] else "archived")
         else:
             assert (info.state.value, info.last_error) == ("archived", "Boom: fine")
+
+
+async def test_a_retry_due_at_once_and_leased_again_while_its_outcome_is_written_runs(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    """A failed run's retry (due at once) can be forwarded and leased to the same worker
+    before that worker has read the reply to its outcome write: the new run starts (it was
+    left leased and idle until its lease ran out)."""
+    mux = ServeMux()
+    runs: list[int] = []
+
+    @mux.handler("flaky")
+    async def flaky(task: Task) -> None:
+        runs.append(task.retried)
+        if task.retried == 0:
+            raise RuntimeError("first run fails")
+
+    worker = asyncq_worker.build(mux, queues={asyncq_queue: 1}, retry_delay=lambda n, e, t: 0)
+    processor, acker, broker = worker.processor, worker.acker, worker.broker
+    await asyncq_client.enqueue("flaky", queue=asyncq_queue)
+    await processor.tick(10)
+    await wait_until(lambda: bool(acker.pending), timeout=10, message="the first run ended")
+    [waiting] = acker.pending.values()
+    assert waiting.outcome.kind == "retry"
+    # Redis applies the outcome (as a write whose reply is not read yet), the retry is
+    # forwarded, and this worker's next dequeue leases the task again.
+    assert await broker.finish([waiting.outcome], processor._owner) == [True]
+    assert (await broker.forward(asyncq_queue, "retry", 10))[0] == 1
+    await processor.tick(10)
+    await wait_until(lambda: runs == [0, 1], timeout=10, message="the retry ran")
+    assert await acker.flush()  # the earlier run's outcome is not written over the new run
+    assert acker.given_up == 1 and not acker.pending
