@@ -149,8 +149,8 @@ class ScriptRunner:
 
     async def _run_lean(self, lean: LeanPool, script: Script, keys: Sequence[str],
                         args: Sequence[Any]) -> Any:
-        """``run`` on a lean connection: the call packed by hand and written with the other
-        calls of this loop turn."""
+        """``run`` on a lean connection: the call packed by hand, written at once or, while
+        other calls' replies are due, with the other calls of this loop turn."""
         command = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
         try:
             reply = await lean.submit(command)

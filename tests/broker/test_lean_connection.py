@@ -10,6 +10,7 @@ import random
 import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
@@ -59,6 +60,12 @@ async def pool(asyncq_redis_url: str, anyio_backend: object) -> AsyncIterator[Le
 def server() -> Iterator[RedisServer]:
     with RedisServer([]) as own:
         yield own
+
+
+def lean_of(client: Client) -> LeanPool | None:
+    broker = client.broker
+    assert isinstance(broker, RedisBroker)
+    return broker.runner._lean
 
 
 async def lean_client_id(broker: RedisBroker) -> int:
@@ -298,3 +305,16 @@ async def test_an_idle_connection_is_checked_before_it_is_used_again(
         await asyncio.sleep(0.2)
         assert (await client.enqueue("t", queue=asyncq_queue)).id  # after a PING
         assert await lean_client_id(broker) == before  # it answered: kept
+
+
+async def test_a_unix_socket_carries_the_lean_connection(
+    tmp_path: Path, asyncq_queue: str,
+) -> None:
+    path = tmp_path / "redis.sock"
+    with RedisServer(["--unixsocket", str(path), "--unixsocketperm", "700"]):
+        async with Client(f"unix://{path}?db=2") as client:
+            assert lean_of(client) is not None
+            info = await client.enqueue("t", queue=asyncq_queue)
+            raws, _ = await client.broker.dequeue(  # type: ignore[attr-defined]
+                asyncq_queue, 1, "owner", 30_000, 30_000)
+            assert [r.id for r in raws] == [info.id]
