@@ -157,7 +157,7 @@ class ScriptRunner:
             if isinstance(reply, NoScriptError):
                 await self._load(script)
                 reply = await lean.submit(command)
-            if isinstance(reply, ResponseError):
+            if isinstance(reply, RedisError):  # an error reply (LOADING is a ConnectionError)
                 raise reply
         except RedisError as exc:
             raise await self._failed(script.name, exc) from exc
@@ -256,7 +256,7 @@ class ScriptRunner:
             await self.redis.script_load(script.source)
             return
         reply = await self._lean.submit(pack(("SCRIPT", "LOAD", script.source)))
-        if isinstance(reply, ResponseError):
+        if isinstance(reply, RedisError):
             raise reply
 
     async def _pipeline(self, calls: Sequence[_cluster.Call],
@@ -266,9 +266,12 @@ class ScriptRunner:
             commands += [pack(("EVALSHA", script.sha, len(keys), *keys, *args))
                          for script, keys, args in calls]
             if self._lean is not None:  # in order on one lean connection
-                if len(commands) == 1:
-                    return [await self._lean.submit(commands[0])]
-                replies: list[Any] = await self._lean.submit(b"".join(commands), len(commands))
+                replies: list[Any] = (
+                    [await self._lean.submit(commands[0])] if len(commands) == 1
+                    else await self._lean.submit(b"".join(commands), len(commands)))
+                for reply in replies:  # LOADING, NOAUTH...: the server cannot serve any
+                    if isinstance(reply, RedisConnectionError):
+                        raise reply
             else:
                 replies = await raw_pipeline(self.redis, commands)  # type: ignore[arg-type]
             return replies[len(preload):]

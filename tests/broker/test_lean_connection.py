@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import random
 import socket
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -318,3 +319,41 @@ async def test_a_unix_socket_carries_the_lean_connection(
             raws, _ = await client.broker.dequeue(  # type: ignore[attr-defined]
                 asyncq_queue, 1, "owner", 30_000, 30_000)
             assert [r.id for r in raws] == [info.id]
+
+
+async def test_a_server_still_loading_is_a_transient_broker_error(
+    tmp_path: Path,
+) -> None:
+    """LOADING comes back from redis-py's parser as a connection error, not as a reply: the
+    call fails transient (not refused, and never handed to the caller as a reply)."""
+    with RedisServer([]) as server:
+        admin = Redis(port=server.port)
+        try:
+            for start in range(0, 2000, 500):
+                await admin.mset({f"asyncq:fill:{i}": b"x" for i in range(start, start + 500)})
+            await admin.save()
+        finally:
+            await admin.aclose()
+        server.stop()
+        loading = await asyncio.create_subprocess_exec(  # 2 ms per key: 4 s of loading
+            "redis-server", "--bind", "127.0.0.1", "--port", str(server.port), "--save", "",
+            "--appendonly", "no", "--dir", str(server.dir), "--key-load-delay", "2000",
+            "--loading-process-events-interval-bytes", "1024",
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            await wait_until(lambda: _accepts(server.port), timeout=10, message="listening")
+            broker = make_broker(server.url)
+            try:
+                with pytest.raises(BrokerError, match="loading") as info:
+                    await broker.runner.run("enqueue", ["a", "b", "c", "d", "e"], [])
+                assert info.value.transient and not info.value.refused
+            finally:
+                await broker.close()
+        finally:
+            loading.kill()
+            await loading.wait()
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
