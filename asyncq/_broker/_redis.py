@@ -68,7 +68,7 @@ class RedisBroker:
         """How long ``listen`` waits for the answer to such a ping before reconnecting."""
         self._owns_client = owns_client
         self._also_close = also_close
-        self.runner = ScriptRunner(redis)
+        self.runner = ScriptRunner(redis, lean=owns_client)
         self.maintenance = MaintenanceOps(self.runner, clock)
         self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
@@ -90,6 +90,7 @@ class RedisBroker:
         await self._stores.aclose()
         await self._progress.aclose()
         try:
+            await self.runner.aclose()
             if self._owns_client:
                 await self.redis.aclose()
         finally:

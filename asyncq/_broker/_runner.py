@@ -1,9 +1,12 @@
 """ScriptRunner: the one door through which asyncq reaches Redis.
 
 It runs one Lua script or many pipelined (a single server and a Redis Cluster alike; NOSCRIPT
-handled by loading the script and sending the call again), and the few plain commands asyncq
-needs besides: global keys read or written one key per command, INFO and SCAN per master,
-pub/sub. Every redis-py error leaves it as a BrokerError (mapped by ``_redis_errors``: its
+handled by loading the script and sending the call again): on a single node (a Sentinel-managed
+master too) through the lean connections of ``_lean`` when the client's settings allow it
+(``_lean_settings``), else through redis-py's pool (a cluster: per node, see ``_cluster``). The
+few plain commands asyncq needs besides always go through redis-py: global keys read or
+written one key per command, INFO and SCAN per master, pub/sub. Every redis-py error (the lean
+connections raise the same ones) leaves it as a BrokerError (mapped by ``_redis_errors``: its
 ``transient`` and ``refused`` say what trying again can do), after the bookkeeping a broken
 connection needs.
 """
@@ -32,6 +35,8 @@ from .._errors import BrokerError
 from . import _cluster
 from ._calls import ScriptCall
 from ._cluster import POOL_WAIT_S
+from ._lean import LeanPool
+from ._lean_settings import lean_settings
 from ._redis_errors import broker_error, unreachable
 from ._resp import pack, raw_pipeline, supports_raw_pipeline
 from ._scripts import Script, load_scripts
@@ -46,9 +51,14 @@ def reply_error(what: str, reply: Exception) -> BrokerError:
 
 class ScriptRunner:
     """Runs scripts and commands on ``redis`` (a ``Redis`` or ``RedisCluster`` created with
-    ``decode_responses=False``)."""
+    ``decode_responses=False``).
 
-    def __init__(self, redis: Redis | RedisCluster) -> None:
+    With ``lean`` (a client asyncq created, and closes with ``aclose``), script calls on a
+    single node go through lean connections opened with the client's settings; a client
+    the caller passed in is used as it is, through its own pool only.
+    """
+
+    def __init__(self, redis: Redis | RedisCluster, *, lean: bool = False) -> None:
         self.redis = redis
         self._cluster_ready = not isinstance(redis, RedisCluster)
         self._init_lock = asyncio.Lock()
@@ -60,6 +70,15 @@ class ScriptRunner:
         # own wait in ``_cluster``.)
         size = getattr(getattr(redis, "connection_pool", None), "max_connections", None)
         self._turns = asyncio.Semaphore(size) if self._raw and isinstance(size, int) else None
+        # The script calls of a single node go through a few pipelined connections of our
+        # own: no pool to wait for, so a burst queues on them instead of taking turns.
+        settings = lean_settings(redis) if lean else None
+        self._lean = LeanPool(settings) if settings is not None else None
+
+    async def aclose(self) -> None:
+        """Close the lean connections (the redis-py client is its owner's to close)."""
+        if self._lean is not None:
+            await self._lean.aclose()
 
     async def _ready(self) -> None:
         """Read a cluster's slots once, before the first call: many first calls at once would
@@ -79,6 +98,8 @@ class ScriptRunner:
         if (isinstance(exc, RedisConnectionError)
                 and not isinstance(exc, BusyLoadingError | MaxConnectionsError)):
             _cluster.after_connection_error(self.redis)
+            if self._lean is not None:
+                self._lean.drop_idle()
             pool = getattr(self.redis, "connection_pool", None)
             if pool is not None:
                 with contextlib.suppress(Exception):
@@ -108,6 +129,8 @@ class ScriptRunner:
     async def run(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run the script ``name`` once; returns its reply."""
         script = self.scripts[name]
+        if self._lean is not None:
+            return await self._run_lean(self._lean, script, keys, args)
         if self._raw:
             return await self._run_raw(script, keys, args)
 
@@ -123,6 +146,22 @@ class ScriptRunner:
             return await self._when_connection_free(call)
         except RedisError as exc:
             raise await self._failed(name, exc) from exc
+
+    async def _run_lean(self, lean: LeanPool, script: Script, keys: Sequence[str],
+                        args: Sequence[Any]) -> Any:
+        """``run`` on a lean connection: the call packed by hand, written at once or, while
+        other calls' replies are due, with the other calls of this loop turn."""
+        command = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
+        try:
+            reply = await lean.submit(command)
+            if isinstance(reply, NoScriptError):
+                await self._load(script)
+                reply = await lean.submit(command)
+            if isinstance(reply, RedisError):  # an error reply (LOADING is a ConnectionError)
+                raise reply
+        except RedisError as exc:
+            raise await self._failed(script.name, exc) from exc
+        return reply
 
     async def _run_raw(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """``run`` on a single node: packed by hand and sent as a pipeline of one, which skips
@@ -191,7 +230,7 @@ class ScriptRunner:
             for start in range(0, len(resolved), chunk):
                 part = resolved[start:start + chunk]
                 scripts = list({c[0].name: c[0] for c in part}.values()) if preload else []
-                if self._raw:  # one connection, taken before anything is sent
+                if self._raw and self._lean is None:  # one connection, taken before sending
                     out = await self._when_connection_free(
                         functools.partial(self._pipeline, part, scripts))
                 else:
@@ -200,7 +239,7 @@ class ScriptRunner:
                     # Redis lost its script cache (restart, SCRIPT FLUSH): NOSCRIPT means that
                     # call did not run, so loading the scripts and re-sending it is safe.
                     for script in {c[0] for c in part}:
-                        await self.redis.script_load(script.source)
+                        await self._load(script)
                     again = [i for i, r in enumerate(out) if isinstance(r, NoScriptError)]
                     redo = await self._pipeline([part[i] for i in again])
                     for i, r in zip(again, redo, strict=True):
@@ -210,13 +249,31 @@ class ScriptRunner:
             raise await self._failed("pipeline", exc) from exc
         return results
 
+    async def _load(self, script: Script) -> None:
+        """SCRIPT LOAD ``script`` (on a lean connection when there are some: redis-py's pool
+        may have no free connection while the lean calls of a burst meet NOSCRIPT)."""
+        if self._lean is None:
+            await self.redis.script_load(script.source)
+            return
+        reply = await self._lean.submit(pack(("SCRIPT", "LOAD", script.source)))
+        if isinstance(reply, RedisError):
+            raise reply
+
     async def _pipeline(self, calls: Sequence[_cluster.Call],
                         preload: Sequence[Script] = ()) -> list[Any]:
         if self._raw:
             commands = [pack(("SCRIPT", "LOAD", script.source)) for script in preload]
             commands += [pack(("EVALSHA", script.sha, len(keys), *keys, *args))
                          for script, keys, args in calls]
-            replies = await raw_pipeline(self.redis, commands)  # type: ignore[arg-type]
+            if self._lean is not None:  # in order on one lean connection
+                replies: list[Any] = (
+                    [await self._lean.submit(commands[0])] if len(commands) == 1
+                    else await self._lean.submit(b"".join(commands), len(commands)))
+                for reply in replies:  # LOADING, NOAUTH...: the server cannot serve any
+                    if isinstance(reply, RedisConnectionError):
+                        raise reply
+            else:
+                replies = await raw_pipeline(self.redis, commands)  # type: ignore[arg-type]
             return replies[len(preload):]
         return await _cluster.pipeline(self.redis, calls, preload)  # type: ignore[arg-type]
 

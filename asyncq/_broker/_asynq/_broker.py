@@ -152,7 +152,7 @@ class AsynqBroker:
         self.clock = clock
         self._owns_client = owns_client
         self._also_close = also_close
-        self.runner = ScriptRunner(redis)
+        self.runner = ScriptRunner(redis, lean=owns_client)
         self.runner.scripts = {**self.runner.scripts, **asynq_scripts()}
         self.listeners = Listeners(self.runner, ping_interval, reply_timeout or 5.0)
         self.event_source = EventSource(self.runner, clock, ping_interval, reply_timeout or 5.0)
@@ -179,6 +179,7 @@ class AsynqBroker:
 
     async def close(self) -> None:
         try:
+            await self.runner.aclose()
             if self._owns_client:
                 await self.redis.aclose()
         finally:
