@@ -1,4 +1,5 @@
-"""``asyncq dash [--refresh SECONDS]``: a live terminal view of queues and servers (curses).
+"""The curses screen of ``asyncq dash``: refreshes a snapshot of the queues and servers and
+draws it (imported when the command runs: building the parser needs none of it).
 
 Quits on ``q`` or Ctrl-C with exit code 0 and the terminal restored; a window too small for the
 view shows a message instead. Redis errors while running are shown on screen, not fatal.
@@ -11,34 +12,19 @@ import asyncio
 import contextlib
 import curses
 import os
-import sys
 import time
 from typing import Any
 
 from .._errors import AsyncqError
 from .._inspector._inspector import Inspector
-from ._common import CLIError, add_redis_args, check_redis
+from ._common import check_redis
 from ._dash_view import Rates, Snapshot, render, take_snapshot
 
 _KEY_POLL_MS = 100  # how often keys are checked between refreshes
 
 
-def register(sub: Any) -> None:
-    p: argparse.ArgumentParser = sub.add_parser(
-        "dash", help="live terminal view of queues and servers (q or Ctrl-C quits)")
-    add_redis_args(p)
-    p.add_argument("--refresh", "-r", type=float, default=2.0,
-                   help="seconds between refreshes (default 2)")
-    p.add_argument("--queue", "-q", action="append", default=[], metavar="QUEUE",
-                   help="show only this queue (repeatable; default: every queue)")
-    p.set_defaults(func=cmd_dash)
-
-
-def cmd_dash(args: argparse.Namespace) -> int:
-    if not args.refresh > 0:
-        raise CLIError(f"--refresh must be > 0, got {args.refresh}")
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise CLIError("asyncq dash needs a terminal; use `asyncq stats` in scripts")
+def run_dash(args: argparse.Namespace) -> int:
+    """Show the view until q or Ctrl-C (``args`` checked by ``asyncq dash``); exit code 0."""
     with asyncio.Runner() as runner:
         runner.run(check_redis(args.redis_url))
         inspector = Inspector(args.redis_url)
