@@ -38,7 +38,6 @@ def run_inspector(args: argparse.Namespace,
 
     from .._inspector._inspector import Inspector
 
-
     async def main() -> int:
         await check_redis(args.redis_url)
         async with Inspector(args.redis_url) as inspector:
