@@ -4,69 +4,148 @@ Enqueue with ``Client``, run handlers with ``Worker`` and ``ServeMux``. Every ta
 is one atomic Lua script in Redis; keys are hash-tagged per queue so Redis Cluster works.
 """
 
-from ._broker import Broker
-from ._broker._connection_options import ConnectionOptions
-from ._client._client import Client
-from ._client._sync import SyncClient
-from ._client._waiting import WaitTimeoutError
-from ._clock import Clock, FakeClock, SystemClock
-from ._errors import (
-    AsyncqError,
-    BrokerError,
-    DecodeError,
-    DuplicateTaskError,
-    HandlerNotFoundError,
-    LeaseExpiredError,
-    QueueNotEmptyError,
-    QueueNotFoundError,
-    ResultNotKeptError,
-    Retry,
-    RevokeTask,
-    SkipRetry,
-    TaskIDConflictError,
-    TaskNotFoundError,
-    TaskStateError,
-    WorkerStartupError,
-)
-from ._inspector._inspect_models import (
-    ArchiveLimits,
-    DailyStats,
-    GroupInfo,
-    MinuteStats,
-    QueueInfo,
-    ServerInfo,
-    TaskMatches,
-    WorkerInfo,
-)
-from ._inspector._inspector import Inspector
-from ._limits import ConcurrencyLimit, Limiter, LimitUse, RateLimit
-from ._log_setup import configure_logging
-from ._model._events import EventsLost, TaskEvent
-from ._model._info import TaskFailedError, TaskInfo, TaskState
-from ._model._options import EnqueueOptions
-from ._model._task import Task
-from ._scheduler import (
-    PeriodicTaskConfig,
-    PeriodicTaskManager,
-    Scheduler,
-    SchedulerEntry,
-    SchedulerEvent,
-)
-from ._typed import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition
-from ._worker import Handler, Middleware, ServeMux, Worker, WorkerConfig, default_retry_delay
-from ._worker._procpool import SoftTimeLimitExceeded
-from ._workflow import (
-    Flow,
-    WorkflowHandle,
-    WorkflowInfo,
-    WorkflowState,
-    WorkflowStep,
-    chain,
-    chord,
-    group,
-)
-
 __version__ = "0.1.0"
+
+# Not typing.TYPE_CHECKING: importing typing alone costs ~10 ms, and ``import asyncq`` (every
+# submodule's first step, the command line's too) imports nothing. Type checkers take any
+# ``TYPE_CHECKING`` as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the real names, for type checkers and IDEs; imported on first use below
+    from ._broker import Broker
+    from ._broker._connection_options import ConnectionOptions
+    from ._client._client import Client
+    from ._client._sync import SyncClient
+    from ._client._waiting import WaitTimeoutError
+    from ._clock import Clock, FakeClock, SystemClock
+    from ._errors import (
+        AsyncqError,
+        BrokerError,
+        DecodeError,
+        DuplicateTaskError,
+        HandlerNotFoundError,
+        LeaseExpiredError,
+        QueueNotEmptyError,
+        QueueNotFoundError,
+        ResultNotKeptError,
+        Retry,
+        RevokeTask,
+        SkipRetry,
+        TaskIDConflictError,
+        TaskNotFoundError,
+        TaskStateError,
+        WorkerStartupError,
+    )
+    from ._inspector._inspect_models import (
+        ArchiveLimits,
+        DailyStats,
+        GroupInfo,
+        MinuteStats,
+        QueueInfo,
+        ServerInfo,
+        TaskMatches,
+        WorkerInfo,
+    )
+    from ._inspector._inspector import Inspector
+    from ._limits import ConcurrencyLimit, Limiter, LimitUse, RateLimit
+    from ._log_setup import configure_logging
+    from ._model._events import EventsLost, TaskEvent
+    from ._model._info import TaskFailedError, TaskInfo, TaskState
+    from ._model._options import EnqueueOptions
+    from ._model._task import Task
+    from ._scheduler import (
+        PeriodicTaskConfig,
+        PeriodicTaskManager,
+        Scheduler,
+        SchedulerEntry,
+        SchedulerEvent,
+    )
+    from ._typed import AsyncTaskDefinition, SyncTaskDefinition, TaskDefinition
+    from ._worker import Handler, Middleware, ServeMux, Worker, WorkerConfig, default_retry_delay
+    from ._worker._procpool import SoftTimeLimitExceeded
+    from ._workflow import (
+        Flow,
+        WorkflowHandle,
+        WorkflowInfo,
+        WorkflowState,
+        WorkflowStep,
+        chain,
+        chord,
+        group,
+    )
+
+#: Where each public name is defined: imported on first access (PEP 562), so ``import asyncq``
+#: and the ``asyncq`` command's start load neither redis-py nor the worker until one is used.
+_LAZY: dict[str, str] = {
+    "ArchiveLimits": "._inspector._inspect_models",
+    "AsyncTaskDefinition": "._typed",
+    "AsyncqError": "._errors",
+    "Broker": "._broker",
+    "BrokerError": "._errors",
+    "Client": "._client._client",
+    "Clock": "._clock",
+    "ConcurrencyLimit": "._limits",
+    "ConnectionOptions": "._broker._connection_options",
+    "DailyStats": "._inspector._inspect_models",
+    "DecodeError": "._errors",
+    "DuplicateTaskError": "._errors",
+    "EnqueueOptions": "._model._options",
+    "EventsLost": "._model._events",
+    "FakeClock": "._clock",
+    "Flow": "._workflow",
+    "GroupInfo": "._inspector._inspect_models",
+    "Handler": "._worker",
+    "HandlerNotFoundError": "._errors",
+    "Inspector": "._inspector._inspector",
+    "LeaseExpiredError": "._errors",
+    "LimitUse": "._limits",
+    "Limiter": "._limits",
+    "Middleware": "._worker",
+    "MinuteStats": "._inspector._inspect_models",
+    "PeriodicTaskConfig": "._scheduler",
+    "PeriodicTaskManager": "._scheduler",
+    "QueueInfo": "._inspector._inspect_models",
+    "QueueNotEmptyError": "._errors",
+    "QueueNotFoundError": "._errors",
+    "RateLimit": "._limits",
+    "ResultNotKeptError": "._errors",
+    "Retry": "._errors",
+    "RevokeTask": "._errors",
+    "Scheduler": "._scheduler",
+    "SchedulerEntry": "._scheduler",
+    "SchedulerEvent": "._scheduler",
+    "ServeMux": "._worker",
+    "ServerInfo": "._inspector._inspect_models",
+    "SkipRetry": "._errors",
+    "SoftTimeLimitExceeded": "._worker._procpool",
+    "SyncClient": "._client._sync",
+    "SyncTaskDefinition": "._typed",
+    "SystemClock": "._clock",
+    "Task": "._model._task",
+    "TaskDefinition": "._typed",
+    "TaskEvent": "._model._events",
+    "TaskFailedError": "._model._info",
+    "TaskIDConflictError": "._errors",
+    "TaskInfo": "._model._info",
+    "TaskMatches": "._inspector._inspect_models",
+    "TaskNotFoundError": "._errors",
+    "TaskState": "._model._info",
+    "TaskStateError": "._errors",
+    "WaitTimeoutError": "._client._waiting",
+    "Worker": "._worker",
+    "WorkerConfig": "._worker",
+    "WorkerInfo": "._inspector._inspect_models",
+    "WorkerStartupError": "._errors",
+    "WorkflowHandle": "._workflow",
+    "WorkflowInfo": "._workflow",
+    "WorkflowState": "._workflow",
+    "WorkflowStep": "._workflow",
+    "chain": "._workflow",
+    "chord": "._workflow",
+    "configure_logging": "._log_setup",
+    "default_retry_delay": "._worker",
+    "group": "._workflow",
+}
+
 
 __all__ = [
     "ArchiveLimits",
@@ -139,3 +218,22 @@ __all__ = [
     "default_retry_delay",
     "group",
 ]
+
+
+if not TYPE_CHECKING:  # (hidden from type checkers: they see the imports above, and a typo)
+
+    def __getattr__(name: str) -> object:
+        """Import a public name from its module on first access and keep it in the package."""
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    """The module's names and every public one not imported yet (for ``dir()`` and REPLs)."""
+    return sorted({*globals(), *__all__})

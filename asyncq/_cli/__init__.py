@@ -1,4 +1,9 @@
-"""The ``asyncq`` command line: ``asyncq worker``, and the operations commands."""
+"""The ``asyncq`` command line: ``asyncq worker``, and the operations commands.
+
+Building the parser imports only what the options and help texts need (``--help`` and
+``--version`` answer without redis-py, the worker or structlog): each command imports its
+implementation's modules when it runs.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
-from .._errors import AsyncqError
-from .._log_setup import configure_logging, logging_restored
 from .._text import printable
 from . import (
     _cron_cmd,
@@ -65,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``asyncq`` command; returns the exit code."""
     args = build_parser().parse_args(argv)
+    from .._errors import AsyncqError
+    from .._log_setup import configure_logging, logging_restored
+
     # What the library logs goes to stderr (warnings and up), so an ops command's stdout —
     # its table or its --json document — is only its output; worker and scheduler set their
     # own logging from their flags. The previous set-up is restored afterwards, so calling

@@ -8,9 +8,7 @@ import os
 import sys
 from typing import Any
 
-from .._broker._connection import check_reachable
 from .._defaults import DEFAULT_REDIS_URL
-from .._errors import BrokerError
 
 REDIS_URL_ENV = "ASYNCQ_REDIS_URL"
 
@@ -94,6 +92,9 @@ def parse_queue_weights(values: list[str] | None) -> dict[str, int] | None:
 
 async def check_redis(url: str) -> None:
     """Fail fast with a one-line error when Redis cannot be reached at start-up."""
+    from .._broker._connection import check_reachable  # (redis-py: only when a command runs)
+    from .._errors import BrokerError
+
     try:
         await check_reachable(url)
     except (ValueError, TypeError, BrokerError) as exc:

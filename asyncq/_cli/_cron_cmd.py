@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from .._inspector._inspector import Inspector
-from .._scheduler import SchedulerEntry, SchedulerEvent
 from ._output import (
     PAYLOAD_WIDTH,
     add_common_args,
     bytes_doc,
+    compact_json,
     fmt_time,
     object_doc,
     print_json,
@@ -20,6 +17,10 @@ from ._output import (
     run_inspector,
     say,
 )
+
+if TYPE_CHECKING:
+    from .._inspector._inspector import Inspector
+    from .._scheduler import SchedulerEntry, SchedulerEvent
 
 
 def register(sub: Any) -> None:
@@ -70,9 +71,9 @@ def _print_entries(args: argparse.Namespace, entries: list[SchedulerEntry]) -> N
             row[-1] += 1
             continue
         value, kind = bytes_doc(e.payload, e.encoding)
-        payload = "-" if kind == "none" else (orjson.dumps(value).decode() if kind == "json"
+        payload = "-" if kind == "none" else (compact_json(value) if kind == "json"
                                               else repr(value))
-        options = orjson.dumps(dict(e.options)).decode() if e.options else "-"
+        options = compact_json(dict(e.options)) if e.options else "-"
         rows[e.id] = [e.id, e.spec, e.timezone, e.type, _short(payload), _short(options),
                       fmt_time(e.next_enqueue_at), fmt_time(e.prev_enqueue_at), 1]
     print_table(["ENTRY ID", "SPEC", "TIMEZONE", "TYPE", "PAYLOAD", "OPTIONS", "NEXT", "PREV",

@@ -4,16 +4,11 @@ the options of ``Client.enqueue`` under the same names."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 from datetime import datetime
 from typing import Any
 
-import orjson
-
-from .._client._client import Client
 from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_TIMEOUT_MS
-from .._validate import to_seconds
 from ._common import CLIError, add_replaced, check_redis
 from ._output import add_common_args, print_json, say, task_doc
 
@@ -24,6 +19,8 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 def parse_duration(text: str) -> float:
     """``90`` (seconds), ``90s``, ``1h30m``, ``250ms``, ``2d`` -> seconds (checked by the rule of
     every asyncq duration: finite, >= 0, at most 10 000 years)."""
+    from .._validate import to_seconds
+
     value = text.strip()
     try:
         total = float(value)
@@ -121,6 +118,9 @@ def _headers(pairs: list[tuple[str, str]] | None) -> dict[str, str] | None:
 
 
 def _payload(args: argparse.Namespace) -> object:
+    """The payload ``-l`` gives: JSON text parsed, or its bytes with ``--bytes``."""
+    import orjson
+
     if args.payload is None:
         if args.bytes:
             raise CLIError("--bytes needs a payload (-l)")
@@ -135,6 +135,11 @@ def _payload(args: argparse.Namespace) -> object:
 
 
 def cmd_enqueue(args: argparse.Namespace) -> int:
+    """Enqueue one task with the options given, and say its id and state."""
+    import asyncio
+
+    from .._client._client import Client  # (redis-py and the broker: only when enqueueing)
+
     payload = _payload(args)
     if args.unique_key is not None and args.unique is None:
         raise CLIError("--unique-key needs --unique TTL (how long a duplicate is refused)")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._inspector._inspector import Inspector
 from ._output import add_common_args, print_json, print_table, run_inspector, say
+
+if TYPE_CHECKING:
+    from .._inspector._inspector import Inspector
 
 
 def register(sub: Any) -> None:

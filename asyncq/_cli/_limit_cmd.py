@@ -4,13 +4,15 @@ an operator's value replacing a declared limit until cleared."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._defaults import DEFAULT_QUEUE
-from .._inspector._inspector import Inspector
-from .._limits import ConcurrencyLimit, Limit, LimitUse, RateLimit
 from ._common import CLIError
 from ._output import add_common_args, print_json, print_table, run_inspector, say
+
+if TYPE_CHECKING:
+    from .._inspector._inspector import Inspector
+    from .._limits import Limit, LimitUse
 
 
 def register(sub: Any) -> None:
@@ -88,6 +90,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def _limit_of(args: argparse.Namespace) -> Limit:
+    """The limit ``limit set`` gives, from its flags (CLIError when they do not make one)."""
+    from .._limits import ConcurrencyLimit, RateLimit
+
     if args.rate is None and args.concurrency is None:
         raise CLIError("give the limit's new value: --concurrency N or --rate RATE")
     try:

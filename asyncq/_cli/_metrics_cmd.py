@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib.resources import files
 from typing import Any
 
 from .._defaults import METRICS_HOST, METRICS_PORT
-from .._log_setup import configure_logging
 from ._common import CLIError, add_log_args, add_redis_args
 
 
@@ -33,6 +31,8 @@ def register(sub: Any) -> None:
 def alert_rules() -> str:
     """The alert rules file shipped in the package (asyncq/metrics/alerts.yml), read without
     importing asyncq.metrics, so it prints without the prometheus extra."""
+    from importlib.resources import files
+
     return (files("asyncq") / "metrics" / "alerts.yml").read_text(encoding="utf-8")
 
 
@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     if args.alert_rules:
         sys.stdout.write(alert_rules())
         return 0
+    from .._log_setup import configure_logging
+
     configure_logging(args.log_level, args.log_format)
     try:
         import uvicorn

@@ -1,23 +1,24 @@
-"""What the operations commands share: running against an Inspector, tables, JSON, formats."""
+"""What the operations commands share: running against an Inspector, tables, JSON, formats.
+
+The Inspector and the task model are imported by the functions that use them, so a parser
+that takes these helpers stays cheap to build."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
-import dataclasses
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from .._inspector._inspect_models import QueueInfo, ServerInfo
-from .._inspector._inspector import Inspector
-from .._model._info import TaskInfo, TaskState, run_time
 from .._text import printable, scaled_bytes
 from ._common import add_redis_args, check_redis
+
+if TYPE_CHECKING:
+    from .._inspector._inspect_models import QueueInfo, ServerInfo
+    from .._inspector._inspector import Inspector
+    from .._model._info import TaskInfo
 
 PAYLOAD_WIDTH = 40
 
@@ -33,6 +34,9 @@ def add_common_args(parser: argparse.ArgumentParser, *, json: bool = True) -> No
 def run_inspector(args: argparse.Namespace,
                   body: Callable[[Inspector], Awaitable[int]]) -> int:
     """Check that Redis answers, then run ``body`` with an Inspector; returns the exit code."""
+    import asyncio
+
+    from .._inspector._inspector import Inspector
 
     async def main() -> int:
         await check_redis(args.redis_url)
@@ -56,6 +60,9 @@ def _default(value: Any) -> Any:
 
 
 def print_json(value: Any) -> None:
+    """Print ``value`` as an indented JSON document (``--json``)."""
+    import orjson  # (here and below: on first use, the parser needs none)
+
     sys.stdout.write(orjson.dumps(
         value, default=_default,
         option=orjson.OPT_INDENT_2 | orjson.OPT_UTC_Z | orjson.OPT_NAIVE_UTC,
@@ -64,6 +71,8 @@ def print_json(value: Any) -> None:
 
 def bytes_doc(data: bytes | None, encoding: str = "b") -> tuple[Any, str]:
     """Bytes as a JSON-friendly value and how they were rendered: json, text, base64, none."""
+    import orjson
+
     if data is None or encoding == "n":
         return None, "none"
     if encoding == "j":
@@ -84,6 +93,8 @@ _ENCODED = {"payload": "encoding", "result": "result_encoding"}
 def encoded_doc(data: bytes | None, encoding: str) -> tuple[Any, str]:
     """Stored bytes for a JSON document and the encoding they are given in, as the Python
     objects name it: ``j`` the JSON value itself, ``b`` base64 of the bytes, null for none."""
+    import orjson
+
     if data is None or encoding == "n":
         return None, encoding
     if encoding == "j":
@@ -98,6 +109,8 @@ def object_doc(obj: Any) -> dict[str, Any]:
     """A dataclass (TaskInfo, QueueInfo, ...) as the ``--json`` of every command gives it: its
     fields by their Python names; payload/result by their encoding field (``encoded_doc``);
     durations in seconds, times RFC 3339 UTC, enums by value (``print_json``)."""
+    import dataclasses
+
     doc = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
     for name, encoding in _ENCODED.items():
         if name in doc and encoding in doc:
@@ -115,6 +128,13 @@ def queue_doc(info: QueueInfo) -> dict[str, Any]:
 
 def server_doc(s: ServerInfo) -> dict[str, Any]:
     return object_doc(s)
+
+
+def compact_json(value: Any) -> str:
+    """``value`` as one line of JSON, for a table cell or a field."""
+    import orjson
+
+    return orjson.dumps(value).decode()
 
 
 # -- human output
@@ -173,6 +193,8 @@ def fmt_duration(d: timedelta | float | None) -> str:
 def fmt_run_time(t: TaskInfo, now: datetime | None = None) -> str:
     """The latest run's length and how it ended: ``2.5s (completed)``, ``0.3s (failed)``,
     ``running for 12s``; ``-`` when no run is known."""
+    from .._model._info import TaskState, run_time
+
     took = run_time(t, now or datetime.now(UTC))
     if took is None:
         return "-"
@@ -186,6 +208,8 @@ def fmt_run_time(t: TaskInfo, now: datetime | None = None) -> str:
 def fmt_run_length(t: TaskInfo, now: datetime | None = None) -> str:
     """Only the length of the latest run (a list's state says how it ended), ``-`` when no run
     is known."""
+    from .._model._info import run_time
+
     took = run_time(t, now or datetime.now(UTC))
     return "-" if took is None else fmt_duration(took[0])
 
@@ -209,7 +233,7 @@ def fmt_payload(t: TaskInfo, width: int = PAYLOAD_WIDTH) -> str:
     if kind == "none":
         text = "-"
     elif kind == "json":
-        text = orjson.dumps(value).decode()
+        text = compact_json(value)
     elif kind == "base64":
         text = f"<{len(t.payload)} bytes>"
     else:

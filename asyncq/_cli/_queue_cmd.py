@@ -4,9 +4,8 @@ manage queues."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._inspector._inspector import Inspector
 from ._common import CLIError
 from ._output import (
     add_common_args,
@@ -19,6 +18,9 @@ from ._output import (
     run_inspector,
     say,
 )
+
+if TYPE_CHECKING:
+    from .._inspector._inspector import Inspector
 
 
 def register(sub: Any) -> None:

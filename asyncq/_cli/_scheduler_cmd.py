@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._errors import AsyncqError
-from .._log_setup import configure_logging
-from .._scheduler import PeriodicTaskManager, Scheduler
 from ._common import (
     CLIError,
     add_log_args,
@@ -16,6 +12,9 @@ from ._common import (
     check_redis,
     import_object,
 )
+
+if TYPE_CHECKING:
+    from .._scheduler import PeriodicTaskManager, Scheduler
 
 DESCRIPTION = """\
 Run periodic tasks until SIGTERM/SIGINT (exit code 0).
@@ -48,6 +47,8 @@ def register(sub: Any) -> None:
 
 def load_runner(target: str, redis_url: str) -> tuple[Scheduler | PeriodicTaskManager, bool]:
     """The object TARGET names and whether it was built from ``redis_url`` (by a factory)."""
+    from .._scheduler import PeriodicTaskManager, Scheduler
+
     obj = import_object(target)
     if isinstance(obj, Scheduler | PeriodicTaskManager):
         return obj, False
@@ -65,6 +66,12 @@ def load_runner(target: str, redis_url: str) -> tuple[Scheduler | PeriodicTaskMa
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the scheduler TARGET names until SIGTERM/SIGINT."""
+    import asyncio
+
+    from .._errors import AsyncqError
+    from .._log_setup import configure_logging
+
     configure_logging(args.log_level, args.log_format)
     runner, from_url = load_runner(args.target, args.redis_url)
 

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._inspector._inspect_models import ServerInfo
-from .._inspector._inspector import Inspector
-from .._validate import is_queue_pattern, match_queue_patterns
 from ._output import (
     add_common_args,
     fmt_time,
@@ -18,6 +15,10 @@ from ._output import (
     say,
     server_doc,
 )
+
+if TYPE_CHECKING:
+    from .._inspector._inspect_models import ServerInfo
+    from .._inspector._inspector import Inspector
 
 
 def register(sub: Any) -> None:
@@ -52,6 +53,8 @@ async def patterns_matched(inspector: Inspector, servers: Sequence[ServerInfo]
                            ) -> dict[str, dict[str, list[str]]]:
     """For each server serving a pattern (``tenant:*``), the registered queues each of its
     patterns matches, by server id; the registry is read only when some server has one."""
+    from .._validate import is_queue_pattern, match_queue_patterns
+
     if not any(is_queue_pattern(q) for s in servers for q in s.queues):
         return {}
     names = await inspector.queues()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._inspector._inspector import Inspector
 from ._output import (
     add_common_args,
     fmt_bytes,
@@ -17,6 +16,9 @@ from ._output import (
     run_inspector,
     say,
 )
+
+if TYPE_CHECKING:
+    from .._inspector._inspector import Inspector
 
 STATES = ("active", "pending", "aggregating", "scheduled", "retry", "archived", "completed")
 _REDIS_FIELDS = ("redis_version", "uptime_in_seconds", "connected_clients", "used_memory",

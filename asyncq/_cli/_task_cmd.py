@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from .._inspector._inspector import Inspector
-from .._model._info import STORED_STATES, TaskInfo, TaskState
 from . import _enqueue_cmd
 from ._common import add_replaced
 from ._output import (
     add_common_args,
     bytes_doc,
+    compact_json,
     fmt_duration,
     fmt_limit,
     fmt_payload,
@@ -28,7 +25,13 @@ from ._output import (
     task_doc,
 )
 
-STATES = [s.value for s in STORED_STATES]
+if TYPE_CHECKING:
+    from .._inspector._inspector import Inspector
+    from .._model._info import TaskInfo, TaskState
+
+#: The states a queue lists: the task model's STORED_STATES, spelt out so that building the
+#: parser does not import the model (tests/cli/test_startup.py checks that they agree).
+STATES = ["pending", "active", "scheduled", "retry", "archived", "completed", "aggregating"]
 _BULK = {
     "runall": ("run", ["scheduled", "retry", "archived", "completed", "aggregating"],
                "run every task of a state now", "made pending"),
@@ -105,6 +108,8 @@ def register(sub: Any) -> None:
 
 def _columns(state: TaskState) -> tuple[list[str], Any]:
     """Extra columns for a state: headers and a function TaskInfo -> cells."""
+    from .._model._info import TaskState
+
     # LIMIT: the timeout and deadline a run has (of tasks still to run or running); RAN: how
     # long the latest run took (of tasks done with).
     if state is TaskState.ACTIVE:
@@ -145,6 +150,8 @@ def _short(text: str | None, width: int = 40) -> str:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    from .._model._info import TaskState
+
     async def body(inspector: Inspector) -> int:
         if args.state is None:
             return await list_every_state(inspector, args)
@@ -166,6 +173,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 async def list_every_state(inspector: Inspector, args: argparse.Namespace) -> int:
     """``task ls -q Q`` without ``-s``: a section per state that has tasks."""
+    from .._model._info import TaskState
+
     info = await inspector.queue_info(args.queue)
     docs: dict[str, list[dict[str, Any]]] = {}
     for state in (TaskState.ACTIVE, TaskState.PENDING, TaskState.SCHEDULED, TaskState.RETRY,
@@ -195,7 +204,7 @@ def fmt_result(t: TaskInfo) -> str:
         return "-"
     value, kind = bytes_doc(t.result, t.result_encoding)
     if kind == "json":
-        text = orjson.dumps(value).decode()
+        text = compact_json(value)
     elif kind == "text":
         text = repr(value)
     else:
@@ -218,7 +227,7 @@ def print_task(t: TaskInfo) -> None:
         ("enqueued at", fmt_time(t.enqueued_at)), ("started at", fmt_time(t.started_at)),
         ("completed at", fmt_time(t.completed_at)), ("run time", fmt_run_time(t)),
         ("progress", fmt_progress(t)),
-        *([("progress data", orjson.dumps(t.progress_data).decode()[:300])]
+        *([("progress data", compact_json(t.progress_data)[:300])]
           if t.progress_data is not None else []),
         *([("progress at", fmt_time(t.progress_at))] if t.progress is not None else []),
         ("result", fmt_result(t)),

@@ -8,15 +8,11 @@ at start is said on stderr, not fatal: the dashboard answers 503 until Redis is 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import ipaddress
 import os
 import sys
 from typing import Any
 
-from .._broker._connection import check_reachable
 from .._defaults import WEB_HOST, WEB_PORT, WEB_TITLE
-from .._errors import BrokerError
 from ._common import CLIError, add_redis_args
 
 PASSWORD_ENV = "ASYNCQ_WEB_PASSWORD"
@@ -46,6 +42,9 @@ def register(sub: Any) -> None:
 
 
 def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (localhost, 127.0.0.0/8, ::1)."""
+    import ipaddress
+
     if host == "localhost":
         return True
     try:
@@ -76,6 +75,11 @@ def cmd_web(args: argparse.Namespace) -> int:
                        f"--basic-auth USER:PASSWORD (or --allow-public-without-auth)")
     if not 0 < args.port < 65536:
         raise CLIError(f"--port must be 1-65535, got {args.port}")
+    import asyncio
+
+    from .._broker._connection import check_reachable
+    from .._errors import BrokerError
+
     try:
         import uvicorn
 

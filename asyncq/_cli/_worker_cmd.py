@@ -1,13 +1,15 @@
-"""``asyncq worker module:attr``: run a worker process."""
+"""``asyncq worker module:attr``: run a worker process.
+
+The parser is built from this module alone; the worker, the supervisor, the reloader and the
+target loader are imported by the functions that run them, so ``asyncq --help`` needs none.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import dataclasses
 import functools
 import os
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._defaults import (
     DEFAULT_REDIS_URL,
@@ -43,11 +45,6 @@ from .._defaults import (
     WORKER_UNKNOWN_TYPE,
     WORKER_WORKFLOW_INTERVAL,
 )
-from .._errors import BrokerError
-from .._log import get_logger
-from .._log_setup import configure_logging
-from .._service._health import ProbeServer
-from .._worker import Worker, WorkerConfig
 from ._common import (
     REDIS_URL_ENV,
     CLIError,
@@ -56,15 +53,12 @@ from ._common import (
     check_redis,
     parse_queue_weights,
 )
-from ._reload import Reloader, check_watchfiles
-from ._supervisor import (
-    METRICS_ENV,
-    PROBES_ENV,
-    Supervisor,
-    child_argv,
-    watch_supervisor,
-)
-from ._target import ImportFailed, import_target, resolve_config, resolve_target
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from .._service._health import ProbeServer
+    from .._worker import Worker, WorkerConfig
 
 #: WorkerConfig fields only the Python API can set (callables, objects): a factory target
 #: returning a configured Worker, or ``--config`` naming a WorkerConfig, carries them.
@@ -117,7 +111,16 @@ def register(sub: Any) -> None:
                    help="directory --reload watches, repeatable (default: the current one)")
     add_log_args(p)
     p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
-    p.set_defaults(func=run, child_argv=functools.partial(child_argv, p))
+    p.set_defaults(func=run, child_argv=functools.partial(_child_argv, p))
+
+
+def _child_argv(parser: argparse.ArgumentParser, args: argparse.Namespace, *,
+                endpoints: bool = False) -> list[str]:
+    """The supervisor's ``child_argv`` (the arguments of a worker process), imported when a
+    supervisor or a reloader asks for it."""
+    from ._supervisor import child_argv
+
+    return child_argv(parser, args, endpoints=endpoints)
 
 
 def _add_setting_flags(p: argparse.ArgumentParser) -> None:
@@ -237,6 +240,10 @@ def worker_options(args: argparse.Namespace) -> dict[str, Any]:
     """The WorkerConfig options the flags set. A flag not given is left out, so WorkerConfig
     applies (or derives) the same default as the Python API, or --config / a Worker target
     keeps its value."""
+    import dataclasses
+
+    from .._worker import WorkerConfig
+
     fields = {f.name for f in dataclasses.fields(WorkerConfig)}
     options = {name: getattr(args, name) for name in fields - CONFIG_ONLY - {"queues", "extra"}
                if getattr(args, name, None) is not None}
@@ -270,6 +277,8 @@ def with_flags(config: WorkerConfig, options: dict[str, Any]) -> WorkerConfig:
     """``config`` with the settings the flags gave in place of its own. A setting derived
     from another (the heartbeat from the lease, prefetch from concurrency) is derived again
     from the new value unless the config or the flags set it to something else."""
+    import dataclasses
+
     derived: dict[str, Any] = {}
     if ("lease_duration" in options and "heartbeat_interval" not in options
             and config.heartbeat_interval == min(WORKER_HEARTBEAT_INTERVAL,
@@ -286,6 +295,8 @@ def build_worker(args: argparse.Namespace, made: Any, config: WorkerConfig | Non
     """The Worker to run: the target's own (rebuilt with the flags' settings over its config
     when any is given), or one on --redis-url running the target's handler with --config's
     settings (if given) under the flags'."""
+    from .._worker import Worker
+
     try:
         if isinstance(made, Worker):
             if config is not None:
@@ -312,6 +323,9 @@ def redis_url_default() -> str:
 
 
 def _imported(path: str, traceback: bool) -> Any:
+    """The object ``path`` names (the whole traceback of a failing import with --traceback)."""
+    from ._target import ImportFailed, import_target
+
     try:
         return import_target(path)
     except ImportFailed as exc:
@@ -321,12 +335,21 @@ def _imported(path: str, traceback: bool) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the worker TARGET names (or a reloader or supervisor of worker processes)."""
+    import asyncio
+
+    from .._log_setup import configure_logging
+
     configure_logging(args.log_level, args.log_format)
     supervised = _check_supervisor_flags(args)
     if args.reload:
+        from ._reload import Reloader
+
         return asyncio.run(Reloader(args.child_argv(args, endpoints=True),
                                     args.reload_dir or []).run())
     if supervised:
+        from ._supervisor import Supervisor
+
         if args.metrics_port is not None:
             _worker_metrics()  # (the prometheus extra is there, or say so now)
         return asyncio.run(Supervisor(
@@ -335,6 +358,10 @@ def run(args: argparse.Namespace) -> int:
                     else (args.health_host or HEALTH_HOST, args.health_port)),
             metrics=(None if args.metrics_port is None
                      else (args.metrics_host, args.metrics_port))).run())
+    from .._worker import Worker
+    from ._supervisor import METRICS_ENV, PROBES_ENV, watch_supervisor
+    from ._target import resolve_config, resolve_target
+
     # Set by a supervisor for this process only (not for processes its handlers start).
     probes_path = os.environ.pop(PROBES_ENV, None)
     supervisor_metrics = os.environ.pop(METRICS_ENV, None) == "1"
@@ -374,6 +401,8 @@ def run(args: argparse.Namespace) -> int:
 
 async def _check_worker_redis(target: str, worker: Worker) -> None:
     """Fail fast, as with --redis-url, when the Redis of a Worker target does not answer."""
+    from .._errors import BrokerError
+
     try:
         await worker.broker.ping()
     except BrokerError as exc:
@@ -393,6 +422,8 @@ def _worker_metrics() -> Any:
 
 def _measured(made: Any, config: WorkerConfig | None) -> bool:
     """Whether the target's Worker or --config already measures (keep its metrics then)."""
+    from .._worker import Worker
+
     if isinstance(made, Worker):
         return made.config.metrics is not None
     return config is not None and config.metrics is not None
@@ -401,6 +432,8 @@ def _measured(made: Any, config: WorkerConfig | None) -> bool:
 def _serve_supervisor(worker: Worker, path: str) -> ProbeServer:
     """In a supervised process: its probes (and metrics, when measured) on the unix socket
     ``path``, for the supervisor to gather."""
+    from .._service._health import ProbeServer
+
     routes = dict(worker.probes.routes())
     if worker.config.metrics is not None:
         from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
@@ -436,6 +469,8 @@ def _check_supervisor_flags(args: argparse.Namespace) -> bool:
         if args.burst:
             raise CLIError("--reload and --burst do not go together: a burst worker exits "
                            "when its queues are empty")
+        from ._reload import check_watchfiles
+
         check_watchfiles()
         for directory in args.reload_dir or []:
             if not os.path.isdir(directory):
@@ -444,6 +479,9 @@ def _check_supervisor_flags(args: argparse.Namespace) -> bool:
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop: uvloop's when it is installed, else asyncio's."""
+    import asyncio
+
     try:
         import uvloop
     except ImportError:
@@ -473,6 +511,11 @@ def _run_loop(coro: Any, *, leftover_grace: float = 1.0) -> None:
 
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop, grace: float) -> None:
+    """Cancel the tasks left on ``loop``, give them ``grace`` seconds, log those still stuck."""
+    import asyncio
+
+    from .._log import get_logger
+
     tasks = asyncio.all_tasks(loop)
     if not tasks:
         return

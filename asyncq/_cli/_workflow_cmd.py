@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._inspector._inspector import Inspector
-from .._workflow import WorkflowInfo
 from ._output import (
     add_common_args,
     fmt_time,
@@ -17,6 +15,10 @@ from ._output import (
     run_inspector,
     say,
 )
+
+if TYPE_CHECKING:
+    from .._inspector._inspector import Inspector
+    from .._workflow import WorkflowInfo
 
 
 def register(sub: Any) -> None:
