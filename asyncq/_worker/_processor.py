@@ -116,6 +116,7 @@ class Processor:
                               max_memory_per_child=config.max_memory_per_child,
                               kill_grace=config.process_kill_grace, observer=config.metrics))
         """Where sync handlers run (see ``_threads``)."""
+        self.threads.rules = self.rules  # (what a handler reads through registered_rules)
         self.state: Any = None
         """What the worker's lifespan yielded: every Task's ``state``."""
         self._acker = acker
