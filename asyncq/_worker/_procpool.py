@@ -88,12 +88,25 @@ def handler_ref(fn: object, what: str) -> str:
     return f"{module}:{qualname}"
 
 
+TYPED_REF = "!task"
+"""Ends the ref of a typed task's function (``@mux.task``): the child runs the function as that
+task (its arguments decoded from the payload), whether the module's attribute is the
+definition (the decorator form) or the function itself (the call form,
+``mux.task("x")(fn)`` registering a function of another module)."""
+
+
+def typed_ref(fn: object, what: str) -> str:
+    """``handler_ref`` of a typed task's function, marked as such (``TYPED_REF``)."""
+    return handler_ref(fn, what) + TYPED_REF
+
+
 # -- the child
 
 
 def _resolve(ref: str) -> Callable[[Task], Any]:
-    from .._typed._definition import TaskDefinition  # (the child's own import)
-    module_name, _, qualname = ref.partition(":")
+    from .._typed._definition import TaskDefinition, define  # (the child's own import)
+    typed = ref.endswith(TYPED_REF)
+    module_name, _, qualname = ref.removesuffix(TYPED_REF).partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
         obj = getattr(obj, part)
@@ -101,6 +114,8 @@ def _resolve(ref: str) -> Callable[[Task], Any]:
         return obj.handler()
     if not callable(obj):
         raise TypeError(f"{ref} is not a handler: {obj!r}")
+    if typed:  # (the call form: the module holds the undecorated function)
+        return define(qualname, obj, {}).handler()
     return obj  # type: ignore[no-any-return]
 
 
