@@ -98,3 +98,9 @@ def double(n: int) -> dict[str, int]:
     """A plain function of this module, registered as a typed task elsewhere by the call form
     (``mux.task("double", isolate="process")(double)``): the module holds it undecorated."""
     return {"double": 2 * n, "pid": os.getpid()}
+
+
+def nap(task: Task) -> int:
+    """Sleep for the payload's seconds (a run of known length), then return this child's pid."""
+    time.sleep(task.json())
+    return os.getpid()
