@@ -12,7 +12,7 @@ from .._model._rules import HandlerRules, handler_rules
 from .._model._task import Task
 from .._typed import TaskDecorator, TaskDefinition
 from ._config import Lifespan, check_lifespan
-from ._procpool import ISOLATIONS, handler_ref
+from ._procpool import ISOLATIONS, handler_ref, typed_ref
 from ._threads import is_sync_handler, isolated, threaded
 
 Handler = Callable[[Task], Awaitable[Any]]
@@ -266,8 +266,9 @@ class ServeMux:
 
         def register(definition: TaskDefinition[Any, Any]) -> None:
             handler = definition.handler()
-            try:  # a child imports the definition (isolate or sync_handlers "process")
-                handler.__asyncq_ref__ = handler_ref(  # type: ignore[attr-defined]
+            try:  # a child imports the function (isolate or sync_handlers "process") and runs
+                # it as this typed task, decorated or not in its module (the call form)
+                handler.__asyncq_ref__ = typed_ref(  # type: ignore[attr-defined]
                     definition.fn, f"task {name!r}")
             except (TypeError, ValueError):
                 if isolation.get("isolate") == "process":

@@ -55,7 +55,7 @@ from ._procpool import ProcessPool
 from ._progress import ProgressReports
 from ._queues import ServedQueues
 from ._retry import QueueOrder
-from ._running import Buffered, DeadlineTimers, Running, Stop, limit_of
+from ._running import Buffered, DeadlineTimers, LateStarts, Running, Stop, limit_of
 from ._threads import SyncThreads
 
 
@@ -116,6 +116,7 @@ class Processor:
                               max_memory_per_child=config.max_memory_per_child,
                               kill_grace=config.process_kill_grace, observer=config.metrics))
         """Where sync handlers run (see ``_threads``)."""
+        self.threads.rules = self.rules  # (what a handler reads through registered_rules)
         self.state: Any = None
         """What the worker's lifespan yielded: every Task's ``state``."""
         self._acker = acker
@@ -137,6 +138,8 @@ class Processor:
         so if Redis did run it (the reply was lost) the tasks it leased come back to us."""
         self.running: dict[str, Running] = {}
         self._deadlines = DeadlineTimers(self.cancel)
+        if self.threads.procs is not None:  # (a process-run handler's limit starts in its child)
+            self.threads.procs.limits = LateStarts(self.running, self._deadlines, clock.now_ms)
         self.buffer: dict[str, Buffered] = {}
         """Prefetched tasks (leased, lease renewed, not started), oldest first."""
         self._capacity = config.concurrency + (config.prefetch or 0)

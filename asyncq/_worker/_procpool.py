@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import inspect
 import multiprocessing
@@ -29,7 +30,7 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -88,12 +89,25 @@ def handler_ref(fn: object, what: str) -> str:
     return f"{module}:{qualname}"
 
 
+TYPED_REF = "!task"
+"""Ends the ref of a typed task's function (``@mux.task``): the child runs the function as that
+task (its arguments decoded from the payload), whether the module's attribute is the
+definition (the decorator form) or the function itself (the call form,
+``mux.task("x")(fn)`` registering a function of another module)."""
+
+
+def typed_ref(fn: object, what: str) -> str:
+    """``handler_ref`` of a typed task's function, marked as such (``TYPED_REF``)."""
+    return handler_ref(fn, what) + TYPED_REF
+
+
 # -- the child
 
 
 def _resolve(ref: str) -> Callable[[Task], Any]:
-    from .._typed._definition import TaskDefinition  # (the child's own import)
-    module_name, _, qualname = ref.partition(":")
+    from .._typed._definition import TaskDefinition, define  # (the child's own import)
+    typed = ref.endswith(TYPED_REF)
+    module_name, _, qualname = ref.removesuffix(TYPED_REF).partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
         obj = getattr(obj, part)
@@ -101,6 +115,8 @@ def _resolve(ref: str) -> Callable[[Task], Any]:
         return obj.handler()
     if not callable(obj):
         raise TypeError(f"{ref} is not a handler: {obj!r}")
+    if typed:  # (the call form: the module holds the undecorated function)
+        return define(qualname, obj, {}).handler()
     return obj  # type: ignore[no-any-return]
 
 
@@ -157,6 +173,17 @@ class _ChildProgress:
             self._closed = True
 
 
+def _deadline(meta: dict[str, Any]) -> int:
+    """The run's deadline (Unix ms, 0: none) for a handler starting now: from the limit's
+    ``limit_span`` when the worker sent it (the limit counts from here), else as sent."""
+    span = meta.get("limit")
+    if not span:
+        return int(meta["deadline_ms"])
+    timeout_ms, cap_ms = span
+    deadline = _now_ms() + timeout_ms if timeout_ms else 0
+    return cap_ms if cap_ms and (not deadline or cap_ms < deadline) else deadline
+
+
 def _child_task(payload: bytes, meta: dict[str, Any],
                 progress: _ChildProgress | None = None) -> Task:
     task = Task.__new__(Task)
@@ -169,7 +196,7 @@ def _child_task(payload: bytes, meta: dict[str, Any],
     task.max_retry = meta["max_retry"]
     task.headers = dict(meta["headers"])
     task.retried = meta["retried"]
-    task._deadline_ms = meta["deadline_ms"]
+    task._deadline_ms = _deadline(meta)
     task._writer = None
     task._progress = _no_progress if progress is None else progress
     task._state = None
@@ -211,6 +238,11 @@ def _on_term(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # (finally blocks run during the kill grace)
 
 
+_STARTED = orjson.dumps({"started": True})
+"""What a child sends when asked (``tell_start``) as the handler starts: it has started up and
+imported the handler, so the run's limit counts from now."""
+
+
 def _child_main(conn: Connection) -> None:
     """A child's loop: run one task per message until the worker closes the pipe. Only bytes
     cross the pipe (JSON headers and the payload/result as stored): never a pickle."""
@@ -226,12 +258,18 @@ def _child_main(conn: Connection) -> None:
             return
         raw = b""
         try:
-            if meta.get("soft_after"):
-                signal.setitimer(signal.ITIMER_REAL, meta["soft_after"])
             progress = _ChildProgress(conn) if meta.get("progress") else None
             try:
                 fn = handlers.get(ref) or handlers.setdefault(ref, _resolve(ref))
-                value = fn(_child_task(payload, meta, progress))
+                if meta.get("tell_start"):  # (its limit counts from here, not from the import)
+                    conn.send_bytes(_STARTED)
+                    conn.send_bytes(b"")
+                task = _child_task(payload, meta, progress)
+                soft = meta.get("soft")
+                if soft and task._deadline_ms:
+                    signal.setitimer(signal.ITIMER_REAL, max(
+                        (task._deadline_ms - _now_ms()) / 1000 - soft, 0.001))
+                value = fn(task)
                 if inspect.isawaitable(value):
                     value = asyncio.run(_awaited(value))
             finally:
@@ -265,12 +303,33 @@ async def _awaited(value: Any) -> Any:
 
 
 class _Child:
-    __slots__ = ("conn", "proc", "runs")
+    __slots__ = ("conn", "proc", "refs", "runs")
 
     def __init__(self, proc: BaseProcess, conn: Connection) -> None:
         self.proc = proc
         self.conn = conn
         self.runs = 0
+        self.refs: set[str] = set()
+        """The handlers it has imported (a run of another one starts with its import)."""
+
+
+class RunLimits(Protocol):
+    """The worker's time limits of the runs given to the pool (``_running.LateStarts``): a run's
+    limit counts from when its handler starts in a child, not while it waits for one."""
+
+    def span(self, task_id: str) -> tuple[int, int]:
+        """``(timeout, deadline)`` ms of the run (0: none), for its child."""
+
+    def hold(self, task_id: str, budget_s: float | None) -> None:
+        """The handler has not started: stop counting (stop the run after ``budget_s``)."""
+
+    def restart(self, task_id: str) -> None:
+        """The handler starts now: its limit counts from now."""
+
+
+START_BUDGET = 60.0
+"""Seconds a fresh child (or one new to a handler) may take to start up and import the
+handler's module before its run is stopped as timed out; its time limit counts only after."""
 
 
 _INLINE_SEND = 32 * 1024
@@ -313,6 +372,9 @@ class ProcessPool:
         self.max_memory_per_child = max_memory_per_child
         self.kill_grace = kill_grace
         self._over_memory_hook = getattr(observer, "process_over_memory", None)
+        self.limits: RunLimits | None = None
+        """The worker's time limits of the runs (None: a run's limit is the worker's alone)."""
+        self.start_budget = START_BUDGET
         self._ctx: Any = None  # (see _context)
         self._idle: list[_Child] = []
         self._slots: asyncio.Semaphore | None = None
@@ -349,6 +411,11 @@ class ProcessPool:
         ``on_progress`` receives the handler's progress reports (on the loop) as they come."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.size)
+        limits, task_id = self.limits, meta["id"]
+        held = limits is not None and (self._slots.locked() or not self._idle)
+        if held:  # (waiting for a free child, or for one to start: its limit waits too)
+            assert limits is not None
+            limits.hold(task_id, None if self._slots.locked() else self.start_budget)
         await self._slots.acquire()
         child: _Child | None = None
         if self.max_memory_per_child:
@@ -358,8 +425,17 @@ class ProcessPool:
         try:
             child = self._idle.pop() if self._idle else await asyncio.to_thread(
                 self._start_child)
+            on_start = None
+            if limits is not None:
+                meta = {**meta, "limit": limits.span(task_id)}
+                if ref not in child.refs:  # it imports the handler first (a fresh child too)
+                    limits.hold(task_id, self.start_budget)
+                    meta["tell_start"] = True
+                    on_start = functools.partial(self._started, limits, task_id, child, ref)
+                elif held:
+                    limits.restart(task_id)
             reply = await self._exchange(child, orjson.dumps([ref, meta]), payload,
-                                         on_progress)
+                                         on_progress, on_start)
         except BaseException as exc:
             if child is None:
                 self._slots.release()
@@ -374,6 +450,12 @@ class ProcessPool:
             self._idle.append(child)
             self._slots.release()
         return _unpack(reply)
+
+    @staticmethod
+    def _started(limits: RunLimits, task_id: str, child: _Child, ref: str) -> None:
+        """The child started the handler ``ref``: the run's limit counts from now."""
+        child.refs.add(ref)
+        limits.restart(task_id)
 
     def _over_memory(self, child: _Child, rss_kib: object, meta: dict[str, Any]) -> bool:
         """Whether ``child``, which just answered, is over the memory cap: then it is logged
@@ -393,6 +475,7 @@ class ProcessPool:
 
     async def _exchange(self, child: _Child, head: bytes, payload: bytes,
                         on_progress: ProgressForward | None = None,
+                        on_start: Callable[[], None] | None = None,
                         ) -> tuple[dict[str, Any], bytes]:
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[tuple[dict[str, Any], bytes]] = loop.create_future()
@@ -407,6 +490,10 @@ class ProcessPool:
                 if "progress" in reply[0]:  # a progress report: the answer comes later
                     if on_progress is not None:
                         _forward(on_progress, reply)
+                    return
+                if "started" in reply[0]:  # the handler starts (asked for: tell_start)
+                    if on_start is not None:
+                        on_start()
                     return
                 loop.remove_reader(fd)
                 answer.set_result(reply)
@@ -509,15 +596,12 @@ def _unpack(reply: tuple[dict[str, Any], bytes]) -> Any:
 
 def child_meta(task: Task, soft_timeout: float | None) -> dict[str, Any]:
     """What a child gets besides the payload bytes: the task's fields (and when to raise
-    SoftTimeLimitExceeded: ``soft_timeout`` s before the task's deadline)."""
-    deadline_ms = task._deadline_ms
-    soft_after = 0.0
-    if soft_timeout and deadline_ms:
-        soft_after = max((deadline_ms - _now_ms()) / 1000 - soft_timeout, 0.001)
+    SoftTimeLimitExceeded: ``soft_timeout`` s before the deadline its run has when its
+    handler starts; the pool adds the run's limit, ``limit``, that deadline counts from)."""
     return {"type": task.type, "id": task.id, "queue": task.queue, "enc": task.encoding,
             "headers": dict(task.headers), "max_retry": task.max_retry,
-            "retried": task.retried, "deadline_ms": deadline_ms, "soft_after": soft_after,
-            "pid": os.getpid()}
+            "retried": task.retried, "deadline_ms": task._deadline_ms,
+            "soft": soft_timeout or 0, "pid": os.getpid()}
 
 
 def _now_ms() -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._broker import RawTask
@@ -139,6 +139,13 @@ class DeadlineTimers:
         else:
             self._far.pop(run.id, None)
 
+    def rearm(self, run: Running, delay_s: float | None, limit: Stop | None) -> None:
+        """Stop ``run`` ``delay_s`` seconds from now instead (None: not at all)."""
+        self.disarm(run)
+        run.timer = None
+        if delay_s is not None and limit is not None:
+            self.arm(run, max(delay_s, 0.0), limit)
+
     def _sweep_far(self) -> None:
         loop = asyncio.get_running_loop()
         now = loop.time()
@@ -147,3 +154,63 @@ class DeadlineTimers:
                 del self._far[run_id]
                 run.timer = loop.call_later(max(0.0, at - now), self._fire, run_id, limit)
         self._sweep = loop.call_later(SWEEP_S, self._sweep_far) if self._far else None
+
+
+# -- a limit that counts from when the handler starts
+
+
+def limit_span(msg: TaskMessage) -> tuple[int, int]:
+    """``(timeout, deadline)`` in ms that limit a run of ``msg`` (0: none): ``limit_of`` from
+    any start is ``min(start + timeout, deadline)`` of those that are set."""
+    if msg.timeout_ms > 0:
+        return msg.timeout_ms, msg.deadline_ms
+    if msg.deadline_ms or msg.timeout_ms == NO_TIMEOUT:
+        return 0, msg.deadline_ms
+    return DEFAULT_TIMEOUT_MS, 0
+
+
+class LateStarts:
+    """Moves the time limit of a run whose handler starts after the run did, so that it counts
+    from the handler's start: a process-run handler waits for a free child, or for a fresh one
+    to start and import its module (the process pool calls ``hold``, then ``restart``). Only
+    the relative limit moves; a deadline the task was enqueued with stays where it is."""
+
+    def __init__(self, running: Mapping[str, Running], timers: DeadlineTimers,
+                 now_ms: Callable[[], int]) -> None:
+        self._running = running
+        self._timers = timers
+        self._now_ms = now_ms
+
+    def _live(self, task_id: str) -> Running | None:
+        run = self._running.get(task_id)
+        return run if run is not None and run.reason is None else None
+
+    def span(self, task_id: str) -> tuple[int, int]:
+        """``limit_span`` of the run: how its child computes its deadline when the handler
+        starts; (0, 0) for a run no longer held."""
+        run = self._running.get(task_id)
+        return (0, 0) if run is None else limit_span(run.msg)
+
+    def hold(self, task_id: str, budget_s: float | None) -> None:
+        """The run's handler has not started: its limit stops counting; it is stopped anyway
+        ``budget_s`` seconds from now (None: never), or at its enqueued deadline."""
+        run = self._live(task_id)
+        if run is None or limit_of(0, run.msg)[1] is None:  # (no limit at all)
+            return
+        now = self._now_ms()
+        at, limit = (0, None) if budget_s is None else (now + round(budget_s * 1000),
+                                                        Stop.TIMEOUT)
+        cap = run.msg.deadline_ms
+        if cap and (not at or cap < at):
+            at, limit = cap, Stop.DEADLINE
+        self._timers.rearm(run, (at - now) / 1000 if limit else None, limit)
+
+    def restart(self, task_id: str) -> None:
+        """The run's handler starts now: its limit counts from now."""
+        run = self._live(task_id)
+        if run is None:
+            return
+        now = self._now_ms()
+        at, limit = limit_of(now, run.msg)
+        run.deadline_ms = run.task._deadline_ms = at
+        self._timers.rearm(run, (at - now) / 1000 if limit else None, limit)

@@ -27,6 +27,7 @@ import anyio
 import anyio.to_thread
 
 from .._log import get_logger
+from .._model._rules import HandlerRules
 from .._model._task import Task
 from ._procpool import ProcessPool, ProgressForward, child_meta, handler_ref
 
@@ -48,6 +49,8 @@ class SyncThreads:
         self._unbounded = anyio.CapacityLimiter(math.inf)
         self.left_behind = 0
         """Threads still running a handler whose task the worker no longer waits for."""
+        self.rules: Callable[[str], HandlerRules | None] | None = None
+        """The worker's lookup of a task type's registered options (``registered_rules``)."""
 
     @property
     def busy(self) -> int:
@@ -110,6 +113,14 @@ def use_threads(threads: SyncThreads) -> None:
     """Make ``threads`` the pool of sync handlers called from the current context (set by the
     processor in each handler's own asyncio task)."""
     _CURRENT.set(threads)
+
+
+def registered_rules(task_type: str) -> HandlerRules | None:
+    """The task options the handler of ``task_type`` was registered with in the worker running
+    the current task (None: none, or not in a worker): for a handler that must know how its
+    failure will be decided (the Django runner: whether it is retried)."""
+    threads = _CURRENT.get()
+    return None if threads is None or threads.rules is None else threads.rules(task_type)
 
 
 def is_sync_handler(handler: object) -> bool:

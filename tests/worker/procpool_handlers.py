@@ -92,3 +92,15 @@ def grow(task: Task) -> dict[str, int]:
 
 def memory(task: Task) -> dict[str, int]:
     return {"pid": os.getpid(), "rss_kib": resident_kib() or 0}
+
+
+def double(n: int) -> dict[str, int]:
+    """A plain function of this module, registered as a typed task elsewhere by the call form
+    (``mux.task("double", isolate="process")(double)``): the module holds it undecorated."""
+    return {"double": 2 * n, "pid": os.getpid()}
+
+
+def nap(task: Task) -> int:
+    """Sleep for the payload's seconds (a run of known length), then return this child's pid."""
+    time.sleep(task.json())
+    return os.getpid()

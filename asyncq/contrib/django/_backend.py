@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from asyncq._client._client import Client
+from asyncq._defaults import RESULT_RETENTION
 from asyncq._errors import TaskNotFoundError
 from asyncq._inspector._inspector import Inspector
 from asyncq._model._info import TaskInfo
@@ -30,6 +31,11 @@ from ._results import result_of, task_payload
 #: backend's OPTIONS say MAX_RETRY.
 _NO_RETRY = 0
 
+#: How long a completed call is kept (seconds) unless OPTIONS say RETENTION: as asyncq keeps
+#: a task that returned a value, and the same for one that returned None (asyncq would leave
+#: only a completion mark, without the call's arguments), so ``get_result`` reads either.
+_RETENTION = RESULT_RETENTION
+
 _OPTION_NAMES = {"URL", "MAX_RETRY", "TIMEOUT", "RETENTION", "PRIORITIES"}
 
 
@@ -41,7 +47,8 @@ class AsyncqBackend(BaseTaskBackend):
     type is the function's dotted path, whose payload is its arguments (JSON) and whose asyncq
     queue is its ``queue_name`` (``<queue_name>:<band>`` for a priority band); its result id
     is the asyncq task id. OPTIONS: ``URL`` (required), ``MAX_RETRY`` (default 0: a failing
-    call is FAILED at once), ``TIMEOUT`` and ``RETENTION`` (seconds; default asyncq's),
+    call is FAILED at once), ``TIMEOUT`` (seconds; default asyncq's), ``RETENTION`` (seconds a
+    completed call is kept, whether it returned a value or None; default 600),
     ``PRIORITIES`` (band name -> threshold, default ``{"high": 1, "low": -1}``; ``{}`` turns
     priority off, and ``supports_priority`` with it: see ``_priority``).
     """
@@ -77,10 +84,10 @@ class AsyncqBackend(BaseTaskBackend):
         self.supports_priority = self.bands.enabled
         self.url: str = url
         self.enqueue_options: dict[str, Any] = {
-            "max_retry": self.options.get("MAX_RETRY", _NO_RETRY)}
-        for key, name in (("TIMEOUT", "timeout"), ("RETENTION", "retention")):
-            if key in self.options:
-                self.enqueue_options[name] = self.options[key]
+            "max_retry": self.options.get("MAX_RETRY", _NO_RETRY),
+            "retention": self.options.get("RETENTION", _RETENTION)}
+        if "TIMEOUT" in self.options:
+            self.enqueue_options["timeout"] = self.options["TIMEOUT"]
         self._bridge = LoopBridge(lambda: Client(self.url))
 
     def validate_task(self, task: Task[Any, Any]) -> None:
@@ -134,7 +141,13 @@ class AsyncqBackend(BaseTaskBackend):
 
 
 async def _find(client: Client, result_id: str) -> TaskInfo:
+    """The stored call ``result_id``; TaskResultDoesNotExist when asyncq no longer keeps it,
+    nor when only its completion mark is left: a task that returned None without a retention
+    (not enqueued by this backend, which sets one) keeps neither its type nor its arguments."""
     try:
-        return await Inspector(client.broker).find_task(result_id)
+        info = await Inspector(client.broker).find_task(result_id)
     except (TaskNotFoundError, ValueError, TypeError):
         raise TaskResultDoesNotExist(result_id) from None
+    if not info.type:
+        raise TaskResultDoesNotExist(result_id)
+    return info

@@ -20,6 +20,7 @@ def shop(asyncq_redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     env = {"SHOP_QUEUE": f"dj-{uuid.uuid4().hex[:10]}",
            "SHOP_RANKED_QUEUE": f"dj-ranked-{uuid.uuid4().hex[:10]}",
            "SHOP_BRIEF_QUEUE": f"dj-brief-{uuid.uuid4().hex[:10]}",
+           "SHOP_PATIENT_QUEUE": f"dj-patient-{uuid.uuid4().hex[:10]}",
            "SHOP_REDIS_URL": asyncq_redis_url, "SHOP_SIGNALS": str(signals),
            "SHOP_DB": str(tmp / "shop.sqlite3"), "DJANGO_SETTINGS_MODULE": "shopsite.settings"}
     saved = {name: os.environ.get(name) for name in env}

@@ -61,10 +61,24 @@ class Shop:
 def manage_worker(args: list[str], log: Path, env: Mapping[str, str]) -> Iterator[Any]:
     """``manage.py asyncq_worker ARGS`` in the project, output to ``log``; terminated (then
     killed) when the block ends."""
+    with _process(["manage.py", "asyncq_worker", *args], log, env) as worker:
+        yield worker
+
+
+@contextmanager
+def cli_worker(args: list[str], log: Path, env: Mapping[str, str]) -> Iterator[Any]:
+    """``asyncq worker ARGS`` (plain asyncq, a ServeMux of the project's as its target) in the
+    project, as ``manage_worker``."""
+    with _process(["-m", "asyncq", "worker", *args], log, env) as worker:
+        yield worker
+
+
+@contextmanager
+def _process(args: list[str], log: Path, env: Mapping[str, str]) -> Iterator[Any]:
     worker_env = dict(env, PYTHONPATH=os.pathsep.join([str(ROOT), str(PROJECT)]))
     with log.open("wb") as out:
-        worker = subprocess.Popen([sys.executable, "manage.py", "asyncq_worker", *args],
-                                  cwd=PROJECT, env=worker_env, stdout=out, stderr=out)
+        worker = subprocess.Popen([sys.executable, *args], cwd=PROJECT, env=worker_env,
+                                  stdout=out, stderr=out)
     try:
         yield worker
     finally:

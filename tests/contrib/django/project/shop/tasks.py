@@ -9,6 +9,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
+from asyncq import SkipRetry
+
 try:
     from django.tasks import task
 except ImportError:
@@ -17,6 +19,7 @@ except ImportError:
 QUEUE = settings.TASKS["default"]["QUEUES"][0]
 RANKED_QUEUE = settings.TASKS["ranked"]["QUEUES"][0]
 BRIEF_QUEUE = settings.TASKS["brief"]["QUEUES"][0]
+PATIENT_QUEUE = settings.TASKS["patient"]["QUEUES"][0]
 
 
 class OutOfStockError(Exception):
@@ -31,6 +34,12 @@ def add(a, b):
 @task(queue_name=QUEUE)
 def refund(order):
     raise OutOfStockError(f"order {order} cannot be refunded")
+
+
+@task(queue_name=QUEUE)
+def forget(order):
+    """Returns nothing: its result is None."""
+    return None
 
 
 @task(queue_name=QUEUE)
@@ -83,3 +92,15 @@ def nap(seconds):
 async def anap(seconds):
     await asyncio.sleep(seconds)
     return seconds
+
+
+@task(queue_name=PATIENT_QUEUE, backend="patient")
+def give_up(order):
+    """Fails for good at once, though its backend allows retries."""
+    raise SkipRetry(f"order {order} is gone")
+
+
+@task(queue_name=PATIENT_QUEUE, backend="patient")
+def send_mail(order):
+    """Fails with an error its registration does not retry (shop.asyncq_app: retry_on)."""
+    raise ValueError(f"no address for order {order}")

@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.http import JsonResponse
 from django.utils import timezone
 
-from shop.tasks import add, count_tables, greet, mark, refund, rendezvous, whoami
+from shop.tasks import add, count_tables, forget, greet, mark, refund, rendezvous, whoami
 
 try:
     from django.tasks import default_task_backend
@@ -30,6 +30,10 @@ def enqueue_mark(request):
 def enqueue_add_later(request):
     later = timezone.now() + timedelta(seconds=float(request.GET["in"]))
     return _started(add.using(run_after=later).enqueue(1, 2))
+
+
+def enqueue_forget(request):
+    return _started(forget.enqueue(request.GET["order"]))
 
 
 def enqueue_refund(request):

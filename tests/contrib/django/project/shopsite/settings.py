@@ -37,4 +37,10 @@ TASKS = {
         "QUEUES": [os.environ["SHOP_BRIEF_QUEUE"]],
         "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"], "TIMEOUT": 1},
     },
+    # Its own queue too: two retries, so a failure that is not retried shows as final.
+    "patient": {
+        "BACKEND": "asyncq.contrib.django.AsyncqBackend",
+        "QUEUES": [os.environ["SHOP_PATIENT_QUEUE"]],
+        "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"], "MAX_RETRY": 2},
+    },
 }

@@ -7,6 +7,7 @@ urlpatterns = [
     path("add", views.enqueue_add),
     path("add-later", views.enqueue_add_later),
     path("refund", views.enqueue_refund),
+    path("forget", views.enqueue_forget),
     path("greet", views.enqueue_greet),
     path("count", views.enqueue_count),
     path("rendezvous", views.enqueue_rendezvous),
