@@ -243,8 +243,7 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
     text = error_text(exc)
     if isinstance(exc, RevokeTask):
         return Outcome("done", queue, task_id, error=text)
-    if (isinstance(exc, SkipRetry | TaskCancelledError) or task.retried >= task.max_retry
-            or not _retried_error(exc, rules)):
+    if not retried(task, exc, rules):
         return Outcome("archive", queue, task_id, error=text)
     if isinstance(exc, Retry):
         delay_ms, failure = _checked_delay_ms(exc.delay, "Retry delay", task, exc, log), True
@@ -262,8 +261,15 @@ def failure_outcome(queue: str, task_id: str, task: Task, exc: BaseException,
                    is_failure=failure)
 
 
-def _retried_error(exc: BaseException, rules: HandlerRules | None) -> bool:
-    """Whether the handler's ``retry_on`` lets ``exc`` be retried (no ``retry_on``: any)."""
+def retried(task: Task, exc: BaseException, rules: HandlerRules | None) -> bool:
+    """Whether a run of ``task`` that failed with ``exc`` is retried: not after ``RevokeTask``,
+    ``SkipRetry`` or a cancellation on request, nor with no retry left, nor for an error its
+    handler's ``retry_on`` does not list (a lost lease or ``Retry`` always may be). The one
+    rule, shared by ``failure_outcome`` and the Django runner (which must know it to report a
+    final failure)."""
+    if (isinstance(exc, RevokeTask | SkipRetry | TaskCancelledError)
+            or task.retried >= task.max_retry):
+        return False
     if rules is None or rules.retry_on is None or isinstance(exc, Retry | LeaseExpiredError):
         return True
     return isinstance(exc, rules.retry_on)

@@ -19,10 +19,9 @@ from django.db import close_old_connections
 from django.dispatch import Signal
 from django.utils import timezone
 
-from asyncq._errors import RevokeTask, SkipRetry
 from asyncq._log import get_logger
 from asyncq._model._task import Task as AsyncqTask
-from asyncq._worker._outcomes import _retried_error
+from asyncq._worker._outcomes import retried
 from asyncq._worker._threads import registered_rules, threaded
 
 from ._compat import (
@@ -70,7 +69,7 @@ class _Call:
     def finished(self, value: Any = None, error: BaseException | None = None
                  ) -> TaskResult[Any] | None:
         """The result as ``task_finished`` reports it, or None when the task has not finished:
-        it will be retried (``_retried``), or the worker interrupted it before its time limit
+        it will be retried (``retried``), or the worker interrupted it before its time limit
         (shutdown requeues it; a cancel request archives it). A call that ended after its
         time limit is FAILED with a TimeoutError whatever it did, as the worker records it."""
         deadline = self.task.deadline
@@ -88,18 +87,10 @@ class _Call:
             failure = TaskError(
                 exception_class_path=f"{type(error).__module__}.{type(error).__qualname__}",
                 traceback="".join(traceback.format_exception(error)))
-        if self._retried(error):
+        if retried(self.task, error, self.rules):  # (as the worker decides it)
             return None
         self.result.errors.append(failure)
         return self._end("FAILED")
-
-    def _retried(self, error: BaseException) -> bool:
-        """Whether the worker retries a run that failed with ``error``, as it decides it
-        (``failure_outcome``): not after ``SkipRetry`` or ``RevokeTask``, nor with no retry
-        left, nor for an error the registration's ``retry_on`` does not list."""
-        if isinstance(error, SkipRetry | RevokeTask) or self.task.retried >= self.task.max_retry:
-            return False
-        return _retried_error(error, self.rules)
 
     def _end(self, status: str) -> TaskResult[Any]:
         object.__setattr__(self.result, "status", TaskResultStatus(status))
