@@ -64,6 +64,11 @@ def extract(result: dict[str, Any], key: str) -> float | None:
     return float(value)
 
 
+# Rounds whose pairs must all agree before the verdict drops its "?": all of 3 pairs on one
+# side of 1 by chance alone is 1 in 4, all of 6 is 1 in 32.
+SURE_PAIRS = 3
+
+
 @dataclass
 class Compared:
     """One metric over every round of both sides (failed runs left out)."""
@@ -91,14 +96,17 @@ class Compared:
 
     @property
     def verdict(self) -> str:
-        """"better" or "worse" (for B) when the two ranges do not overlap, else "~"."""
-        if not self.a or not self.b:
+        """"better" or "worse" (for B) when B beat, or lost to, A in every round's back-to-back
+        pair, else "~"; with a "?" when fewer than ``SURE_PAIRS`` rounds say so."""
+        if not self.paired:
             return "n/a"
-        if min(self.b) > max(self.a):
-            return "better" if self.metric.higher_better else "worse"
-        if max(self.b) < min(self.a):
-            return "worse" if self.metric.higher_better else "better"
-        return "~"
+        if all(r > 1 for r in self.paired):
+            word = "better" if self.metric.higher_better else "worse"
+        elif all(r < 1 for r in self.paired):
+            word = "worse" if self.metric.higher_better else "better"
+        else:
+            return "~"
+        return word if len(self.paired) >= SURE_PAIRS else word + "?"
 
     def as_json(self) -> dict[str, Any]:
         m = self.metric
@@ -108,6 +116,7 @@ class Compared:
                 "a_range": [min(self.a), max(self.a)] if self.a else None,
                 "b_range": [min(self.b), max(self.b)] if self.b else None,
                 "ratio_b_over_a": self.ratio, "paired_ratios": self.paired,
+                "paired_range": [min(self.paired), max(self.paired)] if self.paired else None,
                 "verdict": self.verdict}
 
 
@@ -145,15 +154,17 @@ def cell(values: list[float], rounds: int) -> str:
 
 def table(rows: list[Compared], rounds: int, a_name: str, b_name: str) -> str:
     """The A/B table: one line per metric, medians with min-max, B/A and the verdict."""
-    head = ["metric", "unit", "better", f"A {a_name}", f"B {b_name}", "B/A", "B is"]
+    head = ["metric", "unit", "better", f"A {a_name}", f"B {b_name}", "B/A",
+            "per round", "B is"]
     lines: list[list[str]] = [head]
     for c in rows:
         m = c.metric
         ratio = "-" if c.ratio is None else f"{c.ratio:.3f}"
+        paired = f"{min(c.paired):.2f}-{max(c.paired):.2f}" if c.paired else "-"
         lines.append([m.label, m.unit, "↑ higher" if m.higher_better else "↓ lower",
-                      cell(c.a, rounds), cell(c.b, rounds), ratio, c.verdict])
+                      cell(c.a, rounds), cell(c.b, rounds), ratio, paired, c.verdict])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    right = {3, 4, 5}
+    right = {3, 4, 5, 6}
     out = []
     for n, line in enumerate(lines):
         out.append("  ".join(v.rjust(w) if i in right else v.ljust(w)
@@ -166,6 +177,7 @@ def table(rows: list[Compared], rounds: int, a_name: str, b_name: str) -> str:
 
 LEGEND = (
     "Medians over the rounds, (min-max) across them. B/A is B's median over A's: for ↑ rows\n"
-    "above 1 means B is better, for ↓ rows (CPU per task, latency) below 1 does. \"better\" /\n"
-    "\"worse\" when B's and A's ranges do not overlap at all, \"~\" when they do (within the\n"
-    "spread: not a finding). [k/N]: only k of N runs gave a number (the others failed).")
+    "above 1 means B is better, for ↓ rows (CPU per task, latency) below 1 does. \"per round\":\n"
+    "the lowest and highest B/A of one round's A and B runs, which ran back to back. \"B is\"\n"
+    "better / worse: so in every round; ~: not in every round (within the noise, not a\n"
+    "finding); a ? when fewer than 3 rounds say so. [k/N]: only k of N runs gave a number.")

@@ -40,11 +40,11 @@ RESULTS_DIR = ROOT / "benchmarks" / "results"
 SCENARIOS = ["drain", "drain_call", "enqueue", "producers", "latency"]
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "full": {
-        "drain": {"n": 20000, "deadline": 180},
-        "drain_call": {"n": 20000, "deadline": 180},
-        "enqueue": {"n": 5000, "n_bulk": 20000, "deadline": 120},
-        "producers": {"n": 20000, "deadline": 150},
-        "latency": {"n": 200, "deadline": 150, "budget": 60},
+        "drain": {"n": 50000, "deadline": 240},
+        "drain_call": {"n": 30000, "deadline": 240},
+        "enqueue": {"n": 10000, "n_bulk": 20000, "deadline": 150},
+        "producers": {"n": 30000, "deadline": 180},
+        "latency": {"n": 300, "deadline": 150, "budget": 60},
     },
     "quick": {
         "drain": {"n": 10000, "deadline": 90},
@@ -54,7 +54,7 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "latency": {"n": 100, "deadline": 90, "budget": 30},
     },
 }
-ROUNDS = {"full": 5, "quick": 2}
+ROUNDS = {"full": 6, "quick": 2}  # even: as many rounds start with B as with A
 HARD_TIMEOUT_MARGIN = 60  # a driver is killed this long after its own deadline
 
 
