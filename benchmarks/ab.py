@@ -40,11 +40,11 @@ RESULTS_DIR = ROOT / "benchmarks" / "results"
 SCENARIOS = ["drain", "drain_call", "enqueue", "producers", "latency"]
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "full": {
-        "drain": {"n": 50000, "deadline": 240},
-        "drain_call": {"n": 30000, "deadline": 240},
-        "enqueue": {"n": 10000, "n_bulk": 20000, "deadline": 150},
-        "producers": {"n": 30000, "deadline": 180},
-        "latency": {"n": 300, "deadline": 150, "budget": 60},
+        "drain": {"n": 60000, "deadline": 240},
+        "drain_call": {"n": 40000, "deadline": 240},
+        "enqueue": {"n": 15000, "n_bulk": 20000, "deadline": 150},
+        "producers": {"n": 40000, "deadline": 180},
+        "latency": {"n": 400, "deadline": 150, "budget": 60},
     },
     "quick": {
         "drain": {"n": 10000, "deadline": 90},
@@ -54,7 +54,7 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "latency": {"n": 100, "deadline": 90, "budget": 30},
     },
 }
-ROUNDS = {"full": 6, "quick": 2}  # even: as many rounds start with B as with A
+ROUNDS = {"full": 8, "quick": 2}  # even: as many rounds start with B as with A
 HARD_TIMEOUT_MARGIN = 60  # a driver is killed this long after its own deadline
 
 
