@@ -25,7 +25,7 @@
 #                    see benchmarks/README.md)
 #   make ab A=<ref> [B=<ref>]  the A/B guard: asyncq at commit A against commit B (default
 #                    HEAD), each installed in its own venv, the hot scenarios interleaved for
-#                    8 rounds (~12 min on 2 cores; ARGS=--quick: 2 rounds, ~2 min); prints B/A
+#                    8 rounds (~10 min on 2 cores; ARGS=--quick: 2 rounds, ~2 min); prints B/A
 #                    and saves benchmarks/results/ab-*.json. Cite it against the merge base for
 #                    every change to a per-task path (benchmarks/README.md, "A/B guard")
 #   make clean       remove build artefacts, caches and .run/ (stops redis first)

@@ -229,17 +229,17 @@ def run(args: argparse.Namespace, command: str, scenarios: list[str],
                     per[name].append(extract(run_["result"], m.key) if ok else None)
             rows.append(compare(m, per["A"], per["B"]))
     a, b = sides
-    print()
+    head = []
     for s in sides:
         name = s.short if s.sha.startswith(s.ref) else f"{s.ref} {s.short}"
-        print(f"{s.name} = {name} ({s.info['commit_date'][:10]}, {s.info['subject'][:70]})")
-    print(f"{rounds} rounds, A B / B A interleaved, loop {args.loop}, concurrency "
-          f"{args.concurrency}; {platform.node()}, {machine_info().get('cpu_model', '?')}, "
-          f"{os.cpu_count()} cores, load {load_start[0]:.2f} -> {os.getloadavg()[0]:.2f}")
+        head.append(f"{s.name} = {name} ({s.info['commit_date'][:10]}, {s.info['subject'][:70]})")
+    head.append(f"{rounds} round{'s' if rounds > 1 else ''}, A B / B A interleaved, loop "
+                f"{args.loop}, concurrency {args.concurrency}; {platform.node()}, "
+                f"{machine_info().get('cpu_model', '?')}, {os.cpu_count()} cores, load "
+                f"{load_start[0]:.2f} -> {os.getloadavg()[0]:.2f}")
+    printed = "\n".join([*head, "", table(rows, rounds, a.short, b.short), "", LEGEND])
     print()
-    print(table(rows, rounds, a.short, b.short))
-    print()
-    print(LEGEND)
+    print(printed)
     failed = [r for r in runs if r["status"] != "ok"]
     for r in failed:
         print(f"[failed] round {r['round']} {r['scenario']} {r['side']}: "
@@ -260,6 +260,7 @@ def run(args: argparse.Namespace, command: str, scenarios: list[str],
                         "end": [round(x, 2) for x in os.getloadavg()]},
             "harness": harness, "redis": redis_meta, "sizes": sizes,
             "sides": {s.name: s.info for s in sides},
+            "table": printed.splitlines(),
             "summary": [c.as_json() for c in rows],
             "runs": runs,
         }
