@@ -23,6 +23,11 @@
 #   make run         start redis and run the quickstart demo
 #   make bench       run the benchmark suite against the peers (ARGS=--quick for a smoke run;
 #                    see benchmarks/README.md)
+#   make ab A=<ref> [B=<ref>]  the A/B guard: asyncq at commit A against commit B (default
+#                    HEAD), each installed in its own venv, the hot scenarios interleaved for
+#                    8 rounds (~10 min on 2 cores; ARGS=--quick: 2 rounds, ~2 min); prints B/A
+#                    and saves benchmarks/results/ab-*.json. Cite it against the merge base for
+#                    every change to a per-task path (benchmarks/README.md, "A/B guard")
 #   make clean       remove build artefacts, caches and .run/ (stops redis first)
 #   make distclean   clean + remove .venv
 
@@ -48,7 +53,7 @@ TEST_REDIS_DEP := $(if $(ASYNCQ_TEST_REDIS_URL),,redis-bin)
 # against a server of yours: some tests empty it (FLUSHDB), which would hit the other processes.
 TEST_WORKERS ?= $(if $(ASYNCQ_TEST_REDIS_URL),0,auto)
 
-.PHONY: venv docs redis-bin browser-bin prometheus-bin check-rules test-prometheus redis-up redis-down test test-chaos test-interop lint run bench clean distclean
+.PHONY: venv docs redis-bin browser-bin prometheus-bin check-rules test-prometheus redis-up redis-down test test-chaos test-interop lint run bench ab clean distclean
 
 venv: $(STAMP)
 
@@ -171,6 +176,13 @@ run: venv redis-bin redis-up
 
 bench: venv redis-bin
 	$(VENV)/bin/python -m benchmarks $(ARGS)
+
+# The A/B guard: commit A (e.g. the merge base: A=$$(git merge-base main HEAD)) against B.
+A ?=
+B ?= HEAD
+ab: venv redis-bin
+	@test -n "$(A)" || { echo "usage: make ab A=<ref> [B=<ref>, default HEAD] [ARGS=--quick]" >&2; exit 2; }
+	$(VENV)/bin/python -m benchmarks.ab $(A) $(B) $(ARGS)
 
 clean: redis-down
 	rm -rf build dist .run .mypy_cache .ruff_cache .pytest_cache .hypothesis *.egg-info

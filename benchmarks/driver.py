@@ -201,6 +201,16 @@ class Driver:
         info = await self.redis.info("cpu")
         return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
+    async def cpu_block(self, block: Awaitable[float], cpu: list[float]) -> float:
+        """Await ``block`` (a timed run of library calls), adding this process's CPU and
+        redis-server's CPU during it to ``cpu`` ([producer s, redis s]); its result."""
+        p0, r0 = time.process_time(), await self.redis_cpu()
+        dt = await block
+        r1 = await self.redis_cpu()
+        cpu[0] += time.process_time() - p0
+        cpu[1] += r1 - r0
+        return dt
+
     # ---------------------------------------------------------------- enqueue helpers
 
     async def enqueue_concurrent(self, kind: str, indices: range, budget: float) -> bool:
@@ -408,9 +418,10 @@ class Driver:
         lat: list[float] = []
         bare_lat: list[float] = []
         dt = bare_dt = 0.0
+        cpu = [0.0, 0.0]
         for _ in range(BLOCKS):
             bare_dt += await self.sequential(bare, per, bare_lat)
-            dt += await self.sequential(enqueue, per, lat)
+            dt += await self.cpu_block(self.sequential(enqueue, per, lat), cpu)
             self.check_deadline("single enqueue")
         res["bare_evalsha"] = {"script": "return 1", "single_ops_s": n / bare_dt,
                                "single_p50_ms": pct(bare_lat, 50) * 1000,
@@ -419,7 +430,9 @@ class Driver:
         res["single"] = {"n": n, "seconds": dt, "ops_s": n / dt, "us_per_op": dt / n * 1e6,
                          "p50_ms": pct(lat, 50) * 1000, "p99_ms": pct(lat, 99) * 1000,
                          "stored": stored, "stored_ok": stored == n + WARMUP,
-                         "vs_bare_evalsha": bare_dt / dt}
+                         "vs_bare_evalsha": bare_dt / dt,
+                         "client_cpu_us_per_task": cpu[0] / n * 1e6,
+                         "redis_cpu_us_per_task": cpu[1] / n * 1e6}
         ok = stored == n + WARMUP
         if a.HAS_BULK:
             await self.redis.flushall()
@@ -472,11 +485,12 @@ class Driver:
         lat: list[float] = []
         bare_lat: list[float] = []
         dt = bare_dt = bare_lone_dt = 0.0
+        cpu = [0.0, 0.0]
         for _ in range(BLOCKS):
             bare_lone_dt += await self.sequential(bare, n_lone // BLOCKS, bare_lone)
             await self.sequential(lone, n_lone // BLOCKS, lone_lat)
             bare_dt += await self.concurrent(bare, per, bare_lat)
-            dt += await self.concurrent(overlapping, per, lat)
+            dt += await self.cpu_block(self.concurrent(overlapping, per, lat), cpu)
         ms = 1000.0
         res["bare_evalsha"] = bare_res = {
             "script": "return 1", "single_ops_s": n_lone / bare_lone_dt,
@@ -488,6 +502,7 @@ class Driver:
         res.update({
             "coroutines": ENQUEUE_CONCURRENCY, "ops_s": n / dt, "p50_ms": pct(lat, 50) * ms,
             "p99_ms": pct(lat, 99) * ms, "lone_p50_ms": pct(lone_lat, 50) * ms,
+            "client_cpu_us_per_task": cpu[0] / n * 1e6, "redis_cpu_us_per_task": cpu[1] / n * 1e6,
             "lone_p99_ms": lone_p99 * ms, "vs_bare_evalsha": bare_dt / dt,
             "p99_vs_lone_p99": pct(lat, 99) / lone_p99,
             "p99_vs_bare_p99": pct(lat, 99) * ms / bare_res["concurrent_p99_ms"]})
@@ -508,6 +523,16 @@ class Driver:
             self.result["error"] = "no typed task definitions"
             return
         await self.drain("typed", self.args.n)
+
+    async def sc_drain_call(self) -> None:
+        """The no-op drain with a handler that makes one Redis call of its own (``INCR`` on its
+        own redis-py client), as most real handlers touch Redis or a database: what the worker
+        costs next to a handler's own I/O (only adapters with ``HAS_CALL``)."""
+        if not getattr(self.adapter, "HAS_CALL", False):
+            self.result["status"] = "skipped"
+            self.result["error"] = "no Redis-calling handler in this adapter"
+            return
+        await self.drain("call", self.args.n)
 
     async def sc_drain_listened(self) -> None:
         """The no-op drain while one other process listens to every task event of the queue
@@ -739,7 +764,7 @@ def main() -> None:
     p.add_argument("--lib", required=True)
     p.add_argument("--scenario", required=True,
                    choices=["enqueue", "producers", "drain", "drain_typed", "drain_listened",
-                            "io", "latency", "memory", "roundtrip"])
+                            "drain_call", "io", "latency", "memory", "roundtrip"])
     p.add_argument("--url", required=True)
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--n-bulk", type=int, default=20000)

@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 from collections.abc import Sequence
 from typing import Any
 
+import redis.asyncio as aioredis
 import structlog
 
 import asyncq
 from benchmarks import _probe
 from benchmarks.adapters import SLEEP_S, run_loop
 
-try:
-    from asyncq._broker._keys import queue_keys
 
-    _PENDING = queue_keys("default").pending
-except Exception:  # internal module: fall back to the documented key layout
-    _PENDING = "asyncq:{default}:pending"
+def _pending_key() -> str:
+    """The default queue's pending list: from asyncq's key module where this version has one
+    (``_broker._keys`` today, ``_keys`` in older versions), else the documented layout."""
+    for module in ("asyncq._broker._keys", "asyncq._keys"):
+        try:
+            return str(importlib.import_module(module).queue_keys("default").pending)
+        except Exception:  # internal modules: try the next place
+            continue
+    return "asyncq:{default}:pending"
+
+
+_PENDING = _pending_key()
+CALL_KEY = "bench:calls"  # what the "call" handler increments with its own Redis client
 
 
 class Adapter:
@@ -30,6 +40,7 @@ class Adapter:
              "(asyncq's default retention is 0)")
 
     HAS_TYPED = True  # "typed": the no-op handler as @mux.task(...) async def typed(i: int)
+    HAS_CALL = True  # "call": the handler makes one Redis call (INCR) with its own client
 
     HAS_APPLY = True
     APPLY_API = "Client.apply (push: the completion event carries the result)"
@@ -99,6 +110,14 @@ class Adapter:
             @typed_task("typed")
             async def typed(i: int) -> None:
                 _probe.done(i)
+
+        own = aioredis.Redis.from_url(url)  # the handlers' own client (connects on first use)
+
+        @mux.handler("call")
+        async def call(task: asyncq.Task) -> None:
+            i = task.json()["i"]
+            await own.incr(CALL_KEY)
+            _probe.done(i)
 
         @mux.handler("sleep")
         async def sleep(task: asyncq.Task) -> None:
