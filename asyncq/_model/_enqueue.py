@@ -5,7 +5,6 @@ exactly the same thing for the same request."""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,34 +21,29 @@ from ._task import Task, validate_type
 
 def new_task_id() -> str:
     """A random (version 4) UUID as text, what ``str(uuid.uuid4())`` gives, made with less
-    work: it is drawn for every task enqueued without an id of its own. The random bits come
-    from ``os.urandom``, ``_ID_BATCH`` ids at a time (one system call and one hex conversion
-    for all), handed out under a lock (clients of several threads); a forked child draws its
+    work: it is drawn for every task enqueued without an id of its own. The ids are made
+    ``_ID_BATCH`` at a time from one ``os.urandom`` call and handed out by ``list.pop``
+    (atomic: clients of several threads never get the same one); a forked child makes its
     own."""
-    global _hex, _at
-    with _id_lock:
-        at = _at
-        if at >= _ID_HEX_LEN:
-            _hex, at = os.urandom(_ID_BATCH * 16).hex(), 0
-        _at = at + 32
-        h = _hex[at:at + 32]
-    # Version 4 in the 13th digit; the RFC 4122 variant in the top bits of the 17th.
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+    try:
+        return _ids.pop()
+    except IndexError:
+        h = os.urandom(_ID_BATCH * 16).hex()
+        # Version 4 in the 13th digit; the RFC 4122 variant in the top bits of the 17th.
+        _ids.extend([f"{h[i:i + 8]}-{h[i + 8:i + 12]}-4{h[i + 13:i + 16]}-"
+                     f"{_VARIANT[h[i + 16]]}{h[i + 17:i + 20]}-{h[i + 20:i + 32]}"
+                     for i in range(0, _ID_BATCH * 32, 32)])
+        return new_task_id()
 
 
-_ID_BATCH = 128  # ids drawn per os.urandom call
-_ID_HEX_LEN = _ID_BATCH * 32
-_id_lock = threading.Lock()
-_hex = ""
-_at = _ID_HEX_LEN  # (nothing drawn yet)
+_ID_BATCH = 128  # ids made per os.urandom call
+_ids: list[str] = []
 _VARIANT = {f"{n:x}": "89ab"[n & 3] for n in range(16)}
 
 
 def _forget_ids() -> None:
     """In a forked child: never hand out the ids its parent may still hand out."""
-    global _at, _id_lock
-    _at = _ID_HEX_LEN
-    _id_lock = threading.Lock()  # (a fork while another thread held it leaves it held)
+    _ids.clear()
 
 
 os.register_at_fork(after_in_child=_forget_ids)

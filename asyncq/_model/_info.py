@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -14,6 +14,7 @@ import orjson
 
 from .._clock import stored_datetime
 from .._errors import AsyncqError
+from ._build import slot_builder
 from ._message import NO_TIMEOUT, TaskMessage
 from ._payload import Encoding, decode_json
 from ._rules import RESULT_RETENTION_MS, HandlerRules, effective, expiry_of
@@ -179,20 +180,18 @@ def just_stored_info(msg: TaskMessage, payload: bytes, state: TaskState,
     (a frozen dataclass's ``__init__`` costs twice as much) and the datetime of the last
     time converted reused (a pending task's enqueue time is its due time too)."""
     max_retry, timeout, retention = effective(msg, None)
-    build = _build_stored or _make_stored_builder()
-    return build(msg.id, msg.queue, msg.type, payload, state, max_retry, msg.headers,
-                 _duration(timeout) if timeout > 0 and timeout != NO_TIMEOUT else None,
-                 _time(msg.deadline_ms), _time(msg.expires_at_ms), msg.group or None,
-                 _time(next_process_at_ms),
-                 _duration(RESULT_RETENTION_MS if retention is None else retention),
-                 _time(msg.enqueued_at_ms), msg.enc)
+    return _build_stored(msg.id, msg.queue, msg.type, payload, state, max_retry, msg.headers,
+                         _duration(timeout) if timeout > 0 and timeout != NO_TIMEOUT else None,
+                         _time(msg.deadline_ms), _time(msg.expires_at_ms), msg.group or None,
+                         _time(next_process_at_ms),
+                         _duration(RESULT_RETENTION_MS if retention is None else retention),
+                         _time(msg.enqueued_at_ms), msg.enc)
 
 
-#: The fields ``just_stored_info`` passes, in order; every other field takes its default.
-_STORED_FIELDS = ("id", "queue", "type", "payload", "state", "max_retry", "headers", "timeout",
-                  "deadline", "expires_at", "group", "next_process_at", "retention",
-                  "enqueued_at", "encoding")
-_build_stored: Callable[..., TaskInfo] | None = None
+#: Builds a TaskInfo from the fields ``just_stored_info`` passes, in this order.
+_build_stored = slot_builder(TaskInfo, (
+    "id", "queue", "type", "payload", "state", "max_retry", "headers", "timeout", "deadline",
+    "expires_at", "group", "next_process_at", "retention", "enqueued_at", "encoding"))
 _last_time: tuple[int, datetime | None] = (0, None)
 
 
@@ -208,31 +207,6 @@ def _time(ms: int) -> datetime | None:
     when = stored_datetime(ms)
     _last_time = (ms, when)
     return when
-
-
-def _make_stored_builder() -> Callable[..., TaskInfo]:
-    """A function taking the ``_STORED_FIELDS`` of a TaskInfo and returning it, the other
-    fields at their defaults: every slot set through its descriptor (as the frozen
-    dataclass's ``__init__`` does through ``object.__setattr__``), written out once from
-    ``fields(TaskInfo)`` so a field added later is set too."""
-    global _build_stored
-    env: dict[str, Any] = {"_new": object.__new__, "TaskInfo": TaskInfo}
-    lines = [f"def build({', '.join(_STORED_FIELDS)}):", "    info = _new(TaskInfo)"]
-    for f in fields(TaskInfo):
-        env[f"set_{f.name}"] = TaskInfo.__dict__[f.name].__set__
-        if f.name in _STORED_FIELDS:
-            value = f.name
-        elif f.default is not MISSING:
-            env[f"default_{f.name}"] = f.default
-            value = f"default_{f.name}"
-        else:
-            env[f"factory_{f.name}"] = f.default_factory
-            value = f"factory_{f.name}()"
-        lines.append(f"    set_{f.name}(info, {value})")
-    lines.append("    return info")
-    exec("\n".join(lines), env)  # (code written above from the field names alone)
-    _build_stored = env["build"]
-    return env["build"]  # type: ignore[no-any-return]
 
 
 def _progress_fields(report: Progress) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 from .._clock import MAX_TIME_MS, datetime_to_ms, ms_to_datetime
 from .._defaults import DEFAULT_QUEUE
 from .._validate import check_text, to_ms, validate_queue_name
+from ._build import slot_builder
 from ._info import TaskInfo
 from ._message import NO_TIMEOUT
 
@@ -149,10 +150,12 @@ class ParsedOptions:
             values[_EXPIRES_IN] = UNSET
         if later.expires_in_ms is not UNSET:
             values[_EXPIRES_AT] = UNSET
-        return ParsedOptions(*values)
+        return _new_parsed(*values)
 
 
 _PARSED_FIELDS = tuple(f.name for f in fields(ParsedOptions))
+#: ``ParsedOptions(...)`` without the frozen ``__init__`` (every field optional: UNSET).
+_new_parsed = slot_builder(ParsedOptions, _PARSED_FIELDS, dict.fromkeys(_PARSED_FIELDS, UNSET))
 _HEADERS, _PROCESS_AT, _PROCESS_IN, _EXPIRES_AT, _EXPIRES_IN = (
     _PARSED_FIELDS.index(name) for name in ("headers", "process_at_ms", "process_in_ms",
                                             "expires_at_ms", "expires_in_ms"))
@@ -222,7 +225,7 @@ def parse_options(options: Mapping[str, Any]) -> ParsedOptions:
                 check_text(k, "header name", blank=True)
                 check_text(v, f"header {k!r}", blank=True)
             kw["headers"] = dict(value)
-    return ParsedOptions(**kw)
+    return _new_parsed(**kw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,10 +248,14 @@ class ResolvedOptions:
     expires_at_ms: int = 0  # 0 = never (unless the handler's registration says otherwise)
 
 
+#: ``ResolvedOptions(...)`` (every field, in order) without the frozen ``__init__``.
+_new_resolved = slot_builder(ResolvedOptions, [f.name for f in fields(ResolvedOptions)])
+
+
 def resolve(opts: ParsedOptions, now_ms: int) -> ResolvedOptions:
     """Apply the routing defaults (the default queue, a new id, now) and check the times."""
     if opts is NO_OPTIONS:
-        return ResolvedOptions(DEFAULT_QUEUE, None, 0, 0, 0, 0, None, None, None, "", {})
+        return _new_resolved(DEFAULT_QUEUE, None, 0, 0, 0, 0, None, None, None, "", {}, 0)
     timeout = opts.timeout_ms
     if timeout is UNSET:
         timeout = 0
@@ -273,7 +280,7 @@ def resolve(opts: ParsedOptions, now_ms: int) -> ResolvedOptions:
     unique_key = None if opts.unique_key is UNSET else opts.unique_key
     if unique_key is not None and not unique_ms:
         raise ValueError("unique_key needs a unique TTL (unique=seconds)")
-    return ResolvedOptions(
+    return _new_resolved(
         DEFAULT_QUEUE if opts.queue is UNSET else opts.queue,
         None if opts.max_retry is UNSET else opts.max_retry,
         timeout, deadline, process_at, unique_ms, unique_key,

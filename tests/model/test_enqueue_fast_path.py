@@ -185,3 +185,16 @@ def test_enqueue_time_and_due_time_are_equal_datetimes() -> None:
     assert info.enqueued_at == info.next_process_at == datetime.fromtimestamp(NOW / 1000, UTC)
     other = stored_info(prepare_plain("t", None, NOW + 1), NOW + 1)
     assert other.enqueued_at == datetime.fromtimestamp((NOW + 1) / 1000, UTC)
+
+
+def test_options_built_without_init_are_the_frozen_dataclasses_they_stand_for() -> None:
+    parsed = parse_options({"queue": "q", "max_retry": 2})
+    assert parsed == ParsedOptions(queue="q", max_retry=2)
+    assert hash(parsed) == hash(ParsedOptions(queue="q", max_retry=2))
+    assert repr(parsed) == repr(ParsedOptions(queue="q", max_retry=2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        parsed.queue = "other"  # type: ignore[misc]
+    info = stored_info(prepare_plain("t", None, NOW), NOW)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.queue = "other"  # type: ignore[misc]
+    assert dataclasses.replace(info, queue="other").queue == "other"
