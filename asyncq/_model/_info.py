@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from .._clock import stored_datetime
+from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_TIMEOUT_MS
 from .._errors import AsyncqError
 from ._build import slot_builder
 from ._message import NO_TIMEOUT, TaskMessage
@@ -179,13 +180,30 @@ def just_stored_info(msg: TaskMessage, payload: bytes, state: TaskState,
     run, no rules known), built for the hot path of every enqueue: its fields set directly
     (a frozen dataclass's ``__init__`` costs twice as much) and the datetime of the last
     time converted reused (a pending task's enqueue time is its due time too)."""
-    max_retry, timeout, retention = effective(msg, None)
+    timeout: timedelta | None
+    if (msg.max_retry is None and not msg.timeout_ms and not msg.deadline_ms
+            and msg.retention_ms is None):  # (nothing set: the defaults, converted once)
+        max_retry, timeout, retention = _DEFAULT_LIMITS
+        deadline = None
+    else:
+        max_retry, timeout_ms, retention_ms = effective(msg, None)
+        timeout = (_duration(timeout_ms) if timeout_ms > 0 and timeout_ms != NO_TIMEOUT
+                   else None)
+        retention = _duration(RESULT_RETENTION_MS if retention_ms is None else retention_ms)
+        deadline = _time(msg.deadline_ms) if msg.deadline_ms else None
     return _build_stored(msg.id, msg.queue, msg.type, payload, state, max_retry, msg.headers,
-                         _duration(timeout) if timeout > 0 and timeout != NO_TIMEOUT else None,
-                         _time(msg.deadline_ms), _time(msg.expires_at_ms), msg.group or None,
-                         _time(next_process_at_ms),
-                         _duration(RESULT_RETENTION_MS if retention is None else retention),
-                         _time(msg.enqueued_at_ms), msg.enc)
+                         timeout, deadline,
+                         _time(msg.expires_at_ms) if msg.expires_at_ms else None,
+                         msg.group or None,
+                         _time(next_process_at_ms) if next_process_at_ms else None,
+                         retention, _time(msg.enqueued_at_ms) if msg.enqueued_at_ms else None,
+                         msg.enc)
+
+
+#: What a task whose producer set no max_retry, timeout, deadline or retention is shown with
+#: (``effective`` without rules), as TaskInfo holds them.
+_DEFAULT_LIMITS = (DEFAULT_MAX_RETRY, _duration(DEFAULT_TIMEOUT_MS),
+                   _duration(RESULT_RETENTION_MS))
 
 
 #: Builds a TaskInfo from the fields ``just_stored_info`` passes, in this order.
@@ -199,8 +217,6 @@ def _time(ms: int) -> datetime | None:
     """``stored_datetime(ms)``, the last one made kept for the next call (datetimes are
     immutable; enqueues made in the same millisecond share it)."""
     global _last_time
-    if not ms:
-        return None
     last = _last_time
     if last[0] == ms:
         return last[1]

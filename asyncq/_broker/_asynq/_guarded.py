@@ -3,7 +3,7 @@ asynq's ``asynq:queues`` knows is refused before anything is written."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .._redis import RedisBroker
@@ -23,15 +23,9 @@ class GuardedRedisBroker(RedisBroker):
         await self.layout.check(queues)
         await super().register_queues(queues)
 
-    def store(self, task: NewTask) -> Coroutine[Any, Any, EnqueueCode]:
-        # (a plain function: a queue already checked, as every enqueue's but the first,
-        # costs no coroutine of its own)
-        if task.msg.queue in self.layout.checked:
-            return super().store(task)
-        return self._check_and_store(task)
-
-    async def _check_and_store(self, task: NewTask) -> EnqueueCode:
-        await self.layout.check((task.msg.queue,))
+    async def store(self, task: NewTask) -> EnqueueCode:
+        if task.msg.queue not in self.layout.checked:  # (every enqueue's but the first)
+            await self.layout.check((task.msg.queue,))
         return await super().store(task)
 
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
