@@ -104,8 +104,8 @@ class Client:
         is stored WAITING and runs once every one of them succeeded (see Workflows).
         """
         now = self._clock.now_ms()
-        if type(task) is str and not options:
-            new = prepare_plain(task, payload, now)  # (``enqueue("type", payload)``)
+        if type(task) is str and "after" not in options:
+            new = prepare_plain(task, payload, options, now)  # (``enqueue("type", ...)``)
         else:
             if isinstance(task, Task):
                 if payload is not None:

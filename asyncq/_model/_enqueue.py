@@ -14,8 +14,8 @@ from .._defaults import DEFAULT_QUEUE
 from .._errors import AsyncqError, DuplicateTaskError, TaskIDConflictError
 from ._info import TaskInfo, TaskState, just_stored_info
 from ._message import TaskMessage
-from ._options import NO_OPTIONS, parse_options, resolve
-from ._payload import encode_payload, identity_bytes
+from ._options import NO_OPTIONS, ParsedOptions, parse_options, resolve
+from ._payload import Encoding, encode_payload, identity_bytes
 from ._task import Task, validate_type
 
 
@@ -49,13 +49,14 @@ def _forget_ids() -> None:
 os.register_at_fork(after_in_child=_forget_ids)
 
 
-def prepare_plain(task_type: object, payload: object, now: int) -> NewTask:
-    """``prepare(Task(task_type, payload), {}, now)`` without building the Task: the stored
-    form of ``enqueue("type", payload)``, the most common call. Validates as Task does."""
+def prepare_plain(task_type: object, payload: object, options: Mapping[str, Any],
+                  now: int) -> NewTask:
+    """``prepare(Task(task_type, payload), options, now)`` without building the Task: the
+    stored form of ``enqueue("type", payload, **options)``, the most common call. Validates
+    what Task and ``prepare`` do, in the same order (type, payload, options)."""
     task_type = validate_type(task_type)
     raw, enc = encode_payload(payload)
-    return NewTask(TaskMessage(new_task_id(), task_type, DEFAULT_QUEUE, None, 0, 0, None, "", "",
-                               {}, enc, now, 0), raw, 0, None, 0)
+    return _stored_form(task_type, raw, enc, parse_options(options), now)
 
 
 def prepare(task: Task, options: Mapping[str, Any], now: int) -> NewTask:
@@ -64,26 +65,28 @@ def prepare(task: Task, options: Mapping[str, Any], now: int) -> NewTask:
     Raises ValueError/TypeError for bad options, before anything is written.
     """
     opts = task.options.merged(parse_options(options)) if options else task.options
+    return _stored_form(task.type, task.payload, task.encoding, opts, now)
+
+
+def _stored_form(task_type: str, payload: bytes, encoding: Encoding, opts: ParsedOptions,
+                 now: int) -> NewTask:
+    """The stored form of a task of ``task_type`` with ``payload`` and options ``opts``."""
     if opts is NO_OPTIONS:  # (nothing set: every default, nothing to check)
-        return NewTask(TaskMessage(new_task_id(), task.type, DEFAULT_QUEUE, None, 0, 0, None, "",
-                                   "", {}, task.encoding, now, 0), task.payload, 0, None, 0)
+        return NewTask(TaskMessage(new_task_id(), task_type, DEFAULT_QUEUE, None, 0, 0, None, "",
+                                   "", {}, encoding, now, 0), payload, 0, None, 0)
     r = resolve(opts, now)
-    msg = TaskMessage(
-        id=r.task_id or new_task_id(), type=task.type, queue=r.queue,
-        max_retry=r.max_retry, timeout_ms=r.timeout_ms, deadline_ms=r.deadline_ms,
-        retention_ms=r.retention_ms, group=r.group, headers=r.headers, enc=task.encoding,
-        enqueued_at_ms=now, expires_at_ms=r.expires_at_ms,
-    )
     unique_key = None
     unique_ttl = 0
     if r.unique_ms:
-        identity = (None if task.encoding == "n" or r.unique_key is not None
-                    else identity_bytes(task.payload, task.encoding))
-        unique_key = unique_lock(r.queue, task.type, identity, r.unique_key)
+        identity = (None if encoding == "n" or r.unique_key is not None
+                    else identity_bytes(payload, encoding))
+        unique_key = unique_lock(r.queue, task_type, identity, r.unique_key)
         # The lock must outlive the wait for a scheduled task, as well as the TTL.
         unique_ttl = r.unique_ms + max(0, r.process_at_ms - now)
-    msg.unique_key = unique_key or ""
-    return NewTask(msg, task.payload, r.process_at_ms, unique_key, unique_ttl)
+    msg = TaskMessage(r.task_id or new_task_id(), task_type, r.queue, r.max_retry, r.timeout_ms,
+                      r.deadline_ms, r.retention_ms, unique_key or "", r.group, r.headers,
+                      encoding, now, r.expires_at_ms)
+    return NewTask(msg, payload, r.process_at_ms, unique_key, unique_ttl)
 
 
 def stored_info(new: NewTask, now: int) -> TaskInfo:

@@ -168,8 +168,8 @@ def parse_options(options: Mapping[str, Any]) -> ParsedOptions:
     """Validate keyword options; a misspelt name or a bad value raises TypeError/ValueError."""
     if not options:
         return NO_OPTIONS
-    unknown = set(options) - OPTION_NAMES
-    if unknown:
+    if not OPTION_NAMES.issuperset(options):
+        unknown = set(options) - OPTION_NAMES
         raise TypeError(
             f"unknown enqueue option(s): {', '.join(sorted(unknown))}; "
             f"valid options are {', '.join(sorted(OPTION_NAMES))}"

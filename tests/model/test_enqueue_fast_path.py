@@ -74,14 +74,32 @@ def test_stored_info_is_what_task_info_says(task_options: dict[str, Any],
                                                   call_options, NOW), NOW).headers
 
 
+@pytest.mark.parametrize("call_options", [c for _, c in CASES])
 @pytest.mark.parametrize("payload", [None, b"raw", bytearray(b"x"), {"i": 1}, [1, "a"], "s"])
-def test_plain_enqueue_is_stored_as_a_task_without_options(payload: Any) -> None:
-    plain = prepare_plain("t", payload, NOW)
-    general = prepare(Task("t", payload), {}, NOW)
+def test_enqueue_of_a_type_is_stored_as_a_task_of_that_type(payload: Any,
+                                                           call_options: dict[str, Any]) -> None:
+    plain = prepare_plain("t", payload, call_options, NOW)
+    general = prepare(Task("t", payload), call_options, NOW)
     assert plain._replace(msg=None) == general._replace(msg=None)
+    if "task_id" not in call_options:
+        assert plain.msg.id != general.msg.id
     assert dataclasses.replace(plain.msg, id="x") == dataclasses.replace(general.msg, id="x")
     assert plain.msg.encode().replace(plain.msg.id.encode(), b"x") == \
         general.msg.encode().replace(general.msg.id.encode(), b"x")
+
+
+@pytest.mark.parametrize(("task_type", "options"), [
+    ("t", {"queue": "a*b"}), ("t", {"max_retry": True}), ("t", {"bogus": 1}),
+    ("t", {"process_in": 1, "process_at": LATER}), ("t", {"unique_key": "k"}),
+    ("t", {"expires_in": 0}), ("", {"bogus": 1}),
+])
+def test_enqueue_of_a_type_refuses_the_options_a_task_refuses(task_type: str,
+                                                              options: dict[str, Any]) -> None:
+    with pytest.raises((TypeError, ValueError)) as general:
+        prepare(Task(task_type, {"i": 1}), options, NOW)
+    with pytest.raises((TypeError, ValueError)) as plain:
+        prepare_plain(task_type, {"i": 1}, options, NOW)
+    assert (type(plain.value), str(plain.value)) == (type(general.value), str(general.value))
 
 
 @pytest.mark.parametrize(("task_type", "payload", "error"), [
@@ -94,16 +112,16 @@ def test_plain_enqueue_refuses_what_a_task_refuses(task_type: Any, payload: Any,
     with pytest.raises(error) as general:
         Task(task_type, payload)
     with pytest.raises(error) as plain:
-        prepare_plain(task_type, payload, NOW)
+        prepare_plain(task_type, payload, {}, NOW)
     assert str(plain.value) == str(general.value)
 
 
 def test_bad_names_are_refused_after_good_ones_were_remembered() -> None:
     for _ in range(2):
-        assert prepare_plain("good", None, NOW).msg.type == "good"
+        assert prepare_plain("good", None, {}, NOW).msg.type == "good"
         assert validate_queue_name("good-queue") == "good-queue"
         with pytest.raises(ValueError, match="blank"):
-            prepare_plain("  ", None, NOW)
+            prepare_plain("  ", None, {}, NOW)
         with pytest.raises(ValueError, match=r"\*"):
             validate_queue_name("bad*queue")
         with pytest.raises(TypeError):
@@ -181,9 +199,9 @@ def test_a_forked_child_draws_ids_of_its_own() -> None:
 
 
 def test_enqueue_time_and_due_time_are_equal_datetimes() -> None:
-    info = stored_info(prepare_plain("t", None, NOW), NOW)
+    info = stored_info(prepare_plain("t", None, {}, NOW), NOW)
     assert info.enqueued_at == info.next_process_at == datetime.fromtimestamp(NOW / 1000, UTC)
-    other = stored_info(prepare_plain("t", None, NOW + 1), NOW + 1)
+    other = stored_info(prepare_plain("t", None, {}, NOW + 1), NOW + 1)
     assert other.enqueued_at == datetime.fromtimestamp((NOW + 1) / 1000, UTC)
 
 
@@ -194,7 +212,7 @@ def test_options_built_without_init_are_the_frozen_dataclasses_they_stand_for() 
     assert repr(parsed) == repr(ParsedOptions(queue="q", max_retry=2))
     with pytest.raises(dataclasses.FrozenInstanceError):
         parsed.queue = "other"  # type: ignore[misc]
-    info = stored_info(prepare_plain("t", None, NOW), NOW)
+    info = stored_info(prepare_plain("t", None, {}, NOW), NOW)
     with pytest.raises(dataclasses.FrozenInstanceError):
         info.queue = "other"  # type: ignore[misc]
     assert dataclasses.replace(info, queue="other").queue == "other"
