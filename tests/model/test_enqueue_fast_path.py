@@ -160,8 +160,11 @@ def test_task_ids_are_version_4_uuids_never_repeated() -> None:
         parsed = uuid.UUID(text)
         assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
         assert str(parsed) == text
-    # Every variant digit occurs (its two low bits are random).
+    # Every variant digit occurs (its two low bits are random), and every other digit but
+    # the version takes all 16 values.
     assert {text[19] for text in ids} == set("89ab")
+    for at in set(range(36)) - {8, 13, 14, 18, 19, 23}:
+        assert {text[at] for text in ids} == set("0123456789abcdef"), at
 
 
 def test_task_ids_drawn_by_many_threads_are_distinct() -> None:
