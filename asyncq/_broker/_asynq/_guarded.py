@@ -36,6 +36,7 @@ class GuardedRedisBroker(RedisBroker):
         self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int,
         request_id: str = "", one_hop: bool = False,
     ) -> tuple[list[RawTask], int]:
-        await self.layout.check((queue,))
+        if queue not in self.layout.checked:
+            await self.layout.check((queue,))
         return await super().dequeue(queue, count, owner, lease_ms, waiter_ttl_ms, request_id,
                                      one_hop)
