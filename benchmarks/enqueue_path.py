@@ -1,7 +1,7 @@
 """What one ``Client.enqueue`` costs the producer's process, against a bare redis-py EVALSHA.
 
     .venv/bin/python -m benchmarks.enqueue_path [--ref REF ...] [--rounds 3] [--calls 3000]
-                                                [--profile] [--no-save]
+                                                [--lean] [--profile] [--no-save]
 
 On its own loopback ``redis-server`` (``benchmarks/_redis.py``, never 6379), each round runs,
 one after the other (interleaved, so drift in the machine's load hits every row alike):
@@ -12,7 +12,9 @@ one after the other (interleaved, so drift in the machine's load hits every row 
   client.enqueue("noop", {"i": i})`` one awaited call at a time (sequential), then from 100
   concurrent producers;
 * ``redis-py EVALSHA``: ``await Redis.evalsha(...)`` of a one-key script with a message-sized
-  argument, sequential and 100 concurrent (the same for every source: measured once a round).
+  argument, sequential and 100 concurrent (the same for every source: measured once a round);
+* with ``--lean``, ``lean EVALSHA``: that call packed and sent on the working tree's lean
+  connection (``LeanPool.submit``), what an enqueue costs without any Python of its own.
 
 Each row runs in a fresh interpreter (warmed up first: connections open, queue registered);
 reported are the median calls per second and CPU microseconds of that process per call
@@ -48,6 +50,7 @@ SCRIPT = "return redis.call('INCR', KEYS[1]) + #ARGV[1]"
 SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
 ARG = "x" * 200  # about the size of an enqueue's task message
 BARE = "redis-py EVALSHA"
+LEAN = "lean EVALSHA"
 
 Call = Callable[[int], Awaitable[Any]]
 
@@ -106,6 +109,28 @@ async def _child(url: str, what: str, calls: int, profile: bool, top: int) -> di
 
         call: Call = bare
         close: Callable[[], Awaitable[None]] = r.aclose
+    elif what == "lean":
+        from redis.asyncio import Redis
+
+        from asyncq._broker._lean import LeanPool
+        from asyncq._broker._lean_settings import lean_settings
+        from asyncq._broker._resp import pack
+
+        r = Redis.from_url(url)
+        await r.script_load(SCRIPT)
+        settings = lean_settings(r)
+        assert settings is not None
+        pool = LeanPool(settings)
+        command = pack(("EVALSHA", SHA, 1, "asyncq:bench:evalsha", ARG))
+
+        async def lean(i: int) -> Any:
+            return await pool.submit(command)
+
+        async def close_lean() -> None:
+            await pool.aclose()
+            await r.aclose()
+
+        call, close = lean, close_lean
     else:
         import asyncq
         from asyncq import Client
@@ -122,7 +147,7 @@ async def _child(url: str, what: str, calls: int, profile: bool, top: int) -> di
         await _timed(call, 3 * PRODUCERS, PRODUCERS)
         out["sequential"] = await _timed(call, calls, 1)
         out["producers"] = await _timed(call, calls * 3, PRODUCERS)
-        if profile and what != "bare":
+        if profile and what == "client":
             prof = cProfile.Profile()
             prof.enable()
             await _timed(call, calls, PRODUCERS)
@@ -206,7 +231,10 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--no-tree", action="store_true", help="measure only the refs")
-    parser.add_argument("--child", choices=("client", "bare"), help=argparse.SUPPRESS)
+    parser.add_argument("--lean", action="store_true",
+                        help="also measure the same EVALSHA on asyncq's lean connection (the "
+                             "working tree's): the floor under Client.enqueue")
+    parser.add_argument("--child", choices=("client", "bare", "lean"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -232,6 +260,8 @@ def main() -> None:
                 rows: list[tuple[str, Path | None, str]] = [
                     (name, where, "client") for name, (where, _) in sources.items()]
                 rows.append((BARE, None, "bare"))
+                if args.lean:
+                    rows.append((LEAN, None, "lean"))
                 for name, where, what in rows:
                     command(server.port, "FLUSHALL")
                     profile = args.profile and rnd == args.rounds - 1
