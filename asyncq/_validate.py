@@ -213,7 +213,25 @@ for any run of characters, ``:`` included, so no queue name may contain it."""
 
 
 def validate_queue_name(name: object) -> str:
-    """Return ``name`` if it is a usable queue name, else raise ValueError saying why."""
+    """Return ``name`` if it is a usable queue name, else raise ValueError saying why. The
+    names found good are remembered (a few hundred at most): an app names the same few
+    queues on every enqueue."""
+    if type(name) is str and name in _GOOD_QUEUE_NAMES:
+        return name
+    name = _check_queue_name(name)
+    if type(name) is str:
+        if len(_GOOD_QUEUE_NAMES) >= _GOOD_QUEUE_NAMES_MAX:
+            _GOOD_QUEUE_NAMES.clear()
+        _GOOD_QUEUE_NAMES.add(name)
+    return name
+
+
+_GOOD_QUEUE_NAMES: set[str] = set()
+_GOOD_QUEUE_NAMES_MAX = 512
+
+
+def _check_queue_name(name: object) -> str:
+    """The rules of a queue name (``validate_queue_name`` without its memory)."""
     name = _check_queue_text(name, "queue name")
     if QUEUE_WILDCARD in name:
         raise ValueError(

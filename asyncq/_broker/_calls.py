@@ -36,20 +36,25 @@ def store_call(task: NewTask, now: int) -> ScriptCall:
     # The producer's enqueue time decides pending vs scheduled, so the state the client
     # reports is the state stored even if time passed between the two reads of the clock.
     now = msg.enqueued_at_ms or now
-    qk = K.queue_keys(msg.queue)
+    queue = msg.queue
+    qk = _queue_keys(queue)
+    task_key = qk.task_prefix + msg.id
     lock = task.unique_key or qk.unused_lock
     encoded = msg.encode()
     if task.process_at_ms > now:
-        return ScriptCall("schedule", [qk.task(msg.id), qk.scheduled, lock, qk.registered],
+        return ScriptCall("schedule", [task_key, qk.scheduled, lock, qk.registered],
                           [msg.id, encoded, task.payload, task.process_at_ms,
-                           task.unique_ttl_ms, msg.group, K.WAKE_CHANNEL, msg.queue])
+                           task.unique_ttl_ms, msg.group, _WAKE, queue])
     if msg.group:
         return ScriptCall("add_to_group",
-                          [qk.task(msg.id), qk.group(msg.group), qk.groups, lock, qk.registered],
+                          [task_key, qk.group(msg.group), qk.groups, lock, qk.registered],
                           [msg.id, encoded, task.payload, now, task.unique_ttl_ms, msg.group])
-    return ScriptCall("enqueue", [qk.task(msg.id), qk.pending, lock, qk.waiters, qk.registered],
-                      [msg.id, encoded, task.payload, now, task.unique_ttl_ms, K.WAKE_CHANNEL,
-                       msg.queue])
+    return ScriptCall("enqueue", [task_key, qk.pending, lock, qk.waiters, qk.registered],
+                      [msg.id, encoded, task.payload, now, task.unique_ttl_ms, _WAKE, queue])
+
+
+_queue_keys = K.queue_keys  # (one name lookup fewer on every store)
+_WAKE = K.WAKE_CHANNEL
 
 
 def batch_call(run: Sequence[NewTask], now: int) -> ScriptCall:

@@ -49,19 +49,32 @@ class Coalescer(Generic[_C, _R]):
         self._unstarted: set[asyncio.Task[None]] = set()
         self._closing = False
 
-    async def call(self, call: _C) -> _R:
-        """``call``'s reply; raises what sending it raised (or its own error reply)."""
+    def call(self, call: _C) -> Awaitable[_R]:
+        """``call``'s reply, to await; raises what sending it raised (or its own error reply).
+        A call that waits for the next batch is the future its batch resolves (no coroutine
+        of its own: cancelling its awaiter cancels the future, and the batch skips it)."""
         if self._in_flight < self._max and not self._flush_due:
-            self._in_flight += 1
-            try:
-                return await self._send_one(call)
-            finally:
-                self._in_flight -= 1
-                if self._queue:
-                    self._flush_soon()
+            return self._call_now(call)
+        return self._wait_for_batch(call)
+
+    def _wait_for_batch(self, call: _C) -> asyncio.Future[_R]:
+        """``call`` queued for the next batch: the future of its reply."""
         fut: asyncio.Future[_R] = asyncio.get_running_loop().create_future()
         self._queue.append((call, fut))
-        return await fut
+        return fut
+
+    async def _call_now(self, call: _C) -> _R:
+        """Send ``call`` alone, unless round trips started meanwhile (the coroutine was not
+        awaited at once): then it waits for the next batch, as it would have."""
+        if self._in_flight >= self._max or self._flush_due:
+            return await self._wait_for_batch(call)
+        self._in_flight += 1
+        try:
+            return await self._send_one(call)
+        finally:
+            self._in_flight -= 1
+            if self._queue:
+                self._flush_soon()
 
     def _flush_soon(self) -> None:
         """Send what waits on the next loop turn (after the callers just resumed ran)."""

@@ -10,12 +10,12 @@ from typing import Any, Self, TypeVar, Unpack
 import anyio
 
 from .. import _tracing
-from .._broker import Broker, NewTask
+from .._broker import Broker, EnqueueCode, NewTask
 from .._broker._connection import ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock
 from .._defaults import DEFAULT_QUEUE, EVENTS_BUFFER, WORKFLOW_RETENTION
 from .._errors import AsyncqError, BrokerError
-from .._model._enqueue import prepare, store_error, stored_info
+from .._model._enqueue import prepare, prepare_plain, store_error, stored_info
 from .._model._flow import Flow
 from .._model._info import TaskInfo, TaskState
 from .._model._options import ApplyOptions, EnqueueOptions
@@ -103,17 +103,26 @@ class Client:
         ``after=[task, ...]`` (TaskInfo, ``(queue, id)`` or an id in the same queue): the task
         is stored WAITING and runs once every one of them succeeded (see Workflows).
         """
-        if isinstance(task, Task):
-            if payload is not None:
-                raise TypeError("pass the payload in the Task, not to enqueue(), when given a "
-                                "Task")
-        else:
-            task = Task(task, payload)  # (a type that is not a str is refused there)
-        if "after" in options:
-            after = options.pop("after")
-            return await enqueue_after(self._broker, task, options, after)
         now = self._clock.now_ms()
-        new = prepare(task, options, now)
+        if type(task) is str and "after" not in options:
+            new = prepare_plain(task, payload, options, now)  # (``enqueue("type", ...)``)
+        else:
+            if isinstance(task, Task):
+                if payload is not None:
+                    raise TypeError("pass the payload in the Task, not to enqueue(), when "
+                                    "given a Task")
+            else:
+                task = Task(task, payload)  # (a type that is not a str is refused there)
+            if "after" in options:
+                after = options.pop("after")
+                return await enqueue_after(self._broker, task, options, after)
+            new = prepare(task, options, now)
+        if _tracing.active is None and not self._retry_attempts:
+            # The hot path of every enqueue: no span, no closure, no backoff to set up.
+            code = await self._broker.store(new)
+            if code == 0 or code == -1:
+                await self._refused(code, new)
+            return stored_info(new, now)
         tracer = _tracing.active
         if tracer is None:
             return await self._store(new, now)
@@ -123,19 +132,23 @@ class Client:
     async def _store(self, new: NewTask, now: int) -> TaskInfo:
         if self._retry_attempts:
             code, retried = await self._with_retries(lambda: self._broker.store(new))
-        else:  # (the hot path of every enqueue: no closure, no backoff to set up)
+        else:
             code, retried = await self._broker.store(new), False
         if code == 0 and retried:
             mine, _ = await self._with_retries(lambda: self._stored_by_us([new]))
             if mine[0]:
                 code = 1
+        await self._refused(code, new)
+        return stored_info(new, now)
+
+    async def _refused(self, code: EnqueueCode, new: NewTask) -> None:
+        """Raise the error of a store reply that did not store (none for a stored task)."""
         holder = None
         if code == -1 and new.unique_key:
             holder = (await self._broker.lock_holders([new.unique_key]))[0]
         err = store_error(code, new, holder)
         if err is not None:
             raise err
-        return stored_info(new, now)
 
     async def enqueue_many(self, tasks: Iterable[Task]) -> list[TaskInfo | AsyncqError]:
         """Store many tasks in few round trips; the result holds a TaskInfo or error per item.

@@ -13,7 +13,9 @@ from typing import Any, NamedTuple
 import orjson
 
 from .._clock import stored_datetime
+from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_TIMEOUT_MS
 from .._errors import AsyncqError
+from ._build import slot_builder
 from ._message import NO_TIMEOUT, TaskMessage
 from ._payload import Encoding, decode_json
 from ._rules import RESULT_RETENTION_MS, HandlerRules, effective, expiry_of
@@ -170,6 +172,57 @@ def task_info(
         result_encoding="j" if result_encoding == "j" else "b",
         **({} if progress is None else _progress_fields(progress)),
     )
+
+
+def just_stored_info(msg: TaskMessage, payload: bytes, state: TaskState,
+                     next_process_at_ms: int) -> TaskInfo:
+    """``task_info(msg, payload, state, next_process_at_ms=...)`` of a task just stored (never
+    run, no rules known), built for the hot path of every enqueue: its fields set directly
+    (a frozen dataclass's ``__init__`` costs twice as much) and the datetime of the last
+    time converted reused (a pending task's enqueue time is its due time too)."""
+    timeout: timedelta | None
+    if (msg.max_retry is None and not msg.timeout_ms and not msg.deadline_ms
+            and msg.retention_ms is None):  # (nothing set: the defaults, converted once)
+        max_retry, timeout, retention = _DEFAULT_LIMITS
+        deadline = None
+    else:
+        max_retry, timeout_ms, retention_ms = effective(msg, None)
+        timeout = (_duration(timeout_ms) if timeout_ms > 0 and timeout_ms != NO_TIMEOUT
+                   else None)
+        retention = _duration(RESULT_RETENTION_MS if retention_ms is None else retention_ms)
+        deadline = _time(msg.deadline_ms) if msg.deadline_ms else None
+    return _build_stored(msg.id, msg.queue, msg.type, payload, state, max_retry, msg.headers,
+                         timeout, deadline,
+                         _time(msg.expires_at_ms) if msg.expires_at_ms else None,
+                         msg.group or None,
+                         _time(next_process_at_ms) if next_process_at_ms else None,
+                         retention, _time(msg.enqueued_at_ms) if msg.enqueued_at_ms else None,
+                         msg.enc)
+
+
+#: What a task whose producer set no max_retry, timeout, deadline or retention is shown with
+#: (``effective`` without rules), as TaskInfo holds them.
+_DEFAULT_LIMITS = (DEFAULT_MAX_RETRY, _duration(DEFAULT_TIMEOUT_MS),
+                   _duration(RESULT_RETENTION_MS))
+
+
+#: Builds a TaskInfo from the fields ``just_stored_info`` passes, in this order.
+_build_stored = slot_builder(TaskInfo, (
+    "id", "queue", "type", "payload", "state", "max_retry", "headers", "timeout", "deadline",
+    "expires_at", "group", "next_process_at", "retention", "enqueued_at", "encoding"))
+_last_time: tuple[int, datetime | None] = (0, None)
+
+
+def _time(ms: int) -> datetime | None:
+    """``stored_datetime(ms)``, the last one made kept for the next call (datetimes are
+    immutable; enqueues made in the same millisecond share it)."""
+    global _last_time
+    last = _last_time
+    if last[0] == ms:
+        return last[1]
+    when = stored_datetime(ms)
+    _last_time = (ms, when)
+    return when
 
 
 def _progress_fields(report: Progress) -> dict[str, Any]:

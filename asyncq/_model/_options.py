@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from .._clock import MAX_TIME_MS, datetime_to_ms, ms_to_datetime
 from .._defaults import DEFAULT_QUEUE
 from .._validate import check_text, to_ms, validate_queue_name
+from ._build import slot_builder
 from ._info import TaskInfo
 from ._message import NO_TIMEOUT
 
@@ -128,25 +129,36 @@ class ParsedOptions:
 
     def merged(self, later: ParsedOptions) -> ParsedOptions:
         """Options of ``self`` overridden by every option set in ``later`` (headers merge)."""
-        changes: dict[str, Any] = {}
-        for f in fields(later):
-            value = getattr(later, f.name)
+        if self is NO_OPTIONS:  # (a Task without options of its own: the call's, as given)
+            return later
+        if later is NO_OPTIONS:
+            return self
+        values = [getattr(self, name) for name in _PARSED_FIELDS]
+        for i, name in enumerate(_PARSED_FIELDS):
+            value = getattr(later, name)
             if value is UNSET:
                 continue
-            if f.name == "headers" and self.headers is not UNSET:
+            if i == _HEADERS and self.headers is not UNSET:
                 value = {**self.headers, **value}
-            changes[f.name] = value
+            values[i] = value
+        # A time set later replaces the other way of giving it (at vs in).
         if later.process_at_ms is not UNSET:
-            changes["process_in_ms"] = UNSET
+            values[_PROCESS_IN] = UNSET
         if later.process_in_ms is not UNSET:
-            changes["process_at_ms"] = UNSET
+            values[_PROCESS_AT] = UNSET
         if later.expires_at_ms is not UNSET:
-            changes["expires_in_ms"] = UNSET
+            values[_EXPIRES_IN] = UNSET
         if later.expires_in_ms is not UNSET:
-            changes["expires_at_ms"] = UNSET
-        return replace(self, **changes)
+            values[_EXPIRES_AT] = UNSET
+        return _new_parsed(*values)
 
 
+_PARSED_FIELDS = tuple(f.name for f in fields(ParsedOptions))
+#: ``ParsedOptions(...)`` without the frozen ``__init__`` (every field optional: UNSET).
+_new_parsed = slot_builder(ParsedOptions, _PARSED_FIELDS, dict.fromkeys(_PARSED_FIELDS, UNSET))
+_HEADERS, _PROCESS_AT, _PROCESS_IN, _EXPIRES_AT, _EXPIRES_IN = (
+    _PARSED_FIELDS.index(name) for name in ("headers", "process_at_ms", "process_in_ms",
+                                            "expires_at_ms", "expires_in_ms"))
 NO_OPTIONS = ParsedOptions()  # (frozen: one shared instance for "no options given")
 
 OPTION_NAMES = TaskOptions.__optional_keys__  # the names parse_options accepts
@@ -156,8 +168,8 @@ def parse_options(options: Mapping[str, Any]) -> ParsedOptions:
     """Validate keyword options; a misspelt name or a bad value raises TypeError/ValueError."""
     if not options:
         return NO_OPTIONS
-    unknown = set(options) - OPTION_NAMES
-    if unknown:
+    if not OPTION_NAMES.issuperset(options):
+        unknown = set(options) - OPTION_NAMES
         raise TypeError(
             f"unknown enqueue option(s): {', '.join(sorted(unknown))}; "
             f"valid options are {', '.join(sorted(OPTION_NAMES))}"
@@ -213,7 +225,7 @@ def parse_options(options: Mapping[str, Any]) -> ParsedOptions:
                 check_text(k, "header name", blank=True)
                 check_text(v, f"header {k!r}", blank=True)
             kw["headers"] = dict(value)
-    return ParsedOptions(**kw)
+    return _new_parsed(**kw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,45 +248,53 @@ class ResolvedOptions:
     expires_at_ms: int = 0  # 0 = never (unless the handler's registration says otherwise)
 
 
+#: ``ResolvedOptions(...)`` (every field, in order) without the frozen ``__init__``.
+_new_resolved = slot_builder(ResolvedOptions, [f.name for f in fields(ResolvedOptions)])
+
+
 def resolve(opts: ParsedOptions, now_ms: int) -> ResolvedOptions:
     """Apply the routing defaults (the default queue, a new id, now) and check the times."""
     if opts is NO_OPTIONS:
-        return ResolvedOptions(DEFAULT_QUEUE, None, 0, 0, 0, 0, None, None, None, "", {})
-    timeout = 0 if opts.timeout_ms is UNSET else opts.timeout_ms
-    deadline = 0 if opts.deadline_ms is UNSET else opts.deadline_ms
-    if opts.timeout_ms == 0:
+        return _new_resolved(DEFAULT_QUEUE, None, 0, 0, 0, 0, None, None, None, "", {}, 0)
+    timeout = opts.timeout_ms
+    if timeout is UNSET:
+        timeout = 0
+    elif timeout == 0:
         timeout = NO_TIMEOUT  # an explicit timeout=0: no limit at all
+    deadline = 0 if opts.deadline_ms is UNSET else opts.deadline_ms
     if opts.process_at_ms is not UNSET:
         process_at = opts.process_at_ms
     elif opts.process_in_ms is not UNSET:
         process_at = now_ms + opts.process_in_ms
     else:
         process_at = 0
-    for name, at in (("process_at/process_in", process_at),
-                     ("now + timeout", now_ms + max(timeout, 0)),
-                     ("deadline", deadline)):
-        if at > MAX_TIME_MS:
-            raise ValueError(f"{name} lies after the year 9999, the latest time a datetime can "
-                             f"hold: use a shorter delay or timeout")
-    expires = _expires_at(opts, now_ms, process_at)
+    if process_at > MAX_TIME_MS:
+        raise _after_9999("process_at/process_in")
+    if now_ms + max(timeout, 0) > MAX_TIME_MS:
+        raise _after_9999("now + timeout")
+    if deadline > MAX_TIME_MS:
+        raise _after_9999("deadline")
+    expires = (0 if opts.expires_at_ms is UNSET and opts.expires_in_ms is UNSET
+               else _expires_at(opts, now_ms, process_at))
     unique_ms = 0 if opts.unique_ms is UNSET else opts.unique_ms
     unique_key = None if opts.unique_key is UNSET else opts.unique_key
     if unique_key is not None and not unique_ms:
         raise ValueError("unique_key needs a unique TTL (unique=seconds)")
-    return ResolvedOptions(
-        queue=DEFAULT_QUEUE if opts.queue is UNSET else opts.queue,
-        max_retry=None if opts.max_retry is UNSET else opts.max_retry,
-        timeout_ms=timeout,
-        deadline_ms=deadline,
-        process_at_ms=process_at,
-        unique_ms=unique_ms,
-        unique_key=unique_key,
-        task_id=None if opts.task_id is UNSET else opts.task_id,
-        retention_ms=None if opts.retention_ms is UNSET else opts.retention_ms,
-        group="" if opts.group is UNSET else opts.group,
-        headers={} if opts.headers is UNSET else dict(opts.headers),
-        expires_at_ms=expires,
+    return _new_resolved(
+        DEFAULT_QUEUE if opts.queue is UNSET else opts.queue,
+        None if opts.max_retry is UNSET else opts.max_retry,
+        timeout, deadline, process_at, unique_ms, unique_key,
+        None if opts.task_id is UNSET else opts.task_id,
+        None if opts.retention_ms is UNSET else opts.retention_ms,
+        "" if opts.group is UNSET else opts.group,
+        {} if opts.headers is UNSET else dict(opts.headers),
+        expires,
     )
+
+
+def _after_9999(name: str) -> ValueError:
+    return ValueError(f"{name} lies after the year 9999, the latest time a datetime can "
+                      f"hold: use a shorter delay or timeout")
 
 
 def _expires_at(opts: ParsedOptions, now_ms: int, process_at: int) -> int:

@@ -18,10 +18,11 @@ def encode_payload(payload: object) -> tuple[bytes, Encoding]:
     """Encode a payload for storage, returning the bytes and how they were encoded."""
     if payload is None:
         return b"", "n"
-    if isinstance(payload, bytes):
-        return payload, "b"
-    if isinstance(payload, bytearray | memoryview):
-        return bytes(payload), "b"
+    if type(payload) is not dict:  # (a dict, the common payload, skips the bytes checks)
+        if isinstance(payload, bytes):
+            return payload, "b"
+        if isinstance(payload, bytearray | memoryview):
+            return bytes(payload), "b"
     try:
         raw = orjson.dumps(payload, option=_JSON_OPTS)
     except (TypeError, orjson.JSONEncodeError) as exc:

@@ -63,7 +63,21 @@ def check_progress(value: object, message: object,
 
 
 def validate_type(task_type: object) -> str:
-    return check_text(task_type, "task type", name_like=True)
+    """``task_type`` if it is a usable task type (else TypeError/ValueError); the types found
+    good are remembered (a few hundred at most), as an app enqueues the same few again and
+    again."""
+    if type(task_type) is str and task_type in _GOOD_TYPES:
+        return task_type
+    checked = check_text(task_type, "task type", name_like=True)
+    if type(checked) is str:
+        if len(_GOOD_TYPES) >= _GOOD_TYPES_MAX:
+            _GOOD_TYPES.clear()
+        _GOOD_TYPES.add(checked)
+    return checked
+
+
+_GOOD_TYPES: set[str] = set()
+_GOOD_TYPES_MAX = 512
 
 
 class Task(Flow[Any, Any]):

@@ -24,7 +24,8 @@ class GuardedRedisBroker(RedisBroker):
         await super().register_queues(queues)
 
     async def store(self, task: NewTask) -> EnqueueCode:
-        await self.layout.check((task.msg.queue,))
+        if task.msg.queue not in self.layout.checked:  # (every enqueue's but the first)
+            await self.layout.check((task.msg.queue,))
         return await super().store(task)
 
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
@@ -35,6 +36,7 @@ class GuardedRedisBroker(RedisBroker):
         self, queue: str, count: int, owner: str, lease_ms: int, waiter_ttl_ms: int,
         request_id: str = "", one_hop: bool = False,
     ) -> tuple[list[RawTask], int]:
-        await self.layout.check((queue,))
+        if queue not in self.layout.checked:
+            await self.layout.check((queue,))
         return await super().dequeue(queue, count, owner, lease_ms, waiter_ttl_ms, request_id,
                                      one_hop)

@@ -47,16 +47,17 @@ class LayoutGuard:
         self._wire = wire
         self._mine, self._other = (QUEUES, ASYNCQ_QUEUES) if wire == "asynq" else (
             ASYNCQ_QUEUES, QUEUES)
-        self._checked: set[str] = set()
+        self.checked: set[str] = set()
+        """The queues found fine (read only: a caller may skip ``check`` for them)."""
         self._pending: dict[str, asyncio.Future[None]] = {}
 
     def forget(self, queue: str) -> None:
         """Check ``queue`` again at its next use (it was removed)."""
-        self._checked.discard(queue)
+        self.checked.discard(queue)
 
     async def check(self, queues: Sequence[str]) -> None:
         """Raise BrokerError (refused) if one of ``queues`` belongs to the other layout."""
-        checked = self._checked
+        checked = self.checked
         if len(queues) == 1 and queues[0] in checked:
             return
         new = [q for q in dict.fromkeys(queues) if q not in checked]
@@ -73,7 +74,7 @@ class LayoutGuard:
             finally:
                 for queue in mine:
                     del self._pending[queue]
-                done.set_result(None)  # its waiters see the outcome in ``_checked``
+                done.set_result(None)  # its waiters see the outcome in ``checked``
         if waits:
             await asyncio.gather(*(asyncio.shield(f) for f in waits.values()))
             # A check that failed (Redis, a mismatch, a cancel) left its queues unchecked:
@@ -90,9 +91,9 @@ class LayoutGuard:
                 raise
             # An ACL user kept to its own layout's keys cannot read the other's registry, and
             # so cannot have written that layout's queues either: nothing to refuse.
-            self._checked.update(new)
+            self.checked.update(new)
             return
         for i, queue in enumerate(new):
             if replies[2 * i + 1] and not replies[2 * i]:
                 raise mismatch_error(queue, self._wire)
-            self._checked.add(queue)
+            self.checked.add(queue)
