@@ -218,16 +218,21 @@ def validate_queue_name(name: object) -> str:
     queues on every enqueue."""
     if type(name) is str and name in _GOOD_QUEUE_NAMES:
         return name
-    name = _check_queue_name(name)
-    if type(name) is str:
-        if len(_GOOD_QUEUE_NAMES) >= _GOOD_QUEUE_NAMES_MAX:
-            _GOOD_QUEUE_NAMES.clear()
-        _GOOD_QUEUE_NAMES.add(name)
-    return name
+    return remember_good(_GOOD_QUEUE_NAMES, _check_queue_name(name))
 
 
+GOOD_NAMES_MAX = 512  # names a process remembers as checked, per kind (emptied when full)
 _GOOD_QUEUE_NAMES: set[str] = set()
-_GOOD_QUEUE_NAMES_MAX = 512
+
+
+def remember_good(good: set[str], name: str) -> str:
+    """``name``, just checked, added to the ``good`` names (``GOOD_NAMES_MAX`` at most: the
+    set is emptied when full) so the next check of it is a set lookup."""
+    if type(name) is str:
+        if len(good) >= GOOD_NAMES_MAX:
+            good.clear()
+        good.add(name)
+    return name
 
 
 def _check_queue_name(name: object) -> str:

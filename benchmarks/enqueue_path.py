@@ -44,6 +44,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.startup import copy_source
+
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCERS = 100
 SCRIPT = "return redis.call('INCR', KEYS[1]) + #ARGV[1]"
@@ -161,25 +163,6 @@ async def _child(url: str, what: str, calls: int, profile: bool, top: int) -> di
 # -- the parent: sources, rounds, table
 
 
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                          check=True, timeout=60).stdout.strip()
-
-
-def copy_source(ref: str | None, into: Path) -> dict[str, Any]:
-    """Put the ``asyncq`` package of ``ref`` (None: the working tree) under ``into``; return
-    what was copied (ref, commit, dirty)."""
-    into.mkdir(parents=True)
-    if ref is None:
-        shutil.copytree(ROOT / "asyncq", into / "asyncq",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        return {"ref": "working tree", "commit": _git("rev-parse", "HEAD"),
-                "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "asyncq"))}
-    commit = _git("rev-parse", "--verify", f"{ref}^{{commit}}")
-    archive = subprocess.run(["git", "archive", commit, "asyncq"], cwd=ROOT,
-                             capture_output=True, check=True, timeout=60).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True, timeout=60)
-    return {"ref": ref, "commit": commit, "dirty": False}
 
 
 def run_child(source: Path | None, url: str, what: str, calls: int, profile: bool,

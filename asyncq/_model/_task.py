@@ -11,7 +11,7 @@ import orjson
 
 from .._clock import MAX_TIME_MS, MIN_TIME_MS, ms_to_datetime
 from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE
-from .._validate import check_text
+from .._validate import check_text, remember_good
 from ._flow import Flow
 from ._message import TaskMessage
 from ._options import UNSET, ParsedOptions, TaskOptions, parse_options
@@ -68,16 +68,10 @@ def validate_type(task_type: object) -> str:
     again."""
     if type(task_type) is str and task_type in _GOOD_TYPES:
         return task_type
-    checked = check_text(task_type, "task type", name_like=True)
-    if type(checked) is str:
-        if len(_GOOD_TYPES) >= _GOOD_TYPES_MAX:
-            _GOOD_TYPES.clear()
-        _GOOD_TYPES.add(checked)
-    return checked
+    return remember_good(_GOOD_TYPES, check_text(task_type, "task type", name_like=True))
 
 
 _GOOD_TYPES: set[str] = set()
-_GOOD_TYPES_MAX = 512
 
 
 class Task(Flow[Any, Any]):
