@@ -19,6 +19,7 @@ from ._protocol import (
     Backlog,
     Broker,
     BulkOp,
+    Capability,
     EnqueueCode,
     EventFlush,
     FireCode,
@@ -34,6 +35,7 @@ from ._protocol import (
 from ._redis import RedisBroker
 
 __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Backlog", "Broker",
-           "BulkOp", "EnqueueCode", "EventFlush", "FireCode", "InspectOps", "NewTask", "Outcome",
-           "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]
+           "BulkOp", "Capability", "EnqueueCode", "EventFlush", "FireCode", "InspectOps",
+           "NewTask", "Outcome", "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps",
+           "TaskRecord", "is_broker"]
 __all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "QueuesAdded", "WorkerSignal"]

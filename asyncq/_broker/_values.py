@@ -3,12 +3,29 @@ the codes its scripts return."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from .._model._message import TaskMessage
 from ._keys import queue_keys
+
+
+class Capability(enum.Enum):
+    """What a broker offers beyond the transitions every broker has (store, lease, finish,
+    inspect, limits, schedules): callers check ``Capability.X in broker.capabilities`` before
+    using it, so a broker never fakes what it lacks."""
+
+    WORKFLOWS = "workflows"
+    """``broker.workflows``: workflow state, steps and outboxes."""
+    PROGRESS = "progress"
+    """``broker.set_progress``: a running task's progress stored and published."""
+
+
+#: What asyncq's own layout offers: everything.
+ALL_CAPABILITIES: frozenset[Capability] = frozenset(Capability)
+
 
 LEASE_LOST = 0
 LEASE_KEPT = 1

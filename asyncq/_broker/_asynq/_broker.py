@@ -7,19 +7,21 @@ each transition does what Go's does (``internal/rdb/rdb.go``), so Go servers, cl
 inspectors share the queues. The worker reads asyncq's JSON message and the payload as usual:
 the translation happens here and in ``_codec``.
 
-Operations not available yet raise a BrokerError saying so (``_unavailable``).
+What this layout lacks is left out of ``capabilities`` (workflows, progress for now), and
+using it anyway raises a BrokerError (refused) saying so.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from redis.asyncio import Redis, RedisCluster
 
 from ... import _defaults
 from ..._clock import SYSTEM_CLOCK, Clock
+from ..._errors import BrokerError
 from ..._model._events import TaskEvent
 from .._calls import EVENT_RESULT_MAX, ScriptCall, finish_calls, finish_results
 from .._listen import Listeners
@@ -27,7 +29,7 @@ from .._messages import Handoff, WorkerSignal
 from .._ops import InspectOps, LimitOps, ScheduleOps
 from .._replies import text
 from .._runner import ScriptRunner, reply_error
-from .._values import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
+from .._values import Backlog, Capability, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from .._wf_ops import WorkflowOps
 from . import _codec, _wake
 from . import _keys as K
@@ -40,7 +42,7 @@ from ._recovery import AsynqRecovery
 from ._schedules import AsynqScheduleOps
 from ._scripts import asynq_scripts
 from ._servers import AsynqServers
-from ._unavailable import AsynqWorkflowOps, unavailable
+from ._unavailable import unavailable
 
 STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count (Go's statsTTL)
 ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
@@ -167,7 +169,17 @@ class AsynqBroker:
         self.schedules: ScheduleOps = AsynqScheduleOps(self.runner, clock, store_call,
                                                        self.register_queues)
         self.limits: LimitOps = AsynqLimitOps(self.runner, clock)
-        self.workflows = cast(WorkflowOps, AsynqWorkflowOps())
+        self.capabilities: frozenset[Capability] = frozenset()
+
+    @property
+    def workflows(self) -> WorkflowOps:
+        """Refused: a workflow's state and its steps change together in keys Go asynq has no
+        notion of (callers check ``capabilities`` first)."""
+        raise BrokerError(
+            "workflows are not available with wire=asynq (a workflow's state and its steps "
+            "change together in keys Go asynq has no notion of, and a Go server finishing a "
+            "step would never advance it); run workflows on a queue of asyncq's own layout",
+            refused=True)
 
     def _forget_queue(self, queue: str) -> None:
         """A removed queue is checked and registered again at its next use."""
