@@ -9,7 +9,7 @@ import ast
 import dataclasses
 import inspect
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,11 @@ from asyncq._client._waiting import EventStream
 from asyncq._model._message import TaskMessage, decode_message
 from asyncq._model._options import NO_OPTIONS, ParsedOptions, parse_options, resolve
 from asyncq._model._rules import COMPLETION_MARK_MS, HandlerRules, apply_rules, kept_for
+from asyncq._scheduler._entry import _JSON_FORM, options_from_json, options_to_json
 from asyncq._worker import _config
 from asyncq.web import basic_auth, create_app
+
+DEADLINE = datetime(2030, 1, 1, tzinfo=UTC)
 
 # WorkerConfig field -> the _defaults value it starts with.
 WORKER_FIELDS: dict[str, object] = {
@@ -113,6 +116,39 @@ def test_a_task_and_the_client_apply_the_task_defaults() -> None:
     assert (_calls.ARCHIVE_MAX_SIZE, _calls.ARCHIVE_MAX_AGE_MS) == (
         D.ARCHIVE_MAX_SIZE, D.ARCHIVE_MAX_AGE_MS)
     assert timedelta(milliseconds=D.ARCHIVE_MAX_AGE_MS) == timedelta(days=90)
+
+
+def test_the_default_backoff_is_capped() -> None:
+    """Go asynq's delay (retried**4 + 15 + jitter) until it reaches DEFAULT_RETRY_DELAY_MAX,
+    then 0.9 to 1 times the cap (jittered, so tasks that failed together spread out): the 25
+    default retries span about 18 hours, not three weeks."""
+    cap = D.DEFAULT_RETRY_DELAY_MAX
+    task = asyncq.Task("t")
+    for retried in range(200):
+        delays = [asyncq.default_retry_delay(retried, RuntimeError(), task) for _ in range(50)]
+        low = retried**4 + 15
+        if low + 29 * (retried + 1) < cap:
+            assert all(low <= d <= low + 29 * (retried + 1) for d in delays), retried
+        elif low >= cap:
+            assert all(0.9 * cap <= d <= cap for d in delays), retried
+            assert len(set(delays)) > 10, retried
+    assert asyncq.default_retry_delay(10**100, RuntimeError(), task) <= cap
+    spans = [sum(asyncq.default_retry_delay(n, RuntimeError(), task)
+                 for n in range(D.DEFAULT_MAX_RETRY)) / 3600 for _ in range(20)]
+    assert all(16 < span < 19 for span in spans), spans
+    assert asyncq.WorkerConfig().retry_delay is asyncq.default_retry_delay
+
+
+def test_a_scheduler_takes_every_enqueue_option() -> None:
+    """A periodic entry's options are stored as JSON: every option has its JSON form, and
+    comes back as the same option (an expiry once made ``register`` raise KeyError)."""
+    given = {"queue": "q", "max_retry": 1, "timeout": 2, "deadline": DEADLINE,
+             "process_in": 3, "expires_in": 4, "unique": 5, "unique_key": "k",
+             "task_id": "i", "retention": 6, "group": "g", "headers": {"h": "v"}}
+    for options in (given, {"process_at": DEADLINE, "expires_at": DEADLINE}):
+        parsed = parse_options(options)
+        assert parse_options(options_from_json(options_to_json(parsed))) == parsed
+    assert set(_JSON_FORM) == {f.name for f in dataclasses.fields(ParsedOptions)}
 
 
 def test_typed_tasks_leave_retention_to_the_result_rule() -> None:
