@@ -22,10 +22,11 @@ from asyncq._broker import _calls
 from asyncq._cli import build_parser
 from asyncq._client._waiting import EventStream
 from asyncq._model._message import TaskMessage, decode_message
-from asyncq._model._options import NO_OPTIONS, ParsedOptions, parse_options, resolve
+from asyncq._model._options import NO_OPTIONS, OPTION_NAMES, ParsedOptions, parse_options, resolve
 from asyncq._model._rules import COMPLETION_MARK_MS, HandlerRules, apply_rules, kept_for
 from asyncq._scheduler._entry import _JSON_FORM, options_from_json, options_to_json
 from asyncq._worker import _config
+from asyncq._worker._mux import HANDLER_OPTIONS
 from asyncq.web import basic_auth, create_app
 
 DEADLINE = datetime(2030, 1, 1, tzinfo=UTC)
@@ -234,3 +235,32 @@ def test_only_the_defaults_module_spells_the_default_queue() -> None:
                   if isinstance(node, ast.Constant) and node.value == D.DEFAULT_QUEUE
                   and id(node) not in docs]
     assert found == [], f"spell the default queue as _defaults.DEFAULT_QUEUE: {found}"
+
+
+def _task_defaults_table() -> dict[str, list[str]]:
+    """The rows of the task defaults table of docs/reference/configuration.md, by rule."""
+    page = (Path(__file__).parent.parent / "docs/reference/configuration.md").read_text()
+    section = page.split("## Task defaults, whatever the door", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split(" | ")]
+            for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| rule ")]
+    return {row[0]: row[1:] for row in rows}
+
+
+def test_the_task_defaults_table_says_what_the_code_does() -> None:
+    """One table documents the rules every door shares: its defaults are those of
+    _defaults.py, its option names those an enqueue, a registration and a WorkerConfig
+    take."""
+    table = _task_defaults_table()
+    assert list(table) == ["retries", "backoff", "time limit", "result retention", "expiry"]
+    assert f"`max_retry` {D.DEFAULT_MAX_RETRY}:" in table["retries"][0]
+    assert f"capped at {D.DEFAULT_RETRY_DELAY_MAX / 3600:g} h" in table["backoff"][0]
+    assert f"`timeout` {D.DEFAULT_TIMEOUT_MS // 60_000} min" in table["time limit"][0]
+    assert f"kept {D.RESULT_RETENTION / 60:g} min" in table["result retention"][0]
+    assert f"{D.COMPLETION_MARK / 60:g}-min completion mark" in table["result retention"][0]
+    for _, per_task, per_handler, per_worker in table.values():
+        assert set(re.findall(r"`(\w+)=", per_task)) - {"delay"} <= OPTION_NAMES
+        assert set(re.findall(r"`(\w+)=", per_handler)) <= set(HANDLER_OPTIONS)
+        assert {f.name for f in dataclasses.fields(asyncq.WorkerConfig)} >= set(
+            re.findall(r"`(\w+)=", per_worker))
+    assert asyncq.Retry(delay=5).delay == 5
