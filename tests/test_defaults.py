@@ -264,3 +264,36 @@ def test_the_task_defaults_table_says_what_the_code_does() -> None:
         assert {f.name for f in dataclasses.fields(asyncq.WorkerConfig)} >= set(
             re.findall(r"`(\w+)=", per_worker))
     assert asyncq.Retry(delay=5).delay == 5
+
+
+MIGRATION_PAGES = ("docs/how-to/migrate-celery.md", "docs/how-to/migrate-arq.md")
+
+
+@pytest.mark.parametrize("page", MIGRATION_PAGES)
+def test_the_migration_pages_name_what_exists_and_state_the_defaults(page: str) -> None:
+    """The Celery and arq pages map each setting to an asyncq one: every ``asyncq.X`` they
+    name exists, every ``asyncq worker`` flag is one the command takes, every ``name=``
+    option is an enqueue, handler or worker option, and the defaults they state are those
+    of _defaults.py (expiry exists: neither page may say "not yet")."""
+    text = (Path(__file__).parent.parent / page).read_text()
+    assert "not yet" not in text
+    code = " ".join(re.findall(r"`([^`]+)`", text))
+    for name in re.findall(r"\basyncq\.([A-Za-z_]+)", code):
+        assert name == "contrib" or hasattr(asyncq, name), name
+    worker = _subparser(build_parser(), "worker")
+    flags = {f for a in worker._actions for f in a.option_strings}
+    for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", code):
+        if flag not in ("--watch", "--check"):  # (arq's own)
+            assert flag in flags, flag
+    known = (OPTION_NAMES | set(HANDLER_OPTIONS) | {"limits", "isolate", "soft_timeout"}
+             | {f.name for f in dataclasses.fields(asyncq.WorkerConfig)})
+    for name in re.findall(r"(?<![\w.])(?<!-q )(?<!--queue )([a-z_]+)=", " ".join(
+            cell for line in text.splitlines() if line.startswith("|")
+            for cell in line.split("|")[2:])):
+        assert name in known or name in ("delay", "timeout"), name
+    assert f"{D.RESULT_RETENTION / 60:g} min" in text
+    assert f"{D.COMPLETION_MARK / 60:g}-min completion mark" in text
+    assert f"capped at {D.DEFAULT_RETRY_DELAY_MAX / 3600:g} h" in text
+    assert re.search(rf"\b{D.DEFAULT_MAX_RETRY}\b", text)
+    with pytest.raises(TypeError, match="retry_on"):  # (what "retry_jobs = False" once said)
+        asyncq.ServeMux().handle("t", lambda task: None, retry_on=())
