@@ -198,7 +198,10 @@ def test_cli_flags_and_help_texts_show_the_defaults(monkeypatch: pytest.MonkeyPa
     enqueue = _subparser(parser, "task", "enqueue")
     assert f"queue {D.DEFAULT_QUEUE}, {D.DEFAULT_MAX_RETRY} retries" in (
         enqueue.description or "")
-    assert f"default {D.DEFAULT_MAX_RETRY}" in (_flag(enqueue, "--max-retry").help or "")
+    assert f"default: the handler's, else {D.DEFAULT_MAX_RETRY})" in (
+        _flag(enqueue, "--max-retry").help or "")
+    assert f"else {D.DEFAULT_TIMEOUT_MS // 60_000}m)" in (_flag(enqueue, "--timeout").help or "")
+    assert f"else {D.RESULT_RETENTION / 60:g}m for" in (_flag(enqueue, "--retention").help or "")
 
     metrics = _subparser(parser, "metrics")
     assert _flag(metrics, "--host").default == D.METRICS_HOST
