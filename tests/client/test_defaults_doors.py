@@ -21,12 +21,15 @@ from anyio import to_thread
 from asyncq import (
     Client,
     Inspector,
+    PeriodicTaskConfig,
+    PeriodicTaskManager,
     Scheduler,
     ServeMux,
     SyncClient,
     Task,
     TaskInfo,
     TaskState,
+    WaitTimeoutError,
 )
 from asyncq import _defaults as D
 from asyncq._typed._definition import TaskDefinition
@@ -93,12 +96,12 @@ async def by_sync_client(d: Door, task_type: str, opts: dict[str, Any]) -> str:
 
 async def by_typed(d: Door, task_type: str, opts: dict[str, Any]) -> str:
     definition = TYPED[task_type].options(queue=d.queue, **opts)
-    return (await definition.enqueue(d.client, **PAYLOAD)).id
+    return (await definition.enqueue(d.client, n=PAYLOAD["n"])).id
 
 
 async def by_typed_sync(d: Door, task_type: str, opts: dict[str, Any]) -> str:
     definition = TYPED[task_type].options(queue=d.queue, **opts)
-    info = await to_thread.run_sync(lambda: definition.enqueue(d.sync, **PAYLOAD))
+    info = await to_thread.run_sync(lambda: definition.enqueue(d.sync, n=PAYLOAD["n"]))
     return info.id
 
 
@@ -122,6 +125,24 @@ async def by_scheduler(d: Door, task_type: str, opts: dict[str, Any]) -> str:
     return info.id
 
 
+async def by_periodic(d: Door, task_type: str, opts: dict[str, Any]) -> str:
+    config = PeriodicTaskConfig("@every 1h", task_type, PAYLOAD, {"queue": d.queue, **opts})
+    manager = PeriodicTaskManager(broker=d.client.broker, provider=lambda: [config])
+    await manager.sync()
+    [entry] = manager.scheduler.entries()
+    [info] = await manager.scheduler.tick(now=entry.next_enqueue_at)
+    return info.id
+
+
+async def by_apply(d: Door, task_type: str, opts: dict[str, Any]) -> str:
+    """``apply`` enqueues, then waits for a result that never comes (the queue is paused);
+    its ``timeout=`` bounds the wait, so the task's own goes in the Task."""
+    with pytest.raises(WaitTimeoutError) as waited:
+        await d.client.apply(Task(task_type, PAYLOAD, queue=d.queue, **opts), timeout=0.5)
+    assert waited.value.info is not None
+    return waited.value.info.id
+
+
 async def by_workflow(d: Door, task_type: str, opts: dict[str, Any]) -> str:
     await d.client.enqueue_workflow(Task(task_type, PAYLOAD, queue=d.queue, **opts))
     inspector = Inspector(d.client.broker)
@@ -138,7 +159,8 @@ async def by_after(d: Door, task_type: str, opts: dict[str, Any]) -> str:
 DOORS: dict[str, Enqueue] = {
     "client": by_client, "task": by_task, "enqueue_many": by_enqueue_many,
     "sync_client": by_sync_client, "typed": by_typed, "typed_sync": by_typed_sync,
-    "cli": by_cli, "scheduler": by_scheduler, "workflow": by_workflow, "after": by_after,
+    "cli": by_cli, "scheduler": by_scheduler, "periodic": by_periodic,
+    "workflow": by_workflow, "after": by_after, "apply": by_apply,
 }
 
 
