@@ -96,12 +96,12 @@ async def by_sync_client(d: Door, task_type: str, opts: dict[str, Any]) -> str:
 
 async def by_typed(d: Door, task_type: str, opts: dict[str, Any]) -> str:
     definition = TYPED[task_type].options(queue=d.queue, **opts)
-    return (await definition.enqueue(d.client, n=PAYLOAD["n"])).id
+    return (await definition.enqueue(d.client, PAYLOAD["n"])).id
 
 
 async def by_typed_sync(d: Door, task_type: str, opts: dict[str, Any]) -> str:
     definition = TYPED[task_type].options(queue=d.queue, **opts)
-    info = await to_thread.run_sync(lambda: definition.enqueue(d.sync, n=PAYLOAD["n"]))
+    info = await to_thread.run_sync(lambda: definition.enqueue(d.sync, PAYLOAD["n"]))
     return info.id
 
 
