@@ -11,8 +11,18 @@ __version__ = "0.1.0"
 # ``TYPE_CHECKING`` as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs; imported on first use below
-    from ._broker import Broker
-    from ._broker._connection_options import ConnectionOptions
+    from ._broker import (
+        ArchiveLimits,
+        Broker,
+        ConnectionOptions,
+        DailyStats,
+        GroupInfo,
+        MinuteStats,
+        QueueInfo,
+        ServerInfo,
+        TaskMatches,
+        WorkerInfo,
+    )
     from ._client._client import Client
     from ._client._sync import SyncClient
     from ._client._waiting import WaitTimeoutError
@@ -45,16 +55,6 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs; imported on fir
         TimeLimitError,
         WorkerStartupError,
     )
-    from ._inspector._inspect_models import (
-        ArchiveLimits,
-        DailyStats,
-        GroupInfo,
-        MinuteStats,
-        QueueInfo,
-        ServerInfo,
-        TaskMatches,
-        WorkerInfo,
-    )
     from ._inspector._inspector import Inspector
     from ._limits import ConcurrencyLimit, Limiter, LimitUse, RateLimit
     from ._log_setup import configure_logging
@@ -85,7 +85,7 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs; imported on fir
 #: Where each public name is defined: imported on first access (PEP 562), so ``import asyncq``
 #: and the ``asyncq`` command's start load neither redis-py nor the worker until one is used.
 _LAZY: dict[str, str] = {
-    "ArchiveLimits": "._inspector._inspect_models",
+    "ArchiveLimits": "._broker",
     "AsyncTaskDefinition": "._typed",
     "AsyncqError": "._errors",
     "Broker": "._broker",
@@ -94,15 +94,15 @@ _LAZY: dict[str, str] = {
     "Client": "._client._client",
     "Clock": "._clock",
     "ConcurrencyLimit": "._limits",
-    "ConnectionOptions": "._broker._connection_options",
-    "DailyStats": "._inspector._inspect_models",
+    "ConnectionOptions": "._broker",
+    "DailyStats": "._broker",
     "DecodeError": "._errors",
     "DuplicateTaskError": "._errors",
     "EnqueueOptions": "._model._options",
     "EventsLost": "._model._events",
     "FakeClock": "._clock",
     "Flow": "._workflow",
-    "GroupInfo": "._inspector._inspect_models",
+    "GroupInfo": "._broker",
     "Handler": "._worker",
     "HandlerNotFoundError": "._errors",
     "Inspector": "._inspector._inspector",
@@ -111,12 +111,12 @@ _LAZY: dict[str, str] = {
     "LimitUse": "._limits",
     "Limiter": "._limits",
     "Middleware": "._worker",
-    "MinuteStats": "._inspector._inspect_models",
+    "MinuteStats": "._broker",
     "NotFoundError": "._errors",
     "PeriodicTaskConfig": "._scheduler",
     "PeriodicTaskManager": "._scheduler",
     "ProcessHandlerError": "._errors",
-    "QueueInfo": "._inspector._inspect_models",
+    "QueueInfo": "._broker",
     "QueueNotEmptyError": "._errors",
     "QueueNotFoundError": "._errors",
     "RateLimit": "._limits",
@@ -129,7 +129,7 @@ _LAZY: dict[str, str] = {
     "SchedulerEntry": "._scheduler",
     "SchedulerEvent": "._scheduler",
     "ServeMux": "._worker",
-    "ServerInfo": "._inspector._inspect_models",
+    "ServerInfo": "._broker",
     "SkipRetry": "._errors",
     "SoftTimeLimitExceeded": "._errors",
     "SyncClient": "._client._sync",
@@ -143,7 +143,7 @@ _LAZY: dict[str, str] = {
     "TaskFailedError": "._model._info",
     "TaskIDConflictError": "._errors",
     "TaskInfo": "._model._info",
-    "TaskMatches": "._inspector._inspect_models",
+    "TaskMatches": "._broker",
     "TaskNotFoundError": "._errors",
     "TaskState": "._model._info",
     "TaskStateError": "._errors",
@@ -151,7 +151,7 @@ _LAZY: dict[str, str] = {
     "WaitTimeoutError": "._client._waiting",
     "Worker": "._worker",
     "WorkerConfig": "._worker",
-    "WorkerInfo": "._inspector._inspect_models",
+    "WorkerInfo": "._broker",
     "WorkerStartupError": "._errors",
     "WorkflowHandle": "._workflow",
     "WorkflowInfo": "._workflow",

@@ -31,6 +31,7 @@ from ._values import (
     RawTask,
     RemoveMode,
     TaskRecord,
+    UniqueLock,
 )
 from ._wf_ops import WorkflowOps
 
@@ -53,6 +54,7 @@ __all__ = [
     "RemoveMode",
     "ScheduleOps",
     "TaskRecord",
+    "UniqueLock",
     "is_broker",
 ]
 
@@ -172,7 +174,8 @@ class Broker(Protocol):
         ...
 
     async def lock_holders(self, locks: Sequence[str]) -> list[str | None]:
-        """The task id holding each uniqueness lock (None: the lock is gone)."""
+        """The task id holding each uniqueness lock (None: the lock is gone); a lock as named
+        in the message of a task this broker stored (``NewTask.msg.unique_key``)."""
         ...
 
     async def write_result(self, queue: str, task_id: str, data: bytes,

@@ -5,7 +5,7 @@ worker claims them between lease and start), ``_manual`` (``Limiter``, taken by 
 ``_runtime`` (a queue's cap and values replacing declared limits, set at run time).
 """
 
-from .._broker._limit_values import LimitUse
+from .._broker import LimitUse
 from .._errors import LimitKeyError
 from ._gate import LimitGate, gate_for
 from ._manual import Limiter, limit_ops_of

@@ -22,9 +22,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._broker import Broker, LimitOps, RawTask
-from .._broker._limit_ops import QUEUE_SPEC
-from .._broker._limit_values import LimitClaim, LimitHold, LimitSpec
+from .._broker import QUEUE_SPEC, Broker, LimitClaim, LimitHold, LimitOps, LimitSpec, RawTask
 from .._errors import LimitKeyError
 from .._log import get_logger
 from .._model._message import decode_message

@@ -15,8 +15,7 @@ import anyio
 import anyio.abc
 from anyio.abc import TaskStatus
 
-from .._broker import Broker, Capability
-from .._broker._connection import ConnectionOptions, RedisLike, open_broker
+from .._broker import Broker, Capability, ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock
 from .._defaults import LOOP_WATCH_TICK
 from .._errors import BrokerError, WorkerStartupError

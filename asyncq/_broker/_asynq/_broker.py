@@ -13,7 +13,6 @@ using it anyway raises a BrokerError (refused) saying so.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any, Literal
 
@@ -67,11 +66,11 @@ def store_call(task: NewTask, now_ms: int) -> ScriptCall:
                          "layout")
     now_ms = msg.enqueued_at_ms or now_ms
     qk = K.queue_keys(msg.queue)
-    lock = K.translate_lock(task.unique_key) if task.unique_key else ""
+    lock = K.lock_key(msg.queue, *task.unique) if task.unique else ""
     ttl = max(task.unique_ttl_ms, 1000) if lock else 0  # Go's least unique TTL: 1 s
-    stored = dataclasses.replace(msg, unique_key=lock)
-    pb = _codec.encode(_codec.from_asyncq(stored, task.payload, lock))
-    amsg = stored.encode()
+    msg.unique_key = lock  # (the message carries the lock's name: the worker releases it)
+    pb = _codec.encode(_codec.from_asyncq(msg, task.payload, lock))
+    amsg = msg.encode()
     lock_key = lock or qk.unique_prefix
     if task.process_at_ms > now_ms:
         return ScriptCall("asynq_schedule", [qk.task(msg.id), qk.scheduled, lock_key],
@@ -297,8 +296,8 @@ class AsynqBroker:
         return [int(f) for f in flags]
 
     async def lock_holders(self, locks: Sequence[str]) -> list[str | None]:
-        replies = await self.runner.commands(
-            "reading uniqueness locks", [("GET", K.translate_lock(lock)) for lock in locks])
+        replies = await self.runner.commands("reading uniqueness locks",
+                                             [("GET", lock) for lock in locks])
         return [None if r is None else text(r) for r in replies]
 
     async def write_result(self, queue: str, task_id: str, data: bytes,
