@@ -16,6 +16,7 @@ import pytest
 
 from asyncq import FakeClock
 from asyncq._testing.redis_server import REDIS_NOT_FOUND, RedisServer
+from tests.helpers.cli import Cli
 
 RUN_SLOW_ENV = "ASYNCQ_RUN_SLOW"
 TESTS = Path(__file__).resolve().parent
@@ -89,3 +90,11 @@ def clock(request: pytest.FixtureRequest) -> FakeClock:
     """A fake clock for a Client/Worker/Scheduler/broker built with ``clock=``; it starts at
     the test module's ``CLOCK_START`` (a datetime) when it defines one, else at the real now."""
     return FakeClock(getattr(request.module, "CLOCK_START", None))
+
+
+@pytest.fixture
+def cli(asyncq_redis_url: str) -> Cli:
+    """The ``asyncq`` command, in-process, against the test Redis: ``await cli("queue", "ls")``
+    (or ``cli.sync(...)`` without an event loop); ``ok=True`` asserts exit 0, ``ok=False``
+    exit 1 with one ``asyncq: error:`` line, ``ok=None`` nothing (tests/helpers/cli.py)."""
+    return Cli(asyncq_redis_url)

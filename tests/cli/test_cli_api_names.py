@@ -19,17 +19,13 @@ from asyncq._inspector._inspect_models import QueueInfo, ServerInfo
 from asyncq._model._options import EnqueueOptions
 from asyncq._workflow import WorkflowInfo
 from asyncq.testing import WorkerFactory, wait_until
-from tests.helpers.cli import Cli, cli_runner, err, gather, js, out
+from tests.helpers.cli import Cli, err, gather, js, out
 from tests.helpers.dataplane import dead_redis_url
 
 DEAD = dead_redis_url()
 #: ``task`` subcommands that act on no particular task.
 TASKLESS = {"ls", "runall", "archiveall", "deleteall", "enqueue"}
 
-
-@pytest.fixture
-def cli(asyncq_redis_url: str) -> Cli:
-    return cli_runner(asyncq_redis_url)
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

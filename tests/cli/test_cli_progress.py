@@ -9,14 +9,10 @@ import pytest
 
 import asyncq
 from asyncq.testing import WorkerFactory, wait_until
-from tests.helpers.cli import Cli, cli_runner, gather, js, out
+from tests.helpers.cli import Cli, gather, js, out
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture
-def cli(asyncq_redis_url: str) -> Cli:
-    return cli_runner(asyncq_redis_url)
 
 
 async def test_task_inspect_shows_the_progress_of_a_run(
