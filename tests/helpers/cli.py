@@ -107,15 +107,16 @@ def _environ(env: Mapping[str, str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _cwd(cwd: Path | None) -> Iterator[None]:
-    if cwd is None:
-        yield
-        return
-    saved = os.getcwd()
-    os.chdir(cwd)
+    """``cwd`` as the working directory; sys.path as it was afterwards (a command that imports
+    a target puts the working directory on it)."""
+    saved, path = os.getcwd(), list(sys.path)
+    if cwd is not None:
+        os.chdir(cwd)
     try:
         yield
     finally:
         os.chdir(saved)
+        sys.path[:] = path
 
 
 def _checked(ran: Ran, ok: bool | None) -> Ran:
