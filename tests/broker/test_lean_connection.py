@@ -28,6 +28,7 @@ from asyncq._broker._resp import pack
 from asyncq._broker._scripts import Script
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import wait_until
+from tests.helpers.ports import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -174,9 +175,7 @@ async def test_a_connection_killed_while_idle_is_replaced_before_the_next_call(
 
 
 async def test_an_unreachable_redis_is_a_transient_broker_error_naming_it() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     async with Client(f"redis://127.0.0.1:{port}/0") as client:
         for _ in range(2):  # the second call tries again, and fails the same way
             with pytest.raises(BrokerError, match=f"cannot reach Redis at 127.0.0.1:{port}") \

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -16,6 +15,8 @@ from typing import Any
 import httpx
 import uvicorn
 from starlette.types import ASGIApp
+
+from tests.helpers.ports import free_port
 
 XSS = "<script>alert(1)</script>"
 SHOTS = Path(__file__).resolve().parents[2] / ".run" / "screenshots"
@@ -51,13 +52,6 @@ async def post_action(http: httpx.AsyncClient, page_path: str, action_path: str,
     page = await http.get(page_path)
     data = {"csrf": csrf_token(page, http), "next": page_path, **fields}
     return await http.post(action_path, data=data)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @contextmanager
