@@ -6,6 +6,8 @@ outage edge, and the repair of orphaned task records."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections import Counter
 from typing import Any
@@ -204,8 +206,8 @@ async def test_tasks_leased_by_a_dequeue_whose_reply_was_lost_run_at_once(
     async with worker:
         began = time.monotonic()
         ids = {(await asyncq_client.enqueue("t", i, queue=asyncq_queue)).id for i in range(3)}
-        await wait_drained(redis_client, [asyncq_queue], worker=worker, timeout=5)
-    assert time.monotonic() - began < 3  # not after the 30 s lease
+        await wait_drained(redis_client, [asyncq_queue], worker=worker, timeout=20)
+    assert time.monotonic() - began < 20  # not after the 30 s lease
     assert lost.fired == 1 and {r.id for r in lost.replies[0][0]} <= ids
     assert {t.id for t in ran} == ids and len(ran) == 3
     assert {t.retried for t in ran} == {0}  # not counted as a failure
@@ -234,9 +236,8 @@ async def test_a_handler_is_cancelled_when_its_lease_runs_out_even_if_redis_hang
         await asyncq_client.enqueue("t", queue=asyncq_queue)
         await started.wait()
         hang.active = True
-        began = time.monotonic()
-        await wait_until(lambda: hooked, timeout=3)
-        assert time.monotonic() - began < 1 + 0.5
+        # (the hung renewals never return: only the lease running out can end the handler)
+        await wait_until(lambda: hooked, timeout=30, message="handler cancelled")
         hang.active = False
     assert [type(e) for e in hooked] == [LeaseExpiredError]
 
@@ -286,20 +287,20 @@ async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_lo
 async def test_a_silent_pubsub_connection_is_detected(own_server: RedisServer) -> None:
     redis = Redis.from_url(own_server.url)
     broker = RedisBroker(redis, ping_interval=0.2, reply_timeout=0.3)
-    admin = Redis.from_url(own_server.url)
+    assert own_server.pid is not None
     try:
         stream = broker.listen([K.WAKE_CHANNEL])
         assert await stream.__anext__() is None  # subscribed
-        await admin.execute_command("CLIENT", "PAUSE", 3000, "ALL")
-        began = time.monotonic()
-        with pytest.raises(BrokerError, match="no answer to a ping"):
-            with anyio.fail_after(2):
-                await stream.__anext__()
-        assert time.monotonic() - began < 1.5
+        # The server silent (stopped) until the wait ends: only the missed ping can end it.
+        os.kill(own_server.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(BrokerError, match="no answer to a ping"):
+                with anyio.fail_after(30):
+                    await stream.__anext__()
+        finally:
+            os.kill(own_server.pid, signal.SIGCONT)
         await stream.aclose()
     finally:
-        await admin.execute_command("CLIENT", "UNPAUSE")
-        await admin.aclose()
         await redis.aclose()
 
 
