@@ -260,16 +260,16 @@ async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_lo
                         heartbeat_interval=0.1, recover_interval=0.1, recover_grace=0.1)
         async with worker:
             info = await asyncq_client.enqueue("t", queue=asyncq_queue, retention=60)
-            await wait_until(lambda: ran, timeout=3)
+            await wait_until(lambda: ran, timeout=30)
             outage.active = True
             release.set()  # it finishes while Redis is down...
-            await wait_until(lambda: worker.acker.pending, timeout=3)
+            await wait_until(lambda: worker.acker.pending, timeout=30)
             await anyio.sleep(1.2)  # ... which lasts two leases (the fault, not a wait)
             assert worker.acker.pending and not worker.processor.running
             outage.active = False
             await wait_drained(redis_client, [asyncq_queue], worker=worker)
             # (the heartbeat's next beat ends its outage: stopping before it would skip that)
-            await wait_until(lambda: not worker.heartbeat.outage.ongoing, timeout=3)
+            await wait_until(lambda: not worker.heartbeat.outage.ongoing, timeout=30)
     # The outcome was written late, not given up, and the task did not run again.
     assert ran == [info.id]
     assert worker.acker.given_up == 0
@@ -418,6 +418,6 @@ async def test_an_outcome_of_an_earlier_run_is_dropped_when_the_task_is_leased_a
         lease = worker.leases.get("again")  # the lease is the new run's
         assert lease is not None and lease.holder == "running" and lease.until_ms > 0
         assert worker.processor.cancel("again", "shutdown")
-        await wait_until(lambda: not worker.processor.running, timeout=2)
+        await wait_until(lambda: not worker.processor.running, timeout=30)
     finally:
         await worker.broker.close()

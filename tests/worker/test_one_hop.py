@@ -80,7 +80,7 @@ async def test_a_lost_hand_off_is_picked_up_by_the_next_dequeue(
         await wait_until(lambda: lost, timeout=5, message="hand-off published")
         w.worker.processor.handoffs.receive = real  # type: ignore[method-assign]
         # Leased to the worker, whose next idle poll (not the 30 s lease) recovers it.
-        await wait_until(lambda: started, timeout=3, message="lost hand-off recovered")
+        await wait_until(lambda: started, timeout=20, message="lost hand-off recovered")
         assert started == [("", info.id)]
         await w.wait_drained(asyncq_queue)
     assert not await r.exists(K.queue_keys(asyncq_queue).handoff(w.worker.config.server_id))

@@ -78,7 +78,7 @@ async def test_cancelling_a_task_that_is_not_running_changes_nothing(
     async with asyncq_worker(mux, queues={asyncq_queue: 1}, forward_interval=0.1) as w:
         info = await asyncq_client.enqueue("t", queue=asyncq_queue, process_in=0.2)
         await asyncq_client.cancel(info.id)
-        await wait_until(lambda: ran, timeout=3)
+        await wait_until(lambda: ran, timeout=30)
         await w.wait_drained(include_scheduled=True)
     assert ran == ["t"]
 
