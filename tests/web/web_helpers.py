@@ -16,6 +16,7 @@ import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
+from tests.helpers.polling import poll_until
 from tests.helpers.ports import free_port
 
 XSS = "<script>alert(1)</script>"
@@ -66,14 +67,12 @@ def serve(app: ASGIApp) -> Iterator[str]:
     thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
     thread.start()
     try:
-        for _ in range(1000):
-            if server.started:
-                break
+        def started() -> bool:
             if not thread.is_alive():
                 raise RuntimeError("uvicorn did not start")
-            threading.Event().wait(0.01)
-        else:
-            raise TimeoutError("uvicorn did not start within 10 s")
+            return bool(server.started)
+
+        poll_until(started, timeout=30, message="uvicorn did not start", interval=0.01)
         yield f"http://127.0.0.1:{config.port}"
     finally:
         server.should_exit = True
