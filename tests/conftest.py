@@ -71,7 +71,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--run-slow") or os.environ.get(RUN_SLOW_ENV) == "1":
         return
     skip = pytest.mark.skip(reason=f"slow: run with --run-slow or {RUN_SLOW_ENV}=1 "
-                                   "(make test-chaos)")
+                                   "(make test-chaos, test-interop, test-prometheus)")
     for item in items:
         if item.get_closest_marker("slow") is not None:
             item.add_marker(skip)
