@@ -272,7 +272,9 @@ async def test_a_write_whose_lease_was_lost_is_refused(
             Inspector(asyncq_client.broker) as insp:
         info = await asyncq_client.enqueue("long", queue=q, max_retry=3)
         await asyncio.wait_for(reported.wait(), 10)
-        await wait_until(lambda: w.worker.processor.progress.writes == 1)
+        # (the first write stored, not only sent: a takeover before it would refuse it too)
+        await wait_until(lambda: w.worker.processor.progress.writes == 1
+                         and not w.worker.processor.progress.runs[info.id].inflight)
         # The lease lapsed (as if the worker had been partitioned) and the recoverer retried
         # the task: the run still going here no longer owns it.
         now = int(time.time() * 1000)
