@@ -127,7 +127,7 @@ async def test_a_killed_connection_fails_its_calls_and_the_next_call_reconnects(
     conn_id = int(await pool.submit(pack(("CLIENT", "ID"))))
     key = f"asyncq:lean:{uuid.uuid4().hex}"
     blocked = pool.submit(pack(("BLPOP", key, 10)))  # in flight until killed
-    await wait_until(lambda: _blocked(redis_client, conn_id), timeout=5, message="BLPOP")
+    await wait_until(lambda: _blocked(redis_client, conn_id), timeout=30, message="BLPOP")
     assert await redis_client.client_kill_filter(_id=conn_id) == 1
     with pytest.raises(RedisConnectionError):
         await blocked

@@ -148,14 +148,14 @@ async def test_an_outcome_missed_on_a_killed_connection_is_told_as_such(
     async with Client(broker=broker) as client, \
             asyncq_worker(failing_mux(gate), queues={asyncq_queue: 1}):
         info = await client.enqueue("quiet", queue=asyncq_queue, retention=0)
-        waiting = asyncio.ensure_future(client.result(info, timeout=10))
-        await wait_until(lambda: listening(redis_client, asyncq_queue), timeout=5)
+        waiting = asyncio.ensure_future(client.result(info, timeout=60))
+        await wait_until(lambda: listening(redis_client, asyncq_queue), timeout=20)
         cannot_listen.active = True
         assert await redis_client.client_kill_filter(_type="pubsub") >= 1
-        await wait_until(lambda: cannot_listen.fired >= 1, timeout=5)  # resubscribing fails
+        await wait_until(lambda: cannot_listen.fired >= 1, timeout=20)  # resubscribing fails
         gate.set()
         task_key = K.queue_keys(asyncq_queue).task(info.id)
-        await wait_until(lambda: _gone(redis_client, task_key), timeout=5)
+        await wait_until(lambda: _gone(redis_client, task_key), timeout=20)
         assert not waiting.done()
         cannot_listen.active = False
         with pytest.raises(TaskNotFoundError) as caught:

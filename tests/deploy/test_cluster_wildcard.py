@@ -72,10 +72,10 @@ async def test_a_pattern_serves_new_queues_on_every_master_in_one_hop(
         async def idle_everywhere() -> bool:
             return all([await rc.zcard(K.queue_keys(q).idle) == 1 for q in tenants])
 
-        await wait_until(idle_everywhere, timeout=5, message="idle on every matched queue")
+        await wait_until(idle_everywhere, timeout=20, message="idle on every matched queue")
         gate = gate_dequeues(worker.broker)  # from here only a hand-off brings a task
         infos = [(q, await client.enqueue("t", queue=q)) for q in tenants]
-        await wait_until(lambda: all((q, i.id) in started for q, i in infos), timeout=5,
+        await wait_until(lambda: all((q, i.id) in started for q, i in infos), timeout=20,
                          message="one task handed off on each master")
         gate.set()
         await wait_drained(rc, tenants, worker=worker, timeout=10)

@@ -76,7 +76,7 @@ async def test_a_wait_learns_what_a_go_server_did_within_the_recheck(
                  for t in (kept, plain, failing)]
         # The waits read their tasks active (nothing final yet), so they are rechecked.
         source = client.broker.event_source  # type: ignore[attr-defined]
-        await wait_until(lambda: len(source._watched) == 3, timeout=5)
+        await wait_until(lambda: len(source._watched) == 3, timeout=30)
         began = time.monotonic()
         await go_mark_complete(redis_client, q, kept.id, b"from go")
         await go_done(redis_client, q, plain.id)
@@ -119,7 +119,7 @@ async def test_a_go_enqueued_task_an_asyncq_worker_runs_can_be_waited_for(
     async with Client(url) as client:
         waiting = asyncio.ensure_future(client.result("go-7", queue=q, timeout=10))
         source = client.broker.event_source  # type: ignore[attr-defined]
-        await wait_until(lambda: (q, "go-7") in source._watched, timeout=5)
+        await wait_until(lambda: (q, "go-7") in source._watched, timeout=30)
         async with Worker(url, mux, queues={q: 1}):
             assert await waiting == 49
     async with Client(url) as late:

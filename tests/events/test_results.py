@@ -68,7 +68,7 @@ async def test_result_of_a_task_that_finishes_while_waited_for(
         info = await asyncq_client.enqueue("echo", {"a": [1, 2]}, queue=asyncq_queue)
         waiting = asyncio.create_task(asyncq_client.result(info, timeout=5))
         listening = K.queue_keys(asyncq_queue).listening
-        await wait_until(lambda: redis_client.exists(listening), timeout=5)
+        await wait_until(lambda: redis_client.exists(listening), timeout=30)
         assert not waiting.done()
         gate.set()
         assert await waiting == {"a": [1, 2]}
@@ -130,7 +130,7 @@ async def test_a_cancelled_task_ends_the_wait_as_archived(
 ) -> None:
     async with asyncq_worker(results_mux(), queues={asyncq_queue: 1}) as w:
         info = await asyncq_client.enqueue("block", queue=asyncq_queue)
-        await wait_until(lambda: info.id in w.worker.processor.running, timeout=5)
+        await wait_until(lambda: info.id in w.worker.processor.running, timeout=30)
         waiting = asyncio.create_task(asyncq_client.wait(info, timeout=5))
         await asyncq_client.cancel(info.id)
         final = await waiting
@@ -191,17 +191,17 @@ async def test_a_wait_survives_a_broken_event_connection(
         info = await client.enqueue("echo", "late", queue=asyncq_queue, retention=60)
         waiting = asyncio.create_task(client.result(info, timeout=10))
         listening = K.queue_keys(asyncq_queue).listening
-        await wait_until(lambda: redis_client.exists(listening), timeout=5)
+        await wait_until(lambda: redis_client.exists(listening), timeout=30)
         cannot_listen.active = True
         assert await redis_client.client_kill_filter(_type="pubsub") >= 1
-        await wait_until(lambda: cannot_listen.fired >= 1, timeout=5)  # resubscribing fails
+        await wait_until(lambda: cannot_listen.fired >= 1, timeout=30)  # resubscribing fails
         gate.set()
 
         async def completed() -> bool:
             fields = await redis_client.hget(K.queue_keys(asyncq_queue).task(info.id), "state")
             return fields == b"completed"
 
-        await wait_until(completed, timeout=5)
+        await wait_until(completed, timeout=30)
         assert not waiting.done()
         cannot_listen.active = False
         assert await waiting == "late"

@@ -46,9 +46,9 @@ async def test_inspector_cli_and_metrics_show_limits_in_use(
         asyncq.Task("api", {"t": "acme"}, queue=q) for _ in range(5))
     async with asyncq_worker(limited_mux(release, started), queues={q: 1}, concurrency=10,
                              metrics=WorkerMetrics(registry)) as w:
-        await wait_until(lambda: len(started) == 2, timeout=5, message="two started")
+        await wait_until(lambda: len(started) == 2, timeout=30, message="two started")
         inspector = asyncq.Inspector(redis_client)
-        await wait_until(lambda: _waiting(inspector, q, 3), timeout=5, message="3 waiting")
+        await wait_until(lambda: _waiting(inspector, q, 3), timeout=30, message="3 waiting")
         uses = await inspector.limits(q)
         assert {(u.kind, u.name, u.key, u.limit, u.period_ms, u.in_use, u.waiting)
                 for u in uses} == {("concurrency", "api", "acme", 2, 0, 2, 3),

@@ -267,7 +267,7 @@ async def test_a_retry_policy_that_raises_falls_back_to_the_default_delay(
             return await redis_client.zscore(K.queue_keys(asyncq_queue).retry,
                                               info.id) is not None
 
-        await wait_until(retrying, timeout=5)
+        await wait_until(retrying, timeout=30)
     fields = await task_hash(redis_client, asyncq_queue, info.id)
     retry_at = await redis_client.zscore(K.queue_keys(asyncq_queue).retry, info.id)
     # (the default delay is 15 s at least; failed_at may be a millisecond later than the

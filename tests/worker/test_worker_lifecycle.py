@@ -84,7 +84,7 @@ async def test_task_group_start_returns_once_the_worker_is_ready(
                                                       task_status=task_status))
         assert worker.ready
         await asyncq_client.enqueue("quick", queue=asyncq_queue)
-        with anyio.fail_after(5):
+        with anyio.fail_after(30):
             await ran.wait()
         worker.stop()
 

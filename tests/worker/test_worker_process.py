@@ -54,7 +54,7 @@ async def test_sigterm_stops_the_worker_process_cleanly(
                               "--shutdown-timeout", "0.3") as proc:
         await wait_until(lambda: active_in(redis_client, asyncq_queue, info.id), timeout=10,
                          message="task running in the worker process")
-        server_key, doc = await wait_until(lambda: server_of(redis_client, proc.pid), timeout=5)
+        server_key, doc = await wait_until(lambda: server_of(redis_client, proc.pid), timeout=30)
         assert doc["status"] == "active" and doc["queues"] == {asyncq_queue: 1}
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)

@@ -53,5 +53,5 @@ async def test_a_queue_a_go_producer_registered_is_found_by_the_scan(
                    queue_scan_interval=0.5, idle_poll_interval=30):
         await redis_client.sadd(AK.QUEUES, queue)  # as Go's client does: no announcement
         info = await client.enqueue("t", queue=queue)  # (already registered: announces nothing)
-        await wait_until(lambda: (queue, info.id) in started, timeout=5,
+        await wait_until(lambda: (queue, info.id) in started, timeout=20,
                          message="the queue Go registered served")

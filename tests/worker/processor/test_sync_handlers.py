@@ -117,7 +117,7 @@ async def test_the_lease_is_renewed_while_a_sync_handler_runs(
 
     def long_job(task: Task) -> str:
         runs.append(task.type)
-        gate.wait(timeout=10)
+        gate.wait(timeout=60)
         return "done"
 
     info = await asyncq_client.enqueue("long", queue=asyncq_queue, retention=60)
@@ -133,7 +133,7 @@ async def test_the_lease_is_renewed_while_a_sync_handler_runs(
             return score is not None and score > first + 1500 and time.time() * 1000 > first
 
         # Past the first lease's expiry (1.5 s), the lease was renewed and not recovered.
-        await wait_until(renewed_past_first_expiry, timeout=6, message="lease renewed")
+        await wait_until(renewed_past_first_expiry, timeout=30, message="lease renewed")
         gate.set()
         await wait_until(lambda: _state(redis_client, asyncq_queue, info.id, "completed"),
                          message="completed")
@@ -201,7 +201,7 @@ async def test_shutdown_requeues_a_blocked_sync_handler_and_logs_its_thread(
 
     info = await asyncq_client.enqueue("stuck", queue=asyncq_queue)
     with structlog.testing.capture_logs() as logs:
-        with anyio.fail_after(5):
+        with anyio.fail_after(30):
             async with Worker(asyncq_redis_url, stuck, queues={asyncq_queue: 1},
                               shutdown_timeout=0.2):
                 await started.wait()
