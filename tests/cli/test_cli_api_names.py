@@ -222,7 +222,7 @@ async def test_json_has_the_fields_and_encodings_of_the_python_objects(
     b = await asyncq_client.enqueue("raw", b"\x01text", queue=q, retention=600)
     async with asyncq_worker(mux, queues={q: 1}) as w:
         handle = await asyncq_client.enqueue_workflow(Task("flow", queue=q))
-        assert await handle.result(asyncq_client, timeout=10) == [1, 2]
+        assert await handle.result(asyncq_client, timeout=30) == [1, 2]
         await w.wait_drained()
         server_id = w.worker.config.server_id
 

@@ -152,7 +152,7 @@ async def test_a_config_gives_the_callables_and_the_flags_override_its_values(
             state = await client.apply("targets:state", queue=asyncq_queue, timeout=20)
             assert state == {"from": "lifespan", "pid": proc.pid}
             # retry_delay (the default waits 15 s or more) and error_handler
-            flaky = await client.apply("targets:flaky", queue=asyncq_queue, timeout=10)
+            flaky = await client.apply("targets:flaky", queue=asyncq_queue, timeout=30)
             assert flaky == {"retried": 1, "errors": [["targets:flaky", "first run fails"]]}
             # group_aggregator, with --group-max-size over the config's 60 s grace period
             async with Inspector(asyncq_redis_url) as inspector:
@@ -193,7 +193,7 @@ async def test_a_factory_returning_a_worker_builds_each_supervised_process(
         assert {concurrency for _, concurrency in servers} == {4}  # the flag over the 3
         state = await client.apply("targets:state", queue=asyncq_queue, timeout=20)
         assert state["from"] == "lifespan" and state["pid"] in {pid for pid, _ in servers}
-        flaky = await client.apply("targets:flaky", queue=asyncq_queue, timeout=10)
+        flaky = await client.apply("targets:flaky", queue=asyncq_queue, timeout=30)
         assert flaky["retried"] == 1  # the factory's retry_delay
         proc.send_signal(signal.SIGTERM)
         with anyio.fail_after(30):

@@ -133,7 +133,7 @@ async def test_ctrl_c_reaches_each_worker_once_and_they_stop_gracefully(
         with anyio.fail_after(30):
             assert await proc.wait() == 0
         # The running task was finished, not requeued: one Ctrl-C is a graceful stop.
-        assert (await client.result(info, queue=asyncq_queue, timeout=5))["pid"] in workers
+        assert (await client.result(info, queue=asyncq_queue, timeout=30))["pid"] in workers
     events = log_events(log)
     stopped = {e["server_id"] for e in events if e["event"] == "worker stopped"}
     assert len(stopped) == 2 and all(str(pid) in " ".join(stopped) for pid in workers)

@@ -72,12 +72,12 @@ async def test_enqueue_result_wait_and_apply_block_and_return_what_the_async_cli
 
     def produce() -> tuple[Any, ...]:
         info = sync_client.enqueue("sync:add", {"a": 2, "b": 3}, queue=asyncq_queue)
-        value = sync_client.result(info, timeout=10)
-        final = sync_client.wait(info.id, queue=asyncq_queue, timeout=10)
+        value = sync_client.result(info, timeout=30)
+        final = sync_client.wait(info.id, queue=asyncq_queue, timeout=30)
         applied = sync_client.apply(Task("sync:shout", {"text": "hi"}, queue=asyncq_queue),
                                     timeout=10)
         many = sync_client.enqueue_many([add.task(1, 1), add.task(2, 2)])
-        sums = [sync_client.result(m, timeout=10) for m in many if isinstance(m, TaskInfo)]
+        sums = [sync_client.result(m, timeout=30) for m in many if isinstance(m, TaskInfo)]
         return info, value, final, applied, sums
 
     async with asyncq_worker(mux, queues={asyncq_queue: 1}):
@@ -98,7 +98,7 @@ async def test_typed_tasks_enqueue_and_read_typed_results_through_the_sync_clien
     def produce() -> tuple[int, str]:
         info = add.enqueue(sync_client, 20, 22)
         assert isinstance(info, TaskInfo) and info.type == "sync:add"
-        return add.result(sync_client, info, timeout=10), shout.result(
+        return add.result(sync_client, info, timeout=30), shout.result(
             sync_client, shout.enqueue(sync_client, "x"), timeout=10)
 
     async with asyncq_worker(mux, queues={asyncq_queue: 1}):

@@ -268,7 +268,7 @@ async def _drive_workflow_scripts(client: Client, broker: RedisBroker, q: str) -
     await run_next()  # the dependency: releases the first step
     await run_next()
     await run_next()  # the last step: the workflow finishes, its error callback is dropped
-    assert await client.result(ok.id, timeout=5) is None
+    assert await client.result(ok.id, timeout=30) is None
     failing = await client.enqueue_workflow(chain(Task("t", queue=q), Task("t", queue=q)))
     await run_next("broke")  # fails it: the waiting step is parked
     cancelled = await client.enqueue_workflow(chain(Task("t", queue=q), Task("t", queue=q)))

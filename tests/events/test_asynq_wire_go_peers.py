@@ -93,7 +93,7 @@ async def test_a_wait_learns_what_a_go_server_did_within_the_recheck(
         assert took < 30  # a recheck, not the final read at the waits' 45 s timeout
         assert source._watched == {}
         # A wait starting after Go finished reads the outcome at once.
-        info = await client.wait(kept, timeout=5)
+        info = await client.wait(kept, timeout=30)
         assert (info.state, info.result) == (TaskState.COMPLETED, b"from go")
 
 
@@ -117,7 +117,7 @@ async def test_a_go_enqueued_task_an_asyncq_worker_runs_can_be_waited_for(
         return int(task.payload) ** 2
 
     async with Client(url) as client:
-        waiting = asyncio.ensure_future(client.result("go-7", queue=q, timeout=10))
+        waiting = asyncio.ensure_future(client.result("go-7", queue=q, timeout=30))
         source = client.broker.event_source  # type: ignore[attr-defined]
         await wait_until(lambda: (q, "go-7") in source._watched, timeout=30)
         async with Worker(url, mux, queues={q: 1}):

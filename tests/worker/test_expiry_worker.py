@@ -215,7 +215,7 @@ async def test_a_retry_after_a_handlers_default_expiry_archives_at_once(
 
     async with asyncq_worker(mux, queues={asyncq_queue: 1}) as w:
         info = await asyncq_client.enqueue("t", queue=asyncq_queue)
-        final = await asyncq_client.wait(info, timeout=10)
+        final = await asyncq_client.wait(info, timeout=30)
         await w.wait_drained(asyncq_queue, include_scheduled=True)
     assert len(runs) == 1
     assert final.state is TaskState.ARCHIVED

@@ -234,7 +234,7 @@ async def test_retry_delay_and_retry_on_per_handler(
 
     q = asyncq_queue
     async with asyncq_worker(mux, queues={q: 1}, forward_interval=0.02):
-        assert await asyncq_client.apply("flaky", "conn", queue=q, timeout=10) == "ok after 2"
+        assert await asyncq_client.apply("flaky", "conn", queue=q, timeout=30) == "ok after 2"
         with pytest.raises(TaskFailedError, match="KeyError") as err:
             await asyncq_client.apply("flaky", "key", queue=q, timeout=10)
         assert err.value.info.retried == 0  # archived at once: not in retry_on

@@ -206,7 +206,7 @@ async def test_a_task_that_never_reports_writes_nothing(
     async with asyncq_worker(mux, queues={q: 1}) as w:
         infos = [await asyncq_client.enqueue("quiet", queue=q) for _ in range(5)]
         for info in infos:
-            assert await asyncq_client.result(info, timeout=10) == "done"
+            assert await asyncq_client.result(info, timeout=30) == "done"
         assert w.worker.processor.progress.writes == 0
     for info in infos:
         assert "progress" not in await task_hash(redis_client, q, info.id)
@@ -240,7 +240,7 @@ async def test_inspect_shows_the_report_while_the_task_runs_and_after(
         [active] = await insp.list_tasks(q, "active")
         assert active.progress == 0.5
         release.set()
-        assert await asyncq_client.result(info, timeout=10) == 8
+        assert await asyncq_client.result(info, timeout=30) == 8
         done = await insp.task_info(q, info.id)
     assert done.state is S.COMPLETED
     assert (done.progress, done.progress_message) == (0.5, "page 4 of 8")  # as it ended
@@ -367,7 +367,7 @@ async def test_a_failed_write_never_fails_the_task(
     outage = broker.fault("set_progress")  # each write fails: Redis said no
     async with Worker(broker=broker, handler=mux, config=WorkerConfig(queues={q: 1})):
         info = await asyncq_client.enqueue("report:build", queue=q)
-        assert await asyncq_client.result(info, timeout=10) == "built"
+        assert await asyncq_client.result(info, timeout=30) == "built"
         assert outage.fired >= 2
         outage.active = False
         broker.fault("set_progress", when="hang")  # the last write never answers

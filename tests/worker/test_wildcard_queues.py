@@ -276,6 +276,6 @@ async def test_a_workflow_on_a_queue_created_later_advances_without_waiting_for_
         info = await asyncq_client.enqueue_workflow(asyncq.chain(
             asyncq.Task("t", queue=queue), asyncq.Task("t", queue=queue),
             asyncq.Task("t", queue=queue)))
-        assert await asyncq_client.result(info.id, timeout=10) is None
+        assert await asyncq_client.result(info.id, timeout=30) is None
         assert w.worker.advancer.outage.failures == 0
     assert [q for q, _ in started] == [queue] * 3

@@ -27,7 +27,7 @@ async def test_workflow_ls_inspect_and_cancel(
     url = asyncq_fresh_redis
     async with asyncq_worker(mux, workflow_interval=0.5):
         done = await asyncq_client.enqueue_workflow(chain(add.s(1, 2), mul.pipe(2)))
-        assert await done.result(asyncq_client, timeout=10) == 6
+        assert await done.result(asyncq_client, timeout=30) == 6
     waiting = await asyncq_client.enqueue_workflow(
         chain(group(Task("wf:noop"), Task("wf:noop")), Task("wf:count")))
 

@@ -96,7 +96,7 @@ async def test_a_sync_handler_result_middleware_state_and_error_are_those_of_asy
     bad = await asyncq_client.enqueue("fail", queue=asyncq_queue)
     async with Worker(asyncq_redis_url, mux, queues={asyncq_queue: 1}, lifespan=lifespan,
                       retry_delay=never_soon):
-        assert await asyncq_client.result(ok.id, queue=asyncq_queue, timeout=10) == {"n": 21}
+        assert await asyncq_client.result(ok.id, queue=asyncq_queue, timeout=30) == {"n": 21}
         await wait_until(lambda: _state(redis_client, asyncq_queue, bad.id, "retry"),
                          message="failed sync task retried")
     fields = await task_hash(redis_client, asyncq_queue, bad.id)
@@ -180,7 +180,7 @@ async def test_a_timed_out_sync_handler_fails_at_once_and_its_thread_keeps_its_s
                          message="quick task waiting for the thread slot")
         assert events == ["slow started"]
         gate.set()
-        assert await asyncq_client.result(nxt.id, queue=asyncq_queue, timeout=10) == "quick"
+        assert await asyncq_client.result(nxt.id, queue=asyncq_queue, timeout=30) == "quick"
         assert events == ["slow started", "slow returned", "quick ran"]
         await wait_until(lambda: threads.busy == 0, message="slot released")
         assert threads.left_behind == 0
