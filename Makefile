@@ -12,8 +12,8 @@
 #   make redis-down  stop the server started by redis-up
 #   make test        run the test suite in parallel (pytest-xdist, TEST_WORKERS=auto; tests
 #                    start their own redis-server per process, or use ASYNCQ_TEST_REDIS_URL if
-#                    set, then serially); includes the quick chaos cases
-#   make test-chaos  the whole fault-injection suite (tests/chaos), slow cases included
+#                    set, then serially); no fault injection: that is make test-chaos
+#   make test-chaos  the whole fault-injection suite (tests/chaos), serially, slow cases included
 #   make test-interop  the Go asynq interop suite with its slow cases (needs Go: builds the programs)
 #                    (the 1M-task soak); ASYNCQ_CHAOS_REPORT=file.jsonl collects the ledgers
 #   make lint        ruff + mypy
@@ -152,7 +152,7 @@ test: venv $(TEST_REDIS_DEP) browser-bin
 	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-chaos: venv redis-bin
-	$(VENV)/bin/python -m pytest -m chaos --run-slow tests/chaos $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -m chaos --run-chaos --run-slow tests/chaos $(PYTEST_ARGS)
 
 test-interop: venv redis-bin interop-bin
 	$(VENV)/bin/python -m pytest -m interop --run-slow tests/interop $(PYTEST_ARGS)

@@ -16,8 +16,10 @@ import pytest
 
 from asyncq import FakeClock
 from asyncq._testing.redis_server import REDIS_NOT_FOUND, RedisServer
+from tests.helpers.cli import Cli
 
 RUN_SLOW_ENV = "ASYNCQ_RUN_SLOW"
+RUN_CHAOS_ENV = "ASYNCQ_RUN_CHAOS"
 TESTS = Path(__file__).resolve().parent
 AOF_ALWAYS = ["--appendonly", "yes", "--appendfsync", "always"]
 
@@ -26,6 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", default=False,
                      help=f"also run tests marked slow (or set {RUN_SLOW_ENV}=1); "
                           "`make test-chaos` does")
+    parser.addoption("--run-chaos", action="store_true", default=False,
+                     help=f"also run the fault-injection cases (marked chaos: tests/chaos), or "
+                          f"set {RUN_CHAOS_ENV}=1; `make test-chaos` does")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -55,13 +60,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    # The fault-injection cases load the machine with processes they kill and servers they
+    # stop: they run on their own (`make test-chaos`), never inside the parallel default run.
+    if not (config.getoption("--run-chaos") or os.environ.get(RUN_CHAOS_ENV) == "1"):
+        skip_chaos = pytest.mark.skip(reason=f"chaos: run with --run-chaos or "
+                                             f"{RUN_CHAOS_ENV}=1 (make test-chaos)")
+        for item in items:
+            if item.get_closest_marker("chaos") is not None or _in_chaos(item):
+                item.add_marker(skip_chaos)
     if config.getoption("--run-slow") or os.environ.get(RUN_SLOW_ENV) == "1":
         return
     skip = pytest.mark.skip(reason=f"slow: run with --run-slow or {RUN_SLOW_ENV}=1 "
-                                   "(make test-chaos)")
+                                   "(make test-chaos, test-interop, test-prometheus)")
     for item in items:
         if item.get_closest_marker("slow") is not None:
             item.add_marker(skip)
+
+
+def _in_chaos(item: pytest.Item) -> bool:
+    """Whether ``item`` is in tests/chaos (marked chaos there, whichever hook runs first)."""
+    return item.path.is_relative_to(TESTS / "chaos")
 
 
 def _server(args: list[str]) -> Iterator[RedisServer]:
@@ -89,3 +107,11 @@ def clock(request: pytest.FixtureRequest) -> FakeClock:
     """A fake clock for a Client/Worker/Scheduler/broker built with ``clock=``; it starts at
     the test module's ``CLOCK_START`` (a datetime) when it defines one, else at the real now."""
     return FakeClock(getattr(request.module, "CLOCK_START", None))
+
+
+@pytest.fixture
+def cli(asyncq_redis_url: str) -> Cli:
+    """The ``asyncq`` command, in-process, against the test Redis: ``await cli("queue", "ls")``
+    (or ``cli.sync(...)`` without an event loop); ``ok=True`` asserts exit 0, ``ok=False``
+    exit 1 with one ``asyncq: error:`` line, ``ok=None`` nothing (tests/helpers/cli.py)."""
+    return Cli(asyncq_redis_url)

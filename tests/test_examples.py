@@ -17,6 +17,7 @@ import uvicorn
 
 import asyncq
 from asyncq.testing import WorkerFactory, wait_until
+from tests.helpers.ports import free_port
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -105,13 +106,6 @@ async def test_the_readme_quickstart_path_works(asyncq_fresh_redis: str, tmp_pat
     assert done.stdout.decode().strip() == expected.strip()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.mark.anyio
 async def test_fastapi_app_enqueues_typed_tasks_and_awaits_their_results(
     asyncq_fresh_redis: str, tmp_path: Path,
@@ -120,7 +114,7 @@ async def test_fastapi_app_enqueues_typed_tasks_and_awaits_their_results(
     tasks:mux` (typed tasks, a lifespan database, a sync task in a thread), over HTTP."""
     here = EXAMPLES / "fastapi_app"
     env = {**os.environ, "ASYNCQ_REDIS_URL": asyncq_fresh_redis}
-    port = _free_port()
+    port = free_port()
     with (tmp_path / "web.log").open("wb") as web_log, \
             (tmp_path / "worker.log").open("wb") as worker_log:
         async with await anyio.open_process(

@@ -324,7 +324,7 @@ async def test_a_workflow_step_that_expired_before_it_started_fails_its_workflow
     await advancer.drain(asyncq_queue)
     assert await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS) == ([], 0)
     await advancer.drain(asyncq_queue)
-    final = await client.wait(handle, timeout=5)
+    final = await client.wait(handle, timeout=30)
     assert final.state is TaskState.ARCHIVED
     assert final.last_error is not None and "expired" in final.last_error
 

@@ -95,7 +95,7 @@ async def test_a_one_hop_hand_off_stamps_the_run_it_starts(
         async def handed() -> bool:
             return await pubsub.get_message(ignore_subscribe_messages=True) is not None
 
-        await wait_until(handed, timeout=5, message="hand-off published")
+        await wait_until(handed, timeout=30, message="hand-off published")
     fields = await task_hash(redis_client, asyncq_queue, task_id)
     assert fields["state"] == b"active" and fields["owner"] == OWNER.encode()
     # Stamped by the enqueueing script, on the Redis server's clock (a local server here).
@@ -126,7 +126,7 @@ async def test_a_task_a_limit_defers_has_not_started(
             return len(started) == 1 and sorted(i.state.value for i in infos) == [
                 "active", "scheduled"]
 
-        await wait_until(deferred, timeout=5, message="one task running, one deferred")
+        await wait_until(deferred, timeout=30, message="one task running, one deferred")
         [waiting] = [i for i in (a, b) if i.id not in started]
         # Leased, then sent back by its limit before its handler ran: no run started.
         assert (await inspector.task_info(asyncq_queue, waiting.id)).started_at is None

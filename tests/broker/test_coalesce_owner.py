@@ -34,11 +34,11 @@ async def test_closing_ends_coalesced_calls_in_flight_with_a_broker_error(starte
     await sent.wait()
     batched = [asyncio.ensure_future(coalescer.call(i)) for i in (2, 3)]
     try:
-        await wait_until(lambda: len(coalescer._queue) == 2, timeout=2, message="calls queued")
+        await wait_until(lambda: len(coalescer._queue) == 2, timeout=30, message="calls queued")
         first.cancel()  # the lone call ends: the two waiting leave together, in a task
         with pytest.raises(asyncio.CancelledError):
             await first
-        await wait_until(lambda: coalescer._tasks, timeout=2, message="the batch in flight")
+        await wait_until(lambda: coalescer._tasks, timeout=30, message="the batch in flight")
         if started:
             await asyncio.wait_for(sending.wait(), 2)
         await coalescer.aclose()

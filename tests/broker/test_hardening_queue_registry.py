@@ -85,9 +85,9 @@ async def test_scheduler_registers_a_deleted_queue_again(
         scheduler = Scheduler(asyncq_redis_url)
         scheduler.register("@every 1s", Task("tick", queue=q))
         async with scheduler:
-            await wait_until(lambda: _has(inspector, q), timeout=5, message="first tick")
+            await wait_until(lambda: _has(inspector, q), timeout=30, message="first tick")
             await inspector.delete_queue(q, force=True)
-            await wait_until(lambda: _has(inspector, q), timeout=5, message="next tick")
+            await wait_until(lambda: _has(inspector, q), timeout=30, message="next tick")
 
 
 async def _has(inspector: Inspector, queue: str) -> bool:

@@ -6,6 +6,8 @@ outage edge, and the repair of orphaned task records."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections import Counter
 from typing import Any
@@ -204,8 +206,8 @@ async def test_tasks_leased_by_a_dequeue_whose_reply_was_lost_run_at_once(
     async with worker:
         began = time.monotonic()
         ids = {(await asyncq_client.enqueue("t", i, queue=asyncq_queue)).id for i in range(3)}
-        await wait_drained(redis_client, [asyncq_queue], worker=worker, timeout=5)
-    assert time.monotonic() - began < 3  # not after the 30 s lease
+        await wait_drained(redis_client, [asyncq_queue], worker=worker, timeout=20)
+    assert time.monotonic() - began < 20  # not after the 30 s lease
     assert lost.fired == 1 and {r.id for r in lost.replies[0][0]} <= ids
     assert {t.id for t in ran} == ids and len(ran) == 3
     assert {t.retried for t in ran} == {0}  # not counted as a failure
@@ -234,9 +236,8 @@ async def test_a_handler_is_cancelled_when_its_lease_runs_out_even_if_redis_hang
         await asyncq_client.enqueue("t", queue=asyncq_queue)
         await started.wait()
         hang.active = True
-        began = time.monotonic()
-        await wait_until(lambda: hooked, timeout=3)
-        assert time.monotonic() - began < 1 + 0.5
+        # (the hung renewals never return: only the lease running out can end the handler)
+        await wait_until(lambda: hooked, timeout=30, message="handler cancelled")
         hang.active = False
     assert [type(e) for e in hooked] == [LeaseExpiredError]
 
@@ -259,16 +260,16 @@ async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_lo
                         heartbeat_interval=0.1, recover_interval=0.1, recover_grace=0.1)
         async with worker:
             info = await asyncq_client.enqueue("t", queue=asyncq_queue, retention=60)
-            await wait_until(lambda: ran, timeout=3)
+            await wait_until(lambda: ran, timeout=30)
             outage.active = True
             release.set()  # it finishes while Redis is down...
-            await wait_until(lambda: worker.acker.pending, timeout=3)
+            await wait_until(lambda: worker.acker.pending, timeout=30)
             await anyio.sleep(1.2)  # ... which lasts two leases (the fault, not a wait)
             assert worker.acker.pending and not worker.processor.running
             outage.active = False
             await wait_drained(redis_client, [asyncq_queue], worker=worker)
             # (the heartbeat's next beat ends its outage: stopping before it would skip that)
-            await wait_until(lambda: not worker.heartbeat.outage.ongoing, timeout=3)
+            await wait_until(lambda: not worker.heartbeat.outage.ongoing, timeout=30)
     # The outcome was written late, not given up, and the task did not run again.
     assert ran == [info.id]
     assert worker.acker.given_up == 0
@@ -286,20 +287,20 @@ async def test_outcomes_outlive_the_lease_while_redis_is_down_and_each_outage_lo
 async def test_a_silent_pubsub_connection_is_detected(own_server: RedisServer) -> None:
     redis = Redis.from_url(own_server.url)
     broker = RedisBroker(redis, ping_interval=0.2, reply_timeout=0.3)
-    admin = Redis.from_url(own_server.url)
+    assert own_server.pid is not None
     try:
         stream = broker.listen([K.WAKE_CHANNEL])
         assert await stream.__anext__() is None  # subscribed
-        await admin.execute_command("CLIENT", "PAUSE", 3000, "ALL")
-        began = time.monotonic()
-        with pytest.raises(BrokerError, match="no answer to a ping"):
-            with anyio.fail_after(2):
-                await stream.__anext__()
-        assert time.monotonic() - began < 1.5
+        # The server silent (stopped) until the wait ends: only the missed ping can end it.
+        os.kill(own_server.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(BrokerError, match="no answer to a ping"):
+                with anyio.fail_after(30):
+                    await stream.__anext__()
+        finally:
+            os.kill(own_server.pid, signal.SIGCONT)
         await stream.aclose()
     finally:
-        await admin.execute_command("CLIENT", "UNPAUSE")
-        await admin.aclose()
         await redis.aclose()
 
 
@@ -417,6 +418,6 @@ async def test_an_outcome_of_an_earlier_run_is_dropped_when_the_task_is_leased_a
         lease = worker.leases.get("again")  # the lease is the new run's
         assert lease is not None and lease.holder == "running" and lease.until_ms > 0
         assert worker.processor.cancel("again", "shutdown")
-        await wait_until(lambda: not worker.processor.running, timeout=2)
+        await wait_until(lambda: not worker.processor.running, timeout=30)
     finally:
         await worker.broker.close()

@@ -1,8 +1,9 @@
 """Fixtures of the chaos suite (fault injection into real worker processes and Redis servers).
 
-Every test here is marked ``chaos``; the slow ones (``slow``: the soak) only run with
-``--run-slow`` or ``ASYNCQ_RUN_SLOW=1`` — ``make test-chaos`` runs them all. The dedicated
-servers (``aof_server``, ``own_server``) come from ``tests/conftest.py``.
+Every test here is marked ``chaos`` and runs only with ``--run-chaos`` or
+``ASYNCQ_RUN_CHAOS=1``, never inside the parallel default run; the slow ones (``slow``: the
+soak) also need ``--run-slow`` or ``ASYNCQ_RUN_SLOW=1`` — ``make test-chaos`` runs them all.
+The dedicated servers (``aof_server``, ``own_server``) come from ``tests/conftest.py``.
 """
 
 from __future__ import annotations

@@ -19,17 +19,13 @@ from asyncq._cli import Parser, build_parser, main
 from asyncq._model._options import EnqueueOptions
 from asyncq._workflow import WorkflowInfo
 from asyncq.testing import WorkerFactory, wait_until
-from tests.helpers.cli import Cli, cli_runner, err, gather, js, out
+from tests.helpers.cli import Cli, err, gather, js, out
 from tests.helpers.dataplane import dead_redis_url
 
 DEAD = dead_redis_url()
 #: ``task`` subcommands that act on no particular task.
 TASKLESS = {"ls", "runall", "archiveall", "deleteall", "enqueue"}
 
-
-@pytest.fixture
-def cli(asyncq_redis_url: str) -> Cli:
-    return cli_runner(asyncq_redis_url)
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -226,7 +222,7 @@ async def test_json_has_the_fields_and_encodings_of_the_python_objects(
     b = await asyncq_client.enqueue("raw", b"\x01text", queue=q, retention=600)
     async with asyncq_worker(mux, queues={q: 1}) as w:
         handle = await asyncq_client.enqueue_workflow(Task("flow", queue=q))
-        assert await handle.result(asyncq_client, timeout=10) == [1, 2]
+        assert await handle.result(asyncq_client, timeout=30) == [1, 2]
         await w.wait_drained()
         server_id = w.worker.config.server_id
 

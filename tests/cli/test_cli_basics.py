@@ -1,9 +1,11 @@
-"""The ``asyncq`` command as a shell user meets it: --version, and output cut by a pipe."""
+"""The ``asyncq`` command as a shell user meets it: the real entry points (``python -m asyncq``
+and the console script: --version, exit codes, output cut by a pipe), unknown options."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from asyncq import Client, ServeMux, Task, __version__
 from asyncq._cli import main
 from asyncq.testing import WorkerFactory
+from tests.helpers.cli import Cli, err, out
 
 pytestmark = pytest.mark.anyio
 
@@ -31,10 +34,25 @@ def test_an_unknown_or_shortened_option_is_refused_with_its_commands_usage(
     assert usage in err and "usage: asyncq [-h]" not in err  # not the top-level usage
 
 
-def test_version() -> None:
-    out = subprocess.run([sys.executable, "-m", "asyncq", "--version"], capture_output=True,
-                         text=True, timeout=30, check=True)
+@pytest.mark.parametrize("command", [[sys.executable, "-m", "asyncq"],
+                                     [str(Path(sys.executable).with_name("asyncq"))]],
+                         ids=["python -m asyncq", "the asyncq script"])
+def test_version_from_the_real_entry_points(command: list[str]) -> None:
+    out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60,
+                         check=True)
     assert out.stdout.strip() == f"asyncq {__version__}"
+
+
+def test_exit_codes_of_the_real_entry_point(asyncq_queue: str) -> None:
+    """The process exits with main()'s code: 1 and one line for an error, 2 for a usage error."""
+    dead = ["--redis-url", "redis://127.0.0.1:1/0"]
+    failed = subprocess.run([sys.executable, "-m", "asyncq", "queue", "inspect", asyncq_queue,
+                             *dead], capture_output=True, text=True, timeout=60, check=False)
+    assert failed.returncode == 1 and failed.stdout == ""
+    assert failed.stderr.startswith("asyncq: error: ") and failed.stderr.count("\n") == 1
+    usage = subprocess.run([sys.executable, "-m", "asyncq", "queue", "nope"],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert usage.returncode == 2 and "usage: asyncq queue" in usage.stderr
 
 
 async def test_a_listing_cut_short_by_head_prints_no_traceback(
@@ -51,7 +69,7 @@ async def test_a_listing_cut_short_by_head_prints_no_traceback(
 
 
 async def test_task_inspect_finds_the_queue_and_shows_the_result(
-    asyncq_client: Client, asyncq_queue: str, asyncq_redis_url: str,
+    asyncq_client: Client, asyncq_queue: str, cli: Cli,
     asyncq_worker: WorkerFactory,
 ) -> None:
     mux = ServeMux()
@@ -63,26 +81,18 @@ async def test_task_inspect_finds_the_queue_and_shows_the_result(
     info = await asyncq_client.enqueue("t", queue=asyncq_queue, retention=60)
     async with asyncq_worker(mux, queues={asyncq_queue: 1}) as w:
         await w.wait_drained()
-    out = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "inspect",
-                                   info.id, "--redis-url", asyncq_redis_url], check=False)
-    text = out.stdout.decode()
-    assert out.returncode == 0, out.stderr.decode()
+    text = out(await cli("task", "inspect", info.id))
     assert "queue:" in text and asyncq_queue in text  # found without -q
     assert '{"total":42,"items":["a","b"]}' in text  # the decoded result, not "N bytes"
-    missing = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "inspect",
-                                       "no-such-id", "--redis-url", asyncq_redis_url],
-                                      check=False)
-    assert missing.returncode == 1 and b"not found in any queue" in missing.stderr
+    missing = await cli("task", "inspect", "no-such-id", ok=False)
+    assert "not found in any queue" in err(missing)
 
 
 async def test_task_ls_without_a_state_lists_every_state_with_tasks(
-    asyncq_client: Client, asyncq_queue: str, asyncq_redis_url: str,
+    asyncq_client: Client, asyncq_queue: str, cli: Cli,
 ) -> None:
     await asyncq_client.enqueue("now", queue=asyncq_queue)
     await asyncq_client.enqueue("later", queue=asyncq_queue, process_in=3600)
-    out = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "ls", "-q",
-                                   asyncq_queue, "--redis-url", asyncq_redis_url], check=False)
-    text = out.stdout.decode()
-    assert out.returncode == 0, out.stderr.decode()
+    text = out(await cli("task", "ls", "-q", asyncq_queue))
     assert "pending (1)" in text and "scheduled (1)" in text
     assert "now" in text and "later" in text

@@ -3,9 +3,6 @@ can neither drive the terminal nor forge output lines; --json stays exact."""
 
 from __future__ import annotations
 
-import sys
-
-import anyio
 import orjson
 import pytest
 from redis.asyncio import Redis
@@ -13,7 +10,7 @@ from redis.asyncio import Redis
 from asyncq import Client
 from asyncq._broker import _keys as K
 from asyncq._text import printable
-from tests.helpers.processes import ROOT
+from tests.helpers.cli import Cli
 
 pytestmark = pytest.mark.anyio
 
@@ -27,16 +24,13 @@ def test_printable_escapes_controls_and_keeps_the_rest() -> None:
     assert printable("right-to-left \u202eoverride") == "right-to-left \\u202eoverride"
 
 
-async def run(*args: str) -> tuple[str, str]:
-    out = await anyio.run_process([sys.executable, "-m", "asyncq", *args], cwd=ROOT,
-                                  check=False)
-    assert out.returncode == 0, out.stderr.decode()
-    return out.stdout.decode(), out.stderr.decode()
-
-
 async def test_listings_and_inspect_escape_what_tasks_carry(
-    asyncq_client: Client, asyncq_queue: str, asyncq_redis_url: str, redis_client: Redis,
+    asyncq_client: Client, asyncq_queue: str, cli: Cli, redis_client: Redis,
 ) -> None:
+    async def run(*args: str) -> tuple[str, str]:
+        ran = await cli(*args)
+        return ran.stdout.decode(), ran.stderr.decode()
+
     # Written as another producer (or an older version) could have: not through validation.
     info = await asyncq_client.enqueue("t", queue=asyncq_queue, max_retry=0)
     qk = K.queue_keys(asyncq_queue)
@@ -44,13 +38,11 @@ async def test_listings_and_inspect_escape_what_tasks_carry(
         "error": f"boom{EVIL}\n2026-11-23 [info] forged line", "state": "archived"})
     await redis_client.lrem(qk.pending, 0, info.id)
     await redis_client.zadd(qk.archived, {info.id: 1})
-    url = ["--redis-url", asyncq_redis_url]
     for args in (["task", "ls", "-q", asyncq_queue, "-s", "archived"],
                  ["task", "inspect", "-q", asyncq_queue, info.id]):
-        stdout, _ = await run(*args, *url)
+        stdout, _ = await run(*args)
         assert "\x1b" not in stdout and "\x07" not in stdout
         assert "forged line" not in stdout.splitlines()[-1] or "\\n" in stdout
         assert not any(line.startswith("2026-11-23 [info]") for line in stdout.splitlines())
-    stdout, _ = await run("task", "inspect", "-q", asyncq_queue, info.id, "--json",
-                          *url)
+    stdout, _ = await run("task", "inspect", "-q", asyncq_queue, info.id, "--json")
     assert EVIL in orjson.loads(stdout)["last_error"]  # --json is exact

@@ -10,14 +10,10 @@ import pytest
 
 from asyncq import Client, FakeClock
 from asyncq._broker._connection import make_broker
-from tests.helpers.cli import Cli, cli_runner, err, js, out
+from tests.helpers.cli import Cli, err, js, out
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture
-def cli(asyncq_redis_url: str) -> Cli:
-    return cli_runner(asyncq_redis_url)
 
 
 async def test_enqueue_sets_the_expiry_and_inspect_shows_it(cli: Cli, asyncq_queue: str) -> None:

@@ -10,14 +10,10 @@ import pytest
 
 import asyncq
 from asyncq.testing import WorkerFactory, wait_until
-from tests.helpers.cli import Cli, cli_runner, err, js, out
+from tests.helpers.cli import Cli, err, js, out
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture
-def cli(asyncq_redis_url: str) -> Cli:
-    return cli_runner(asyncq_redis_url)
 
 
 class Held:

@@ -1,4 +1,4 @@
-"""The operations CLI (``asyncq stats|queue|task|group|server``), run as subprocesses against the
+"""The operations CLI (``asyncq stats|queue|task|group|server``), run in-process against the
 test Redis: ``--json`` output is parsed, human output is checked for its key lines."""
 
 from __future__ import annotations
@@ -10,15 +10,10 @@ import pytest
 
 import asyncq
 from asyncq.testing import WorkerFactory, wait_until
-from tests.helpers.cli import Cli, cli_runner, err, gather, js, out
+from tests.helpers.cli import Cli, err, gather, js, out
 from tests.helpers.dataplane import dead_redis_url
 
 pytestmark = pytest.mark.anyio
-
-@pytest.fixture
-def cli(asyncq_redis_url: str) -> Cli:
-    """``await cli("queue", "ls", ok=True)`` runs ``python -m asyncq queue ls``."""
-    return cli_runner(asyncq_redis_url)
 
 
 async def test_queue_commands(cli: Cli, asyncq_client: asyncq.Client, asyncq_queue: str) -> None:

@@ -9,14 +9,10 @@ import pytest
 
 import asyncq
 from asyncq.testing import WorkerFactory, wait_until
-from tests.helpers.cli import Cli, cli_runner, gather, js, out
+from tests.helpers.cli import Cli, gather, js, out
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture
-def cli(asyncq_redis_url: str) -> Cli:
-    return cli_runner(asyncq_redis_url)
 
 
 async def test_task_inspect_shows_the_progress_of_a_run(
@@ -43,7 +39,7 @@ async def test_task_inspect_shows_the_progress_of_a_run(
             cli("task", "inspect", info.id, "-q", q), cli("task", "inspect", info.id, "--json"),
             cli("task", "ls", "-q", q, "-s", "active", "--json"))
         release.set()
-        assert await asyncq_client.result(info, timeout=10) == "built"
+        assert await asyncq_client.result(info, timeout=30) == "built"
         after = await cli("task", "inspect", info.id, "-q", q)
     lines = out(shown).splitlines()
     shown_progress = ["progress:", "38%", "page", "3", "of", "8"]

@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ import asyncq
 from asyncq._cli import main
 from asyncq._cli._common import CLIError
 from asyncq._cli._scheduler_cmd import load_runner
+from tests.helpers.cli import Cli, err, js
+from tests.helpers.polling import poll_until
 
 DEAD_REDIS = "redis://127.0.0.1:1/0"
 
@@ -42,19 +43,12 @@ def make_wrong(redis_url):
 '''
 
 
-def asyncq_cmd(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "asyncq", *args], capture_output=True,
-                          text=True, timeout=30, cwd=cwd, check=False)
-
-
-def cron_ls(url: str, queue: str) -> list[dict[str, Any]]:
-    out = asyncq_cmd("cron", "ls", "--json", "--redis-url", url)
-    assert out.returncode == 0, out.stderr
-    return [e for e in json.loads(out.stdout) if e["options"].get("queue") == queue]
+def cron_ls(cli: Cli, queue: str) -> list[dict[str, Any]]:
+    return [e for e in js(cli.sync("cron", "ls", "--json")) if e["options"].get("queue") == queue]
 
 
 def test_scheduler_command_publishes_entries_and_exits_0_on_sigterm(
-    tmp_path: Path, asyncq_redis_url: str, asyncq_queue: str,
+    tmp_path: Path, asyncq_redis_url: str, asyncq_queue: str, cli: Cli,
 ) -> None:
     (tmp_path / "sched_app.py").write_text(APP.format(queue=asyncq_queue, url=DEAD_REDIS))
     proc = subprocess.Popen(
@@ -62,24 +56,22 @@ def test_scheduler_command_publishes_entries_and_exits_0_on_sigterm(
          "--redis-url", asyncq_redis_url, "--log-format", "json"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 15
-        entries: list[dict[str, Any]] = []
-        while not entries:
+        def published() -> list[dict[str, Any]]:
             assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "no entry published within 15 s"
-            entries = cron_ls(asyncq_redis_url, asyncq_queue)
-        [entry] = entries
+            return cron_ls(cli, asyncq_queue)
+
+        [entry] = poll_until(published, timeout=60, message="no entry published")
         assert (entry["spec"], entry["type"], entry["payload"]) == \
             ("@every 1h", "cli:report", {"n": 1})
         proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=15)
+        _, stderr = proc.communicate(timeout=60)
         assert proc.returncode == 0, stderr
         assert "scheduler stopped" in stderr
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert cron_ls(asyncq_redis_url, asyncq_queue) == []  # cleared at shutdown
+    assert cron_ls(cli, asyncq_queue) == []  # cleared at shutdown
 
 
 def test_load_runner_accepts_factories_and_objects(
@@ -99,11 +91,9 @@ def test_load_runner_accepts_factories_and_objects(
 
 
 def test_scheduler_command_errors_are_one_line_exit_1(tmp_path: Path) -> None:
-    out = asyncq_cmd("scheduler", "no_such_module_xyz:make", "--redis-url", DEAD_REDIS,
-                     cwd=tmp_path)
-    assert out.returncode == 1
-    assert out.stderr.startswith("asyncq: error: cannot import")
-    assert len(out.stderr.strip().splitlines()) == 1
+    ran = Cli(cwd=tmp_path).sync("scheduler", "no_such_module_xyz:make", "--redis-url",
+                                 DEAD_REDIS, ok=False)
+    assert err(ran).startswith("asyncq: error: cannot import")
 
 
 async def _publish(url: str, queue: str) -> tuple[str, list[str]]:
@@ -162,5 +152,5 @@ def test_cron_errors_are_one_line_exit_1(
     argv: list[str], capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(argv) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("asyncq: error: ") and len(err.strip().splitlines()) == 1
+    stderr = capsys.readouterr().err
+    assert stderr.startswith("asyncq: error: ") and len(stderr.strip().splitlines()) == 1

@@ -4,13 +4,10 @@ that apply to a run (timeout, deadline) and how long finished runs took."""
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-import anyio
 import orjson
 import pytest
 
@@ -19,6 +16,7 @@ from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker._connection import make_broker
 from asyncq._cli._output import print_json, task_doc
 from asyncq._cli._task_cmd import print_task
+from tests.helpers.cli import Cli, out
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +96,7 @@ def iso(ms: int) -> str:
 
 
 async def test_lists_show_the_time_limit_of_a_run_and_how_long_it_ran(
-    broker: RedisBroker, clock: FakeClock, asyncq_queue: str, asyncq_redis_url: str,
+    broker: RedisBroker, clock: FakeClock, asyncq_queue: str, cli: Cli,
 ) -> None:
     client = Client(broker, clock=clock)
     q = asyncq_queue
@@ -107,13 +105,9 @@ async def test_lists_show_the_time_limit_of_a_run_and_how_long_it_ran(
     running = (await client.enqueue("t", queue=q, timeout=90)).id
     await broker.dequeue(q, 1, OWNER, 60_000, 1000)
     pending = (await client.enqueue("t", queue=q, timeout=300, deadline=DEADLINE)).id
-    env = {**os.environ, "ASYNCQ_REDIS_URL": asyncq_redis_url}
 
     async def ls(state: str) -> list[list[str]]:
-        proc = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "ls", "-q", q,
-                                        "-s", state], env=env, check=False)
-        assert proc.returncode == 0, proc.stderr.decode()
-        lines = proc.stdout.decode().splitlines()
+        lines = out(await cli("task", "ls", "-q", q, "-s", state)).splitlines()
         return [re.split(r"\s{2,}", ln) for ln in [lines[0], *lines[2:]]]
 
     active = await ls("active")

@@ -42,4 +42,4 @@ async def test_a_burst_worker_exits_0_once_every_task_is_done(
                 env={**os.environ, POLICY_ENV: "first_delay=0.05,max_quick_crashes=2"})
         assert result.returncode == 0, result.stderr.decode()[-2000:]
         for info in infos:  # all completed: each result is there at once
-            assert "pid" in await client.result(info, queue=asyncq_queue, timeout=1)
+            assert "pid" in await client.result(info, queue=asyncq_queue, timeout=30)

@@ -9,7 +9,6 @@ import dataclasses
 import os
 import re
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from asyncq import _defaults as D
 from asyncq._cli import build_parser
 from asyncq._cli._worker_cmd import CONFIG_ONLY, RENAMED, with_flags, worker_options
 from asyncq.testing import wait_until
+from tests.helpers.cli import Ran, err, run_main
 from tests.helpers.processes import ROOT, spawn, worker_process
 
 pytestmark = pytest.mark.anyio
@@ -29,9 +29,9 @@ APP = "tests.apps.targets"
 NOWHERE = "redis://127.0.0.1:1/0"  # never reached: the target is refused first
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "asyncq", "worker", *args], cwd=ROOT,
-                          text=True, capture_output=True, timeout=30, check=False, env=env)
+def run_cli(*args: str) -> Ran:
+    """``asyncq worker ARGS`` in-process, ASYNCQ_REDIS_URL pointing nowhere."""
+    return run_main(["worker", *args], env={"ASYNCQ_REDIS_URL": NOWHERE}, cwd=ROOT)
 
 
 @pytest.mark.parametrize(
@@ -61,11 +61,10 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 def test_a_target_the_worker_cannot_run_is_refused_saying_what_to_pass(
     args: list[str], message: str,
 ) -> None:
-    env = {**os.environ, "ASYNCQ_REDIS_URL": NOWHERE}
-    result = run_cli(*args, "--redis-url", NOWHERE, env=env)
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 1, result.stderr
-    assert len(lines) == 1 and message in lines[0], result.stderr
+    result = run_cli(*args, "--redis-url", NOWHERE)
+    lines = err(result).splitlines()
+    assert result.returncode == 1, err(result)
+    assert len(lines) == 1 and message in lines[0], err(result)
 
 
 @pytest.mark.parametrize(("flags", "message"), [
@@ -78,11 +77,10 @@ def test_a_target_the_worker_cannot_run_is_refused_saying_what_to_pass(
 def test_a_worker_target_keeps_its_settings_source_and_its_redis(
     flags: list[str], message: str,
 ) -> None:
-    env = {**os.environ, "ASYNCQ_REDIS_URL": NOWHERE}
-    result = run_cli(f"{APP}:make_worker", *flags, env=env)
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 1, result.stderr
-    assert len(lines) == 1 and message in lines[0], result.stderr
+    result = run_cli(f"{APP}:make_worker", *flags)
+    lines = err(result).splitlines()
+    assert result.returncode == 1, err(result)
+    assert len(lines) == 1 and message in lines[0], err(result)
 
 
 def test_flags_override_a_config_and_derived_settings_follow_them() -> None:
@@ -154,7 +152,7 @@ async def test_a_config_gives_the_callables_and_the_flags_override_its_values(
             state = await client.apply("targets:state", queue=asyncq_queue, timeout=20)
             assert state == {"from": "lifespan", "pid": proc.pid}
             # retry_delay (the default waits 15 s or more) and error_handler
-            flaky = await client.apply("targets:flaky", queue=asyncq_queue, timeout=10)
+            flaky = await client.apply("targets:flaky", queue=asyncq_queue, timeout=30)
             assert flaky == {"retried": 1, "errors": [["targets:flaky", "first run fails"]]}
             # group_aggregator, with --group-max-size over the config's 60 s grace period
             async with Inspector(asyncq_redis_url) as inspector:
@@ -195,7 +193,7 @@ async def test_a_factory_returning_a_worker_builds_each_supervised_process(
         assert {concurrency for _, concurrency in servers} == {4}  # the flag over the 3
         state = await client.apply("targets:state", queue=asyncq_queue, timeout=20)
         assert state["from"] == "lifespan" and state["pid"] in {pid for pid, _ in servers}
-        flaky = await client.apply("targets:flaky", queue=asyncq_queue, timeout=10)
+        flaky = await client.apply("targets:flaky", queue=asyncq_queue, timeout=30)
         assert flaky["retried"] == 1  # the factory's retry_delay
         proc.send_signal(signal.SIGTERM)
         with anyio.fail_after(30):

@@ -26,7 +26,9 @@ from asyncq.testing import wait_until
 from tests.helpers.processes import log_events, spawn
 from tests.helpers.prom import key, samples
 
-pytestmark = pytest.mark.anyio
+# Each test starts several processes, which a loaded machine starts slowly: more than the
+# default 60 s before a test counts as hung.
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
 APP = "tests.apps.blocking:mux"
 

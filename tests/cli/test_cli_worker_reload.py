@@ -17,7 +17,9 @@ from asyncq._cli import main
 from asyncq.testing import wait_until
 from tests.helpers.processes import log_events
 
-pytestmark = pytest.mark.anyio
+# Each test starts several processes, which a loaded machine starts slowly: more than the
+# default 60 s before a test counts as hung.
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
 APP = '''
 from asyncq import ServeMux

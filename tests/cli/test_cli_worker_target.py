@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -15,14 +14,16 @@ from redis.asyncio import Redis
 from asyncq import Client
 from asyncq._broker import _keys as K
 from asyncq.testing import wait_until
+from tests.helpers.cli import err, run_main
 from tests.helpers.processes import ROOT, log_events, worker_process
 
 pytestmark = pytest.mark.anyio
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m asyncq worker ARGS``: the process, for what the interpreter prints."""
     return subprocess.run([sys.executable, "-m", "asyncq", "worker", *args], cwd=ROOT,
-                          text=True, capture_output=True, timeout=30, check=False)
+                          text=True, capture_output=True, timeout=60, check=False)
 
 
 @pytest.mark.parametrize(
@@ -45,11 +46,11 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
          "factory returning junk"],
 )
 def test_a_wrong_target_is_one_line_saying_what_to_do(target: str, message: str) -> None:
-    result = run_cli(target, "--redis-url", "redis://127.0.0.1:1/0")
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 1, result.stderr
-    assert len(lines) == 1 and message in lines[0], result.stderr
-    assert "Traceback" not in result.stderr
+    result = run_main(["worker", target, "--redis-url", "redis://127.0.0.1:1/0"], cwd=ROOT)
+    lines = err(result).splitlines()
+    assert result.returncode == 1, err(result)
+    assert len(lines) == 1 and message in lines[0], err(result)
+    assert "Traceback" not in err(result)
 
 
 def test_traceback_flag_shows_where_an_import_failed() -> None:
@@ -87,20 +88,18 @@ async def test_ctrl_c_says_what_shutdown_waits_for_and_a_second_one_requeues_at_
                 return await redis_client.hget(K.queue_keys(asyncq_queue).task(info.id),
                                                "result") is not None
 
-            await wait_until(running, timeout=10)
+            await wait_until(running, timeout=30)
             proc.send_signal(signal.SIGINT)
 
             def said(event: str) -> dict[str, object] | None:
                 return next((e for e in log_events(log) if e["event"] == event), None)
 
-            first = await wait_until(lambda: said("worker shutting down"), timeout=5)
+            first = await wait_until(lambda: said("worker shutting down"), timeout=30)
             assert first["running"] == 1 and first["waiting_up_to_s"] == 60
             assert proc.returncode is None  # still waiting for the handler
-            began = time.monotonic()
             proc.send_signal(signal.SIGINT)
-            with anyio.fail_after(10):
+            with anyio.fail_after(40):  # not the 60 s shutdown timeout
                 assert await proc.wait() == 0
-            assert time.monotonic() - began < 5  # not the 60 s shutdown timeout
         assert said("second stop request: cancelling and requeueing the running tasks now")
         state = await redis_client.hget(K.queue_keys(asyncq_queue).task(info.id), "state")
         assert state == b"pending"  # given back, next in line

@@ -68,18 +68,16 @@ async def test_waits_raise_a_broker_error_at_once_while_redis_is_down(
         info = await client.enqueue("echo", 1, queue="q")
         own_server.stop()
         calls: list[Callable[[], Awaitable[Any]]] = [
-            lambda: client.apply("echo", 1, queue="q", timeout=5),
-            lambda: client.result(info, timeout=5),
-            lambda: client.wait(info, timeout=5),
+            lambda: client.apply("echo", 1, queue="q", timeout=120),
+            lambda: client.result(info, timeout=120),
+            lambda: client.wait(info, timeout=120),
             lambda: client.wait(info),  # no timeout: still answered
         ]
         with pytest.raises(BrokerError):  # what enqueue says
             await client.enqueue("echo", 1, queue="q")
-        for call in calls:
-            began = time.monotonic()
-            with anyio.fail_after(10), pytest.raises(BrokerError, match="cannot listen"):
+        for call in calls:  # at once: well before the calls' own timeouts
+            with anyio.fail_after(30), pytest.raises(BrokerError, match="cannot listen"):
                 await call()
-            assert time.monotonic() - began < 2
 
 
 async def test_a_wait_whose_timeout_runs_out_while_redis_is_down_raises_a_broker_error(
@@ -88,15 +86,15 @@ async def test_a_wait_whose_timeout_runs_out_while_redis_is_down_raises_a_broker
     async with Client(own_server.url) as client, Redis.from_url(own_server.url) as redis:
         info = await client.enqueue("echo", 1, queue="q")  # no worker runs it
         began = time.monotonic()
-        waiting = asyncio.ensure_future(client.result(info, timeout=2))
-        await wait_until(lambda: listening(redis, "q"), timeout=5)
+        waiting = asyncio.ensure_future(client.result(info, timeout=10))
+        await wait_until(lambda: listening(redis, "q"), timeout=8)
         await redis.aclose()
         own_server.stop()
-        with pytest.raises(BrokerError, match="no outcome within 2 s, and Redis cannot be "
+        with pytest.raises(BrokerError, match="no outcome within 10 s, and Redis cannot be "
                                               "reached") as caught:
             await waiting
     assert caught.value.transient
-    assert time.monotonic() - began < 4
+    assert time.monotonic() - began < 40  # the timeout ends it, Redis down or not
 
 
 async def test_a_timeout_tells_the_last_known_state_and_error(
@@ -150,14 +148,14 @@ async def test_an_outcome_missed_on_a_killed_connection_is_told_as_such(
     async with Client(broker=broker) as client, \
             asyncq_worker(failing_mux(gate), queues={asyncq_queue: 1}):
         info = await client.enqueue("quiet", queue=asyncq_queue, retention=0)
-        waiting = asyncio.ensure_future(client.result(info, timeout=10))
-        await wait_until(lambda: listening(redis_client, asyncq_queue), timeout=5)
+        waiting = asyncio.ensure_future(client.result(info, timeout=60))
+        await wait_until(lambda: listening(redis_client, asyncq_queue), timeout=20)
         cannot_listen.active = True
         assert await redis_client.client_kill_filter(_type="pubsub") >= 1
-        await wait_until(lambda: cannot_listen.fired >= 1, timeout=5)  # resubscribing fails
+        await wait_until(lambda: cannot_listen.fired >= 1, timeout=20)  # resubscribing fails
         gate.set()
         task_key = K.queue_keys(asyncq_queue).task(info.id)
-        await wait_until(lambda: _gone(redis_client, task_key), timeout=5)
+        await wait_until(lambda: _gone(redis_client, task_key), timeout=20)
         assert not waiting.done()
         cannot_listen.active = False
         with pytest.raises(TaskNotFoundError) as caught:

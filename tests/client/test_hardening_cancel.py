@@ -99,7 +99,7 @@ async def test_cancel_sent_while_pubsub_reconnects_is_honoured(
             await anyio.sleep(delay)
             assert await client.cancel(info.id, queue=q) is True
             # The handler would otherwise run for 20 s.
-            await wait_until(lambda: _archived(killer, q, info.id), timeout=5,
+            await wait_until(lambda: _archived(killer, q, info.id), timeout=15,
                              message="cancelled task archived")
     finally:
         await killer.aclose()

@@ -22,6 +22,7 @@ import asyncq
 from asyncq import ServeMux, Task
 from asyncq.testing import WorkerFactory
 from tests.helpers.polling import answers, poll_until
+from tests.helpers.ports import free_port
 
 pytest.importorskip("gunicorn")
 
@@ -46,13 +47,6 @@ def app(environ, start_response):
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _get(url: str) -> dict[str, object]:
     with urllib.request.urlopen(url, timeout=30) as reply:
         body: dict[str, object] = json.loads(reply.read())
@@ -62,7 +56,7 @@ def _get(url: str) -> dict[str, object]:
 @pytest.fixture
 def gunicorn(tmp_path: Path, asyncq_redis_url: str, asyncq_queue: str) -> Iterator[str]:
     (tmp_path / "sync_app.py").write_text(APP)
-    port = _free_port()
+    port = free_port()
     root = str(Path(asyncq.__file__).parent.parent)  # the asyncq under test
     env = {**os.environ, "ASYNCQ_TEST_URL": asyncq_redis_url, "ASYNCQ_TEST_QUEUE": asyncq_queue,
            "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}

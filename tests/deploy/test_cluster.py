@@ -268,7 +268,7 @@ async def _drive_workflow_scripts(client: Client, broker: RedisBroker, q: str) -
     await run_next()  # the dependency: releases the first step
     await run_next()
     await run_next()  # the last step: the workflow finishes, its error callback is dropped
-    assert await client.result(ok.id, timeout=5) is None
+    assert await client.result(ok.id, timeout=30) is None
     failing = await client.enqueue_workflow(chain(Task("t", queue=q), Task("t", queue=q)))
     await run_next("broke")  # fails it: the waiting step is parked
     cancelled = await client.enqueue_workflow(chain(Task("t", queue=q), Task("t", queue=q)))
@@ -337,10 +337,10 @@ async def test_wakeups_published_on_any_master_reach_the_worker(cluster: LocalCl
     # holds the queue) can get the tasks run within the deadline below.
     async with Worker(cluster.url, mux, queues=dict.fromkeys(by_master.values(), 1),
                       idle_poll_interval=60) as worker, Client(cluster.url) as client:
-        await wait_until(lambda: not worker.processor.running, timeout=5, message="idle")
+        await wait_until(lambda: not worker.processor.running, timeout=30, message="idle")
         for q in by_master.values():
             await client.enqueue("t", queue=q)
-        await wait_until(lambda: len(done) == 3, timeout=5, message="woken on every master")
+        await wait_until(lambda: len(done) == 3, timeout=30, message="woken on every master")
 
 
 async def test_tasks_are_handed_off_in_one_hop_on_every_master(cluster: LocalCluster,
@@ -354,13 +354,13 @@ async def test_tasks_are_handed_off_in_one_hop_on_every_master(cluster: LocalClu
             counts = [await rc.zcard(K.queue_keys(q).idle) for q in by_master.values()]
             return all(n == 1 for n in counts)
 
-        await wait_until(registered, timeout=5, message="idle on every master's queue")
+        await wait_until(registered, timeout=30, message="idle on every master's queue")
         # No dequeue reaches Redis any more: only hand-offs (SPUBLISH from the enqueue script
         # on the queue's master, heard on the worker's channel there) can run the tasks.
         gate = gate_dequeues(worker.broker)
         for q in by_master.values():
             await client.enqueue("t", queue=q)
-        await wait_until(lambda: len(done) == 3, timeout=5, message="handed off on every master")
+        await wait_until(lambda: len(done) == 3, timeout=30, message="handed off on every master")
         gate.set()
     assert sorted(done) == sorted(by_master.values())
 

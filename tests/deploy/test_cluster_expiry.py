@@ -91,14 +91,14 @@ async def test_a_worker_on_the_cluster_never_runs_an_expired_task(
         async with Worker(cluster.url, mux, queues=dict.fromkeys(queues, 1),
                           idle_poll_interval=60) as worker:
             for info in stale:
-                final = await client.wait(info, timeout=10)
+                final = await client.wait(info, timeout=30)
                 assert final.state is TaskState.ARCHIVED and final.last_error is not None
                 assert final.last_error.startswith("expired: ")
             # Expired by the server's clock when enqueued to an idle worker: not handed off.
-            await wait_until(lambda: not worker.processor.running, timeout=5, message="idle")
+            await wait_until(lambda: not worker.processor.running, timeout=30, message="idle")
             handed = [await late.enqueue("t", queue=q, expires_in=60) for q in queues]
             fresh = [await client.enqueue("t", queue=q) for q in queues]
             for info in handed:
-                assert (await client.wait(info, timeout=10)).state is TaskState.ARCHIVED
+                assert (await client.wait(info, timeout=30)).state is TaskState.ARCHIVED
             await wait_until(lambda: len(ran) == len(fresh), timeout=10, message="fresh ran")
     assert sorted(ran) == sorted(i.id for i in fresh)

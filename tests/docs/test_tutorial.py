@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import httpx
 import pytest
 
 from asyncq.testing import wait_until
+from tests.helpers.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "examples" / "tutorial"
@@ -26,13 +26,6 @@ def _env(redis_url: str) -> dict[str, str]:
     """The reader's environment: this tree's asyncq, the test's Redis."""
     return {**os.environ, "ASYNCQ_REDIS_URL": redis_url,
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _page_output(after: str) -> str:
@@ -54,7 +47,7 @@ def test_the_pages_commands_are_the_ones_tested() -> None:
 async def test_the_tutorial_app_runs_with_a_worker(asyncq_fresh_redis: str,
                                                    tmp_path: Path) -> None:
     env = _env(asyncq_fresh_redis)
-    port = _free_port()
+    port = free_port()
     order = {"customer": "ada", "items": [{"name": "tea", "price_cents": 350, "quantity": 2},
                                           {"name": "cake", "price_cents": 420}]}
     with (tmp_path / "web.log").open("wb") as web_log, \

@@ -94,9 +94,9 @@ async def test_enqueue_then_result_on_a_fresh_client_never_misses_a_fast_task(
                 typed = await producer.enqueue("typed:nothing", {}, queue=q)
             await drained(redis_client, q, worker)
             async with Client(url) as waiter:
-                assert await waiter.result(value, timeout=5) == i
-                assert await waiter.result(nothing, timeout=5) is None
-                done = await waiter.wait(typed, timeout=5)
+                assert await waiter.result(value, timeout=30) == i
+                assert await waiter.result(nothing, timeout=30) is None
+                done = await waiter.wait(typed, timeout=30)
                 assert done.state is TaskState.COMPLETED
         for i in range(TRIES):
             # The task ends while the wait listens (enqueued by the waiting client itself).
@@ -122,10 +122,10 @@ async def test_a_mark_holds_no_id_and_retention_zero_keeps_nothing(
     async with running(url, fast_mux(), q) as worker:
         async with Client(url) as client:
             nothing = await client.enqueue("nothing", queue=q)
-            assert await client.result(nothing, timeout=5) is None
+            assert await client.result(nothing, timeout=30) is None
             # The mark does not hold its id: a new task may take it at once (and is read first).
             reused = await client.enqueue("value", "again", queue=q, task_id=nothing.id)
-            assert await client.result(reused, timeout=5) == "again"
+            assert await client.result(reused, timeout=30) == "again"
             # retention=0 keeps nothing: only a waiter already listening learns the outcome.
             gone = await client.enqueue("nothing", queue=q, retention=0)
             await drained(redis_client, q, worker)
@@ -193,7 +193,7 @@ async def test_a_typed_task_round_trips_unchanged(url: str, redis_client: Redis,
 
     async with running(url, mux, q), Client(url) as client:
         info = await send.enqueue(client, "ada@example.com", 3, urgent=True)
-        receipt = await send.result(client, info, timeout=10)
+        receipt = await send.result(client, info, timeout=30)
         assert receipt == Receipt("ada@example.com", dt.datetime(2026, 1, 2, tzinfo=dt.UTC), 6)
         assert type(receipt) is Receipt
         failing = await fail.enqueue(client, "no luck")

@@ -50,18 +50,18 @@ async def test_enqueue_then_result_on_a_fresh_client_never_misses_a_fast_task(
                 typed = await producer.enqueue("typed:nothing", {}, queue=q)
             await w.wait_drained()
             async with Client(asyncq_redis_url) as waiter:
-                assert await waiter.result(value, timeout=5) == i
-                assert await waiter.result(nothing, timeout=5) is None
-                done = await waiter.wait(typed, timeout=5)
+                assert await waiter.result(value, timeout=30) == i
+                assert await waiter.result(nothing, timeout=30) is None
+                done = await waiter.wait(typed, timeout=30)
                 assert done.state is TaskState.COMPLETED
                 # after= on a task that returned nothing and ended already.
                 follow = await waiter.enqueue("value", "next", queue=q, after=[nothing])
-                assert await waiter.result(follow, timeout=5) == "next"
+                assert await waiter.result(follow, timeout=30) == "next"
         assert await only_completion_mark(redis_client, q, nothing.id)
         # The mark does not hold its id: a new task may take it at once.
         async with Client(asyncq_redis_url) as client:
             reused = await client.enqueue("value", "again", queue=q, task_id=nothing.id)
-            assert await client.result(reused, timeout=5) == "again"
+            assert await client.result(reused, timeout=30) == "again"
             # retention=0 keeps nothing: only a waiter already listening learns the outcome.
             gone = await client.enqueue("nothing", queue=q, retention=0)
             await w.wait_drained()
@@ -81,7 +81,7 @@ async def test_the_janitor_drops_completion_marks_after_a_minute(
     await broker.delete_expired_completed(asyncq_queue, 100)
     assert await redis_client.zrange(marks, 0, -1) == [b"new"]
     # A mark read back is a completed task (of unknown type: only its id and time are kept).
-    info = await asyncq_client.wait("new", queue=asyncq_queue, timeout=5)
+    info = await asyncq_client.wait("new", queue=asyncq_queue, timeout=30)
     assert info.state is TaskState.COMPLETED and info.completed_at is not None
     with pytest.raises(TaskNotFoundError):
         await asyncq_client.wait("old", queue=asyncq_queue, timeout=5)

@@ -6,7 +6,6 @@ task hashes, lists and sorted sets back in a convenient (decoded) form.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -17,6 +16,7 @@ from redis.asyncio import Redis
 
 from asyncq._broker import _keys as K
 from asyncq.testing import wait_until
+from tests.helpers.ports import free_port
 
 T = TypeVar("T")
 
@@ -67,10 +67,7 @@ def dt(ms_value: int) -> datetime:
 
 def dead_redis_url() -> str:
     """URL of a local port nobody listens on (connections are refused at once)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"redis://127.0.0.1:{port}/0"
+    return f"redis://127.0.0.1:{free_port()}/0"
 
 
 async def next_event(events: AsyncIterator[T], timeout: float = 5.0) -> T:

@@ -4,9 +4,6 @@ whose lease is live on a live worker is refused (cancel it instead)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -26,6 +23,7 @@ from asyncq import (
 )
 from asyncq._broker._connection import make_broker
 from asyncq.testing import WorkerFactory, wait_until
+from tests.helpers.cli import Cli
 
 pytestmark = pytest.mark.anyio
 
@@ -120,20 +118,14 @@ async def test_a_live_lease_or_a_task_not_active_is_refused(
 
 
 async def test_cli_task_recover(asyncq_client: Client, asyncq_redis_url: str, asyncq_queue: str,
-                                redis_client: Redis) -> None:
+                                redis_client: Redis, cli: Cli) -> None:
     q = asyncq_queue
     task_id = await strand(asyncq_redis_url, q, asyncq_client)
-    env = {**os.environ, "ASYNCQ_REDIS_URL": asyncq_redis_url}
-
-    async def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
-        return await anyio.run_process([sys.executable, "-m", "asyncq", *args], env=env,
-                                       check=False)
-
-    rm = await cli("queue", "rm", q, "--force")
+    rm = await cli("queue", "rm", q, "--force", ok=None)
     assert rm.returncode == 1 and b"recover" in rm.stderr
-    done = await cli("task", "recover", "-q", q, task_id)
+    done = await cli("task", "recover", "-q", q, task_id, ok=None)
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().strip() == f"recovered task {task_id}: now retry"
-    again = await cli("task", "recover", "-q", q, task_id)
+    again = await cli("task", "recover", "-q", q, task_id, ok=None)
     assert again.returncode == 1 and b"not active" in again.stderr
 

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import json
-import sys
 
-import anyio
 import pytest
 import structlog.testing
 from redis.asyncio import Redis
 
 from asyncq import Client, Inspector, Task
 from asyncq._broker import _keys as K
-from tests.helpers.processes import ROOT
+from tests.helpers.cli import Cli, out
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_archive_all_beyond_the_cap_says_how_many_were_deleted(
-    asyncq_client: Client, asyncq_queue: str, redis_client: Redis, asyncq_redis_url: str,
+    asyncq_client: Client, asyncq_queue: str, redis_client: Redis, cli: Cli,
 ) -> None:
     await asyncq_client.enqueue_many([Task("t", i, queue=asyncq_queue) for i in range(10_030)])
     with structlog.testing.capture_logs() as logs:
@@ -29,24 +27,18 @@ async def test_archive_all_beyond_the_cap_says_how_many_were_deleted(
     [warning] = [e for e in logs if e["log_level"] == "warning"]
     assert (warning["archived"], warning["deleted"]) == (10_030, 30)
     await asyncq_client.enqueue_many([Task("t", i, queue=asyncq_queue) for i in range(5)])
-    out = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "archiveall", "-q",
-                                   asyncq_queue, "-s", "pending", "--redis-url",
-                                   asyncq_redis_url], cwd=ROOT, check=False)
-    assert out.returncode == 0, out.stderr.decode()
-    assert "the 5 oldest archived task(s) were deleted" in out.stdout.decode()
+    said = out(await cli("task", "archiveall", "-q", asyncq_queue, "-s", "pending"))
+    assert "the 5 oldest archived task(s) were deleted" in said
 
 
 async def test_the_archive_warning_goes_to_stderr_so_json_stays_parseable(
-    asyncq_client: Client, asyncq_queue: str, asyncq_redis_url: str,
+    asyncq_client: Client, asyncq_queue: str, cli: Cli,
 ) -> None:
     await asyncq_client.enqueue_many([Task("t", i, queue=asyncq_queue) for i in range(10_005)])
-    out = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "archiveall", "-q",
-                                   asyncq_queue, "-s", "pending", "--json", "--redis-url",
-                                   asyncq_redis_url], cwd=ROOT, check=False)
-    assert out.returncode == 0, out.stderr.decode()
-    doc = json.loads(out.stdout)  # nothing but the document on stdout
+    ran = await cli("task", "archiveall", "-q", asyncq_queue, "-s", "pending", "--json")
+    doc = json.loads(ran.stdout)  # nothing but the document on stdout
     assert (doc["count"], doc["archive_trimmed"]) == (10_005, 5)
-    assert b"archive over its cap" in out.stderr
+    assert b"archive over its cap" in ran.stderr
 
 
 def test_an_ops_command_run_in_process_leaves_the_callers_logging_alone(

@@ -459,8 +459,8 @@ async def timeout_and_deadline(producer: Producer, consumer: Consumer, go: GoPro
     runs = {e["id"]: e for e in ledger.ends}
     assert {i: r["outcome"] for i, r in runs.items()} == {
         "timeout": "deadline_exceeded", "deadline": "deadline_exceeded"}
-    assert 0.9 <= runs["timeout"]["elapsed_s"] < 4
-    assert runs["deadline"]["ended"] < deadline + 3
+    assert 0.9 <= runs["timeout"]["elapsed_s"] < 15  # stopped, not the 20 s run
+    assert runs["deadline"]["ended"] < deadline + 15  # stopped, not the 20 s run
 
 
 async def servers_and_cancel(producer: Producer, consumer: Consumer, go: GoPrograms,

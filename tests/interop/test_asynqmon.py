@@ -30,6 +30,7 @@ from goharness import ASYNQMON_VERSION, GoBuildError, build_asynqmon
 
 from asyncq import Client, ServeMux, SkipRetry, Task, TaskInfo, Worker
 from tests.helpers.polling import answers, poll_until
+from tests.helpers.ports import free_port
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's; never a downloaded browser
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -39,13 +40,6 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 POLL_SETTINGS = ('localStorage.setItem("asynqmon:state", '
                  'JSON.stringify({settings: {pollInterval: 1}}))')
 UI_TIMEOUT_MS = 20_000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +54,7 @@ def asynqmon_bin() -> Path:
 @pytest.fixture
 def asynqmon(asynqmon_bin: Path, interop_redis: str, tmp_path: Path) -> Iterator[str]:
     """asynqmon on a free loopback port against this test's Redis; its base URL."""
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     with (tmp_path / "asynqmon.log").open("wb") as log:
         proc = subprocess.Popen([str(asynqmon_bin), "--port", str(port), "--redis-url",

@@ -72,8 +72,8 @@ async def test_a_queue_cap_holds_across_two_workers_and_changes_without_restart(
     await asyncq_client.enqueue_many(asyncq.Task("work", {"i": i}, queue=q) for i in range(12))
     async with asyncq_worker(mux, queues={q: 1}, concurrency=10) as a, \
             asyncq_worker(mux, queues={q: 1}, concurrency=10) as b:
-        await wait_until(lambda: gate.running(2), timeout=5, message="2 running")
-        await wait_until(lambda: _waiting(inspector, q, 10), timeout=5,
+        await wait_until(lambda: gate.running(2), timeout=30, message="2 running")
+        await wait_until(lambda: _waiting(inspector, q, 10), timeout=30,
                          message="the other 10 waiting for the cap")
         await quiet(0.3)
         assert gate.most == 2
@@ -83,16 +83,16 @@ async def test_a_queue_cap_holds_across_two_workers_and_changes_without_restart(
             "queue", 2, 2, 10, True)
 
         assert await inspector.set_queue_concurrency(q, 5) == 3  # woken by the raise itself
-        await wait_until(lambda: gate.running(5), timeout=5, message="5 running")
+        await wait_until(lambda: gate.running(5), timeout=30, message="5 running")
         assert await inspector.set_queue_concurrency(q, 1) == 0
         gate.end_phase()
-        await wait_until(lambda: len(gate.done) == 5, timeout=5, message="the 5 ended")
-        await wait_until(lambda: gate.running(1), timeout=5, message="1 running under cap 1")
+        await wait_until(lambda: len(gate.done) == 5, timeout=30, message="the 5 ended")
+        await wait_until(lambda: gate.running(1), timeout=30, message="1 running under cap 1")
         await quiet(0.3)
         assert gate.now == 1 and len(gate.started) == 6
 
         assert await inspector.clear_queue_concurrency(q) == 6
-        await wait_until(lambda: len(gate.started) == 12, timeout=5,
+        await wait_until(lambda: len(gate.started) == 12, timeout=30,
                          message="all the rest started at once")
         assert gate.now == 12 - len(gate.done)
         gate.release.set()
@@ -124,11 +124,11 @@ async def test_a_cap_set_while_workers_run_applies_to_their_next_start(
     inspector = asyncq.Inspector(redis_client)
     async with asyncq_worker(gate.hold, queues={q: 1}, concurrency=10) as w:
         await asyncq_client.enqueue("any", queue=q)
-        await wait_until(lambda: gate.running(1), timeout=5, message="one running uncapped")
+        await wait_until(lambda: gate.running(1), timeout=30, message="one running uncapped")
         await inspector.set_queue_concurrency(q, 1)  # counts the starts from now on
         await asyncq_client.enqueue_many(asyncq.Task("any", queue=q) for _ in range(3))
-        await wait_until(lambda: gate.running(2), timeout=5, message="one more under the cap")
-        await wait_until(lambda: _waiting(inspector, q, 2), timeout=5, message="2 waiting")
+        await wait_until(lambda: gate.running(2), timeout=30, message="one more under the cap")
+        await wait_until(lambda: _waiting(inspector, q, 2), timeout=30, message="2 waiting")
         gate.release.set()
         await w.wait_drained(include_scheduled=True, timeout=10)
     assert len(gate.done) == 4 and gate.most == 2
@@ -145,21 +145,21 @@ async def test_an_operator_value_wins_over_the_declared_limit_until_cleared(
     mux.handle("api", gate.hold, limits=[asyncq.ConcurrencyLimit(1)])
     await asyncq_client.enqueue_many(asyncq.Task("api", {"i": i}, queue=q) for i in range(8))
     async with asyncq_worker(mux, queues={q: 1}, concurrency=10) as w:
-        await wait_until(lambda: gate.running(1), timeout=5, message="1 running (declared)")
+        await wait_until(lambda: gate.running(1), timeout=30, message="1 running (declared)")
         (use,) = await inspector.limits(q)
         assert (use.kind, use.name, use.limit, use.runtime, use.declared) == (
             "concurrency", "api", 1, False, 1)
 
         woken = await inspector.set_limit(q, asyncq.ConcurrencyLimit(3, name="api"))
         assert woken == 2
-        await wait_until(lambda: gate.running(3), timeout=5, message="3 running (operator)")
+        await wait_until(lambda: gate.running(3), timeout=30, message="3 running (operator)")
         (use,) = await inspector.limits(q)
         assert (use.limit, use.in_use, use.runtime, use.declared) == (3, 3, True, 1)
 
         assert await inspector.clear_limit(q, "concurrency", "api") == 0
         gate.end_phase()
-        await wait_until(lambda: len(gate.done) == 3, timeout=5, message="the 3 ended")
-        await wait_until(lambda: gate.running(1), timeout=5, message="declared 1 again")
+        await wait_until(lambda: len(gate.done) == 3, timeout=30, message="the 3 ended")
+        await wait_until(lambda: gate.running(1), timeout=30, message="declared 1 again")
         await quiet(0.3)
         assert gate.now == 1
         (use,) = await inspector.limits(q)
@@ -186,17 +186,17 @@ async def test_an_operator_rate_wakes_the_tasks_waiting_for_tokens(
 
     await asyncq_client.enqueue_many(asyncq.Task("call", {"i": i}, queue=q) for i in range(6))
     async with asyncq_worker(mux, queues={q: 1}, concurrency=10) as w:
-        await wait_until(lambda: len(done) == 1, timeout=5, message="the first token")
-        await wait_until(lambda: _rate_waiting(inspector, q, 5), timeout=5,
+        await wait_until(lambda: len(done) == 1, timeout=30, message="the first token")
+        await wait_until(lambda: _rate_waiting(inspector, q, 5), timeout=30,
                          message="5 waiting for tokens")
         set_at = time.monotonic()
         assert await inspector.set_limit(q, asyncq.RateLimit("100/s", name="vendor")) == 5
-        await wait_until(lambda: len(done) == 6, timeout=5, message="all ran")
+        await wait_until(lambda: len(done) == 6, timeout=30, message="all ran")
         (use,) = await inspector.limits(q)
         assert (use.limit, use.period_ms, use.runtime, use.declared,
                 use.declared_period_ms) == (100, 1000, True, 1, 60_000)
-        await w.wait_drained(include_scheduled=True, timeout=5)
-    assert done[-1] - set_at < 1.5
+        await w.wait_drained(include_scheduled=True, timeout=30)
+    assert done[-1] - set_at < 20  # at once, not a token a minute (5 minutes for the 5)
 
 
 async def _rate_waiting(inspector: asyncq.Inspector, q: str, n: int) -> bool:
@@ -388,16 +388,16 @@ async def test_only_tasks_with_limits_or_a_cap_make_the_claim_call(
         gate._ops = counting
         for n in range(1, 4):  # one at a time: the idle worker is handed each in one hop
             await asyncq_client.enqueue("free", queue=q)
-            await wait_until(lambda n=n: len(done) == n, timeout=5, message=f"{n} ran")
+            await wait_until(lambda n=n: len(done) == n, timeout=30, message=f"{n} ran")
         await asyncq_client.enqueue_many(asyncq.Task("free", queue=q) for _ in range(5))
-        await wait_until(lambda: len(done) == 8, timeout=5, message="a dequeued batch ran")
+        await wait_until(lambda: len(done) == 8, timeout=30, message="a dequeued batch ran")
         assert counting.acquired == []
         await asyncq_client.enqueue("limited", queue=q)
-        await wait_until(lambda: len(done) == 9, timeout=5, message="the limited task ran")
+        await wait_until(lambda: len(done) == 9, timeout=30, message="the limited task ran")
         assert counting.acquired == [(q, 1, False)]
         await asyncq.Inspector(redis_client).set_queue_concurrency(q, 10)
         await asyncq_client.enqueue("free", queue=q)
-        await wait_until(lambda: len(done) == 10, timeout=5, message="a capped task ran")
+        await wait_until(lambda: len(done) == 10, timeout=30, message="a capped task ran")
         assert counting.acquired[1:] == [(q, 1, True)]
 
 
@@ -420,8 +420,8 @@ async def test_a_slot_given_back_over_go_asynqs_layout_wakes_the_next_task_at_on
             await wait_until(lambda: gate.running(1), timeout=10, message="1 running")
             await wait_until(lambda: _waiting(inspector, q, 1), timeout=10, message="1 waiting")
             gate.end_phase()
-            await wait_until(lambda: len(gate.started) == 2, timeout=5,
+            await wait_until(lambda: len(gate.started) == 2, timeout=20,  # (polls: 30 s)
                              message="the waiting task started after the give-back")
             gate.release.set()
-            await wait_until(lambda: len(gate.done) == 2, timeout=5, message="both ran")
+            await wait_until(lambda: len(gate.done) == 2, timeout=30, message="both ran")
     assert gate.most == 1

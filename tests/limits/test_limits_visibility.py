@@ -4,8 +4,6 @@ state of a deferred task; and Limiter, a limit taken by hand."""
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import time
 
 import anyio
@@ -17,6 +15,7 @@ from redis.asyncio import Redis
 import asyncq
 from asyncq.metrics import WorkerMetrics
 from asyncq.testing import WorkerFactory, wait_until
+from tests.helpers.cli import Cli
 from tests.helpers.prom import key, samples
 
 pytestmark = pytest.mark.anyio
@@ -37,7 +36,7 @@ def limited_mux(release: asyncio.Event, started: list[str]) -> asyncq.ServeMux:
 
 async def test_inspector_cli_and_metrics_show_limits_in_use(
     asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
-    asyncq_redis_url: str, redis_client: Redis,
+    cli: Cli, redis_client: Redis,
 ) -> None:
     q = asyncq_queue
     release = asyncio.Event()
@@ -47,9 +46,9 @@ async def test_inspector_cli_and_metrics_show_limits_in_use(
         asyncq.Task("api", {"t": "acme"}, queue=q) for _ in range(5))
     async with asyncq_worker(limited_mux(release, started), queues={q: 1}, concurrency=10,
                              metrics=WorkerMetrics(registry)) as w:
-        await wait_until(lambda: len(started) == 2, timeout=5, message="two started")
+        await wait_until(lambda: len(started) == 2, timeout=30, message="two started")
         inspector = asyncq.Inspector(redis_client)
-        await wait_until(lambda: _waiting(inspector, q, 3), timeout=5, message="3 waiting")
+        await wait_until(lambda: _waiting(inspector, q, 3), timeout=30, message="3 waiting")
         uses = await inspector.limits(q)
         assert {(u.kind, u.name, u.key, u.limit, u.period_ms, u.in_use, u.waiting)
                 for u in uses} == {("concurrency", "api", "acme", 2, 0, 2, 3),
@@ -59,10 +58,7 @@ async def test_inspector_cli_and_metrics_show_limits_in_use(
         info = await inspector.task_info(q, waiting[0].id)
         assert info.state == asyncq.TaskState.SCHEDULED and info.retried == 0
 
-        env = {**os.environ, "ASYNCQ_REDIS_URL": asyncq_redis_url}
-        table, doc = [await anyio.run_process([sys.executable, "-m", "asyncq", "limit", "ls",
-                                               *extra], env=env)
-                      for extra in (("-q", q), ("--json",))]
+        table, doc = [await cli("limit", "ls", *extra) for extra in (("-q", q), ("--json",))]
         lines = table.stdout.decode().splitlines()
         assert lines[0].split() == ["QUEUE", "KIND", "NAME", "KEY", "LIMIT", "SET", "BY", "IN",
                                     "USE", "WAITING"]

@@ -58,7 +58,7 @@ async def test_concurrency_limit_holds_and_other_types_keep_flowing(
     await asyncq_client.enqueue_many(asyncq.Task("slow", {"i": i}, queue=q) for i in range(12))
     async with asyncq_worker(mux, queues={q: 1}, concurrency=10) as w:
         await asyncq_client.enqueue_many(asyncq.Task("quick", {}, queue=q) for _ in range(5))
-        await wait_until(lambda: len(quick) == 5, timeout=5, message="quick tasks ran")
+        await wait_until(lambda: len(quick) == 5, timeout=30, message="quick tasks ran")
         assert len(gauge.done) < 12  # the quick ones did not wait for the limited ones
         await w.wait_drained(include_scheduled=True, timeout=15)
         deferred = w.worker.processor.limits.deferred  # type: ignore[union-attr]
@@ -89,15 +89,16 @@ async def test_rate_limit_spaces_starts(
 
     await asyncq_client.enqueue_many(asyncq.Task("tick", {"i": i}, queue=q) for i in range(30))
     async with asyncq_worker(mux, queues={q: 1}, concurrency=20) as w:
-        await w.wait_drained(include_scheduled=True, timeout=15)
+        await w.wait_drained(include_scheduled=True, timeout=30)
     times = sorted(ms / 1000 for ms in admitted.values())
     assert len(times) == len(gauge.starts) == 30
     for i in range(len(times) - 10):
         assert times[i + 10] - times[i] >= 0.5, (i, times[i + 10] - times[i])
-    # Paced: one per 50 ms, so 30 take about 1.45 s, not three bursts over 1 s.
-    assert 1.3 < times[-1] - times[0] < 2.0
+    # Paced: one per 50 ms, so 30 take about 1.45 s, not three bursts over 1 s (nor, throttled
+    # too much, a window per task: 15 s; a loaded machine only makes them later).
+    assert 1.3 < times[-1] - times[0] < 10
     starts = sorted(gauge.starts)
-    assert 1.2 < starts[-1] - starts[0] < 2.5
+    assert 1.2 < starts[-1] - starts[0] < 10
 
 
 async def test_keyed_limits_are_independent(
@@ -114,7 +115,7 @@ async def test_keyed_limits_are_independent(
     await asyncq_client.enqueue_many(asyncq.Task("call", {"t": t, "i": i}, queue=q)
                                      for i in range(6) for t in "ab")
     async with asyncq_worker(mux, queues={q: 1}, concurrency=10) as w:
-        await wait_until(lambda: gauges["a"].now and gauges["b"].now, timeout=5,
+        await wait_until(lambda: gauges["a"].now and gauges["b"].now, timeout=30,
                          message="both tenants run at once")
         await w.wait_drained(include_scheduled=True, timeout=15)
         uses = await asyncq.Inspector(w.worker.broker).limits(q)

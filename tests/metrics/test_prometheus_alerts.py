@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,6 +22,7 @@ from anyio.abc import Process
 import asyncq
 from asyncq._testing.redis_server import RedisServer
 from asyncq.testing import wait_until
+from tests.helpers.ports import free_port
 from tests.helpers.processes import spawn, worker_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -32,12 +32,6 @@ RULES = ROOT / "asyncq" / "metrics" / "alerts.yml"
 DASHBOARD = ROOT / "examples" / "observability" / "grafana" / "dashboards" / "asyncq.json"
 QUEUE = "alerts"
 NEVER = ("AsyncqBacklogGrowing", "AsyncqOldestPendingTooOld", "AsyncqWorkerRedisErrors")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def shortened(rules: str) -> str:

@@ -15,6 +15,7 @@ import asyncq
 from asyncq._testing.redis_server import RedisServer
 from asyncq.metrics import queue_metrics_app
 from asyncq.testing import WorkerFactory, wait_until
+from tests.helpers.ports import free_port
 from tests.helpers.prom import Key, key, outcome_mux, samples
 
 pytestmark = pytest.mark.anyio
@@ -144,9 +145,7 @@ async def test_the_asyncq_metrics_command_serves_prometheus(
     asyncq_client: asyncq.Client, asyncq_queue: str, asyncq_redis_url: str,
 ) -> None:
     await asyncq_client.enqueue("t", queue=asyncq_queue)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     async with await anyio.open_process(
             [sys.executable, "-m", "asyncq", "metrics", "--port", str(port),
              "--redis-url", asyncq_redis_url]) as proc:

@@ -3,16 +3,12 @@ beyond the year 9999 (written by hand or by an older version) never breaks a lis
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-import anyio
 import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, Inspector, Retry, TaskState
 from asyncq._broker import _keys as K
-from tests.helpers.processes import ROOT
+from tests.helpers.cli import Cli, err, out
 
 pytestmark = pytest.mark.anyio
 
@@ -30,17 +26,14 @@ async def test_a_time_past_the_year_9999_is_refused_before_anything_is_written(
         match=K.queue_keys(asyncq_queue).base + "*")] == []
 
 
-def test_the_cli_refuses_it_in_one_line(asyncq_redis_url: str, asyncq_queue: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "asyncq", "task", "enqueue", "--type", "t",
-                          "--queue", asyncq_queue, "--process-in", str(YEARS_9000), "--redis-url",
-                          asyncq_redis_url], cwd=ROOT, capture_output=True, text=True,
-                         timeout=30, check=False)
-    assert out.returncode == 1, out.stderr
-    assert "after the year 9999" in out.stderr and "Traceback" not in out.stderr
+def test_the_cli_refuses_it_in_one_line(cli: Cli, asyncq_queue: str) -> None:
+    ran = cli.sync("task", "enqueue", "--type", "t", "--queue", asyncq_queue, "--process-in",
+                   str(YEARS_9000), ok=False)
+    assert "after the year 9999" in err(ran) and "Traceback" not in err(ran)
 
 
 async def test_a_stored_time_beyond_9999_does_not_break_listings(
-    asyncq_client: Client, asyncq_queue: str, redis_client: Redis, asyncq_redis_url: str,
+    asyncq_client: Client, asyncq_queue: str, redis_client: Redis, cli: Cli,
 ) -> None:
     qk = K.queue_keys(asyncq_queue)
     bad = await asyncq_client.enqueue("t", 1, queue=asyncq_queue, process_in=60)
@@ -53,10 +46,7 @@ async def test_a_stored_time_beyond_9999_does_not_break_listings(
         assert listed[bad.id].next_process_at is None  # shown without a time
         assert listed[good.id].next_process_at is not None
         assert (await inspector.task_info(asyncq_queue, bad.id)).state is TaskState.SCHEDULED
-    out = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "ls", "-q",
-                                   asyncq_queue, "-s", "scheduled", "--redis-url",
-                                   asyncq_redis_url], cwd=ROOT, check=False)
-    assert out.returncode == 0 and bad.id in out.stdout.decode(), out.stderr.decode()
+    assert bad.id in out(await cli("task", "ls", "-q", asyncq_queue, "-s", "scheduled"))
 
 
 def test_a_retry_delay_of_ten_thousand_years_is_valid() -> None:

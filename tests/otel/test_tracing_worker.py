@@ -4,7 +4,6 @@ same worker's metrics scraped over HTTP."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import asyncq
 import asyncq.otel
 from asyncq.testing import wait_until
+from tests.helpers.ports import free_port
 from tests.helpers.processes import worker_process
 from tests.helpers.prom import samples
 
@@ -32,9 +32,7 @@ async def test_a_handler_run_is_a_consumer_span_in_the_producers_trace(
     span_file = tmp_path / "spans.jsonl"
     span_file.touch()
     monkeypatch.setenv("ASYNCQ_TEST_SPANS", str(span_file))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     async with worker_process(asyncq_redis_url, asyncq_queue, tmp_path / "worker.log",
                               "--metrics-port", str(port), target="tests.apps.traced:mux"):
         assert await asyncq_client.apply("traced:ok", queue=asyncq_queue, timeout=20) == "fine"

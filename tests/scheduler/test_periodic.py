@@ -151,10 +151,10 @@ async def test_run_resyncs_every_interval(
         assert entry_types(m) == ["first"]
         provider.configs = [PeriodicTaskConfig("@hourly", "second",
                                                options={"queue": asyncq_queue})]
-        await wait_until(lambda: entry_types(m) == ["second"], timeout=5,
+        await wait_until(lambda: entry_types(m) == ["second"], timeout=30,
                          message="provider change applied")
         key = K.scheduler_entries_key(m.scheduler.id)
-        await wait_until(lambda: redis_client.exists(key), timeout=5, message="entries published")
+        await wait_until(lambda: redis_client.exists(key), timeout=30, message="entries published")
     assert not await redis_client.exists(key)
 
 

@@ -538,7 +538,7 @@ async def test_async_with_runs_publishes_and_clears_on_exit(
     key = K.scheduler_entries_key(s.id)
     async with s:
         assert s.ready
-        await wait_until(lambda: redis_client.exists(key), timeout=5, message="entries published")
+        await wait_until(lambda: redis_client.exists(key), timeout=30, message="entries published")
         await wait_until(lambda: redis_client.llen(K.queue_keys(asyncq_queue).pending),
                          timeout=5, message="a task enqueued by the run loop")
         late = s.register("@every 1s", "late", queue=asyncq_queue)  # while running
@@ -556,7 +556,7 @@ async def test_run_returns_on_stop_and_cancellation_propagates(
 ) -> None:
     s = asyncq.Scheduler(asyncq_redis_url)
     runner = asyncio.create_task(s.run(handle_signals=False))
-    await wait_until(lambda: s.ready, timeout=5, message="scheduler ready")
+    await wait_until(lambda: s.ready, timeout=30, message="scheduler ready")
     s.stop()
     await asyncio.wait_for(runner, 5)
 
@@ -564,7 +564,7 @@ async def test_run_returns_on_stop_and_cancellation_propagates(
     t.register("@hourly", "report")
     runner = asyncio.create_task(t.run(handle_signals=False))
     key = K.scheduler_entries_key(t.id)
-    await wait_until(lambda: redis_client.exists(key), timeout=5, message="entries published")
+    await wait_until(lambda: redis_client.exists(key), timeout=30, message="entries published")
     runner.cancel()
     with pytest.raises(asyncio.CancelledError):
         await runner

@@ -14,9 +14,7 @@ Example::
 
 from __future__ import annotations
 
-import random
 import shutil
-import socket
 import subprocess
 from collections.abc import Sequence
 from types import TracebackType
@@ -24,34 +22,12 @@ from typing import Self
 
 from asyncq._testing.redis_server import RedisServer
 from tests.helpers.polling import poll_until
+from tests.helpers.ports import free_ports
 
-__all__ = ["LocalCluster", "free_ports", "redis_cli"]
+__all__ = ["LocalCluster", "redis_cli"]
 
 _HOST = "127.0.0.1"
-# The cluster bus listens on port + 10000, so node ports stay below 55536.
-_PORT_RANGE = (20000, 55000)
 _START_ATTEMPTS = 3
-
-
-def free_ports(count: int, *, bus: bool = True) -> list[int]:
-    """``count`` distinct loopback ports free right now (with port + 10000 free too if ``bus``)."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = random.randint(*_PORT_RANGE)
-        if port in ports or port == 6379:
-            continue
-        if all(_port_free(p) for p in ((port, port + 10000) if bus else (port,))):
-            ports.append(port)
-    return ports
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((_HOST, port))
-        except OSError:
-            return False
-    return True
 
 
 def redis_cli(*args: str, timeout: float = 30.0) -> str:
@@ -128,7 +104,7 @@ class LocalCluster:
 
     def _start_nodes(self) -> None:
         count = self.masters * (1 + self.replicas)
-        for port in free_ports(count):
+        for port in free_ports(count, bus=True):
             node = RedisServer([
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", "nodes.conf",

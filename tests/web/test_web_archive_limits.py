@@ -4,15 +4,13 @@ trims at once and says how many went, and the dashboard's confirmation uses them
 
 from __future__ import annotations
 
-import sys
 from datetime import timedelta
 
-import anyio
 import pytest
 
 from asyncq import Client, Inspector, ServeMux, Task
 from asyncq.testing import WorkerFactory
-from tests.helpers.processes import ROOT
+from tests.helpers.cli import Cli, out
 from tests.web.test_web_archive_cap import _overflow_text
 from tests.web.web_helpers import WebFactory, post_action
 
@@ -25,7 +23,7 @@ async def _fail(task: Task) -> None:
 
 async def test_a_queues_archive_caps_apply_to_workers_inspector_and_dashboard(
         web: WebFactory, asyncq_client: Client, asyncq_inspector: Inspector,
-        asyncq_worker: WorkerFactory, asyncq_queue: str, asyncq_redis_url: str) -> None:
+        asyncq_worker: WorkerFactory, asyncq_queue: str, cli: Cli) -> None:
     queue = asyncq_queue
     await asyncq_client.enqueue_many([Task("t", i, queue=queue) for i in range(8)])
     assert await asyncq_inspector.archive_all(queue, "pending") == 8
@@ -66,9 +64,6 @@ async def test_a_queues_archive_caps_apply_to_workers_inspector_and_dashboard(
         with pytest.raises((ValueError, TypeError)):
             await asyncq_inspector.set_archive_limits(queue, **bad)  # type: ignore[arg-type]
 
-    out = await anyio.run_process(
-        [sys.executable, "-m", "asyncq", "queue", "archive-limits", queue, "--max-size", "1",
-         "--redis-url", asyncq_redis_url], cwd=ROOT, check=False)
-    assert out.returncode == 0, out.stderr.decode()
-    assert out.stdout.decode().splitlines() == [
+    said = out(await cli("queue", "archive-limits", queue, "--max-size", "1"))
+    assert said.splitlines() == [
         f"queue {queue}: archive keeps at most 1 tasks, none older than 90d"]

@@ -17,8 +17,9 @@ import pytest
 
 from asyncq._testing.redis_server import RedisServer
 from tests.helpers.polling import answers, poll_until
+from tests.helpers.ports import free_port
 from tests.helpers.processes import ROOT
-from tests.web.web_helpers import free_port, shot
+from tests.web.web_helpers import shot
 
 expect = pytest.importorskip("playwright.sync_api").expect
 

@@ -4,16 +4,13 @@ page, ``TaskInfo.last_traceback``, ``asyncq task inspect``."""
 
 from __future__ import annotations
 
-import sys
-
-import anyio
 import pytest
 
 from asyncq import Client, Inspector, ServeMux, Task
 from asyncq._defaults import TASK_TRACEBACK_FRAMES, TASK_TRACEBACK_MAX
 from asyncq._worker._outcomes import error_traceback
 from asyncq.testing import WorkerFactory
-from tests.helpers.processes import ROOT
+from tests.helpers.cli import Cli, out
 from tests.web.web_helpers import WebFactory
 
 
@@ -48,7 +45,7 @@ async def recursive(task: Task) -> None:
 @pytest.mark.anyio
 async def test_the_traceback_of_a_failure_is_stored_bounded_and_shown(
         web: WebFactory, asyncq_client: Client, asyncq_inspector: Inspector,
-        asyncq_worker: WorkerFactory, asyncq_queue: str, asyncq_redis_url: str) -> None:
+        asyncq_worker: WorkerFactory, asyncq_queue: str, cli: Cli) -> None:
     mux = ServeMux()
     mux.handle("billing", billing, retry_delay=3600)
     mux.handle("deep", recursive)
@@ -77,11 +74,7 @@ async def test_the_traceback_of_a_failure_is_stored_bounded_and_shown(
         page = await http.get("/task", params={"q": asyncq_queue, "id": archived.id})
     assert 'id="last-traceback"' in page.text and "in parse_invoice" in page.text
 
-    out = await anyio.run_process([sys.executable, "-m", "asyncq", "task", "inspect", "-q",
-                                   asyncq_queue, archived.id, "--redis-url", asyncq_redis_url],
-                                  cwd=ROOT, check=False)
-    assert out.returncode == 0, out.stderr.decode()
-    text = out.stdout.decode()
+    text = out(await cli("task", "inspect", "-q", asyncq_queue, archived.id))
     assert "last traceback:" in text and "in parse_invoice" in text
     assert text.rstrip().endswith("ValueError: invoice 8 has no total")
 

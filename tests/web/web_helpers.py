@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -16,6 +15,9 @@ from typing import Any
 import httpx
 import uvicorn
 from starlette.types import ASGIApp
+
+from tests.helpers.polling import poll_until
+from tests.helpers.ports import free_port
 
 XSS = "<script>alert(1)</script>"
 SHOTS = Path(__file__).resolve().parents[2] / ".run" / "screenshots"
@@ -53,13 +55,6 @@ async def post_action(http: httpx.AsyncClient, page_path: str, action_path: str,
     return await http.post(action_path, data=data)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @contextmanager
 def serve(app: ASGIApp) -> Iterator[str]:
     """Run ``app`` under uvicorn in a thread of its own; yields its base URL."""
@@ -72,14 +67,12 @@ def serve(app: ASGIApp) -> Iterator[str]:
     thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
     thread.start()
     try:
-        for _ in range(1000):
-            if server.started:
-                break
+        def started() -> bool:
             if not thread.is_alive():
                 raise RuntimeError("uvicorn did not start")
-            threading.Event().wait(0.01)
-        else:
-            raise TimeoutError("uvicorn did not start within 10 s")
+            return bool(server.started)
+
+        poll_until(started, timeout=30, message="uvicorn did not start", interval=0.01)
         yield f"http://127.0.0.1:{config.port}"
     finally:
         server.should_exit = True

@@ -161,10 +161,10 @@ async def test_an_idle_worker_is_not_handed_an_expired_task(
     async with Client(asyncq_redis_url, clock=behind) as late_client, \
             asyncq_worker(marking_mux(ran), queues={asyncq_queue: 1},
                           idle_poll_interval=30) as w:
-        await wait_until(registered, timeout=5, message="the worker is idle")
+        await wait_until(registered, timeout=20, message="the worker is idle")
         handed = await asyncq_client.enqueue("t", queue=asyncq_queue, expires_in=60)
-        await wait_until(lambda: ran == [handed.id], timeout=5, message="handed off and run")
-        await wait_until(registered, timeout=5, message="the worker is idle again")
+        await wait_until(lambda: ran == [handed.id], timeout=20, message="handed off and run")
+        await wait_until(registered, timeout=20, message="the worker is idle again")
         stale = await late_client.enqueue("t", queue=asyncq_queue, expires_in=60)
         await archived_as_expired(asyncq_client, stale)
         await w.wait_drained(asyncq_queue)
@@ -188,15 +188,15 @@ async def test_a_prefetched_task_that_expires_in_the_buffer_is_archived_unrun(
 
     async with asyncq_worker(mux, queues={asyncq_queue: 1}, concurrency=1, prefetch=2) as w:
         blocker = await asyncq_client.enqueue("t", "block", queue=asyncq_queue)
-        await wait_until(lambda: ran == [blocker.id], timeout=5, message="blocker runs")
+        await wait_until(lambda: ran == [blocker.id], timeout=20, message="blocker runs")
         expiring = await asyncq_client.enqueue("t", "x", queue=asyncq_queue, expires_in=0.5)
         after = await asyncq_client.enqueue("t", "y", queue=asyncq_queue)
-        await wait_until(lambda: len(w.worker.processor.buffer) == 2, timeout=5,
+        await wait_until(lambda: len(w.worker.processor.buffer) == 2, timeout=20,
                          message="both prefetched")
         await past(expiring.expires_at, margin=0.1)
         release.set()
         final = await archived_as_expired(asyncq_client, expiring)
-        await wait_until(lambda: ran == [blocker.id, after.id], timeout=5,
+        await wait_until(lambda: ran == [blocker.id, after.id], timeout=20,
                          message="the next buffered task ran")
         await w.wait_drained(asyncq_queue)
     assert final.started_at is not None  # leased (to the buffer), never run
@@ -215,7 +215,7 @@ async def test_a_retry_after_a_handlers_default_expiry_archives_at_once(
 
     async with asyncq_worker(mux, queues={asyncq_queue: 1}) as w:
         info = await asyncq_client.enqueue("t", queue=asyncq_queue)
-        final = await asyncq_client.wait(info, timeout=10)
+        final = await asyncq_client.wait(info, timeout=30)
         await w.wait_drained(asyncq_queue, include_scheduled=True)
     assert len(runs) == 1
     assert final.state is TaskState.ARCHIVED

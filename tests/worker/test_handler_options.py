@@ -234,7 +234,7 @@ async def test_retry_delay_and_retry_on_per_handler(
 
     q = asyncq_queue
     async with asyncq_worker(mux, queues={q: 1}, forward_interval=0.02):
-        assert await asyncq_client.apply("flaky", "conn", queue=q, timeout=10) == "ok after 2"
+        assert await asyncq_client.apply("flaky", "conn", queue=q, timeout=30) == "ok after 2"
         with pytest.raises(TaskFailedError, match="KeyError") as err:
             await asyncq_client.apply("flaky", "key", queue=q, timeout=10)
         assert err.value.info.retried == 0  # archived at once: not in retry_on
@@ -267,7 +267,7 @@ async def test_a_retry_policy_that_raises_falls_back_to_the_default_delay(
             return await redis_client.zscore(K.queue_keys(asyncq_queue).retry,
                                               info.id) is not None
 
-        await wait_until(retrying, timeout=5)
+        await wait_until(retrying, timeout=30)
     fields = await task_hash(redis_client, asyncq_queue, info.id)
     retry_at = await redis_client.zscore(K.queue_keys(asyncq_queue).retry, info.id)
     # (the default delay is 15 s at least; failed_at may be a millisecond later than the

@@ -43,7 +43,7 @@ async def idle_on(r: redis.asyncio.Redis, queue: str, count: int = 1) -> None:
     async def registered() -> bool:
         return int(await r.zcard(idle)) == count
 
-    await wait_until(registered, timeout=5, message=f"{count} idle worker(s) registered")
+    await wait_until(registered, timeout=20, message=f"{count} idle worker(s) registered")
 
 
 async def test_an_idle_worker_gets_a_new_task_without_dequeueing(
@@ -58,7 +58,7 @@ async def test_an_idle_worker_gets_a_new_task_without_dequeueing(
         # only the hand-off can bring it.
         gate = gate_dequeues(w.worker.broker)
         info = await asyncq_client.enqueue("t", queue=asyncq_queue)
-        await wait_until(lambda: started, timeout=5, message="handed-off task started")
+        await wait_until(lambda: started, timeout=20, message="handed-off task started")
         assert started == [("one", info.id)]
         gate.set()
         await w.wait_drained(asyncq_queue)
@@ -77,10 +77,10 @@ async def test_a_lost_hand_off_is_picked_up_by_the_next_dequeue(
         real = w.worker.processor.handoffs.receive
         w.worker.processor.handoffs.receive = lambda handoff: lost.append(handoff.queue)  # type: ignore[method-assign]
         info = await asyncq_client.enqueue("t", queue=asyncq_queue)
-        await wait_until(lambda: lost, timeout=5, message="hand-off published")
+        await wait_until(lambda: lost, timeout=20, message="hand-off published")
         w.worker.processor.handoffs.receive = real  # type: ignore[method-assign]
         # Leased to the worker, whose next idle poll (not the 30 s lease) recovers it.
-        await wait_until(lambda: started, timeout=3, message="lost hand-off recovered")
+        await wait_until(lambda: started, timeout=20, message="lost hand-off recovered")
         assert started == [("", info.id)]
         await w.wait_drained(asyncq_queue)
     assert not await r.exists(K.queue_keys(asyncq_queue).handoff(w.worker.config.server_id))
@@ -101,7 +101,7 @@ async def test_a_paused_queue_hands_nothing_off(
         assert await r.zcard(K.queue_keys(asyncq_queue).idle) == 1
         assert not started
         await asyncq_inspector.unpause(asyncq_queue)
-        await wait_until(lambda: started, timeout=5, message="task ran after unpause")
+        await wait_until(lambda: started, timeout=20, message="task ran after unpause")
         await w.wait_drained(asyncq_queue)
 
 
@@ -117,7 +117,7 @@ async def test_idle_workers_take_turns(
         for n in range(8):
             await idle_on(r, asyncq_queue, 2)
             await asyncq_client.enqueue("t", queue=asyncq_queue)
-            await wait_until(lambda n=n: len(started) == n + 1, timeout=5,
+            await wait_until(lambda n=n: len(started) == n + 1, timeout=20,
                              message="task started")
     owners = [label for label, _ in started]
     # The longest-idle worker is served first: they alternate.
@@ -144,7 +144,7 @@ async def test_a_registration_nobody_listens_to_gets_nothing(
         await r.zadd(qk.idle, {"30000:dead-worker": 1})  # lapsed long ago
         await r.zadd(qk.idle, {"30000:dead-worker-2": 2**40})
         await asyncq_client.enqueue("t", queue=asyncq_queue)
-        await wait_until(lambda: len(started) == 2, timeout=5, message="both tasks ran")
+        await wait_until(lambda: len(started) == 2, timeout=20, message="both tasks ran")
         members = await r.zrange(qk.idle, 0, -1)
         assert b"30000:dead-worker-2" not in members and b"30000:dead-worker" not in members
 
@@ -166,14 +166,14 @@ async def test_a_full_worker_gives_a_hand_off_back_to_an_idle_one(
                              idle_poll_interval=30) as w:
         await idle_on(r, asyncq_queue)
         await asyncq_client.enqueue("t", queue=asyncq_queue)
-        await wait_until(lambda: started, timeout=5, message="first task started")
+        await wait_until(lambda: started, timeout=20, message="first task started")
         # Full now, yet registered again by a stale registration: simulate it, then hand off.
         await r.zadd(K.queue_keys(asyncq_queue).idle,
                      {f"{w.worker.config.lease_ms}:{w.worker.config.server_id}": 2**50})
         second = await asyncq_client.enqueue("t", queue=asyncq_queue)
         async with asyncq_worker(recording_mux(started, "idle"), queues={asyncq_queue: 1},
                                  idle_poll_interval=30):
-            await wait_until(lambda: ("idle", second.id) in started, timeout=5,
+            await wait_until(lambda: ("idle", second.id) in started, timeout=20,
                              message="given back and run by the idle worker")
             release.set()
             await w.wait_drained(asyncq_queue)

@@ -34,7 +34,7 @@ async def test_prefetched_tasks_are_leased_then_run_when_slots_free(
         buffered = list(w.worker.processor.buffer)
         first = {i: await redis_client.zscore(lease, i) for i in buffered}
         # The heartbeat renews prefetched tasks' leases too.
-        await wait_until(lambda: all_moved(redis_client, lease, first), timeout=5)
+        await wait_until(lambda: all_moved(redis_client, lease, first), timeout=30)
         release.set()
         await w.wait_drained()
     assert sorted(started) == sorted(ids)  # every task ran exactly once

@@ -57,9 +57,9 @@ async def test_idle_worker_runs_a_soon_scheduled_task_without_waiting_for_its_ro
     # Both polling safety nets are 30 s: only the due-time wake-up can make this prompt.
     async with asyncq_worker(mux, queues={asyncq_queue: 1}, forward_interval=30,
                              idle_poll_interval=30) as w:
-        await wait_until(lambda: w.worker.subscriber.connected, timeout=5)
+        await wait_until(lambda: w.worker.subscriber.connected, timeout=20)
         info = await asyncq_client.enqueue("soon", queue=asyncq_queue, process_in=0.4)
         assert info.next_process_at is not None
-        await wait_until(lambda: started, timeout=5, message="scheduled task ran")
+        await wait_until(lambda: started, timeout=20, message="scheduled task ran")
     due = info.next_process_at.timestamp()
     assert due - 0.05 <= started[0] < due + 3.0

@@ -39,7 +39,7 @@ async def idle_on(redis: Redis, queue: str) -> None:
     async def registered() -> bool:
         return int(await redis.zcard(K.queue_keys(queue).idle)) == 1
 
-    await wait_until(registered, timeout=5, message=f"a worker idle on {queue}")
+    await wait_until(registered, timeout=20, message=f"a worker idle on {queue}")
 
 
 async def test_a_queue_created_after_the_worker_started_is_served_at_once(
@@ -57,7 +57,7 @@ async def test_a_queue_created_after_the_worker_started_is_served_at_once(
             queue = f"{asyncq_queue}:{tenant}"
             sent = time.monotonic()
             info = await asyncq_client.enqueue("t", queue=queue)
-            await wait_until(lambda q=queue, i=info: (q, i.id) in started, timeout=5,
+            await wait_until(lambda q=queue, i=info: (q, i.id) in started, timeout=20,
                              message=f"the first task of the new queue {queue} started")
             latencies.append(time.monotonic() - sent)
         assert w.worker.discovery is not None and w.worker.discovery.scans == 1  # at start only
@@ -76,19 +76,21 @@ async def test_a_queue_whose_announcement_was_missed_is_found_by_the_registry_sc
     started: list[tuple[str, str]] = []
     queue = f"{asyncq_queue}:quiet"
     async with asyncq_worker(recording_mux(started), queues={f"{asyncq_queue}:*": 1},
-                             queue_scan_interval=0.5, idle_poll_interval=30) as w:
+                             queue_scan_interval=0.5, idle_poll_interval=300) as w:
         assert w.worker.discovery is not None
         scans = w.worker.discovery.scans
         await redis_client.sadd(K.QUEUES, queue)  # registered, announced by nobody
         info = await asyncq_client.enqueue("t", queue=queue)  # (registered: no announcement)
         sent = time.monotonic()
-        await wait_until(lambda: (queue, info.id) in started, timeout=5,
+        await wait_until(lambda: (queue, info.id) in started, timeout=30,
                          message="the task of the unannounced queue started")
         waited = time.monotonic() - sent
         assert w.worker.discovery.scans > scans
         await w.wait_drained(queue)
     print(f"unannounced queue served after {waited * 1000:.0f} ms (scan every 500 ms)")
-    assert waited < 0.5 + 2.5  # one scan interval, a fetch round, slack for a loaded machine
+    # Scans, not the idle poll 5 minutes away: a scan interval, a fetch round, and a loaded
+    # machine's slack.
+    assert waited < 0.5 + 20
 
 
 async def test_after_a_pubsub_reconnect_the_registry_is_read_at_once(
@@ -104,7 +106,7 @@ async def test_after_a_pubsub_reconnect_the_registry_is_read_at_once(
         await redis_client.sadd(K.QUEUES, queue)  # as if its announcement had been missed
         info = await asyncq_client.enqueue("t", queue=queue)
         assert await redis_client.execute_command("CLIENT", "KILL", "TYPE", "pubsub") >= 1
-        await wait_until(lambda: (queue, info.id) in started, timeout=5,
+        await wait_until(lambda: (queue, info.id) in started, timeout=20,
                          message="the queue found after the reconnect")
         assert w.worker.discovery is not None and w.worker.discovery.scans == 2
 
@@ -225,10 +227,10 @@ async def test_a_matched_queue_removed_from_the_registry_is_no_longer_served(
 
         w.worker.broker.register_queues = register  # type: ignore[method-assign]
         await asyncq_inspector.delete_queue(a)
-        await wait_until(lambda: w.worker.served.names == [b], timeout=5,
+        await wait_until(lambda: w.worker.served.names == [b], timeout=20,
                          message="the removed queue no longer served")
         # Heartbeats register the configured names (none here), never a matched queue.
-        await wait_until(lambda: len(registered) >= 3, timeout=5, message="three heartbeats")
+        await wait_until(lambda: len(registered) >= 3, timeout=20, message="three heartbeats")
         assert registered[-3:] == [[], [], []]
         assert a not in await asyncq_inspector.queues()
 
@@ -274,6 +276,6 @@ async def test_a_workflow_on_a_queue_created_later_advances_without_waiting_for_
         info = await asyncq_client.enqueue_workflow(asyncq.chain(
             asyncq.Task("t", queue=queue), asyncq.Task("t", queue=queue),
             asyncq.Task("t", queue=queue)))
-        assert await asyncq_client.result(info.id, timeout=10) is None
+        assert await asyncq_client.result(info.id, timeout=30) is None
         assert w.worker.advancer.outage.failures == 0
     assert [q for q, _ in started] == [queue] * 3

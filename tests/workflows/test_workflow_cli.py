@@ -1,27 +1,24 @@
-"""``asyncq workflow ls|inspect|cancel``, run as a user runs them."""
+"""``asyncq workflow ls|inspect|cancel``, run in-process through the command's main()."""
 
 from __future__ import annotations
 
-import os
-import sys
-
-import anyio
 import orjson
 import pytest
 import redis.asyncio
 
 from asyncq import Client, Task, chain, group
 from asyncq.testing import WorkerFactory
+from tests.helpers.cli import Cli
 from tests.workflows.flowapp import add, mul, mux
 
 pytestmark = pytest.mark.anyio
 
 
 async def cli(url: str, *args: str, code: int = 0) -> str:
-    proc = await anyio.run_process([sys.executable, "-m", "asyncq", "workflow", *args],
-                                   env={**os.environ, "ASYNCQ_REDIS_URL": url}, check=False)
-    assert proc.returncode == code, proc.stderr.decode()
-    return proc.stdout.decode()
+    """``asyncq workflow ARGS`` (in-process) against ``url``; asserts its exit code."""
+    ran = await Cli(url)("workflow", *args, ok=None)
+    assert ran.returncode == code, ran.stderr.decode()
+    return ran.stdout.decode()
 
 
 async def test_workflow_ls_inspect_and_cancel(
@@ -30,7 +27,7 @@ async def test_workflow_ls_inspect_and_cancel(
     url = asyncq_fresh_redis
     async with asyncq_worker(mux, workflow_interval=0.5):
         done = await asyncq_client.enqueue_workflow(chain(add.s(1, 2), mul.pipe(2)))
-        assert await done.result(asyncq_client, timeout=10) == 6
+        assert await done.result(asyncq_client, timeout=30) == 6
     waiting = await asyncq_client.enqueue_workflow(
         chain(group(Task("wf:noop"), Task("wf:noop")), Task("wf:count")))
 

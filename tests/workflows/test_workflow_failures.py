@@ -46,7 +46,7 @@ async def test_failure_in_the_middle_then_resume_from_the_archive(
         await asyncq_inspector.run_task("default", f"{wf}.1")
         await wait_until(lambda: _state_is(asyncq_inspector, wf, WorkflowState.SUCCEEDED),
                          message="workflow resumed and succeeded")
-        assert await asyncq_client.result(wf, timeout=10) == "fixed"
+        assert await asyncq_client.result(wf, timeout=30) == "fixed"
     assert await runs(wf_redis) == [f"{wf}.0", f"{wf}.1", f"{wf}.e", f"{wf}.1", f"{wf}.2"]
     info = await asyncq_inspector.workflow(wf)
     assert info.state is WorkflowState.SUCCEEDED and info.error is None

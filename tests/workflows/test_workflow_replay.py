@@ -46,7 +46,7 @@ async def test_a_record_applied_twice_runs_nothing_twice(
     # A worker now runs the rest; its advancer finds the old record too and replays it
     # after the second step ran and was deleted: the step is not released again.
     async with asyncq_worker(mux, workflow_interval=0.3):
-        assert await asyncq_client.result(handle.id, timeout=10) == "a"
+        assert await asyncq_client.result(handle.id, timeout=30) == "a"
         await advance(broker, wf_id, [outcome])
     runs = [x.decode() for x in await wf_redis.lrange(LEDGER, 0, -1)]
     assert runs == [f"{handle.id}.1", f"{handle.id}.2"]
@@ -98,6 +98,6 @@ async def test_a_first_step_that_ends_before_the_rest_is_stored_releases_every_n
                                   on_error=None, retention=60)
     assert fast.ran == [f"{handle.id}.0"]
     async with asyncq_worker(mux, queues={"q-b": 1, "q-c": 1}, workflow_interval=0.3):
-        assert await asyncq_client.result(handle.id, timeout=10) == ["a", "a"]
+        assert await asyncq_client.result(handle.id, timeout=30) == ["a", "a"]
     runs = sorted(x.decode() for x in await wf_redis.lrange(LEDGER, 0, -1))
     assert runs == [f"{handle.id}.1", f"{handle.id}.2"]

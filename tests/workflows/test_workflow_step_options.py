@@ -45,7 +45,7 @@ async def test_options_after_the_call_are_the_options_before_it(
                             timedelta(seconds=60), {"tenant": "a"})
     # a worker serving only that queue runs both workflows to the end
     async with asyncq_worker(mux, queues={asyncq_queue: 1}, **FAST):
-        assert [await f.result(asyncq_client, timeout=10) for f in flows] == [30, 30]
+        assert [await f.result(asyncq_client, timeout=30) for f in flows] == [30, 30]
 
 
 def test_options_of_a_step_override_the_definitions_and_chain() -> None:

@@ -34,8 +34,8 @@ async def test_chain_of_ten_passes_each_result_to_the_next(
     async with asyncq_worker(mux, **FAST):
         handle = await asyncq_client.enqueue_workflow(flow)
         assert handle.steps == 10
-        assert await handle.result(asyncq_client, timeout=10) == 3 * 2**9
-        info = await asyncq_client.wait(handle.id, timeout=5)
+        assert await handle.result(asyncq_client, timeout=30) == 3 * 2**9
+        info = await asyncq_client.wait(handle.id, timeout=30)
     assert info.state is TaskState.COMPLETED
     assert info.id == handle.id
 
@@ -47,8 +47,8 @@ async def test_group_and_chord_values_keep_member_order(
         g = await asyncq_client.enqueue_workflow(group(*(add.s(i, i) for i in range(20))))
         c = await asyncq_client.enqueue_workflow(
             chord([add.s(i, 1) for i in range(5)], total.pipe()))
-        assert await g.result(asyncq_client, timeout=10) == [2 * i for i in range(20)]
-        assert await c.result(asyncq_client, timeout=10) == sum(i + 1 for i in range(5))
+        assert await g.result(asyncq_client, timeout=30) == [2 * i for i in range(20)]
+        assert await c.result(asyncq_client, timeout=30) == sum(i + 1 for i in range(5))
 
 
 async def test_nested_composition(wf_redis: redis.asyncio.Redis,
@@ -64,7 +64,7 @@ async def test_nested_composition(wf_redis: redis.asyncio.Redis,
     async with asyncq_worker(mux, **FAST):
         handle = await asyncq_client.enqueue_workflow(flow)
         # echo gets [[20], ...]: [20, 40, [1, 2]] -> count -> 3 -> [6, 9]
-        assert await handle.result(asyncq_client, timeout=10) == [6, 9]
+        assert await handle.result(asyncq_client, timeout=30) == [6, 9]
 
 
 async def test_raw_steps_take_the_previous_value_as_payload(
@@ -73,7 +73,7 @@ async def test_raw_steps_take_the_previous_value_as_payload(
     flow = chain(Task("wf:ledger", {"a": 1}), Task("wf:ledger"), ("wf:ledger", "fixed"))
     async with asyncq_worker(mux, **FAST):
         handle = await asyncq_client.enqueue_workflow(flow)
-        assert await asyncq_client.result(handle.id, timeout=10) == "fixed"
+        assert await asyncq_client.result(handle.id, timeout=30) == "fixed"
     runs = [r.decode() for r in await wf_redis.lrange(LEDGER, 0, -1)]
     assert runs == [f"{handle.id}.0", f"{handle.id}.1", f"{handle.id}.2"]
 
@@ -111,7 +111,7 @@ async def test_steps_wait_in_their_queue_until_released(
     assert info.state is WorkflowState.RUNNING
     assert [(s.node, s.state) for s in info.nodes] == [("0", "pending"), ("1", "waiting")]
     async with asyncq_worker(mux, **FAST):
-        assert await handle.result(asyncq_client, timeout=10) == 6
+        assert await handle.result(asyncq_client, timeout=30) == 6
     info = await asyncq_inspector.workflow(handle.id)
     assert info.state is WorkflowState.SUCCEEDED and info.done == 2
     assert [w.id for w in await asyncq_inspector.workflows()] == [handle.id]
@@ -122,12 +122,12 @@ async def test_after_runs_a_task_once_its_dependencies_succeeded(
         asyncq_client: Client) -> None:
     done_before = await asyncq_client.enqueue("wf:ledger", "early", retention=60)
     async with asyncq_worker(mux, **FAST):
-        await asyncq_client.wait(done_before, timeout=5)
+        await asyncq_client.wait(done_before, timeout=30)
         later = await asyncq_client.enqueue("wf:sleep", 0.3)
         dependent = await asyncq_client.enqueue("wf:ledger", "after",
                                                 after=[done_before, later.id])
         assert dependent.state is TaskState.WAITING
-        assert await asyncq_client.result(dependent, timeout=10) == "after"
+        assert await asyncq_client.result(dependent, timeout=30) == "after"
     runs = [r.decode() for r in await wf_redis.lrange(LEDGER, 0, -1)]
     assert runs == [done_before.id, later.id, dependent.id]
 

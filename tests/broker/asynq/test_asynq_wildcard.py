@@ -4,8 +4,6 @@ of ``asynq:queues`` — announced by an asyncq producer at once, registered by a
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from redis.asyncio import Redis
 
@@ -36,11 +34,10 @@ async def test_an_asyncq_producer_announces_a_new_asynq_queue(
     async with Client(url) as client, \
             Worker(url, recording_mux(started), queues={f"{asyncq_queue}:*": 1},
                    queue_scan_interval=60, idle_poll_interval=30) as worker:
-        sent = time.monotonic()
         info = await client.enqueue("t", queue=queue)
-        await wait_until(lambda: (queue, info.id) in started, timeout=5,
+        # (well before the next scan, 60 s, or idle poll, 30 s: the announcement did it)
+        await wait_until(lambda: (queue, info.id) in started, timeout=20,
                          message="the new asynq queue served")
-        assert time.monotonic() - sent < 2
         assert worker.discovery is not None and worker.discovery.scans == 1  # at start only
         assert worker.served.names == [queue]
 
@@ -56,5 +53,5 @@ async def test_a_queue_a_go_producer_registered_is_found_by_the_scan(
                    queue_scan_interval=0.5, idle_poll_interval=30):
         await redis_client.sadd(AK.QUEUES, queue)  # as Go's client does: no announcement
         info = await client.enqueue("t", queue=queue)  # (already registered: announces nothing)
-        await wait_until(lambda: (queue, info.id) in started, timeout=5,
+        await wait_until(lambda: (queue, info.id) in started, timeout=20,
                          message="the queue Go registered served")

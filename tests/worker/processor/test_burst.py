@@ -92,9 +92,9 @@ async def test_burst_does_not_wait_for_tasks_due_later_or_in_a_paused_queue(
     await asyncq_inspector.pause(paused)
     began = time.monotonic()
     worker = Worker(asyncq_redis_url, handler, queues={asyncq_queue: 1, paused: 1}, burst=True)
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):
         await worker.run(handle_signals=False)
-    assert time.monotonic() - began < 5
+    assert time.monotonic() - began < 30  # not after the task due in 60 s
     assert ran == []
     assert (await task_hash(redis_client, asyncq_queue, later.id))["state"] == b"scheduled"
     assert await redis_client.llen(K.queue_keys(paused).pending) == 1

@@ -191,7 +191,7 @@ async def test_stop_during_a_slow_lifespan_start_ends_the_worker(
     async def handler(task: Task) -> None: ...
 
     worker = Worker(asyncq_redis_url, handler, queues={asyncq_queue: 1}, lifespan=lifespan)
-    with anyio.fail_after(5):
+    with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.run)
             await entered.wait()

@@ -114,7 +114,7 @@ async def test_error_handler_is_called_once_per_failure(
                              retry_delay=never_soon,
                              error_handler=sync_hook if hook_kind == "sync" else async_hook) as w:
         await w.wait_drained()
-        await wait_until(lambda: len(calls) >= 4, timeout=5)
+        await wait_until(lambda: len(calls) >= 4, timeout=30)
     assert len(calls) == 4
     assert {task_id for task_id, _ in calls} == ids
     assert all(isinstance(exc, ValueError) and str(exc) == task_id for task_id, exc in calls)

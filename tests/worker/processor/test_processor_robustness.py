@@ -55,18 +55,17 @@ async def test_paused_queue_is_skipped_and_unpausing_wakes_the_worker(
     async def job(task: Task) -> None:
         seen.append(task.queue)
 
-    async with asyncq_worker(mux, queues={paused: 5, other: 1}, idle_poll_interval=30) as w:
+    async with asyncq_worker(mux, queues={paused: 5, other: 1}, idle_poll_interval=300) as w:
         await w.worker.broker.pause(paused)
         await asyncq_client.enqueue("job", queue=paused)
         await asyncq_client.enqueue("job", queue=other)
         await w.wait_drained(other)
         assert seen == [other]
         assert (await queue_counts(redis_client, paused))["pending"] == 1
-        # The worker is idle now; only the pub/sub wake can bring it back within a second.
-        started = time.monotonic()
+        # The worker is idle now, its next poll minutes away; only the pub/sub wake can bring
+        # it back within the (generous) deadline.
         assert await w.worker.broker.unpause(paused)
-        await wait_until(lambda: paused in seen, timeout=2)
-        assert time.monotonic() - started < 1
+        await wait_until(lambda: paused in seen, timeout=30, message="woken by the unpause")
         await w.wait_drained()
     assert seen == [other, paused]
 
@@ -81,15 +80,16 @@ async def test_an_idle_worker_starts_a_new_task_at_once(
     async def ping(task: Task) -> None:
         started.append(time.monotonic())
 
-    async with asyncq_worker(mux, queues={asyncq_queue: 1}, idle_poll_interval=30) as w:
+    # The idle poll minutes away: each start within the (generous) bound is the wake's doing.
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, idle_poll_interval=300) as w:
         latencies = []
         for n in range(20):
             sent = time.monotonic()
             await asyncq_client.enqueue("ping", queue=asyncq_queue)
-            await wait_until(lambda n=n: len(started) > n, timeout=2)
+            await wait_until(lambda n=n: len(started) > n, timeout=30)
             latencies.append(started[n] - sent)
         await w.wait_drained()
-    assert max(latencies) < 0.5, latencies
+    assert max(latencies) < 20, latencies
 
 
 async def test_undecodable_message_is_archived_and_the_worker_carries_on(

@@ -84,10 +84,10 @@ async def test_taskset_close_waits_then_cancels_what_is_left() -> None:
     assert len(tasks) == 3
     began = time.monotonic()
     assert await tasks.close(0.2) == 1
-    assert time.monotonic() - began < 2
+    assert time.monotonic() - began < 30  # the stuck task alone would never end
     assert done == ["quick"] and cancelled == ["stuck"]
     assert [str(e) for e in errors] == ["boom"]  # a cancellation is not an error
-    await wait_until(lambda: len(tasks) == 0, timeout=1, message="done callbacks ran")
+    await wait_until(lambda: len(tasks) == 0, timeout=10, message="done callbacks ran")
     assert len(tasks) == 0
     assert await tasks.close(0.2) == 0
 
@@ -117,9 +117,9 @@ async def test_an_async_error_handler_still_running_at_shutdown_is_ended_by_the_
     async with asyncq_worker(mux, queues={asyncq_queue: 1}, error_handler=hook,
                              shutdown_timeout=0.1) as w:
         await asyncq_client.enqueue("fail", queue=asyncq_queue, max_retry=0)
-        await asyncio.wait_for(entered.wait(), timeout=5)
+        await asyncio.wait_for(entered.wait(), timeout=30)
         assert len(w.worker.processor.endings.hooks) == 1
         began = time.monotonic()
     assert hook_cancelled.is_set()
-    assert time.monotonic() - began < 5
-    await wait_until(lambda: len(w.worker.processor.endings.hooks) == 0, timeout=1)
+    assert time.monotonic() - began < 30  # the hook alone would never end
+    await wait_until(lambda: len(w.worker.processor.endings.hooks) == 0, timeout=10)
