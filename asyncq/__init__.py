@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the real names, for type checkers and IDEs; imported on first use below
     from ._broker import Broker
     from ._broker._connection_options import ConnectionOptions
+    from ._client._cancel import CancelOutcome
     from ._client._client import Client
     from ._client._sync import SyncClient
     from ._client._waiting import WaitTimeoutError
@@ -81,6 +82,7 @@ _LAZY: dict[str, str] = {
     "AsyncqError": "._errors",
     "Broker": "._broker",
     "BrokerError": "._errors",
+    "CancelOutcome": "._client._cancel",
     "Client": "._client._client",
     "Clock": "._clock",
     "ConcurrencyLimit": "._limits",
@@ -153,6 +155,7 @@ __all__ = [
     "AsyncqError",
     "Broker",
     "BrokerError",
+    "CancelOutcome",
     "Client",
     "Clock",
     "ConcurrencyLimit",

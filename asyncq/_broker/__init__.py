@@ -13,7 +13,11 @@ from ._calls import ARCHIVE_MAX_SIZE
 from ._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
 from ._ops import LimitOps
 from ._protocol import (
+    CANCEL_ENDED,
+    CANCEL_MISSING,
+    CANCEL_REMOVED,
     CANCEL_REQUESTED,
+    CANCEL_RUNNING,
     LEASE_KEPT,
     LEASE_LOST,
     Backlog,
@@ -36,4 +40,5 @@ from ._redis import RedisBroker
 __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Backlog", "Broker",
            "BulkOp", "EnqueueCode", "EventFlush", "FireCode", "InspectOps", "NewTask", "Outcome",
            "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]
+__all__ += ["CANCEL_ENDED", "CANCEL_MISSING", "CANCEL_REMOVED", "CANCEL_RUNNING"]
 __all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "QueuesAdded", "WorkerSignal"]
