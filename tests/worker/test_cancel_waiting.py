@@ -20,6 +20,8 @@ from asyncq import (
     TaskFailedError,
     TaskNotFoundError,
     TaskState,
+    WorkflowState,
+    chain,
 )
 from asyncq._broker import _keys as K
 from asyncq._broker._asynq import _keys as AK
@@ -107,3 +109,26 @@ async def test_a_cancelled_task_waiting_to_run_is_removed_and_never_runs(
             assert ran == ["done", "unique again"]
         finally:
             await workers.aclose()
+
+
+async def test_cancelling_a_workflow_step_waiting_to_run_cancels_its_workflow(
+    asyncq_client: Client, asyncq_inspector: Inspector, asyncq_queue: str,
+    asyncq_worker: WorkerFactory,
+) -> None:
+    """The first step of a chain is removed before any worker ran it: the workflow ends
+    cancelled, and its second step never runs."""
+    ran: list[Any] = []
+    mux = ServeMux()
+
+    @mux.handler("t")
+    async def t(task: Task) -> None:
+        ran.append(task.json())
+
+    handle = await asyncq_client.enqueue_workflow(
+        chain(Task("t", "first", queue=asyncq_queue), Task("t", "second", queue=asyncq_queue)))
+    assert await asyncq_client.cancel(f"{handle.id}.0", queue=asyncq_queue) == "removed"
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, workflow_interval=0.2):
+        with pytest.raises(TaskFailedError, match="cancelled"):
+            await asyncq_client.result(handle.id, timeout=30)
+    assert (await asyncq_inspector.workflow(handle.id)).state is WorkflowState.CANCELLED
+    assert ran == []
