@@ -614,13 +614,19 @@ class ProcessPool:
                         on_start: Callable[[], None] | None = None) -> Reply:
         """Send the task to ``child`` and return its answer, handing on its progress reports
         and its start on the way; ChildProcessDied when it exits first."""
-        if len(payload) > _INLINE_SEND:  # (a write that could fill the pipe: not on the loop)
-            await asyncio.to_thread(_send, child.conn, head, payload)
-        else:
-            _send(child.conn, head, payload)
         loop = asyncio.get_running_loop()
-        watch = _ExitWatch(loop, child)
+        watch = _ExitWatch(loop, child)  # (from the send on: a large one waits for the child)
         try:
+            try:
+                if len(payload) > _INLINE_SEND:  # (a write that could fill the pipe: a thread)
+                    await asyncio.to_thread(_send, child.conn, head, payload)
+                else:
+                    _send(child.conn, head, payload)
+            except OSError as exc:  # (it exited while idle, or during the send)
+                child.proc.join(0.1)
+                raise ChildProcessDied(
+                    f"the process running the handler (pid {child.proc.pid}) exited with "
+                    f"code {child.proc.exitcode} before it was sent its task") from exc
             while True:
                 reply = await self._receive(loop, child, watch)
                 if "progress" in reply[0]:  # a progress report: the answer comes later

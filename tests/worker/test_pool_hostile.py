@@ -6,6 +6,8 @@ carry is still reported as itself."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -57,6 +59,29 @@ async def test_a_child_that_dies_is_noticed_though_its_grandchild_holds_the_pipe
         await wait_until(lambda: not alive(pid_in(pid_file)), timeout=10)
         after = await asyncq_client.enqueue("pid", queue=asyncq_queue, max_retry=0)
         assert await asyncq_client.result(after.id, queue=asyncq_queue, timeout=30) > 0
+
+
+async def test_a_child_killed_while_idle_fails_the_next_task_as_died(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+    redis_client: Redis,
+) -> None:
+    """Killed between tasks (the OOM killer, an operator): the task sent to it fails with
+    ChildProcessDied (retried as any), and the task after it runs in a fresh child."""
+    mux = ServeMux()
+    mux.handle("pid", h.pid, isolate="process")
+    async with asyncq_worker(mux, queues={asyncq_queue: 1}, concurrency=1,
+                             process_pool_size=1) as w:
+        first = await asyncq_client.enqueue("pid", queue=asyncq_queue, retention=60)
+        child = await asyncq_client.result(first.id, queue=asyncq_queue, timeout=30)
+        os.kill(child, signal.SIGKILL)
+        await wait_until(lambda: not alive(child), timeout=10)
+        lost = await asyncq_client.enqueue("pid", queue=asyncq_queue, max_retry=0)
+        await w.wait_drained(asyncq_queue, timeout=30)
+        fields = await task_hash(redis_client, asyncq_queue, lost.id)
+        assert fields["state"] == b"archived"
+        assert fields["error"].startswith(b"ChildProcessDied: "), fields["error"]
+        after = await asyncq_client.enqueue("pid", queue=asyncq_queue, retention=60)
+        assert await asyncq_client.result(after.id, queue=asyncq_queue, timeout=30) != child
 
 
 async def test_a_grandchild_is_killed_with_its_child_at_the_time_limit(
