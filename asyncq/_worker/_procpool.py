@@ -40,6 +40,12 @@ from typing import Any, Protocol
 
 import orjson
 
+from .._errors import (
+    ChildProcessDied,
+    ProcessHandlerError,
+    ResultError,
+    SoftTimeLimitExceeded,
+)
 from .._log import get_logger
 from .._model._options import ParsedOptions
 from .._model._payload import encode_payload
@@ -57,19 +63,7 @@ ProgressForward = Callable[[float, "str | None", "bytes | None"], None]
 """What the worker does with a child's progress report: ``(fraction, message, JSON data)``."""
 
 
-class SoftTimeLimitExceeded(Exception):
-    """Raised inside a process-run handler ``soft_timeout`` seconds before its hard limit, so
-    it can save its work or clean up; uncaught, it is the run's error (retried as any)."""
 
-
-class ChildProcessDied(RuntimeError):
-    """The child process running a handler exited before answering (a crash, ``os._exit``,
-    the kernel's OOM killer): the run's error, retried as any."""
-
-
-class ProcessHandlerError(Exception):
-    """A process-run handler raised an exception that could not be sent back as itself (it
-    does not pickle): its type and text, with the child's traceback."""
 
 
 def handler_ref(fn: object, what: str) -> str:
@@ -110,7 +104,8 @@ def typed_ref(fn: object, what: str) -> str:
 RESULT_MAX_BYTES = 512 * 1024 * 1024
 """Largest result a process-run handler may return, encoded: Redis holds at most 512 MiB in
 one value (its default ``proto-max-bulk-len``). A larger one fails the run in the child, with
-the error an unstorable result gets ("handler result cannot be stored"), before it is sent."""
+the error an unstorable result gets (ResultError, "handler result cannot be stored"), before
+it is sent."""
 
 
 # -- the child
@@ -298,11 +293,11 @@ def _child_main(conn: Connection, max_result: int = RESULT_MAX_BYTES,
             try:
                 raw, enc = encode_payload(value)
             except ValueError as exc:
-                raise ValueError(f"handler result cannot be stored: {exc}") from exc
+                raise ResultError(f"handler result cannot be stored: {exc}") from exc
             if len(raw) > max_result:
                 size = len(raw)
                 raw = b""
-                raise ValueError(f"handler result cannot be stored: it is {size} bytes "
+                raise ResultError(f"handler result cannot be stored: it is {size} bytes "
                                  f"encoded, more than the {max_result} bytes a result may "
                                  f"hold (Redis keeps at most 512 MiB in one value)")
             head: dict[str, Any] = {"ok": True, "enc": enc}

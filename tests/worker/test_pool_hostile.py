@@ -144,7 +144,7 @@ async def test_a_result_larger_than_a_result_may_be_is_refused_in_the_child(
         assert w.worker.processor.threads.procs.replaced == 0  # (the child was not lost)
     fields = await task_hash(redis_client, asyncq_queue, over.id)
     assert fields["state"] == b"archived"
-    assert fields["error"].startswith(b"ValueError: handler result cannot be stored: it is "
+    assert fields["error"].startswith(b"ResultError: handler result cannot be stored: it is "
                                       b"2097152 bytes")
     assert len(await asyncq_client.result(under.id, queue=asyncq_queue, timeout=5)) == 1 << 19
 
