@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the real names, for type checkers and IDEs; imported on fir
         TaskMatches,
         WorkerInfo,
     )
+    from ._client._cancel import CancelOutcome
     from ._client._client import Client
     from ._client._sync import SyncClient
     from ._client._waiting import WaitTimeoutError
@@ -90,6 +91,7 @@ _LAZY: dict[str, str] = {
     "AsyncqError": "._errors",
     "Broker": "._broker",
     "BrokerError": "._errors",
+    "CancelOutcome": "._client._cancel",
     "ChildProcessDied": "._errors",
     "Client": "._client._client",
     "Clock": "._clock",
@@ -171,6 +173,7 @@ __all__ = [
     "AsyncqError",
     "Broker",
     "BrokerError",
+    "CancelOutcome",
     "ChildProcessDied",
     "Client",
     "Clock",

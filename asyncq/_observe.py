@@ -42,7 +42,8 @@ class RunObserver(Protocol):
     # ``loop_stalled()`` (a turn longer than stall_warning; called from the watch thread).
 
     # Optional too: ``thread_left_behind(queue, task_type)``, a sync handler's thread still
-    # running after its task ended (timed out, cancelled); the worker looks it up once.
+    # running after its task ended (timed out, cancelled); the worker looks it up once; and
+    # ``thread_returned(queue, task_type)`` when such a thread returns at last.
     # And ``process_over_memory(queue, task_type)``: a handler child replaced after a task
     # because its resident memory passed max_memory_per_child.
     # And ``progress_written(queue, stored)``: a progress report written (or refused).

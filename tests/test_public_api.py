@@ -7,6 +7,8 @@ import asyncq
 
 PUBLIC = {
     "ArchiveLimits",
+    # Client/Inspector.cancel: what a cancel did (removed, requested, ended, not found)
+    "CancelOutcome",
     "AsyncqError", "Broker", "BrokerError", "Client", "Clock", "ConnectionOptions", "DailyStats",
     "DecodeError", "DuplicateTaskError", "EventsLost", "FakeClock", "GroupInfo", "Handler",
     "HandlerNotFoundError", "Inspector", "LeaseExpiredError", "Middleware", "MinuteStats",

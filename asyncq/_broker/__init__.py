@@ -38,7 +38,11 @@ from ._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
 from ._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
 from ._ops import LimitOps
 from ._protocol import (
+    CANCEL_ENDED,
+    CANCEL_MISSING,
+    CANCEL_REMOVED,
     CANCEL_REQUESTED,
+    CANCEL_RUNNING,
     LEASE_KEPT,
     LEASE_LOST,
     Backlog,
@@ -79,6 +83,7 @@ __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "
            "BulkOp", "Capability", "EnqueueCode", "EventFlush", "FireCode", "InspectOps",
            "NewTask", "Outcome", "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps",
            "TaskRecord", "UniqueLock", "is_broker"]
+__all__ += ["CANCEL_ENDED", "CANCEL_MISSING", "CANCEL_REMOVED", "CANCEL_RUNNING"]
 __all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "QueuesAdded", "WorkerSignal"]
 # What the layers above import from the broker (only ever through this module).
 __all__ += ["ARCHIVE_MAX_AGE_MS", "QUEUE_SPEC", "ArchiveLimits", "CancelResult", "Change",

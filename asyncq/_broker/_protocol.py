@@ -17,7 +17,11 @@ from .._model._events import TaskEvent
 from ._messages import Handoff, WorkerSignal
 from ._ops import InspectOps, LimitOps, ScheduleOps
 from ._values import (
+    CANCEL_ENDED,
+    CANCEL_MISSING,
+    CANCEL_REMOVED,
     CANCEL_REQUESTED,
+    CANCEL_RUNNING,
     LEASE_KEPT,
     LEASE_LOST,
     Backlog,
@@ -36,7 +40,11 @@ from ._values import (
 from ._wf_ops import WorkflowOps
 
 __all__ = [
+    "CANCEL_ENDED",
+    "CANCEL_MISSING",
+    "CANCEL_REMOVED",
     "CANCEL_REQUESTED",
+    "CANCEL_RUNNING",
     "LEASE_KEPT",
     "LEASE_LOST",
     "Backlog",
@@ -120,9 +128,11 @@ class Broker(Protocol):
         place of a task whose script failed)."""
         ...
 
-    async def request_cancel(self, queue: str, task_id: str) -> bool:
-        """Ask for the cancellation of ``task_id`` if it is active: a marker the worker sees at
-        its next lease renewal, and a pub/sub message (the fast path). True if it was active."""
+    async def request_cancel(self, queue: str, task_id: str) -> int:
+        """Cancel ``task_id`` in one script: an active one gets a cancellation request (a
+        marker the worker sees at its next lease renewal, and a pub/sub message: the fast
+        path), one waiting to run is removed. Returns CANCEL_RUNNING, CANCEL_REMOVED,
+        CANCEL_MISSING or CANCEL_ENDED."""
         ...
 
     async def publish_cancel(self, task_id: str) -> None:

@@ -34,7 +34,7 @@ from ._listen import Listeners
 from ._maintenance import MaintenanceOps
 from ._messages import Handoff, WorkerSignal
 from ._protocol import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
-from ._replies import enqueue_code, must_register, raw_tasks, register, text
+from ._replies import enqueue_code, must_register, number, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
 from ._values import ALL_CAPABILITIES
@@ -163,11 +163,12 @@ class RedisBroker:
                                            if must_register(code)}))
         return results
 
-    async def request_cancel(self, queue: str, task_id: str) -> bool:
+    async def request_cancel(self, queue: str, task_id: str) -> int:
         qk = K.queue_keys(queue)
-        return bool(await self.runner.run(
-            "cancel", [qk.task(task_id), qk.cancel(task_id)],
-            [task_id, K.CANCEL_MARKER_TTL_MS, K.CANCEL_CHANNEL]))
+        return number(await self.runner.run(
+            "cancel", [qk.task(task_id), qk.pending, qk.scheduled, qk.retry, qk.archived,
+                       qk.completed, qk.groups, qk.aggregation_sets, qk.cancel(task_id)],
+            [task_id, qk.group_prefix, K.CANCEL_MARKER_TTL_MS, K.CANCEL_CHANNEL]))
 
     async def publish_cancel(self, task_id: str) -> None:
         await self.runner.command("publishing cancellation", "PUBLISH", K.CANCEL_CHANNEL,

@@ -34,6 +34,12 @@ LEASE_LOST = 0
 LEASE_KEPT = 1
 CANCEL_REQUESTED = 2  # lease kept, and a cancellation of the task was requested
 
+# What request_cancel did (its script's code)
+CANCEL_RUNNING = 1  # the task is active: its worker was asked to stop it
+CANCEL_REMOVED = 2  # it was waiting to run (pending, scheduled, retry...): removed
+CANCEL_MISSING = 0  # no such task
+CANCEL_ENDED = -1  # it had ended (completed or archived): nothing done
+
 
 class RawTask(NamedTuple):
     """A task as read from Redis, before its message is decoded."""

@@ -76,7 +76,8 @@ def register(sub: Any) -> None:
     add_common_args(inspect)
     inspect.set_defaults(func=cmd_inspect)
 
-    cancel = tsub.add_parser("cancel", help="cancel running tasks")
+    cancel = tsub.add_parser("cancel", help="cancel tasks: one waiting to run is removed, a "
+                                            "running one stopped")
     _ids_arg(cancel)
     add_common_args(cancel, json=False)
     cancel.set_defaults(func=cmd_cancel)
@@ -262,14 +263,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
         for task_id in args.ids:
-            if await inspector.cancel(task_id, queue=args.queue):
-                say(f"cancellation recorded for running task {task_id}")
-            else:
-                say(f"task {task_id} is not running: nothing to cancel (a task left "
-                      "active by a worker that is gone: asyncq task recover ID)")
+            say((await inspector.cancel(task_id, queue=args.queue)).told(task_id))
         return 0
 
     return run_inspector(args, body)
+
 
 
 def cmd_recover(args: argparse.Namespace) -> int:

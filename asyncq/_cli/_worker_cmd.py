@@ -205,6 +205,9 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--process-kill-grace", type=float, metavar="S",
                    help=f"SIGTERM to SIGKILL of a handler process past its time limit "
                         f"(default {WORKER_PROCESS_KILL_GRACE:g})")
+    g.add_argument("--preload", action="append", metavar="MODULE",
+                   help="a module the handler processes' fork server imports once, before "
+                        "their first task (e.g. one calling django.setup()); repeatable")
     g.add_argument("--task-logs", choices=["off", "debug", "info"],
                    help=f"per-task log lines (default {WORKER_TASK_LOGS}; --log-success is "
                         f"info, --log-level debug is debug)")

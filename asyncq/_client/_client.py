@@ -20,10 +20,9 @@ from .._model._info import TaskInfo, TaskState
 from .._model._options import ApplyOptions, EnqueueOptions
 from .._model._task import Task
 from .._service._backoff import Backoff
-from .._workflow._control import cancel_workflow
 from .._workflow._info import WorkflowHandle, is_workflow_id
 from .._workflow._start import enqueue_after, start_workflow
-from ._cancel import request_cancel
+from ._cancel import CancelOutcome, cancel_flow, request_cancel
 from ._waiting import EventStream, Waiting
 
 _T = TypeVar("_T")
@@ -294,13 +293,16 @@ class Client:
         return await start_workflow(self._broker, flow, workflow_id=workflow_id,
                                     on_error=on_error, retention=retention, after=after)
 
-    async def cancel(self, task_id: str, *, queue: str | None = None) -> bool:
-        """Cancel ``task_id`` if it is running; True when it was active and the cancellation
-        is recorded (see ``request_cancel``): its worker stops the handler even if it was
-        reconnecting when asked. ``queue`` saves looking the task up in every queue.
+    async def cancel(self, task_id: str, *, queue: str | None = None) -> CancelOutcome:
+        """Cancel ``task_id``, as Celery's revoke: a cancelled task never runs. Returns what
+        was done (true when something was): REMOVED, the task was waiting to run (pending,
+        scheduled, retry...) and is deleted; REQUESTED, it is running and its worker stops it
+        (even if it was reconnecting when asked; a process-run handler's child is killed)
+        and archives it; ENDED, it had already ended; NOT_FOUND. ``queue`` saves looking the
+        task up in every queue.
 
         A workflow id ("wf-...", without ``queue``) cancels the workflow: its steps not
-        running are deleted, its running ones cancelled; True if it had not ended."""
+        running are deleted, its running ones cancelled; REQUESTED if it had not ended."""
         if queue is None and is_workflow_id(task_id):
-            return await cancel_workflow(self._broker, task_id)
+            return await cancel_flow(self._broker, task_id)
         return await request_cancel(self._broker, task_id, queue)

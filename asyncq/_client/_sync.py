@@ -28,6 +28,7 @@ from .._model._info import TaskInfo
 from .._model._options import ApplyOptions, EnqueueOptions
 from .._model._task import Task
 from .._workflow._info import WorkflowHandle
+from ._cancel import CancelOutcome
 from ._client import Client
 
 _T = TypeVar("_T")
@@ -237,10 +238,11 @@ class SyncClient:
             flow, workflow_id=workflow_id, on_error=on_error, retention=retention, after=after))
         return handle
 
-    def cancel(self, task_id: str, *, queue: str | None = None) -> bool:
-        """Cancel a running task or a workflow (``Client.cancel``)."""
-        cancelled: bool = self._run(lambda c: c.cancel(task_id, queue=queue))
-        return cancelled
+    def cancel(self, task_id: str, *, queue: str | None = None) -> CancelOutcome:
+        """Cancel a task (removed if it waits to run, stopped if it runs) or a workflow, and
+        say what was done (``Client.cancel``)."""
+        outcome: CancelOutcome = self._run(lambda c: c.cancel(task_id, queue=queue))
+        return outcome
 
 
 def _forget_parent_clients() -> None:

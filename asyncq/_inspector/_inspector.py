@@ -36,7 +36,7 @@ from .._broker import (
     open_broker,
     server_info,
 )
-from .._client._cancel import request_cancel
+from .._client._cancel import CancelOutcome, request_cancel
 from .._clock import SYSTEM_CLOCK, Clock
 from .._defaults import INSPECT_FIND_SCAN
 from .._errors import (
@@ -532,10 +532,10 @@ class Inspector:
         """
         return await self._bulk("archive", queue, state, group, ARCHIVABLE, "archive")
 
-    async def cancel(self, task_id: str, *, queue: str | None = None) -> bool:
-        """Cancel ``task_id`` if it is running (the task then fails as usual: retry or
-        archive); True when it was active and the cancellation is recorded, which its worker
-        honours even if its pub/sub connection was reconnecting. See ``Client.cancel``."""
+    async def cancel(self, task_id: str, *, queue: str | None = None) -> CancelOutcome:
+        """Cancel ``task_id``: removed if it waits to run, stopped and archived by its worker
+        if it runs (even if its pub/sub connection was reconnecting); returns what was done.
+        See ``Client.cancel``."""
         return await request_cancel(self._broker, check_task_id(task_id), queue)
 
     # -- workflows

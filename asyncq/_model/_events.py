@@ -24,8 +24,9 @@ class TaskEvent:
     result was at most 64 KiB (``result_too_large`` says a larger one was left in the task,
     where ``Client.wait``/``Inspector.task_info`` read it while its retention lasts).
     ``reason`` says why asyncq rather than a person deleted or archived a task: ``"revoked"``
-    (its handler raised RevokeTask), ``"aggregated"`` (merged into a group's task) or
-    ``"expired"`` (archived unrun: not started by its expiry).
+    (its handler raised RevokeTask), ``"aggregated"`` (merged into a group's task),
+    ``"cancelled"`` (deleted by a cancel before it ran) or ``"expired"`` (archived unrun: not
+    started by its expiry).
 
     A progress report (``Task.set_progress``) is an event too, which changes no state:
     ``previous`` and ``state`` are both ACTIVE and ``progress`` is set (a fraction 0.0-1.0),

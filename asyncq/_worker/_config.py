@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib.util
 import os
 import socket
 import uuid
@@ -201,6 +202,11 @@ class WorkerConfig:
     process_kill_grace: float = WORKER_PROCESS_KILL_GRACE
     """A handler process whose task passed its time limit (or was cancelled) gets SIGTERM,
     then SIGKILL once it has not exited for this long; a fresh process takes its slot."""
+    preload: tuple[str, ...] = ()
+    """Modules (dotted names) the pool of handler processes imports once, before it starts
+    its children: the fork server imports them, so every child has them when it starts and
+    no task's time limit pays for them (a module that calls ``django.setup()``, a heavy
+    library). Each must be importable; only process-run handlers see them."""
     burst: bool = False
     """Return from ``run`` (after a graceful shutdown) once the served queues have no pending
     task, none due within max(1 s, forward_interval), and this worker runs nothing."""
@@ -238,6 +244,7 @@ class WorkerConfig:
             if not callable(getattr(self, name)):
                 raise TypeError(f"{name} must be callable")
         check_lifespan(self.lifespan)
+        object.__setattr__(self, "preload", check_preload(self.preload))
 
     @property
     def burst_horizon(self) -> float:
@@ -248,6 +255,26 @@ class WorkerConfig:
     def lease_ms(self) -> int:
         """lease_duration in whole milliseconds, rounded as every stored duration is."""
         return round(self.lease_duration * 1000)
+
+
+def check_preload(names: object) -> tuple[str, ...]:
+    """``preload`` as a tuple of module names, each one found (not imported: the worker's own
+    process need not import what its handler processes do)."""
+    if isinstance(names, str) or not isinstance(names, tuple | list):
+        raise TypeError(f"preload must be a tuple of module names, got {names!r} (one module: "
+                        f"preload=({names!r},))")
+    for name in names:
+        if not isinstance(name, str) or not all(part.isidentifier()
+                                                for part in name.split(".")):
+            raise ValueError(f"preload: {name!r} is not a module name (dotted, as in import)")
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise ValueError(f"preload: no module named {name!r} can be imported (is it on "
+                             f"the Python path of the worker?)")
+    return tuple(names)
 
 
 def check_lifespan(lifespan: object) -> None:

@@ -114,7 +114,8 @@ class Processor:
             procs=ProcessPool(config.process_pool_size or os.cpu_count() or 1,
                               max_tasks_per_child=config.max_tasks_per_child,
                               max_memory_per_child=config.max_memory_per_child,
-                              kill_grace=config.process_kill_grace, observer=config.metrics))
+                              kill_grace=config.process_kill_grace, observer=config.metrics,
+                              preload=config.preload))
         """Where sync handlers run (see ``_threads``)."""
         self.threads.rules = self.rules  # (what a handler reads through registered_rules)
         self.state: Any = None

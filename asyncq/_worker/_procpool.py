@@ -11,6 +11,12 @@ whose task is cancelled (its timeout or deadline passed, a cancel request, shutd
 child stopped — SIGTERM, then SIGKILL after ``kill_grace`` — and a fresh child takes its slot.
 With ``max_memory_per_child`` a child reports its resident memory with each answer and one
 over the cap is replaced once its task has ended (the task's outcome is kept, as in Celery).
+
+A child leads its own process group: a run stopped at its limit, on cancel or at shutdown has
+the whole group stopped, so a process the handler started does not outlive it; a child that
+exits is noticed when it exits (its process sentinel), not when the last process holding its
+pipe does. A result larger than ``RESULT_MAX_BYTES`` is refused in the child, and an answer
+of more than a few KiB is read and decoded in a thread, never on the event loop.
 """
 
 from __future__ import annotations
@@ -34,7 +40,12 @@ from typing import Any, Protocol
 
 import orjson
 
-from .._errors import ChildProcessDied, ProcessHandlerError, SoftTimeLimitExceeded
+from .._errors import (
+    ChildProcessDied,
+    ProcessHandlerError,
+    ResultError,
+    SoftTimeLimitExceeded,
+)
 from .._log import get_logger
 from .._model._options import ParsedOptions
 from .._model._payload import encode_payload
@@ -88,6 +99,13 @@ definition (the decorator form) or the function itself (the call form,
 def typed_ref(fn: object, what: str) -> str:
     """``handler_ref`` of a typed task's function, marked as such (``TYPED_REF``)."""
     return handler_ref(fn, what) + TYPED_REF
+
+
+RESULT_MAX_BYTES = 512 * 1024 * 1024
+"""Largest result a process-run handler may return, encoded: Redis holds at most 512 MiB in
+one value (its default ``proto-max-bulk-len``). A larger one fails the run in the child, with
+the error an unstorable result gets (ResultError, "handler result cannot be stored"), before
+it is sent."""
 
 
 # -- the child
@@ -149,8 +167,9 @@ class _ChildProgress:
         value, message, data = latest
         self._sent_at = time.monotonic()
         with contextlib.suppress(OSError, EOFError):
-            self._conn.send_bytes(orjson.dumps({"progress": [value, message],
-                                                "d": data is not None}))
+            self._conn.send_bytes(orjson.dumps({
+                "progress": [value, None if message is None else _utf8(message)],
+                "d": data is not None, "n": len(data or b"")}))
             self._conn.send_bytes(data or b"")
 
     def close(self) -> None:
@@ -232,12 +251,18 @@ _STARTED = orjson.dumps({"started": True})
 imported the handler, so the run's limit counts from now."""
 
 
-def _child_main(conn: Connection) -> None:
+def _child_main(conn: Connection, max_result: int = RESULT_MAX_BYTES,
+                preload: tuple[str, ...] = ()) -> None:
     """A child's loop: run one task per message until the worker closes the pipe. Only bytes
-    cross the pipe (JSON headers and the payload/result as stored): never a pickle."""
+    cross the pipe (JSON headers and the payload/result as stored): never a pickle. Each
+    answer is a small JSON head (``n``: the size of the body that follows) and a body."""
+    with contextlib.suppress(OSError):  # (its own group: stopped with whatever it starts)
+        os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGALRM, _on_soft_limit)
+    for name in preload:  # (imported by the fork server already, unless another pool ran it)
+        importlib.import_module(name)
     handlers: dict[str, Callable[[Task], Any]] = {}
     while True:
         try:
@@ -268,13 +293,17 @@ def _child_main(conn: Connection) -> None:
             try:
                 raw, enc = encode_payload(value)
             except ValueError as exc:
-                raise ValueError(f"handler result cannot be stored: {exc}") from exc
+                raise ResultError(f"handler result cannot be stored: {exc}") from exc
+            if len(raw) > max_result:
+                size = len(raw)
+                raw = b""
+                raise ResultError(f"handler result cannot be stored: it is {size} bytes "
+                                 f"encoded, more than the {max_result} bytes a result may "
+                                 f"hold (Redis keeps at most 512 MiB in one value)")
             head: dict[str, Any] = {"ok": True, "enc": enc}
         except Exception as exc:  # the run's error: its type, arguments (if JSON) and text
-            head = {"ok": False, "type": f"{type(exc).__module__}:{type(exc).__qualname__}",
-                    "text": str(exc), "traceback": traceback.format_exc()}
-            with contextlib.suppress(TypeError, orjson.JSONEncodeError):
-                head["args"] = orjson.loads(orjson.dumps(list(exc.args)))
+            head, raw = _failure(exc)
+        head["n"] = len(raw)
         if meta.get("rss"):  # (the worker caps memory: one small file read per task)
             head["rss_kib"] = resident_kib()
         try:
@@ -282,6 +311,42 @@ def _child_main(conn: Connection) -> None:
             conn.send_bytes(raw)
         except (OSError, EOFError):
             return
+
+
+def _failure(exc: BaseException) -> tuple[dict[str, Any], bytes]:
+    """The head and body that tell the worker about the run's error ``exc``: its type (in the
+    head), its text, traceback and JSON arguments (in the body). Whatever the exception holds
+    (text that is not valid UTF-8, a ``__str__`` that raises), what it is gets through."""
+    kind = type(exc)
+    name = _utf8(f"{kind.__module__}:{kind.__qualname__}")[:1000]
+    try:
+        text = str(exc)
+    except Exception as broken:
+        text = f"<the error's text could not be made: {type(broken).__name__}>"
+    try:
+        trace = traceback.format_exc()
+    except Exception:
+        trace = ""
+    body: dict[str, Any] = {"text": _utf8(text), "traceback": _utf8(trace)}
+    for args in (exc.args, [_utf8(a) if isinstance(a, str) else a for a in exc.args]):
+        try:
+            body["args"] = orjson.loads(orjson.dumps(list(args)))
+            break
+        except Exception:
+            continue
+    return {"ok": False, "type": name}, orjson.dumps(body)
+
+
+def _utf8(text: object) -> str:
+    """``text`` as a str JSON can carry: lone surrogates (and anything else UTF-8 cannot
+    encode) written as backslash escapes."""
+    if not isinstance(text, str):
+        text = repr(text)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
 
 
 async def _awaited(value: Any) -> Any:
@@ -292,7 +357,7 @@ async def _awaited(value: Any) -> Any:
 
 
 class _Child:
-    __slots__ = ("conn", "proc", "refs", "runs")
+    __slots__ = ("conn", "exited", "proc", "refs", "runs")
 
     def __init__(self, proc: BaseProcess, conn: Connection) -> None:
         self.proc = proc
@@ -300,6 +365,8 @@ class _Child:
         self.runs = 0
         self.refs: set[str] = set()
         """The handlers it has imported (a run of another one starts with its import)."""
+        self.exited = False
+        """Its process exited (seen by its sentinel during a run)."""
 
 
 class RunLimits(Protocol):
@@ -317,13 +384,19 @@ class RunLimits(Protocol):
 
 
 START_BUDGET = 60.0
-"""Seconds a fresh child (or one new to a handler) may take to start up and import the
-handler's module before its run is stopped as timed out; its time limit counts only after."""
+"""The cold-start budget: seconds a fresh child (or one new to a handler) may take to start
+up and import the handler's module before its run is stopped as timed out. It is separate
+from the run's time limit, which counts only once the handler starts."""
 
 
 _INLINE_SEND = 32 * 1024
 """Payloads up to this size are written to a child's pipe from the event loop (the pipe's
 buffer holds them); larger ones from a thread."""
+
+_INLINE_READ = 4000
+"""A message body up to this size is read from a child's pipe on the event loop (the child
+wrote it whole, in one write of less than the pipe's atomic size); a larger one is read, and
+decoded, in a thread."""
 
 
 def _send(conn: Connection, head: bytes, payload: bytes) -> None:
@@ -336,30 +409,93 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def _context() -> Any:
+def _context(preload: tuple[str, ...] = ()) -> Any:
     """The multiprocessing context children are started with; the fork server (started by
-    the first child, once per worker process) preloads this module, so asyncq is imported
-    once, not by every child it forks: a replaced child starts in tens of ms. Called when a
-    first child is needed, so a worker without process handlers changes nothing."""
+    the first child, once per worker process) preloads this module and the ``preload``
+    modules, so they are imported once, not by every child it forks: a replaced child starts
+    in tens of ms. Called when a first child is needed, so a worker without process handlers
+    changes nothing."""
     ctx = multiprocessing.get_context(start_method())
     if start_method() == "forkserver":
-        ctx.set_forkserver_preload([__name__])
+        ctx.set_forkserver_preload([__name__, *preload])
     return ctx
+
+
+def _signal_group(pid: int, signum: int) -> bool:
+    """Send ``signum`` to the process group ``pid`` leads (0: only ask whether it exists);
+    False when no process of it is left."""
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _end_group(pid: int, grace: float) -> None:
+    """Stop what is left of a child's process group (processes its handler started): SIGTERM,
+    SIGKILL to those still there after ``grace`` seconds. Nothing when the group is gone."""
+    if not _signal_group(pid, signal.SIGTERM):
+        return
+    give_up = time.monotonic() + grace
+    while time.monotonic() < give_up:
+        time.sleep(0.01)
+        if not _signal_group(pid, 0):
+            return
+    _signal_group(pid, signal.SIGKILL)
+
+
+class _ExitWatch:
+    """Watches a child's process sentinel during a run: when the child exits, the rest of its
+    process group is killed (it runs no task any more) and the run's wait ends at once, even
+    if a process the handler started still holds the pipe open."""
+
+    __slots__ = ("child", "fd", "loop", "wake")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, child: _Child) -> None:
+        self.loop = loop
+        self.child = child
+        self.wake: asyncio.Future[None] | None = None
+        self.fd = child.proc.sentinel
+        loop.add_reader(self.fd, self._exited)
+
+    def _exited(self) -> None:
+        self.loop.remove_reader(self.fd)
+        self.child.exited = True
+        if self.child.proc.pid is not None:
+            _signal_group(self.child.proc.pid, signal.SIGKILL)
+        _wake(self.wake)
+
+    def close(self) -> None:
+        self.loop.remove_reader(self.fd)
+
+
+def _wake(future: asyncio.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
+
+
+Reply = tuple[dict[str, Any], bytes, tuple[bool, Any] | None]
+"""A child's message: its head, its body, and for an answer read in a thread its meaning
+already decoded (``_decode``; None: decode it)."""
 
 
 class ProcessPool:
     """At most ``size`` child processes running handlers; a child is started when a task
     needs one and none is idle, retired after ``max_tasks_per_child`` runs (0: never) or
     once its resident memory exceeds ``max_memory_per_child`` KiB after a task (0: no cap),
-    and killed and replaced when its run is cancelled."""
+    and killed and replaced when its run is cancelled. ``preload``: modules imported once by
+    the fork server before it starts children (so by every child before its first task)."""
 
     def __init__(self, size: int, *, max_tasks_per_child: int = 0,
                  max_memory_per_child: int = 0, kill_grace: float = 1.0,
-                 observer: object = None) -> None:
+                 observer: object = None, preload: tuple[str, ...] = ()) -> None:
         self.size = size
         self.max_tasks_per_child = max_tasks_per_child
         self.max_memory_per_child = max_memory_per_child
         self.kill_grace = kill_grace
+        self.preload = tuple(preload)
+        self.max_result_bytes = RESULT_MAX_BYTES
+        """Largest encoded result a child sends back (larger: the run fails in the child)."""
         self._over_memory_hook = getattr(observer, "process_over_memory", None)
         self.limits: RunLimits | None = None
         """The worker's time limits of the runs (None: a run's limit is the worker's alone)."""
@@ -382,10 +518,11 @@ class ProcessPool:
 
     def _start_child(self) -> _Child:
         if self._ctx is None:
-            self._ctx = _context()
+            self._ctx = _context(self.preload)
         parent, child = self._ctx.Pipe(duplex=True)
-        proc = self._ctx.Process(target=_child_main, args=(child,), daemon=True,
-                                 name="asyncq-handler")
+        proc = self._ctx.Process(target=_child_main,
+                                 args=(child, self.max_result_bytes, self.preload),
+                                 daemon=True, name="asyncq-handler")
         proc.start()
         child.close()
         started = _Child(proc, parent)
@@ -396,8 +533,9 @@ class ProcessPool:
                   on_progress: ProgressForward | None = None) -> Any:
         """Run the handler ``ref`` in a child on the task's bytes; its return value (as it
         will be stored: bytes, or the JSON value) or its error. Cancelling this stops the
-        child (SIGTERM, SIGKILL after ``kill_grace``) and starts another in its place.
-        ``on_progress`` receives the handler's progress reports (on the loop) as they come."""
+        child and its process group (SIGTERM, SIGKILL after ``kill_grace``) and starts another
+        child in its place. ``on_progress`` receives the handler's progress reports (on the
+        loop) as they come."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.size)
         limits, task_id = self.limits, meta["id"]
@@ -433,12 +571,16 @@ class ProcessPool:
             raise
         child.runs += 1
         worn = bool(self.max_tasks_per_child) and child.runs >= self.max_tasks_per_child
-        if self._over_memory(child, reply[0].get("rss_kib"), meta) or worn:
+        if (self._over_memory(child, reply[0].get("rss_kib"), meta) or worn
+                or child.exited):
             self._spawn(self._replace(child, lost=False))
         else:
             self._idle.append(child)
             self._slots.release()
-        return _unpack(reply)
+        ok, value = reply[2] if reply[2] is not None else _decode(reply[0], reply[1])
+        if not ok:
+            raise value
+        return value
 
     @staticmethod
     def _started(limits: RunLimits, task_id: str, child: _Child, ref: str) -> None:
@@ -464,44 +606,65 @@ class ProcessPool:
 
     async def _exchange(self, child: _Child, head: bytes, payload: bytes,
                         on_progress: ProgressForward | None = None,
-                        on_start: Callable[[], None] | None = None,
-                        ) -> tuple[dict[str, Any], bytes]:
+                        on_start: Callable[[], None] | None = None) -> Reply:
+        """Send the task to ``child`` and return its answer, handing on its progress reports
+        and its start on the way; ChildProcessDied when it exits first."""
         loop = asyncio.get_running_loop()
-        answer: asyncio.Future[tuple[dict[str, Any], bytes]] = loop.create_future()
-        fd = child.conn.fileno()
-
-        def readable() -> None:
-            if answer.done():
-                loop.remove_reader(fd)
-                return
+        watch = _ExitWatch(loop, child)  # (from the send on: a large one waits for the child)
+        try:
             try:
-                reply = (orjson.loads(child.conn.recv_bytes()), child.conn.recv_bytes())
+                if len(payload) > _INLINE_SEND:  # (a write that could fill the pipe: a thread)
+                    await asyncio.to_thread(_send, child.conn, head, payload)
+                else:
+                    _send(child.conn, head, payload)
+            except OSError as exc:  # (it exited while idle, or during the send)
+                child.proc.join(0.1)
+                raise ChildProcessDied(
+                    f"the process running the handler (pid {child.proc.pid}) exited with "
+                    f"code {child.proc.exitcode} before it was sent its task") from exc
+            while True:
+                reply = await self._receive(loop, child, watch)
                 if "progress" in reply[0]:  # a progress report: the answer comes later
                     if on_progress is not None:
                         _forward(on_progress, reply)
-                    return
-                if "started" in reply[0]:  # the handler starts (asked for: tell_start)
+                elif "started" in reply[0]:  # the handler starts (asked for: tell_start)
                     if on_start is not None:
                         on_start()
-                    return
-                loop.remove_reader(fd)
-                answer.set_result(reply)
-            except (EOFError, OSError, ValueError):  # (ValueError: a message cut short)
-                loop.remove_reader(fd)
-                child.proc.join(0.1)  # (it exited: reaped at once, for its exit code)
-                answer.set_exception(ChildProcessDied(
-                    f"the process running the handler (pid {child.proc.pid}) exited with "
-                    f"code {child.proc.exitcode} before it answered"))
+                else:
+                    return reply
+        finally:
+            watch.close()
 
-        if len(payload) > _INLINE_SEND:  # (a write that could fill the pipe: not on the loop)
-            await asyncio.to_thread(_send, child.conn, head, payload)
-        else:
-            _send(child.conn, head, payload)
-        loop.add_reader(fd, readable)
+    @staticmethod
+    async def _receive(loop: asyncio.AbstractEventLoop, child: _Child,
+                       watch: _ExitWatch) -> Reply:
+        """The child's next message, once its pipe is readable (or it exited): the head on
+        the loop, a large body (and its meaning) in a thread."""
+        conn = child.conn
+        fd = conn.fileno()
+        watch.wake = loop.create_future()
+        loop.add_reader(fd, _wake, watch.wake)
         try:
-            return await answer
+            await watch.wake
         finally:
             loop.remove_reader(fd)
+            watch.wake = None
+        try:
+            if child.exited and not conn.poll(0):
+                raise EOFError
+            head = orjson.loads(conn.recv_bytes())
+            size = head.get("n", 0)
+            if size <= _INLINE_READ:
+                return head, conn.recv_bytes(), None
+            body = await asyncio.to_thread(conn.recv_bytes)
+            if "ok" not in head:
+                return head, body, None
+            return head, b"", await asyncio.to_thread(_decode, head, body)
+        except (EOFError, OSError, ValueError):  # (ValueError: a message cut short)
+            child.proc.join(0.1)  # (it exited: reaped at once, for its exit code)
+            raise ChildProcessDied(
+                f"the process running the handler (pid {child.proc.pid}) exited with "
+                f"code {child.proc.exitcode} before it answered") from None
 
     def _spawn(self, coro: Any) -> None:
         chore = asyncio.get_running_loop().create_task(coro)
@@ -521,9 +684,13 @@ class ProcessPool:
             self._slots.release()
 
     def _stop(self, child: _Child, kill: bool) -> None:
+        """Stop ``child`` and then what is left of its process group. ``kill``: SIGTERM to the
+        group at once, SIGKILL after ``kill_grace``; else the child exits as its pipe closes."""
         self._live.discard(child)
+        pid = child.proc.pid
         if kill:
-            child.proc.terminate()
+            if pid is None or not _signal_group(pid, signal.SIGTERM):
+                child.proc.terminate()  # (killed before it made its own group)
             child.proc.join(self.kill_grace)
             if child.proc.is_alive():
                 child.proc.kill()
@@ -532,9 +699,12 @@ class ProcessPool:
         if child.proc.is_alive():
             child.proc.kill()
             child.proc.join()
+        if pid is not None:
+            _end_group(pid, self.kill_grace)
 
     async def close(self) -> None:
-        """Stop every child (idle ones exit as their pipe closes; busy ones are killed)."""
+        """Stop every child and its process group (idle ones exit as their pipe closes; busy
+        ones are killed)."""
         for chore in list(self._chores):
             with contextlib.suppress(BaseException):
                 await chore
@@ -543,10 +713,10 @@ class ProcessPool:
             await asyncio.to_thread(self._stop, child, child not in idle)
 
 
-def _forward(on_progress: ProgressForward, reply: tuple[dict[str, Any], bytes]) -> None:
+def _forward(on_progress: ProgressForward, reply: Reply) -> None:
     """Hand a child's progress report to the worker; one it refuses (the run was stopped,
     its lease lost) is dropped: the child cannot be told, and its run ends soon."""
-    head, data = reply
+    head, data, _ = reply
     try:
         value, message = head["progress"]
         on_progress(float(value), message if isinstance(message, str) else None,
@@ -556,31 +726,44 @@ def _forward(on_progress: ProgressForward, reply: tuple[dict[str, Any], bytes]) 
                                    error=str(exc))
 
 
-def _unpack(reply: tuple[dict[str, Any], bytes]) -> Any:
-    """The value a child's reply stands for (as the worker will store it), or its error
-    raised again: the handler's exception type when it can be imported and rebuilt from its
-    JSON arguments, else ProcessHandlerError; the child's traceback is added as a note."""
-    head, raw = reply
+def _decode(head: dict[str, Any], body: bytes) -> tuple[bool, Any]:
+    """What a child's answer stands for: ``(True, value)`` (as the worker will store it), or
+    ``(False, error)``: the handler's exception type when it can be imported and rebuilt from
+    its JSON arguments, else ProcessHandlerError; the child's traceback is added as a note."""
     if head["ok"]:
         enc = head["enc"]
         if enc == "n":
-            return None
-        return raw if enc == "b" else orjson.loads(raw)
+            return True, None
+        return True, body if enc == "b" else orjson.loads(body)
+    kind: str = head["type"]
+    try:
+        told = orjson.loads(body)
+        text, trace = str(told["text"]), str(told["traceback"])
+    except (ValueError, KeyError, TypeError):
+        told, text, trace = {}, "(its text was lost)", ""
     exc: BaseException | None = None
-    if "args" in head:
-        module_name, _, qualname = head["type"].partition(":")
+    if "args" in told:
+        module_name, _, qualname = kind.partition(":")
         try:
             cls: Any = importlib.import_module(module_name)
             for part in qualname.split("."):
                 cls = getattr(cls, part)
             if isinstance(cls, type) and issubclass(cls, Exception):
-                exc = cls(*head["args"])
+                exc = cls(*told["args"])
         except Exception:
             exc = None
-    if exc is None or str(exc) != head["text"]:
-        exc = ProcessHandlerError(f"{head['type'].rpartition(':')[2]}: {head['text']}")
-    exc.add_note(f"raised in a handler process:\n{head['traceback']}")
-    raise exc
+    if exc is None or not _told(exc, text):
+        exc = ProcessHandlerError(f"{kind.rpartition(':')[2]}: {text}")
+    exc.add_note(f"raised in a handler process:\n{trace}")
+    return False, exc
+
+
+def _told(exc: BaseException, text: str) -> bool:
+    """Whether ``exc``, rebuilt from its arguments, says what the child said it did."""
+    try:
+        return str(exc) == text
+    except Exception:  # (its __str__ fails here too)
+        return False
 
 
 def child_meta(task: Task, soft_timeout: float | None) -> dict[str, Any]:

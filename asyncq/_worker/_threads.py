@@ -3,8 +3,10 @@
 A thread cannot be killed. When the task running it is cancelled (timeout, deadline, cancel
 request, lost lease, shutdown) the worker stops waiting at once and writes the task's outcome;
 the thread runs on to its end, its result is discarded, and it keeps its slot of the worker's
-thread limit until it returns, so runaway threads cannot pile up beyond that limit; such a
-thread is logged as a warning when its task ends, so a slot is never held silently.
+thread limit until it returns, so runaway threads cannot pile up beyond that limit. Such a
+thread is said to still run — a warning naming its task when the task ends, the metric
+``sync_threads_still_running`` until it returns, and a line when it does — so a slot is
+never held silently.
 
 A handler registered with ``isolate="process"`` (or any importable sync handler when the
 worker's ``sync_handlers`` is "process") runs in the worker's process pool instead (see
@@ -39,6 +41,7 @@ class SyncThreads:
     def __init__(self, size: int, *, procs: ProcessPool | None = None,
                  sync_handlers: str = "thread", observer: object = None) -> None:
         self._left_behind_hook = getattr(observer, "thread_left_behind", None)
+        self._returned_hook = getattr(observer, "thread_returned", None)
         self.procs = procs
         """The worker's process pool (None: none configured; see ``_procpool``)."""
         self.sync_handlers = sync_handlers
@@ -68,7 +71,7 @@ class SyncThreads:
         def release() -> None:  # on the loop, once the thread returned
             self.limiter.release_on_behalf_of(token)
             if state["abandoned"]:
-                self.left_behind -= 1
+                self._returned(task)
 
         def call() -> Any:
             with lock:
@@ -100,10 +103,19 @@ class SyncThreads:
                     "sync handler thread still running after its task ended: it keeps its "
                     "slot until it returns (a thread cannot be stopped; isolate='process' "
                     "runs a handler where it can be killed)", task_id=task.id, type=task.type,
-                    threads_left_behind=self.left_behind)
+                    queue=task.queue, threads_left_behind=self.left_behind)
                 if self._left_behind_hook is not None:
                     self._left_behind_hook(task.queue, task.type)
             raise
+
+    def _returned(self, task: Task) -> None:
+        """The thread of ``task``, left behind when the task ended, returned at last."""
+        self.left_behind -= 1
+        get_logger("worker").info(
+            "sync handler thread left behind returned: its slot is free", task_id=task.id,
+            type=task.type, queue=task.queue, threads_left_behind=self.left_behind)
+        if self._returned_hook is not None:
+            self._returned_hook(task.queue, task.type)
 
 
 _CURRENT: ContextVar[SyncThreads | None] = ContextVar("asyncq_sync_threads", default=None)

@@ -71,6 +71,10 @@ class WorkerMetrics:
             "sync_threads_left_behind", "Sync handler threads still running after their task "
             "ended (timed out, cancelled): each holds a sync_threads slot until it returns",
             labels, **kw)  # type: ignore[arg-type]
+        self.threads_still_running = Gauge(
+            "sync_threads_still_running", "Sync handler threads left behind that still run: "
+            "their task ended (timed out, cancelled), the thread has not returned yet", labels,
+            **kw)  # type: ignore[arg-type]
         self.memory_recycles = Counter(
             "process_memory_recycles", "Handler child processes replaced after a task because "
             "their resident memory passed max_memory_per_child", labels,
@@ -148,7 +152,13 @@ class WorkerMetrics:
         self.limit_deferrals.labels(queue, self._type(task_type)).inc()
 
     def thread_left_behind(self, queue: str, task_type: str) -> None:
-        self.threads_left_behind.labels(queue, self._type(task_type)).inc()
+        kind = self._type(task_type)
+        self.threads_left_behind.labels(queue, kind).inc()
+        self.threads_still_running.labels(queue, kind).inc()
+
+    def thread_returned(self, queue: str, task_type: str) -> None:
+        """A thread left behind returned: it no longer runs."""
+        self.threads_still_running.labels(queue, self._type(task_type)).dec()
 
     def progress_written(self, queue: str, stored: bool) -> None:
         self.progress_writes.labels(queue, "stored" if stored else "refused").inc()

@@ -90,9 +90,10 @@ async def task_action(request: Request) -> Response:
         if action not in _TASK_ACTIONS:
             raise ValueError(f"unknown action {action!r}")
         if action == "cancel":
-            if not await inspector.cancel(task_id, queue=queue):
-                raise ValueError(f"task {task_id!r} is not running: nothing to cancel")
-            return f"cancellation of task {task_id} requested"
+            outcome = await inspector.cancel(task_id, queue=queue)
+            if not outcome:
+                raise ValueError(outcome.told(task_id))
+            return outcome.told(task_id)
         if action == "archive":
             trimmed = await inspector.archive_task(queue, task_id)
             return f"task {task_id}: archive done{_trim_note(trimmed)}"

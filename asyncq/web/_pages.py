@@ -133,8 +133,14 @@ def task_actions(task: TaskInfo) -> list[str]:
     """The actions the task's state allows, as the Inspector would accept them."""
     if task.state is TaskState.ACTIVE:
         return ["cancel"]
-    return [name for name, allowed in (("run", RUNNABLE), ("archive", ARCHIVABLE),
-                                       ("delete", DELETABLE)) if task.state.value in allowed]
+    waiting = ["cancel"] if task.state.value in _CANCEL_REMOVES else []
+    return waiting + [name for name, allowed in (("run", RUNNABLE), ("archive", ARCHIVABLE),
+                                                 ("delete", DELETABLE))
+                      if task.state.value in allowed]
+
+
+_CANCEL_REMOVES = frozenset({"pending", "scheduled", "retry", "aggregating"})
+"""The states of a task waiting to run, which a cancel removes (as Celery's revoke)."""
 
 
 async def task_page(request: Request) -> Response:

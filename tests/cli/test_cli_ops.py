@@ -128,7 +128,7 @@ async def test_task_changes_and_bulk(cli: Cli, asyncq_client: asyncq.Client,
         "5 pending task(s) deleted")
     assert (await cli("task", "runall", "-q", q, "-s", "pending", ok=None)).returncode == 2
     assert [ln.split(":")[0] for ln in out(await cli("task", "cancel", pending.id, "other-id"))
-            .splitlines()] == [f"task {pending.id} is not running", "task other-id is not running"]
+            .splitlines()] == [f"task {pending.id} not found", "task other-id not found"]
 
 
 async def test_group_server_and_stats(cli: Cli, asyncq_client: asyncq.Client,

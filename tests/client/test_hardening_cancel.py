@@ -9,7 +9,7 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, Inspector, ServeMux, Task, Worker
-from asyncq._broker import CANCEL_REQUESTED, LEASE_KEPT, Outcome
+from asyncq._broker import CANCEL_REQUESTED, CANCEL_RUNNING, LEASE_KEPT, Outcome
 from asyncq._broker import _keys as K
 from asyncq._broker._connection import make_broker
 from asyncq._testing.redis_server import RedisServer
@@ -32,25 +32,27 @@ def long_mux(started: anyio.Event, finished: list[str]) -> ServeMux:
     return mux
 
 
-async def test_cancel_says_whether_the_task_was_running(
+async def test_cancel_says_what_it_did(
     asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
     asyncq_redis_url: str, redis_client: Redis,
 ) -> None:
     q = asyncq_queue
     started, finished = anyio.Event(), []
-    pending = await asyncq_client.enqueue("long", queue=q, process_in=3600)
-    assert await asyncq_client.cancel(pending.id, queue=q) is False
-    assert await asyncq_client.cancel("no-such-task") is False
-    assert not await redis_client.exists(K.queue_keys(q).cancel(pending.id))
+    scheduled = await asyncq_client.enqueue("long", queue=q, process_in=3600)
+    assert await asyncq_client.cancel(scheduled.id, queue=q) == "removed"  # (it never runs)
+    assert await asyncq_client.cancel(scheduled.id, queue=q) == "not_found"
+    assert await asyncq_client.cancel("no-such-task") == "not_found"
+    assert not await redis_client.exists(K.queue_keys(q).cancel(scheduled.id))
     info = await asyncq_client.enqueue("long", queue=q)
     async with asyncq_worker(long_mux(started, finished), queues={q: 1}) as w:
         await started.wait()
         async with Inspector(asyncq_redis_url) as inspector:
-            assert await inspector.cancel(info.id) is True  # found without naming the queue
+            assert await inspector.cancel(info.id) == "requested"  # found in its queue
         await w.wait_drained(q)
     state, error = await redis_client.hmget(K.queue_keys(q).task(info.id), "state", "error")
     assert (state, error) == (b"archived", b"TaskCancelledError: task cancelled on request")
     assert finished == []
+    assert await asyncq_client.cancel(info.id) == "ended"
     with pytest.raises(TypeError):
         await asyncq_client.cancel(b"id")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
@@ -66,7 +68,7 @@ async def test_lease_renewal_reports_a_requested_cancellation(
         info = await asyncq_client.enqueue("t", queue=q)
         (raw,), _ = await broker.dequeue(q, 1, OWNER, 30_000, 1000)
         assert await broker.extend_leases(q, [raw.id], OWNER, 30_000) == [LEASE_KEPT]
-        assert await broker.request_cancel(q, info.id) is True
+        assert await broker.request_cancel(q, info.id) == CANCEL_RUNNING
         assert await broker.extend_leases(q, [raw.id], OWNER, 30_000) == [CANCEL_REQUESTED]
         # The run ends and the task runs again: the old request does not cancel the new run.
         assert await broker.finish([Outcome("requeue", q, info.id)], OWNER) == [True]
@@ -97,7 +99,7 @@ async def test_cancel_sent_while_pubsub_reconnects_is_honoured(
                 await started.wait()
             assert await killer.execute_command("CLIENT", "KILL", "TYPE", "pubsub") >= 1
             await anyio.sleep(delay)
-            assert await client.cancel(info.id, queue=q) is True
+            assert await client.cancel(info.id, queue=q) == "requested"
             # The handler would otherwise run for 20 s.
             await wait_until(lambda: _archived(killer, q, info.id), timeout=15,
                              message="cancelled task archived")

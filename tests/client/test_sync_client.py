@@ -125,9 +125,12 @@ async def test_errors_are_raised_as_the_async_client_raises_them_and_timeouts_ap
             sync_client.enqueue("sync:add", max_rety=3)  # type: ignore[call-arg]
         # A running task can be cancelled: wait until it is active, then cancel it.
         active = sync_client.enqueue("sync:hang", queue=asyncq_queue)
-        while not sync_client.cancel(active.id, queue=asyncq_queue):
-            with pytest.raises(WaitTimeoutError):
+        while True:
+            with pytest.raises(WaitTimeoutError) as waited:
                 sync_client.wait(active, timeout=0.05)
+            if waited.value.info is not None and waited.value.info.state is TaskState.ACTIVE:
+                break
+        assert sync_client.cancel(active.id, queue=asyncq_queue) == "requested"
         assert sync_client.wait(active, timeout=10).state is TaskState.ARCHIVED
 
     async with asyncq_worker(mux, queues={asyncq_queue: 2}, shutdown_timeout=1):

@@ -169,7 +169,9 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         ids = [t.id for t in leased]
         assert len(ids) == 8
         assert await broker.extend_leases(q, ids, OWNER, LEASE_MS) == [True] * 8
-        assert await client.cancel(ids[0], queue=q) is True
+        assert await client.cancel(ids[0], queue=q) == "requested"
+        waiting = await client.enqueue("t", queue=q)  # (cancelled while waiting: removed)
+        assert await client.cancel(waiting.id, queue=q) == "removed"
         assert (await broker.extend_leases(q, ids[:1], OWNER, LEASE_MS)) == [2]
         assert await broker.maintenance.quarantine(q, [b"\xff"]) == ["invalid-id:ff"]
         await broker.write_result(q, ids[0], b"partial")

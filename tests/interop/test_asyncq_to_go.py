@@ -169,7 +169,7 @@ async def test_asyncq_inspector_cancels_go_task_and_reads_result(asynq_go: GoPro
         assert [w.task_id for w in listed.active_workers] == [hang.id]
         assert listed.queues == {queue: 1}
 
-        assert await inspector.cancel(hang.id) is True
+        assert await inspector.cancel(hang.id) == "requested"
         book = await server.wait_ends(2, timeout=15)
         assert {(e["id"], e["outcome"]) for e in book.ends} == {
             (result.id, "ok"), (hang.id, "canceled")}

@@ -45,7 +45,8 @@ def test_cancel_a_running_task(page: Any, portal: BlockingPortal,
         page.click(f'#active-rows a:text-is("{info.id}")')
         expect(page.locator("#task-state")).to_have_text("active")
         page.click('button[data-action="cancel"]')
-        expect(page.locator(".flash.ok")).to_contain_text(f"cancellation of task {info.id}")
+        expect(page.locator(".flash.ok")).to_contain_text(
+            f"cancellation recorded for running task {info.id}")
         final = redis_calls(lambda c, i: c.wait(info.id, queue=queue, timeout=30))
         assert final.state.value == "archived" and final.retried == 0  # no retry after cancel
         assert "cancel" in (final.last_error or "").lower()

@@ -231,7 +231,7 @@ class AsynqBroker:
         return [reply_error(call.name, r) if isinstance(r, Exception) else _code(r)
                 for call, r in zip(calls, out, strict=True)]
 
-    async def request_cancel(self, queue: str, task_id: str) -> bool:
+    async def request_cancel(self, queue: str, task_id: str) -> int:
         return await self.servers.request_cancel(queue, task_id)
 
     async def publish_cancel(self, task_id: str) -> None:

@@ -23,7 +23,7 @@ from google.protobuf.message import DecodeError as PBDecodeError  # type: ignore
 
 from ..._clock import Clock
 from ..._errors import DecodeError
-from .._replies import text
+from .._replies import number, text
 from .._runner import ScriptRunner
 from . import _codec
 from . import _keys as K
@@ -201,10 +201,13 @@ class AsynqServers:
                 continue
         return out
 
-    async def request_cancel(self, queue: str, task_id: str) -> bool:
-        return bool(await self.runner.run("asynq_request_cancel",
-                                          [K.queue_keys(queue).task(task_id)],
-                                          [task_id, K.CANCEL_CHANNEL]))
+    async def request_cancel(self, queue: str, task_id: str) -> int:
+        qk = K.queue_keys(queue)
+        return number(await self.runner.run(
+            "asynq_request_cancel",
+            [qk.task(task_id), qk.pending, qk.scheduled, qk.retry, qk.archived, qk.completed,
+             qk.groups, qk.aggregation_sets],
+            [task_id, qk.group_prefix, K.CANCEL_CHANNEL]))
 
     async def publish_cancel(self, task_id: str) -> None:
         """As Go's Inspector.CancelProcessing: the task id published on ``asynq:cancel``."""

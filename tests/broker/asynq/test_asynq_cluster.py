@@ -12,7 +12,7 @@ import pytest
 from redis.crc import key_slot
 
 from asyncq import Client, FakeClock, Scheduler, Task
-from asyncq._broker import Outcome
+from asyncq._broker import CANCEL_REMOVED, CANCEL_RUNNING, Outcome
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._scripts import asynq_scripts
 from asyncq._broker._limit_values import LimitClaim, LimitHold, LimitSpec
@@ -79,7 +79,9 @@ async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
     assert await cbroker.pause(q) and await cbroker.unpause(q)
     # phase 2, the worker's runtime: cancellation, recovery, janitor, groups, server state
     [again], _ = await cbroker.dequeue(q, 1, OWNER, 30_000, 1000)
-    assert await cbroker.request_cancel(q, again.id) is True
+    assert await cbroker.request_cancel(q, again.id) == CANCEL_RUNNING
+    waiting = await client.enqueue("t", queue=q)  # (cancelled while waiting to run: removed)
+    assert await cbroker.request_cancel(q, waiting.id) == CANCEL_REMOVED
     assert await cbroker.extend_leases(q, [again.id], OWNER, 30_000) == [2]
     assert [t.id for t in await cbroker.list_lease_expired(q, now + 3_600_000, 10)] == [again.id]
     later = cbroker.clock.now_ms() + 3_600_000

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 
 from asyncq import Client, FakeClock
-from asyncq._broker import Outcome, server_info
+from asyncq._broker import CANCEL_MISSING, CANCEL_REMOVED, CANCEL_RUNNING, Outcome, server_info
 from asyncq._broker._asynq import _codec
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
@@ -187,7 +187,7 @@ async def test_request_cancel_publishes_and_marks_only_this_run(
         asyncq_queue: str) -> None:
     task = await aclient.enqueue("t", queue=asyncq_queue)
     [_], _ = await abroker.dequeue(asyncq_queue, 1, OWNER, 30_000, 1000)
-    assert await abroker.request_cancel(asyncq_queue, task.id) is True
+    assert await abroker.request_cancel(asyncq_queue, task.id) == CANCEL_RUNNING
     assert await next_message(cancels) == task.id.encode()
     # the run's lease renewal reports it (a worker that missed the message still stops it)
     assert await abroker.extend_leases(asyncq_queue, [task.id], OWNER, 30_000) == [2]
@@ -198,14 +198,18 @@ async def test_request_cancel_publishes_and_marks_only_this_run(
     assert await abroker.extend_leases(asyncq_queue, [task.id], OWNER, 30_000) == [1]
 
 
-async def test_request_cancel_of_a_task_not_running_does_nothing(
+async def test_request_cancel_of_a_task_waiting_to_run_removes_it(
         abroker: AsynqBroker, aclient: Client, redis_client: Redis, cancels: PubSub,
         asyncq_queue: str) -> None:
+    """As Go's DeleteTask: out of the pending list, its hash deleted; nothing published."""
+    qk = K.queue_keys(asyncq_queue)
     task = await aclient.enqueue("t", queue=asyncq_queue)
-    assert await abroker.request_cancel(asyncq_queue, task.id) is False
-    assert await abroker.request_cancel(asyncq_queue, "no-such-task") is False
+    assert await abroker.request_cancel(asyncq_queue, task.id) == CANCEL_REMOVED
+    assert await abroker.request_cancel(asyncq_queue, task.id) == CANCEL_MISSING
+    assert await abroker.request_cancel(asyncq_queue, "no-such-task") == CANCEL_MISSING
     assert await next_message(cancels, 0.3) is None
-    assert await redis_client.hget(K.queue_keys(asyncq_queue).task(task.id), K.F_CANCEL) is None
+    assert not await redis_client.exists(qk.task(task.id))
+    assert await redis_client.lrange(qk.pending, 0, -1) == []
 
 
 async def test_a_go_run_is_cancelled_by_the_message_alone(
@@ -215,7 +219,7 @@ async def test_a_go_run_is_cancelled_by_the_message_alone(
     qk = K.queue_keys(asyncq_queue)
     msg = _codec.encode(_codec.AsynqTask(type="go", payload=b"", id="g1", queue=asyncq_queue))
     await redis_client.hset(qk.task("g1"), mapping={"msg": msg, "state": "active"})
-    assert await abroker.request_cancel(asyncq_queue, "g1") is True
+    assert await abroker.request_cancel(asyncq_queue, "g1") == CANCEL_RUNNING
     assert await next_message(cancels) == b"g1"
     assert await redis_client.hget(qk.task("g1"), K.F_CANCEL) is None
     await abroker.publish_cancel("g2")

@@ -65,21 +65,25 @@ async def test_cancel_a_running_task_through_the_client(
     assert [type(e) for e in hooked] == [TaskCancelledError]
 
 
-async def test_cancelling_a_task_that_is_not_running_changes_nothing(
+async def test_cancelling_a_task_that_is_not_running_removes_it_and_stops_no_run(
     asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str, redis_client: Redis,
 ) -> None:
+    """A scheduled task cancelled never runs (removed); the cancel message it sends changes
+    nothing for the task due after it."""
     ran: list[str] = []
     mux = ServeMux()
 
     @mux.handler("t")
     async def handler(task: Task) -> None:
-        ran.append(task.type)
+        ran.append(task.id)
 
     async with asyncq_worker(mux, queues={asyncq_queue: 1}, forward_interval=0.1) as w:
-        info = await asyncq_client.enqueue("t", queue=asyncq_queue, process_in=0.2)
-        await asyncq_client.cancel(info.id)
+        info = await asyncq_client.enqueue("t", queue=asyncq_queue, process_in=30)
+        later = await asyncq_client.enqueue("t", queue=asyncq_queue, process_in=0.3)
+        assert await asyncq_client.cancel(info.id) == "removed"  # (long before it was due)
+        assert await asyncq_client.cancel("not-" + later.id) == "not_found"
         await wait_until(lambda: ran, timeout=30)
         await w.wait_drained(include_scheduled=True)
-    assert ran == ["t"]
+    assert ran == [later.id]
 
 

@@ -52,6 +52,8 @@ SAMPLES: dict[str, tuple[list[str], dict[str, Any]]] = {
     "max_memory_per_child": (["--max-memory-per-child", "204800"],
                              {"max_memory_per_child": 204800}),
     "process_kill_grace": (["--process-kill-grace", "0.5"], {"process_kill_grace": 0.5}),
+    "preload": (["--preload", "json", "--preload", "email.message"],
+                {"preload": ("json", "email.message")}),
     "extra": (["--extra", "zone=a", "--extra", "v=2"], {"extra": {"zone": "a", "v": "2"}}),
     "health_port": (["--health-port", "8081"], {"health_port": 8081}),
     "health_host": (["--health-host", "0.0.0.0"], {"health_host": "0.0.0.0"}),
