@@ -12,6 +12,7 @@ from asyncq._defaults import RESULT_RETENTION
 from asyncq._errors import TaskNotFoundError
 from asyncq._inspector._inspector import Inspector
 from asyncq._model._info import TaskInfo
+from asyncq._model._rules import handler_rules
 from asyncq._validate import validate_queue_name
 
 from ._bridge import LoopBridge
@@ -26,10 +27,7 @@ from ._compat import (
 )
 from ._priority import DEFAULT_PRIORITIES, Bands, parse_priorities
 from ._results import result_of, task_payload
-
-#: The framework runs a task once: a call that raises is FAILED, not retried, unless the
-#: backend's OPTIONS say MAX_RETRY.
-_NO_RETRY = 0
+from ._task import AsyncqTask
 
 #: How long a completed call is kept (seconds) unless OPTIONS say RETENTION: as asyncq keeps
 #: a task that returned a value, and the same for one that returned None (asyncq would leave
@@ -46,12 +44,16 @@ class AsyncqBackend(BaseTaskBackend):
     ["default"], "OPTIONS": {"URL": "redis://..."}}}``. Each call becomes an asyncq task whose
     type is the function's dotted path, whose payload is its arguments (JSON) and whose asyncq
     queue is its ``queue_name`` (``<queue_name>:<band>`` for a priority band); its result id
-    is the asyncq task id. OPTIONS: ``URL`` (required), ``MAX_RETRY`` (default 0: a failing
-    call is FAILED at once), ``TIMEOUT`` (seconds; default asyncq's), ``RETENTION`` (seconds a
-    completed call is kept, whether it returned a value or None; default 600),
-    ``PRIORITIES`` (band name -> threshold, default ``{"high": 1, "low": -1}``; ``{}`` turns
-    priority off, and ``supports_priority`` with it: see ``_priority``).
+    is the asyncq task id; its options are its definition's (``AsyncqTask``, the backend's
+    ``task_class``). OPTIONS: ``URL`` (required); ``MAX_RETRY``, ``TIMEOUT`` (seconds) and
+    ``RETENTION`` (seconds a completed call is kept, whether it returned a value or None;
+    default 600), the defaults of its tasks' definitions, which the worker applies however a
+    call was enqueued (see ``_mux.rules_of``); ``PRIORITIES`` (band name -> threshold,
+    default ``{"high": 1, "low": -1}``; ``{}`` turns priority off, and ``supports_priority``
+    with it: see ``_priority``).
     """
+
+    task_class = AsyncqTask
 
     supports_defer = True
     supports_async_task = True
@@ -83,11 +85,17 @@ class AsyncqBackend(BaseTaskBackend):
             raise ImproperlyConfigured(f"TASKS[{alias!r}] OPTIONS {exc}") from None
         self.supports_priority = self.bands.enabled
         self.url: str = url
-        self.enqueue_options: dict[str, Any] = {
-            "max_retry": self.options.get("MAX_RETRY", _NO_RETRY),
+        self.rule_defaults: dict[str, Any] = {
             "retention": self.options.get("RETENTION", _RETENTION)}
+        """The ``ServeMux.handle`` options of its tasks that their definitions leave out."""
+        if "MAX_RETRY" in self.options:
+            self.rule_defaults["max_retry"] = self.options["MAX_RETRY"]
         if "TIMEOUT" in self.options:
-            self.enqueue_options["timeout"] = self.options["TIMEOUT"]
+            self.rule_defaults["timeout"] = self.options["TIMEOUT"]
+        try:
+            handler_rules(**self.rule_defaults, what=f"TASKS[{alias!r}] OPTIONS")
+        except (TypeError, ValueError) as exc:
+            raise ImproperlyConfigured(str(exc)) from None
         self._bridge = LoopBridge(lambda: Client(self.url))
 
     def validate_task(self, task: Task[Any, Any]) -> None:
@@ -106,8 +114,8 @@ class AsyncqBackend(BaseTaskBackend):
         except TypeError as exc:
             raise TypeError(f"the arguments of {task.module_path} must be JSON values "
                             f"(str, int, float, bool, None, list, dict): {exc}") from None
-        options = dict(self.enqueue_options,
-                       queue=self.bands.queue_for(task.queue_name, task.priority))
+        options = task.enqueue_options() if isinstance(task, AsyncqTask) else {}
+        options["queue"] = self.bands.queue_for(task.queue_name, task.priority)
         if task.run_after is not None:
             options["process_at"] = task.run_after
         return payload, options

@@ -100,7 +100,7 @@ def give_up(order):
     raise SkipRetry(f"order {order} is gone")
 
 
-@task(queue_name=PATIENT_QUEUE, backend="patient")
+@task(queue_name=PATIENT_QUEUE, backend="patient", retry_on=ConnectionError)
 def send_mail(order):
-    """Fails with an error its registration does not retry (shop.asyncq_app: retry_on)."""
+    """Fails with an error its definition does not retry (retry_on)."""
     raise ValueError(f"no address for order {order}")

@@ -1,0 +1,100 @@
+"""How a worker runs Django tasks: ``register(mux, task)`` puts a framework task on a ServeMux
+under its dotted path with the options of its definition over its backend's and Django's
+defaults (``rules_of``); ``TaskMux`` registers each Django task the first time the worker
+meets its type, so ``manage.py asyncq_worker`` needs no list of tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asyncq._errors import Retry
+from asyncq._log import get_logger
+from asyncq._worker._mux import ServeMux
+
+from ._compat import Task
+from ._results import framework_task
+
+DJANGO_MAX_RETRY = 3
+"""Retries of a Django task whose definition and backend set neither ``max_retry`` nor
+``retry_on``: used only by a run its worker lost (killed, or its host gone) and by a task
+that raises ``asyncq.Retry``; an exception it raises fails it at once (the framework's
+contract). Three, as Celery's ``max_retries``."""
+
+ONLY_ASKED = (Retry,)
+"""The ``retry_on`` of such a task: no exception of its own is retried (a lost run and
+``asyncq.Retry`` always may be)."""
+
+
+def rules_of(task: Task[Any, Any]) -> dict[str, Any]:
+    """The ``ServeMux.handle`` options of ``task``: its definition's, else its backend's
+    OPTIONS (MAX_RETRY, TIMEOUT, RETENTION), else Django's defaults: ``DJANGO_MAX_RETRY``
+    with ``ONLY_ASKED`` when no retry option is set anywhere, and the backend's retention
+    (a call that returned None is kept as long as one that returned a value)."""
+    from ._backend import AsyncqBackend
+
+    backend = task.get_backend()
+    options: dict[str, Any] = (dict(backend.rule_defaults)
+                               if isinstance(backend, AsyncqBackend) else {})
+    defined = task.defined() if hasattr(task, "defined") else {}
+    options.update(defined)
+    if "max_retry" not in options and "retry_on" not in options:
+        options["max_retry"] = DJANGO_MAX_RETRY
+        options["retry_on"] = ONLY_ASKED
+    options.setdefault("max_retry", DJANGO_MAX_RETRY)
+    return options
+
+
+def register(mux: ServeMux, *tasks: Task[Any, Any] | str) -> None:
+    """Register each Django task (the ``@task`` object or its dotted path) on ``mux`` under
+    its dotted path, with the options its definition gives (``rules_of``): sync functions
+    run in the worker's threads, async ones on its loop, ``isolate="process"`` ones in its
+    pool of child processes (Django is set up there on first use, or once in the fork server
+    when the worker preloads ``asyncq.contrib.django.worker``). A path that is not a task is
+    a TypeError, a task registered twice a ValueError."""
+    from ._runner import run_django_task
+    from .worker import run_in_child
+
+    for item in tasks:
+        task = framework_task(item) if isinstance(item, str) else item
+        if not isinstance(task, Task):
+            raise TypeError(f"register takes Django tasks (decorated with @task) or their "
+                            f"dotted paths, got {item!r}")
+        options = rules_of(task)
+        handler = run_in_child if options.get("isolate") == "process" else run_django_task
+        mux.handle(task.module_path, handler, **options)
+
+
+class TaskMux(ServeMux):
+    """A ServeMux that runs every Django task: a task type that no registration matches and
+    that names a ``@task`` object is registered (``register``) when the worker first meets
+    it, before its first run; anything else has no handler, as with a plain ServeMux. Add
+    handlers of your own and middlewares as to any ServeMux."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._looked_up: set[str] = set()
+
+    def _discover(self, task_type: str) -> None:
+        if task_type in self._looked_up or len(self._looked_up) >= 10_000:
+            return
+        self._looked_up.add(task_type)
+        if ServeMux.match(self, task_type) is not None:
+            return
+        try:
+            task = framework_task(task_type)
+        except (ImportError, TypeError, ValueError):
+            return  # not a Django task: no handler (the worker says so)
+        except Exception as exc:  # its module fails to import: say why, once
+            get_logger("django").error("a task type names a module that fails to import",
+                                       task_type=task_type,
+                                       error=f"{type(exc).__name__}: {exc}")
+            return
+        register(self, task)
+
+    def match(self, task_type: str) -> Any:
+        self._discover(task_type)
+        return ServeMux.match(self, task_type)
+
+    def rules_for(self, task_type: str) -> Any:
+        self._discover(task_type)
+        return ServeMux.rules_for(self, task_type)
