@@ -13,6 +13,7 @@ from asyncq._worker._mux import ServeMux
 
 from ._compat import Task
 from ._results import framework_task
+from ._task import DEFINED
 
 DJANGO_MAX_RETRY = 3
 """Retries of a Django task whose definition and backend set neither ``max_retry`` nor
@@ -65,14 +66,22 @@ def register(mux: ServeMux, *tasks: Task[Any, Any] | str) -> None:
 
 
 class TaskMux(ServeMux):
-    """A ServeMux that runs every Django task: a task type that no registration matches and
-    that names a ``@task`` object is registered (``register``) when the worker first meets
-    it, before its first run; anything else has no handler, as with a plain ServeMux. Add
-    handlers of your own and middlewares as to any ServeMux."""
+    """A ServeMux that runs every Django task. Made, it imports the ``tasks`` module of each
+    installed app (as Celery's autodiscovery does) and registers (``register``) every task of
+    an asyncq backend defined so far; a task type met later that names a ``@task`` object
+    elsewhere is registered before its first run (its rate and concurrency limits, if any,
+    apply from the next tasks the worker fetches: define such a task where it is
+    discovered). Anything else has no handler, as with a plain ServeMux. Add handlers of your
+    own and middlewares as to any ServeMux."""
 
     def __init__(self, **kwargs: Any) -> None:
+        from django.utils.module_loading import autodiscover_modules
+
         super().__init__(**kwargs)
         self._looked_up: set[str] = set()
+        autodiscover_modules("tasks")
+        for path in list(DEFINED):
+            self._discover(path)
 
     def _discover(self, task_type: str) -> None:
         if task_type in self._looked_up or len(self._looked_up) >= 10_000:

@@ -38,6 +38,11 @@ CALL_OPTIONS = ("max_retry", "timeout", "retention", "expires_in", "expires_at",
 backend): asyncq enqueue options stored with the call, winning over the definition's."""
 
 
+DEFINED: dict[str, AsyncqTask] = {}
+"""Every task defined so far (imported), by dotted path: the first object made for a path is
+its definition (a ``using`` copy is made from it)."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class AsyncqTask(_FrameworkTask):
     """A ``@task`` function of an asyncq backend, with asyncq's options.
@@ -72,6 +77,7 @@ class AsyncqTask(_FrameworkTask):
         if self.unique is not None:
             _checked_call_options({"unique": self.unique}, what)
         _checked_call_options(self.call_options, what)
+        DEFINED.setdefault(self.module_path, self)
 
     def using(self, *, priority: int | None = None, queue_name: str | None = None,
               run_after: Any = None, backend: str | None = None,

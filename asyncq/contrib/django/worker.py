@@ -27,11 +27,12 @@ from asyncq._model._task import Task  # noqa: E402  (Django is set up first)
 from ._mux import TaskMux  # noqa: E402
 from ._runner import run_isolated  # noqa: E402
 
-mux = TaskMux()
-"""Runs every Django task of the project whose backend is asyncq's (see ``TaskMux``)."""
-
 
 def run_in_child(task: Task) -> Any:
     """The handler a child process of the worker's pool imports for a Django task defined
     with ``isolate="process"``: importing this module set Django up."""
     return run_isolated(task)
+
+
+mux = TaskMux()
+"""Runs every Django task of the project whose backend is asyncq's (see ``TaskMux``)."""

@@ -43,4 +43,10 @@ TASKS = {
         "QUEUES": [os.environ["SHOP_PATIENT_QUEUE"]],
         "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"], "MAX_RETRY": 2},
     },
+    # Its own queue too, for the tests that start (and kill) workers of their own.
+    "spare": {
+        "BACKEND": "asyncq.contrib.django.AsyncqBackend",
+        "QUEUES": [os.environ["SHOP_SPARE_QUEUE"]],
+        "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"]},
+    },
 }
