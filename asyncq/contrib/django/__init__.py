@@ -7,5 +7,7 @@ on a ServeMux of your own."""
 from ._backend import AsyncqBackend
 from ._mux import DJANGO_MAX_RETRY, TaskMux, register
 from ._task import AsyncqTask
+from ._workflows import pipe, step
 
-__all__ = ["DJANGO_MAX_RETRY", "AsyncqBackend", "AsyncqTask", "TaskMux", "register"]
+__all__ = ["DJANGO_MAX_RETRY", "AsyncqBackend", "AsyncqTask", "TaskMux", "pipe", "register",
+           "step"]

@@ -11,9 +11,11 @@ from asyncq._client._client import Client
 from asyncq._defaults import RESULT_RETENTION
 from asyncq._errors import TaskNotFoundError
 from asyncq._inspector._inspector import Inspector
+from asyncq._model._flow import Flow
 from asyncq._model._info import TaskInfo
 from asyncq._model._rules import handler_rules
 from asyncq._validate import validate_queue_name
+from asyncq._workflow import WorkflowHandle
 
 from ._bridge import LoopBridge
 from ._compat import (
@@ -105,12 +107,13 @@ class AsyncqBackend(BaseTaskBackend):
         except ValueError as exc:
             raise InvalidTaskError(str(exc)) from None
 
-    def _prepare(self, task: Task[Any, Any], args: Any, kwargs: Any
-                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def prepare(self, task: Task[Any, Any], args: Any, kwargs: Any
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A call's asyncq payload and enqueue options (its queue: the priority band's)."""
         self.validate_task(task)
         try:
             payload = normalize_json(task_payload(args, kwargs, task.priority, task.run_after,
-                                                  task.queue_name))
+                                                  task.queue_name, task.backend))
         except TypeError as exc:
             raise TypeError(f"the arguments of {task.module_path} must be JSON values "
                             f"(str, int, float, bool, None, list, dict): {exc}") from None
@@ -122,7 +125,7 @@ class AsyncqBackend(BaseTaskBackend):
 
     def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
         """Store the call as an asyncq task (scheduled when ``run_after`` is set)."""
-        payload, options = self._prepare(task, args, kwargs)
+        payload, options = self.prepare(task, args, kwargs)
         info = self._bridge.run(lambda c: c.enqueue(task.module_path, payload, **options))
         result = result_of(info, self.alias, task=task)
         task_enqueued.send(type(self), task_result=result)
@@ -131,12 +134,23 @@ class AsyncqBackend(BaseTaskBackend):
     async def aenqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
         """``enqueue`` from async code, without a thread per call; ``task_enqueued`` is sent
         with ``asend``, so sync receivers run in a thread and may use the database."""
-        payload, options = self._prepare(task, args, kwargs)
+        payload, options = self.prepare(task, args, kwargs)
         info = await self._bridge.arun(
             lambda c: c.enqueue(task.module_path, payload, **options))
         result = result_of(info, self.alias, task=task)
         await task_enqueued.asend(type(self), task_result=result)
         return result
+
+    def enqueue_workflow(self, flow: Flow[Any, Any], **options: Any) -> WorkflowHandle[Any]:
+        """Start an asyncq workflow (``chain``/``group``/``chord`` of ``step``/``pipe`` steps
+        of Django tasks, or of any asyncq steps) from sync code: ``Client.enqueue_workflow``
+        with its options."""
+        return self._bridge.run(lambda c: c.enqueue_workflow(flow, **options))
+
+    async def aenqueue_workflow(self, flow: Flow[Any, Any], **options: Any
+                                ) -> WorkflowHandle[Any]:
+        """``enqueue_workflow`` from async code."""
+        return await self._bridge.arun(lambda c: c.enqueue_workflow(flow, **options))
 
     def get_result(self, result_id: str) -> TaskResult[Any]:
         """The task's status, return value and errors as asyncq holds them now;

@@ -35,7 +35,7 @@ from ._compat import (
     task_finished,
     task_started,
 )
-from ._results import ARGS, KWARGS, bound_task, framework_task
+from ._results import KWARGS, bound_task, call_args, framework_task
 from ._task import RULE_OPTIONS
 
 #: A run stopped this close to its time limit was stopped by it (the worker's timers run on
@@ -56,7 +56,7 @@ class _Call:
         self.rules = rules
         """Its registration's options (``retry_on``): how the worker decides its failure."""
         self.func: Callable[..., Any] = found.func
-        self.args: list[Any] = list(payload.get(ARGS, []))
+        self.args: list[Any] = call_args(payload)
         self.kwargs: dict[str, Any] = dict(payload.get(KWARGS, {}))
         bound = bound_task(found, payload, task.queue)
         self.sender = type(bound.get_backend())

@@ -145,11 +145,13 @@ def test_a_task_is_retried_on_the_one_error_it_names(shop: Shop) -> None:
     assert failed.attempts == 1
 
 
+@pytest.mark.slow
 def test_a_rate_limit_defined_on_a_task_holds(shop: Shop) -> None:
     """``limits=[RateLimit("2/s")]``: 6 calls start at most 2 a second."""
     _check_paced(shop, [0] * 6)
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="each priority band (an asyncq queue) still gets a "
                    "budget of its own: fixed with the rate limit shared across a queue's bands")
 def test_a_rate_limit_is_shared_by_every_priority(shop: Shop) -> None:
@@ -168,6 +170,7 @@ def _check_paced(shop: Shop, priorities: list[int]) -> None:
     assert (starts[4] - starts[0]).total_seconds() >= 1.8, starts
 
 
+@pytest.mark.slow
 def test_a_process_isolated_task_runs_in_a_child_with_its_context_and_signals(
         shop: Shop) -> None:
     """``isolate="process"``: the call runs in a child process of the worker (not the worker),
@@ -194,3 +197,24 @@ def test_a_process_isolated_task_runs_in_a_child_with_its_context_and_signals(
     assert after.status == "SUCCESSFUL"
     empty = _ended(nothing_back.enqueue().id, shop)
     assert (empty.status, empty.return_value) == ("SUCCESSFUL", None)
+
+
+def test_a_chord_of_django_tasks_started_from_django_code(shop: Shop) -> None:
+    """``step`` / ``pipe`` make workflow steps of Django tasks: a chord of 8 ``add`` calls
+    whose callback ``total`` gets their results; the callback's result is read back by its
+    step's id with ``get_result``, its first argument being the group's results."""
+    from shop.tasks import add, total
+
+    from asyncq import chord
+    from asyncq.contrib.django import pipe, step
+    from asyncq.contrib.django._compat import task_backends
+
+    callback = pipe(total, extra=100)
+    handle = task_backends["default"].enqueue_workflow(
+        chord([step(add, i, i) for i in range(8)], callback))
+
+    done = _ended(callback.task.id, shop)
+    assert (done.status, done.return_value) == ("SUCCESSFUL", 156)
+    assert done.args == [[0, 2, 4, 6, 8, 10, 12, 14]]
+    assert done.kwargs == {"extra": 100}
+    assert handle.steps == 9

@@ -149,7 +149,7 @@ def nothing_back():
     return None
 
 
-@task(queue_name=SPARE_QUEUE, backend="spare", takes_context=True)
+@task(queue_name=SPARE_QUEUE, backend="spare", takes_context=True, retry_delay=0.1)
 def hold(context, path, seconds):
     """Writes its attempt to ``path`` (one line each), then sleeps ``seconds`` on the first
     attempt (long enough for a test to kill its worker) and returns the attempt."""
@@ -161,3 +161,9 @@ def hold(context, path, seconds):
     if context.attempt == 1:
         time.sleep(seconds)
     return context.attempt
+
+
+@task(queue_name=QUEUE)
+def total(values, extra=0):
+    """A chord's callback: the sum of its group's results (and ``extra``)."""
+    return sum(values) + extra

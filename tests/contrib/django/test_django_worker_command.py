@@ -1,0 +1,107 @@
+"""``manage.py asyncq_worker`` is a whole ``asyncq worker``: it takes each of its flags, runs
+several worker processes with Django set up in each, and a call whose worker was killed runs
+again, as under Celery's ``acks_late``."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("django")
+
+from tests.contrib.django.harness import WAIT, Shop, manage_worker
+from tests.helpers.polling import poll_until
+
+
+def _flags(parser: Any) -> set[str]:
+    return {flag for action in parser._actions for flag in action.option_strings}
+
+
+def test_the_command_takes_every_flag_of_the_worker_command(shop: Shop) -> None:
+    """Each flag of ``asyncq worker`` but those naming its TARGET is a flag of the command
+    (defined once, by the worker command)."""
+    from asyncq._cli import _worker_cmd
+    from asyncq.contrib.django.management.commands.asyncq_worker import Command
+
+    worker = _flags(_worker_cmd.parser()) - {"--factory", "--traceback"}
+    command = _flags(Command().create_parser("manage.py", "asyncq_worker"))
+    assert worker - command == set()
+    assert {"--processes", "--process-pool-size", "--max-memory-per-child",
+            "--max-tasks-per-child", "--metrics-port", "--health-port", "--config",
+            "--reload", "--log-format"} <= command
+
+
+def test_the_command_passes_its_flags_to_the_worker(shop: Shop) -> None:
+    """What the command runs: the project's TaskMux (or ``--mux``), the backend's Redis URL
+    and its queues with their bands, and the worker flags as given."""
+    from asyncq.contrib.django.management.commands.asyncq_worker import Command
+
+    command = Command()
+    parser = command.create_parser("manage.py", "asyncq_worker")
+    options = vars(parser.parse_args(["--backend", "spare", "--processes", "3",
+                                      "--max-tasks-per-child", "9", "-c", "4",
+                                      "--log-format", "json"]))
+    args = command.worker_args(options)
+    spare = os.environ["SHOP_SPARE_QUEUE"]
+    assert args.target == "asyncq.contrib.django.worker:mux"
+    assert args.redis_url == os.environ["SHOP_REDIS_URL"]
+    assert (args.processes, args.max_tasks_per_child, args.concurrency, args.log_format) == (
+        3, 9, 4, "json")
+    assert [q.partition("=")[0] for q in args.queue] == [f"{spare}:high", spare, f"{spare}:low"]
+    assert args.strict_priority is True
+
+
+def _attempts(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+@pytest.mark.slow
+def test_a_call_whose_worker_was_killed_runs_again(shop: Shop) -> None:
+    """SIGKILL the worker running a call: another worker recovers its lease and runs it again
+    (the default of a Django task: a lost run is retried, an error is not), SUCCESSFUL on its
+    second attempt."""
+    from shop.tasks import hold
+
+    from asyncq.contrib.django._compat import task_backends
+
+    path = shop.tmp / "held"
+    result_id = hold.enqueue(str(path), 60).id
+    quick = ["--backend", "spare", "--lease-duration", "2", "--recover-interval", "0.2",
+             "--recover-grace", "0.2"]
+    with manage_worker(quick, shop.tmp / "lost.log", os.environ) as lost:
+        poll_until(lambda: _attempts(path) == ["1"], timeout=WAIT,
+                   message=lambda: (shop.tmp / "lost.log").read_text()[-2000:])
+        os.kill(lost.pid, signal.SIGKILL)
+        lost.wait()
+    with manage_worker(quick, shop.tmp / "heir.log", os.environ):
+        backend = task_backends["spare"]
+        result = poll_until(lambda: (r := backend.get_result(result_id)).is_finished and r,
+                            timeout=WAIT, message=lambda: (
+                                shop.tmp / "heir.log").read_text()[-2000:])
+    assert (result.status, result.return_value) == ("SUCCESSFUL", 2)
+    assert _attempts(path) == ["1", "2"]
+
+
+@pytest.mark.slow
+def test_processes_run_the_tasks_in_as_many_worker_processes(shop: Shop) -> None:
+    """``--processes 2 -c 1``: two calls that each wait for the other run at once, so in two
+    worker processes, each with Django set up (the signal receivers use the database)."""
+    from shop.tasks import rendezvous
+
+    spare = rendezvous.using(backend="spare", queue_name=os.environ["SHOP_SPARE_QUEUE"])
+    folder = shop.tmp / "meet"
+    folder.mkdir()
+    ids = [spare.enqueue(str(folder), 2).id for _ in range(2)]
+    with manage_worker(["--backend", "spare", "--processes", "2", "-c", "1"],
+                       shop.tmp / "two.log", os.environ):
+        for result_id in ids:
+            poll_until(lambda rid=result_id: any(
+                s["signal"] == "task_finished" for s in shop.signals(rid)),
+                timeout=WAIT, message=lambda: (shop.tmp / "two.log").read_text()[-2000:])
+    finished = [s for i in ids for s in shop.signals(i) if s["signal"] == "task_finished"]
+    assert [s["status"] for s in finished] == ["SUCCESSFUL", "SUCCESSFUL"]
+    assert len({s["pid"] for s in finished}) == 2
