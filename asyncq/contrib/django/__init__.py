@@ -5,9 +5,9 @@ asyncq's options where they are defined and per call; ``manage.py asyncq_worker`
 on a ServeMux of your own."""
 
 from ._backend import AsyncqBackend
+from ._calls import call, pipe, step
 from ._mux import DJANGO_MAX_RETRY, TaskMux, register
 from ._task import AsyncqTask
-from ._workflows import pipe, step
 
-__all__ = ["DJANGO_MAX_RETRY", "AsyncqBackend", "AsyncqTask", "TaskMux", "pipe", "register",
-           "step"]
+__all__ = ["DJANGO_MAX_RETRY", "AsyncqBackend", "AsyncqTask", "TaskMux", "call", "pipe",
+           "register", "step"]

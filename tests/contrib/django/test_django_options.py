@@ -218,3 +218,36 @@ def test_a_chord_of_django_tasks_started_from_django_code(shop: Shop) -> None:
     assert done.args == [[0, 2, 4, 6, 8, 10, 12, 14]]
     assert done.kwargs == {"extra": 100}
     assert handle.steps == 9
+
+
+@pytest.mark.slow
+def test_a_periodic_call_of_a_django_task(shop: Shop) -> None:
+    """``call(task, *args)`` registered on asyncq's Scheduler: each firing is a call of the
+    Django task, run by the worker with its signals."""
+    from shop.tasks import add
+
+    from asyncq import Scheduler
+    from asyncq.contrib.django import call
+    from asyncq.testing import wait_until
+
+    def ran() -> list[dict[str, Any]]:
+        return [s for s in _all_signals(shop) if s["signal"] == "task_finished"
+                and s["task"] == "shop.tasks.add" and s["args"] == [1000, 7]]
+
+    async def fire() -> None:
+        scheduler = Scheduler(os.environ["SHOP_REDIS_URL"])
+        scheduler.register("@every 1s", call(add, 1000, 7))
+        async with scheduler:
+            await wait_until(lambda: len(ran()) >= 2, timeout=WAIT, message="two firings run")
+
+    asyncio.run(fire())
+    assert [(s["status"], s["return_value"]) for s in ran()[:2]] == [
+        ("SUCCESSFUL", 1007), ("SUCCESSFUL", 1007)]
+
+
+def _all_signals(shop: Shop) -> list[dict[str, Any]]:
+    import json
+
+    if not shop.signals_file.exists():
+        return []
+    return [json.loads(line) for line in shop.signals_file.read_text().splitlines()]
