@@ -105,3 +105,25 @@ def test_processes_run_the_tasks_in_as_many_worker_processes(shop: Shop) -> None
     finished = [s for i in ids for s in shop.signals(i) if s["signal"] == "task_finished"]
     assert [s["status"] for s in finished] == ["SUCCESSFUL", "SUCCESSFUL"]
     assert len({s["pid"] for s in finished}) == 2
+
+
+@pytest.mark.slow
+def test_a_test_runs_the_calls_it_enqueued_with_a_burst_worker(shop: Shop) -> None:
+    """Testing without an eager mode: the test enqueues as the app does, then
+    ``call_command("asyncq_worker", "--burst")`` runs every waiting call to its end in the
+    test's process and returns; the results read back as the app reads them."""
+    from django.core.management import call_command
+    from shop.tasks import add, forget
+
+    spare = {"backend": "spare", "queue_name": os.environ["SHOP_SPARE_QUEUE"]}
+    summed = add.using(**spare).enqueue(2, 3)
+    nothing = forget.using(**spare).enqueue("B-1")
+
+    call_command("asyncq_worker", "--backend", "spare", "--burst", "--log-level", "warning")
+
+    summed.refresh()
+    nothing.refresh()
+    assert (summed.status, summed.return_value) == ("SUCCESSFUL", 5)
+    assert (nothing.status, nothing.return_value) == ("SUCCESSFUL", None)
+    assert [s["signal"] for s in shop.signals(summed.id)] == [
+        "task_enqueued", "task_started", "task_finished"]

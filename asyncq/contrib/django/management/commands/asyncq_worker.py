@@ -93,7 +93,7 @@ class Command(BaseCommand):
         if hasattr(worker, "preload"):  # (Django set up once in the process pool's fork server)
             worker.preload = [*(worker.preload or []), WORKER_MODULE]
         # The worker processes of --processes and --reload import the project as this one.
-        if sys.path and sys.path[0]:
+        if (worker.processes > 1 or worker.reload) and sys.path and sys.path[0]:
             os.environ["PYTHONPATH"] = os.pathsep.join(
                 [sys.path[0], *filter(None, [os.environ.get("PYTHONPATH")])])
         return worker
