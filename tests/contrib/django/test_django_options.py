@@ -251,3 +251,37 @@ def _all_signals(shop: Shop) -> list[dict[str, Any]]:
     if not shop.signals_file.exists():
         return []
     return [json.loads(line) for line in shop.signals_file.read_text().splitlines()]
+
+
+def test_a_unique_definition_refuses_an_equal_call_while_one_waits(shop: Shop) -> None:
+    from asyncq import DuplicateTaskError
+
+    unique = _defined(unique=60)
+    later = unique.using(run_after=_in(3600))
+    first = later.enqueue("U-1")
+    with pytest.raises(DuplicateTaskError):
+        later.enqueue("U-1")
+    asyncio.run(_stored(first.id, os.environ["SHOP_QUEUE"]))
+
+
+def test_a_task_mux_runs_django_tasks_beside_handlers_of_its_own(shop: Shop) -> None:
+    """``TaskMux``: the apps' tasks modules registered when it is made, a task of another
+    module when first met, with their definitions' options; handlers of its own as on any
+    ServeMux; a type that names no task has no handler."""
+    import sys
+
+    from asyncq.contrib.django import TaskMux
+
+    async def resize(task: Any) -> None: ...
+
+    mux = TaskMux()
+    mux.handle("images:resize", resize)
+    assert "shop.tasks.deliver" in mux.patterns()
+    assert "shop.reports.nightly" not in mux.patterns()
+    assert "shop.reports" not in sys.modules
+    rules = mux.rules_for("shop.reports.nightly")
+    assert rules is not None and rules.max_retry == 4
+    assert mux.match("shop.reports.nightly") is not None
+    assert mux.match("images:resize") is not None
+    assert mux.match("shop.tasks.QUEUE") is None
+    assert mux.match("no.such.module") is None

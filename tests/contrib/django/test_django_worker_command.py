@@ -53,6 +53,8 @@ def test_the_command_passes_its_flags_to_the_worker(shop: Shop) -> None:
         3, 9, 4, "json")
     assert [q.partition("=")[0] for q in args.queue] == [f"{spare}:high", spare, f"{spare}:low"]
     assert args.strict_priority is True
+    mine = command.worker_args(vars(parser.parse_args(["--mux", "shop.asyncq_app:mux"])))
+    assert mine.target == "shop.asyncq_app:mux"
 
 
 def _attempts(path: Path) -> list[str]:
