@@ -23,6 +23,7 @@ def shop(asyncq_redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
            "SHOP_PATIENT_QUEUE": f"dj-patient-{uuid.uuid4().hex[:10]}",
            "SHOP_SPARE_QUEUE": f"dj-spare-{uuid.uuid4().hex[:10]}",
            "SHOP_REDIS_URL": asyncq_redis_url, "SHOP_SIGNALS": str(signals),
+           "SHOP_SETUPS": str(tmp / "setups"),
            "SHOP_DB": str(tmp / "shop.sqlite3"), "DJANGO_SETTINGS_MODULE": "shopsite.settings"}
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)

@@ -129,3 +129,24 @@ def test_a_test_runs_the_calls_it_enqueued_with_a_burst_worker(shop: Shop) -> No
     assert (nothing.status, nothing.return_value) == ("SUCCESSFUL", None)
     assert [s["signal"] for s in shop.signals(summed.id)] == [
         "task_enqueued", "task_started", "task_finished"]
+
+
+@pytest.mark.slow
+def test_the_process_pool_has_django_set_up_before_it_forks_a_child(shop: Shop) -> None:
+    """The command preloads ``asyncq.contrib.django.worker`` in the process pool's fork
+    server: Django's settings are read there once, not in each child that runs a
+    process-isolated call."""
+    from asyncq._cli import _worker_cmd
+    from shop.tasks import render_pdf
+
+    if "--preload" not in _flags(_worker_cmd.parser()):
+        pytest.skip("asyncq worker has no --preload flag")
+    spare = render_pdf.using(backend="spare", queue_name=os.environ["SHOP_SPARE_QUEUE"])
+    result = spare.enqueue(0.01)
+    with manage_worker(["--backend", "spare"], shop.tmp / "preload.log", os.environ):
+        done = poll_until(lambda: (r := spare.get_result(result.id)).is_finished and r,
+                          timeout=WAIT, message=lambda: (
+                              shop.tmp / "preload.log").read_text()[-2000:])
+    assert done.status == "SUCCESSFUL"
+    setups = {int(pid) for pid in Path(os.environ["SHOP_SETUPS"]).read_text().split()}
+    assert done.return_value["pid"] not in setups

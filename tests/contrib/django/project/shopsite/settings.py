@@ -4,6 +4,10 @@ queues, the SQLite file and the file its signal receivers write through the envi
 import importlib.util
 import os
 
+if os.environ.get("SHOP_SETUPS"):  # (the tests read which processes set Django up)
+    with open(os.environ["SHOP_SETUPS"], "a") as setups:
+        setups.write(f"{os.getpid()}\n")
+
 SECRET_KEY = "only-for-tests"
 DEBUG = False
 ALLOWED_HOSTS = ["testserver", "localhost"]
