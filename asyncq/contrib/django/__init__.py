@@ -6,7 +6,8 @@ on a ServeMux of your own."""
 
 from ._backend import AsyncqBackend
 from ._calls import call, pipe, step
-from ._mux import DJANGO_MAX_RETRY, TaskMux, register
+from ._mux import TaskMux, register
+from ._rules import DJANGO_MAX_RETRY
 from ._task import AsyncqTask
 
 __all__ = ["DJANGO_MAX_RETRY", "AsyncqBackend", "AsyncqTask", "TaskMux", "call", "pipe",

@@ -1,48 +1,19 @@
 """How a worker runs Django tasks: ``register(mux, task)`` puts a framework task on a ServeMux
 under its dotted path with the options of its definition over its backend's and Django's
-defaults (``rules_of``); ``TaskMux`` registers each Django task the first time the worker
+defaults (``_rules.rules_of``); ``TaskMux`` registers each Django task the first time the worker
 meets its type, so ``manage.py asyncq_worker`` needs no list of tasks."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from asyncq._errors import Retry
 from asyncq._log import get_logger
 from asyncq._worker._mux import ServeMux
 
 from ._compat import Task
 from ._results import framework_task
+from ._rules import rules_of
 from ._task import DEFINED
-
-DJANGO_MAX_RETRY = 3
-"""Retries of a Django task whose definition and backend set neither ``max_retry`` nor
-``retry_on``: used only by a run its worker lost (killed, or its host gone) and by a task
-that raises ``asyncq.Retry``; an exception it raises fails it at once (the framework's
-contract). Three, as Celery's ``max_retries``."""
-
-ONLY_ASKED = (Retry,)
-"""The ``retry_on`` of such a task: no exception of its own is retried (a lost run and
-``asyncq.Retry`` always may be)."""
-
-
-def rules_of(task: Task[Any, Any]) -> dict[str, Any]:
-    """The ``ServeMux.handle`` options of ``task``: its definition's, else its backend's
-    OPTIONS (MAX_RETRY, TIMEOUT, RETENTION), else Django's defaults: ``DJANGO_MAX_RETRY``
-    with ``ONLY_ASKED`` when no retry option is set anywhere, and the backend's retention
-    (a call that returned None is kept as long as one that returned a value)."""
-    from ._backend import AsyncqBackend
-
-    backend = task.get_backend()
-    options: dict[str, Any] = (dict(backend.rule_defaults)
-                               if isinstance(backend, AsyncqBackend) else {})
-    defined = task.defined() if hasattr(task, "defined") else {}
-    options.update(defined)
-    if "max_retry" not in options and "retry_on" not in options:
-        options["max_retry"] = DJANGO_MAX_RETRY
-        options["retry_on"] = ONLY_ASKED
-    options.setdefault("max_retry", DJANGO_MAX_RETRY)
-    return options
 
 
 def register(mux: ServeMux, *tasks: Task[Any, Any] | str) -> None:
@@ -52,8 +23,8 @@ def register(mux: ServeMux, *tasks: Task[Any, Any] | str) -> None:
     pool of child processes (Django is set up there on first use, or once in the fork server
     when the worker preloads ``asyncq.contrib.django.worker``). A path that is not a task is
     a TypeError, a task registered twice a ValueError."""
+    from ._child import run_in_child
     from ._runner import run_django_task
-    from .worker import run_in_child
 
     for item in tasks:
         task = framework_task(item) if isinstance(item, str) else item

@@ -151,9 +151,9 @@ async def run_django_task(task: AsyncqTask) -> Any:
 
 def run_isolated(task: AsyncqTask) -> Any:
     """``run_django_task`` in a child process of the worker's pool (Django set up there: see
-    ``asyncq.contrib.django.worker.run_in_child``): the signals are sent from the child, and
+    ``_child``): the signals are sent from the child, and
     its failure is decided with the options of its definition, as the worker registered it."""
-    from ._mux import rules_of
+    from ._rules import rules_of
 
     found = framework_task(task.type)
     options = rules_of(found)

@@ -119,7 +119,7 @@ def test_the_defaults_of_a_django_task(shop: Shop) -> None:
 
     from asyncq import Retry
     from asyncq.contrib.django import DJANGO_MAX_RETRY
-    from asyncq.contrib.django._mux import rules_of
+    from asyncq.contrib.django._rules import rules_of
 
     assert rules_of(add) == {"max_retry": DJANGO_MAX_RETRY, "retry_on": (Retry,),
                              "retention": 600}

@@ -136,8 +136,9 @@ def test_the_process_pool_has_django_set_up_before_it_forks_a_child(shop: Shop) 
     """The command preloads ``asyncq.contrib.django.worker`` in the process pool's fork
     server: Django's settings are read there once, not in each child that runs a
     process-isolated call."""
-    from asyncq._cli import _worker_cmd
     from shop.tasks import render_pdf
+
+    from asyncq._cli import _worker_cmd
 
     if "--preload" not in _flags(_worker_cmd.parser()):
         pytest.skip("asyncq worker has no --preload flag")
