@@ -151,3 +151,28 @@ def test_the_process_pool_has_django_set_up_before_it_forks_a_child(shop: Shop) 
     assert done.status == "SUCCESSFUL"
     setups = {int(pid) for pid in Path(os.environ["SHOP_SETUPS"]).read_text().split()}
     assert done.return_value["pid"] not in setups
+
+
+@pytest.mark.slow
+def test_a_process_pool_of_two_holds_each_calls_limit_from_its_start(shop: Shop) -> None:
+    """16 process-isolated calls of ~0.4 s with a 2 s limit, a pool of 2 and ``-c 20``: none
+    is killed while it waits for a free child (each limit counts from its own start), and a
+    runaway call among them is killed at its 1 s limit."""
+    from shop.tasks import render_pdf, runaway
+
+    from asyncq.contrib.django._compat import task_backends
+
+    spare = {"backend": "spare", "queue_name": os.environ["SHOP_SPARE_QUEUE"]}
+    ids = [render_pdf.using(**spare).enqueue(0.4).id for _ in range(16)]
+    killed = runaway.using(**spare).enqueue(30).id
+    backend = task_backends["spare"]
+    log = shop.tmp / "pool.log"
+    with manage_worker(["--backend", "spare", "--process-pool-size", "2", "-c", "20"], log,
+                       os.environ):
+        results = [poll_until(lambda i=i: (r := backend.get_result(i)).is_finished and r,
+                              timeout=60, message=lambda: log.read_text()[-2000:])
+                   for i in [*ids, killed]]
+    assert [r.status for r in results[:-1]] == ["SUCCESSFUL"] * 16
+    assert len({r.return_value["pid"] for r in results[:-1]}) <= 3  # (2 children, 1 replaced)
+    assert results[-1].status == "FAILED"
+    assert results[-1].errors[0].exception_class_path.endswith("TimeoutError")
