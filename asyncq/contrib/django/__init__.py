@@ -8,7 +8,7 @@ from ._backend import AsyncqBackend
 from ._calls import call, pipe, step
 from ._mux import TaskMux, register
 from ._rules import DJANGO_MAX_RETRY
-from ._task import AsyncqTask
+from ._task import AsyncqTask, task
 
 __all__ = ["DJANGO_MAX_RETRY", "AsyncqBackend", "AsyncqTask", "TaskMux", "call", "pipe",
-           "register", "step"]
+           "register", "step", "task"]

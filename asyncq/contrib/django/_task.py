@@ -16,6 +16,7 @@ from asyncq._model._rules import handler_rules
 from asyncq._worker._procpool import ISOLATIONS
 
 from ._compat import Task
+from ._compat import task as framework_task_decorator
 
 if TYPE_CHECKING:
     _FrameworkTask = Task[Any, Any]
@@ -145,3 +146,25 @@ def _checked_call_options(options: Mapping[str, Any], what: str) -> None:
         raise TypeError(f"{what}: unknown option {name!r}; per call asyncq takes "
                         f"{', '.join(CALL_OPTIONS)}")
     parse_options(options)
+
+
+FRAMEWORK_OPTIONS = ("priority", "queue_name", "backend", "takes_context")
+"""What the framework's ``@task`` takes itself."""
+
+
+def task(function: Any = None, /, **options: Any) -> Any:
+    """The framework's ``@task`` with asyncq's options (``DEFINITION_OPTIONS``) on every Django
+    the backend runs on: Django 6.0's ``@task`` passes no extra keyword to the backend, Django
+    6.1's and the backport's do. ``@task(queue_name="mail", retry_on=SMTPException)``."""
+    framework = {name: options.pop(name) for name in FRAMEWORK_OPTIONS if name in options}
+
+    def define(func: Any) -> Any:
+        made = framework_task_decorator(**framework)(func)
+        if not options:
+            return made
+        if not isinstance(made, AsyncqTask):
+            raise TypeError(f"asyncq options need a task of an asyncq backend: TASKS"
+                            f"[{made.backend!r}] is not asyncq.contrib.django.AsyncqBackend")
+        return dataclasses.replace(made, **options)
+
+    return define(function) if function is not None else define

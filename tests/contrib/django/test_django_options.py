@@ -285,3 +285,22 @@ def test_a_task_mux_runs_django_tasks_beside_handlers_of_its_own(shop: Shop) -> 
     assert mux.match("images:resize") is not None
     assert mux.match("shop.tasks.QUEUE") is None
     assert mux.match("no.such.module") is None
+
+
+def test_asyncq_task_decorator_gives_the_options_on_any_django(shop: Shop) -> None:
+    """``asyncq.contrib.django.task``: the framework's ``@task`` (its own options) plus
+    asyncq's, checked the same way; without asyncq options it is the framework's task."""
+    from shop.tasks import QUEUE
+
+    from asyncq.contrib.django import AsyncqTask, task
+    from asyncq.contrib.django._rules import rules_of
+
+    made = task(queue_name=QUEUE, priority=2, retry_on=KeyError, timeout=5)(module_level)
+    assert isinstance(made, AsyncqTask)
+    assert (made.queue_name, made.priority, made.retry_on, made.timeout) == (
+        QUEUE, 2, KeyError, 5)
+    assert rules_of(made)["retry_on"] is KeyError
+    plain = task(backend="spare", queue_name=os.environ["SHOP_SPARE_QUEUE"])(module_level)
+    assert (plain.backend, plain.defined()) == ("spare", {})
+    with pytest.raises(ValueError, match="isolate must be"):
+        task(queue_name=QUEUE, isolate="fork")(module_level)
