@@ -14,10 +14,10 @@
 #                    start their own redis-server per process, or use ASYNCQ_TEST_REDIS_URL if
 #                    set, then serially); includes the quick chaos cases
 #   make test-chaos  the whole fault-injection suite (tests/chaos), slow cases included
-#   make test-django the Django tests with their slow cases on Django 5.2 (django-tasks, Python
-#                    3.11) and on Django 6 (a .venv-django6-py3.x per Python >= 3.12 found)
 #   make test-interop  the Go asynq interop suite with its slow cases (needs Go: builds the programs)
 #                    (the 1M-task soak); ASYNCQ_CHAOS_REPORT=file.jsonl collects the ledgers
+#   make test-django the Django tests with their slow cases on Django 5.2 (django-tasks, Python
+#                    3.11) and on Django 6 (a .venv-django6-py3.x per Python >= 3.12 found)
 #   make lint        ruff + mypy
 #   make docs        install the docs toolchain (the `docs` extra) and build the site from docs/
 #                    into .run/site/ (MkDocs, strict: a warning or a broken link fails it);
