@@ -50,7 +50,7 @@ class AsyncqBackend(BaseTaskBackend):
     ``task_class``). OPTIONS: ``URL`` (required); ``MAX_RETRY``, ``TIMEOUT`` (seconds) and
     ``RETENTION`` (seconds a completed call is kept, whether it returned a value or None;
     default 600), the defaults of its tasks' definitions, which the worker applies however a
-    call was enqueued (see ``_mux.rules_of``); ``PRIORITIES`` (band name -> threshold,
+    call was enqueued (see ``_rules.rules_of``); ``PRIORITIES`` (band name -> threshold,
     default ``{"high": 1, "low": -1}``; ``{}`` turns priority off, and ``supports_priority``
     with it: see ``_priority``).
     """

@@ -1,5 +1,5 @@
 """The worker side: one asyncq handler that runs any ``@task`` function by its dotted path,
-sync functions in one of the worker's threads and async ones on the loop (``run_in_child``:
+sync functions in one of the worker's threads and async ones on the loop (``run_isolated``:
 either in a child process of the worker's pool), with Django's
 database connections closed around each call as Django does around a request, and the
 framework's ``task_started`` / ``task_finished`` signals sent around it as its own backends
