@@ -17,7 +17,12 @@ DEFAULT_QUEUE: Final = "default"
 """The queue a task goes to, a worker serves and a lookup by id searches when none is named."""
 
 DEFAULT_MAX_RETRY: Final = 25
-"""Retries of a failing task before it is archived (about three weeks of default backoff)."""
+"""Retries of a failing task before it is archived (about 18 hours of default backoff)."""
+
+DEFAULT_RETRY_DELAY_MAX: Final = 3600.0
+"""The longest wait between two runs of a failing task under the default backoff (1 h): the
+delay grows as ``retried**4`` seconds up to it, so the 25 default retries span about a day
+(uncapped, they would span three weeks, the last ones days apart)."""
 
 DEFAULT_TIMEOUT_MS: Final = 30 * 60 * 1000
 """A handler's time limit when the task has neither ``timeout`` nor ``deadline`` (30 min);

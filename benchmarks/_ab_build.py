@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "benchmarks" / ".cache" / "ab"
 # What the harness needs beside asyncq (and its own dependencies) in every side's venv.
-HARNESS_DEPS = ["redis[hiredis]", "psutil", "uvloop"]
+HARNESS_DEPS = ["redis[hiredis]", "psutil", "uvloop", "protobuf>=4.25"]  # (protobuf: --wire asynq)
 REPORTED_DISTS = ["asyncq", "redis", "hiredis", "structlog", "orjson", "anyio", "uvloop",
                   "psutil"]
 KEEP_BUILDS = 8  # commits kept built in the cache (least recently used go first)

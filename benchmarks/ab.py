@@ -63,7 +63,8 @@ def run_driver(side: _ab_build.Side, scenario: str, url: str, cfg: dict[str, Any
     """One scenario on one side: the harness copy run by that side's Python, killed (with its
     worker: they share a process group) if it overstays."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [str(side.python), "-m", "benchmarks.driver", "--lib", "asyncq", "--scenario",
+    lib = "asyncq-asynq" if args.wire == "asynq" else "asyncq"
+    cmd = [str(side.python), "-m", "benchmarks.driver", "--lib", lib, "--scenario",
            scenario, "--url", url, "--n", str(cfg["n"]), "--concurrency", str(args.concurrency),
            "--deadline", str(cfg["deadline"]), "--loop", args.loop, "--log-dir", str(log_dir)]
     for key in ("n_bulk", "budget"):
@@ -122,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated, of: %(default)s")
     p.add_argument("--quick", action="store_true", help="small counts and 2 rounds: a smoke run")
     p.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
+    p.add_argument("--wire", choices=["asyncq", "asynq"], default="asyncq",
+                   help="the Redis layout: asyncq's own, or Go asynq's (?wire=asynq)")
     p.add_argument("--concurrency", type=int, default=100, help="worker concurrency")
     p.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     p.add_argument("--no-save", action="store_true", help="print the table, write no JSON")
@@ -153,7 +156,8 @@ def run(args: argparse.Namespace, command: str, scenarios: list[str],
     work = Path(tempfile.mkdtemp(prefix="asyncq-ab-"))
     log_dir = work / "logs"
     log_dir.mkdir()
-    print(f"asyncq A/B guard ({mode}, {rounds} rounds, loop={args.loop}); logs in {log_dir}",
+    print(f"asyncq A/B guard ({mode}, {rounds} rounds, loop={args.loop}, wire={args.wire}); "
+          f"logs in {log_dir}",
           flush=True)
     if load_start[0] > 1.0:
         print(f"[warn] load average {load_start[0]:.2f} on {os.cpu_count()} cores: something "
@@ -233,7 +237,8 @@ def run(args: argparse.Namespace, command: str, scenarios: list[str],
     for s in sides:
         name = s.short if s.sha.startswith(s.ref) else f"{s.ref} {s.short}"
         head.append(f"{s.name} = {name} ({s.info['commit_date'][:10]}, {s.info['subject'][:70]})")
-    head.append(f"{rounds} round{'s' if rounds > 1 else ''}, A B / B A interleaved, loop "
+    head.append(f"{rounds} round{'s' if rounds > 1 else ''}, A B / B A interleaved, wire "
+                f"{args.wire}, loop "
                 f"{args.loop}, concurrency {args.concurrency}; {platform.node()}, "
                 f"{machine_info().get('cpu_model', '?')}, {os.cpu_count()} cores, load "
                 f"{load_start[0]:.2f} -> {os.getloadavg()[0]:.2f}")
@@ -251,6 +256,7 @@ def run(args: argparse.Namespace, command: str, scenarios: list[str],
         doc: dict[str, Any] = {
             "tool": "asyncq A/B guard (benchmarks/ab.py)",
             "mode": mode, "rounds": rounds, "scenarios": scenarios, "loop": args.loop,
+            "wire": args.wire,
             "concurrency": args.concurrency, "command": command,
             "started_at": started_at.isoformat(timespec="seconds"),
             "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -267,6 +273,7 @@ def run(args: argparse.Namespace, command: str, scenarios: list[str],
         args.results_dir.mkdir(parents=True, exist_ok=True)
         stamp = started_at.strftime("%Y%m%dT%H%M%SZ")
         path = args.results_dir / (f"ab-{a.short}-{b.short}-{stamp}"
+                                   f"{'-asynq' if args.wire == 'asynq' else ''}"
                                    f"{'-quick' if mode == 'quick' else ''}.json")
         path.write_text(json.dumps(doc, indent=1) + "\n")
         print(f"saved {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")

@@ -240,3 +240,80 @@ def test_the_package_root_holds_at_most_twelve_modules() -> None:
 
 def test_the_circle_check_sees_a_circle() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# -- the layers: packages in a declared order, the broker entered by its front door
+
+#: asyncq's parts, bottom to top (a part is a subpackage or a loose module of the root; ""
+#: is the root ``asyncq/__init__.py``). A part imports only parts of lower layers, for type
+#: checking too; a new part must be placed here.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("_clock", "_defaults", "_log", "_observe", "_text", "_validate"),  # leaves
+    ("_errors",),
+    ("_model", "_service"),  # the task model; background services
+    ("_broker",),  # the door to Redis
+    ("_limits", "_scheduler", "_tracing", "_workflow"),
+    ("_client", "_log_setup"),
+    ("_inspector", "_typed"),
+    ("_worker",),
+    ("",),  # the public API: asyncq/__init__.py
+    ("_testing", "contrib", "metrics", "otel", "web"),  # integrations, on the public API
+    ("_cli", "testing"),
+    ("__main__",),
+)
+#: Besides the broker itself, who may import a private module of it (``asyncq._broker._x``):
+#: the test fixtures asyncq ships, which also know key names (KEYS_ALLOWED).
+BROKER_PRIVATE_ALLOWED = ("asyncq._broker", "asyncq._testing", "asyncq.testing")
+
+
+def _part(module: str) -> str:
+    """The part a module belongs to: ``asyncq._worker._acker`` -> ``_worker``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _layer_breaks(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a part from its own layer or a higher one, and every part not placed
+    in LAYERS."""
+    rank = {part: i for i, layer in enumerate(LAYERS) for part in layer}
+    breaks = sorted({f"{_part(m)} is in no layer ({m})" for m in graph if _part(m) not in rank})
+    for module, imported in sorted(graph.items()):
+        for target in sorted(imported):
+            a, b = _part(module), _part(target)
+            if a != b and a in rank and b in rank and rank[b] >= rank[a]:
+                breaks.append(f"{module} imports {target}: {b or 'asyncq'} is not below "
+                              f"{a or 'asyncq'}")
+    return breaks
+
+
+def test_parts_import_only_lower_layers() -> None:
+    graph = _module_graph()
+    edges = {(_part(m), _part(t)) for m, ts in graph.items() for t in ts if _part(m) != _part(t)}
+    assert len(graph) > 150 and len(edges) > 80  # (the walk found the package and its imports)
+    assert {p for layer in LAYERS for p in layer} == {_part(m) for m in graph}
+    assert _layer_breaks(graph) == []
+
+
+def test_the_layer_check_sees_an_upward_import_and_an_unplaced_part() -> None:
+    graph = {"asyncq._model._task": {"asyncq._broker._values"},
+             "asyncq._broker._values": {"asyncq._model._message"},
+             "asyncq._model._message": set(), "asyncq._new._x": set()}
+    assert _layer_breaks(graph) == [
+        "_new is in no layer (asyncq._new._x)",
+        "asyncq._model._task imports asyncq._broker._values: _broker is not below _model"]
+
+
+def _private_broker_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} imports {t}" for m, ts in graph.items() for t in ts
+                  if t.startswith("asyncq._broker._")
+                  and not any(_within(m, allowed) for allowed in BROKER_PRIVATE_ALLOWED))
+
+
+def test_the_broker_is_entered_by_its_front_door() -> None:
+    """Above the broker, code imports ``asyncq._broker`` (its ``__init__``), never one of its
+    private modules: what the broker offers is what that module exports."""
+    graph = _module_graph()
+    assert any(t == "asyncq._broker" for ts in graph.values() for t in ts)
+    assert _private_broker_imports(graph) == []
+    assert _private_broker_imports({"asyncq._worker._x": {"asyncq._broker._calls"}}) == [
+        "asyncq._worker._x imports asyncq._broker._calls"]

@@ -9,7 +9,7 @@ import ast
 import dataclasses
 import inspect
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,14 @@ from asyncq._broker import _calls
 from asyncq._cli import build_parser
 from asyncq._client._waiting import EventStream
 from asyncq._model._message import TaskMessage, decode_message
-from asyncq._model._options import NO_OPTIONS, ParsedOptions, parse_options, resolve
+from asyncq._model._options import NO_OPTIONS, OPTION_NAMES, ParsedOptions, parse_options, resolve
 from asyncq._model._rules import COMPLETION_MARK_MS, HandlerRules, apply_rules, kept_for
+from asyncq._scheduler._entry import _JSON_FORM, options_from_json, options_to_json
 from asyncq._worker import _config
+from asyncq._worker._mux import HANDLER_OPTIONS
 from asyncq.web import basic_auth, create_app
+
+DEADLINE = datetime(2030, 1, 1, tzinfo=UTC)
 
 # WorkerConfig field -> the _defaults value it starts with.
 WORKER_FIELDS: dict[str, object] = {
@@ -115,6 +119,39 @@ def test_a_task_and_the_client_apply_the_task_defaults() -> None:
     assert timedelta(milliseconds=D.ARCHIVE_MAX_AGE_MS) == timedelta(days=90)
 
 
+def test_the_default_backoff_is_capped() -> None:
+    """Go asynq's delay (retried**4 + 15 + jitter) until it reaches DEFAULT_RETRY_DELAY_MAX,
+    then 0.9 to 1 times the cap (jittered, so tasks that failed together spread out): the 25
+    default retries span about 18 hours, not three weeks."""
+    cap = D.DEFAULT_RETRY_DELAY_MAX
+    task = asyncq.Task("t")
+    for retried in range(200):
+        delays = [asyncq.default_retry_delay(retried, RuntimeError(), task) for _ in range(50)]
+        low = retried**4 + 15
+        if low + 29 * (retried + 1) < cap:
+            assert all(low <= d <= low + 29 * (retried + 1) for d in delays), retried
+        elif low >= cap:
+            assert all(0.9 * cap <= d <= cap for d in delays), retried
+            assert len(set(delays)) > 10, retried
+    assert asyncq.default_retry_delay(10**100, RuntimeError(), task) <= cap
+    spans = [sum(asyncq.default_retry_delay(n, RuntimeError(), task)
+                 for n in range(D.DEFAULT_MAX_RETRY)) / 3600 for _ in range(20)]
+    assert all(16 < span < 19 for span in spans), spans
+    assert asyncq.WorkerConfig().retry_delay is asyncq.default_retry_delay
+
+
+def test_a_scheduler_takes_every_enqueue_option() -> None:
+    """A periodic entry's options are stored as JSON: every option has its JSON form, and
+    comes back as the same option (an expiry once made ``register`` raise KeyError)."""
+    given = {"queue": "q", "max_retry": 1, "timeout": 2, "deadline": DEADLINE,
+             "process_in": 3, "expires_in": 4, "unique": 5, "unique_key": "k",
+             "task_id": "i", "retention": 6, "group": "g", "headers": {"h": "v"}}
+    for options in (given, {"process_at": DEADLINE, "expires_at": DEADLINE}):
+        parsed = parse_options(options)
+        assert parse_options(options_from_json(options_to_json(parsed))) == parsed
+    assert set(_JSON_FORM) == {f.name for f in dataclasses.fields(ParsedOptions)}
+
+
 def test_typed_tasks_leave_retention_to_the_result_rule() -> None:
     mux = asyncq.ServeMux()
 
@@ -161,7 +198,10 @@ def test_cli_flags_and_help_texts_show_the_defaults(monkeypatch: pytest.MonkeyPa
     enqueue = _subparser(parser, "task", "enqueue")
     assert f"queue {D.DEFAULT_QUEUE}, {D.DEFAULT_MAX_RETRY} retries" in (
         enqueue.description or "")
-    assert f"default {D.DEFAULT_MAX_RETRY}" in (_flag(enqueue, "--max-retry").help or "")
+    assert f"default: the handler's, else {D.DEFAULT_MAX_RETRY})" in (
+        _flag(enqueue, "--max-retry").help or "")
+    assert f"else {D.DEFAULT_TIMEOUT_MS // 60_000}m)" in (_flag(enqueue, "--timeout").help or "")
+    assert f"else {D.RESULT_RETENTION / 60:g}m for" in (_flag(enqueue, "--retention").help or "")
 
     metrics = _subparser(parser, "metrics")
     assert _flag(metrics, "--host").default == D.METRICS_HOST
@@ -198,3 +238,65 @@ def test_only_the_defaults_module_spells_the_default_queue() -> None:
                   if isinstance(node, ast.Constant) and node.value == D.DEFAULT_QUEUE
                   and id(node) not in docs]
     assert found == [], f"spell the default queue as _defaults.DEFAULT_QUEUE: {found}"
+
+
+def _task_defaults_table() -> dict[str, list[str]]:
+    """The rows of the task defaults table of docs/reference/configuration.md, by rule."""
+    page = (Path(__file__).parent.parent / "docs/reference/configuration.md").read_text()
+    section = page.split("## Task defaults, whatever the door", 1)[1].split("\n## ", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split(" | ")]
+            for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| rule ")]
+    return {row[0]: row[1:] for row in rows}
+
+
+def test_the_task_defaults_table_says_what_the_code_does() -> None:
+    """One table documents the rules every door shares: its defaults are those of
+    _defaults.py, its option names those an enqueue, a registration and a WorkerConfig
+    take."""
+    table = _task_defaults_table()
+    assert list(table) == ["retries", "backoff", "time limit", "result retention", "expiry"]
+    assert f"`max_retry` {D.DEFAULT_MAX_RETRY}:" in table["retries"][0]
+    assert f"capped at {D.DEFAULT_RETRY_DELAY_MAX / 3600:g} h" in table["backoff"][0]
+    assert f"`timeout` {D.DEFAULT_TIMEOUT_MS // 60_000} min" in table["time limit"][0]
+    assert f"kept {D.RESULT_RETENTION / 60:g} min" in table["result retention"][0]
+    assert f"{D.COMPLETION_MARK / 60:g}-min completion mark" in table["result retention"][0]
+    for _, per_task, per_handler, per_worker in table.values():
+        assert set(re.findall(r"`(\w+)=", per_task)) - {"delay"} <= OPTION_NAMES
+        assert set(re.findall(r"`(\w+)=", per_handler)) <= set(HANDLER_OPTIONS)
+        assert {f.name for f in dataclasses.fields(asyncq.WorkerConfig)} >= set(
+            re.findall(r"`(\w+)=", per_worker))
+    assert asyncq.Retry(delay=5).delay == 5
+
+
+MIGRATION_PAGES = ("docs/how-to/migrate-celery.md", "docs/how-to/migrate-arq.md")
+
+
+@pytest.mark.parametrize("page", MIGRATION_PAGES)
+def test_the_migration_pages_name_what_exists_and_state_the_defaults(page: str) -> None:
+    """The Celery and arq pages map each setting to an asyncq one: every ``asyncq.X`` they
+    name exists, every ``asyncq worker`` flag is one the command takes, every ``name=``
+    option is an enqueue, handler or worker option, and the defaults they state are those
+    of _defaults.py (expiry exists: neither page may say "not yet")."""
+    text = (Path(__file__).parent.parent / page).read_text()
+    assert "not yet" not in text
+    code = " ".join(re.findall(r"`([^`]+)`", text))
+    for name in re.findall(r"\basyncq\.([A-Za-z_]+)", code):
+        assert name == "contrib" or hasattr(asyncq, name), name
+    worker = _subparser(build_parser(), "worker")
+    flags = {f for a in worker._actions for f in a.option_strings}
+    for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", code):
+        if flag not in ("--watch", "--check"):  # (arq's own)
+            assert flag in flags, flag
+    known = (OPTION_NAMES | set(HANDLER_OPTIONS) | {"limits", "isolate", "soft_timeout"}
+             | {f.name for f in dataclasses.fields(asyncq.WorkerConfig)})
+    for name in re.findall(r"(?<![\w.])(?<!-q )(?<!--queue )([a-z_]+)=", " ".join(
+            cell for line in text.splitlines() if line.startswith("|")
+            for cell in line.split("|")[2:])):
+        assert name in known or name in ("delay", "timeout"), name
+    assert f"{D.RESULT_RETENTION / 60:g} min" in text
+    assert f"{D.COMPLETION_MARK / 60:g}-min completion mark" in text
+    assert f"capped at {D.DEFAULT_RETRY_DELAY_MAX / 3600:g} h" in text
+    assert re.search(rf"\b{D.DEFAULT_MAX_RETRY}\b", text)
+    with pytest.raises(TypeError, match="retry_on"):  # (what "retry_jobs = False" once said)
+        asyncq.ServeMux().handle("t", lambda task: None, retry_on=())

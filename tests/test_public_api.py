@@ -33,6 +33,9 @@ PUBLIC = {
     "SyncClient",
     # rate and concurrency limits
     "ConcurrencyLimit", "Limiter", "LimitUse", "RateLimit",
+    # the error categories, and the errors a run can end with
+    "RejectedError", "NotFoundError", "TaskError", "TimeLimitError", "TaskCancelledError",
+    "ChildProcessDied", "ProcessHandlerError", "ResultError", "LimitKeyError",
 }
 
 
@@ -51,6 +54,55 @@ def test_every_asyncq_error_derives_from_the_root() -> None:
     # Handler signals are not failures of asyncq.
     for signal in (asyncq.SkipRetry, asyncq.RevokeTask, asyncq.Retry):
         assert not issubclass(signal, asyncq.AsyncqError)
+
+
+def _drawn_tree(text: str) -> dict[str, str]:
+    """``{class: parent}`` as the tree drawn in ``text`` says (box-drawing lines)."""
+    import re
+
+    parents: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in text.splitlines():
+        m = re.match(r"^(\s*(?:[│ ]   )*)(?:[├└]── )?([A-Z][A-Za-z]+)\s", line + " ")
+        if not m or not ("── " in line or m.group(2) == "AsyncqError"):
+            continue
+        depth = len(m.group(1).replace("│", " ")) + (4 if "── " in line else 0)
+        name = m.group(2)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        if stack:
+            parents[name] = stack[-1][1]
+        stack.append((depth, name))
+    return parents
+
+
+def test_the_drawn_error_tree_is_the_class_tree() -> None:
+    """The tree in ``asyncq._errors`` (and the API page) is the classes' real first bases,
+    and every public error is in it."""
+    from pathlib import Path
+
+    import asyncq._errors as errors
+
+    drawn = _drawn_tree(errors.__doc__ or "")
+    public = {n for n in asyncq.__all__ if isinstance(getattr(asyncq, n), type)
+              and issubclass(getattr(asyncq, n), asyncq.AsyncqError)} - {"AsyncqError"}
+    assert set(drawn) == public
+    for name, parent in drawn.items():
+        assert getattr(asyncq, name).__bases__[0] is getattr(asyncq, parent), name
+    page = (Path(__file__).parents[1] / "docs/reference/api/errors.md").read_text()
+    assert _drawn_tree(page) == drawn
+
+
+def test_error_categories_are_what_callers_catch() -> None:
+    """The categories double as the built-in exceptions code already catches."""
+    assert issubclass(asyncq.NotFoundError, LookupError)
+    assert issubclass(asyncq.TimeLimitError, TimeoutError)
+    assert issubclass(asyncq.WaitTimeoutError, TimeoutError)
+    assert issubclass(asyncq.ResultError, ValueError)
+    assert issubclass(asyncq.ChildProcessDied, RuntimeError)
+    for name in ("DuplicateTaskError", "TaskIDConflictError", "TaskStateError",
+                 "QueueNotEmptyError"):
+        assert issubclass(getattr(asyncq, name), asyncq.RejectedError)
 
 
 def test_package_is_typed_and_no_module_of_ours_uses_pickle() -> None:

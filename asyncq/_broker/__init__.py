@@ -6,10 +6,35 @@ values crossing the seam: ``_values``, ``_messages``, ``_limit_values``) <- ``_r
 ``_redis_errors`` maps every redis-py error to a BrokerError) <- ``_calls`` (the transitions'
 script calls) <- the operation groups ``_maintenance``, ``_inspect``, ``_schedules``,
 ``_limit_ops`` and the listeners ``_listen`` <- ``_redis`` (RedisBroker composes them).
-Nothing outside this package imports redis-py (``tests/test_architecture.py`` checks it).
+Nothing outside this package imports redis-py, and the layers above import this module only,
+never a private one of it: what they may use is exported here (``tests/test_architecture.py``
+checks both).
 """
 
-from ._calls import ARCHIVE_MAX_SIZE
+from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE
+from ._connection import (
+    ConnectionOptions,
+    RedisLike,
+    check_reachable,
+    connect,
+    make_broker,
+    open_broker,
+)
+from ._inspect_values import (
+    ArchiveLimits,
+    DailyStats,
+    GroupInfo,
+    MinuteStats,
+    PublishedRules,
+    QueueInfo,
+    ServerInfo,
+    TaskMatches,
+    WorkerInfo,
+    server_info,
+    worker_info,
+)
+from ._limit_ops import QUEUE_SPEC
+from ._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
 from ._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
 from ._ops import LimitOps
 from ._protocol import (
@@ -19,6 +44,7 @@ from ._protocol import (
     Backlog,
     Broker,
     BulkOp,
+    Capability,
     EnqueueCode,
     EventFlush,
     FireCode,
@@ -29,11 +55,36 @@ from ._protocol import (
     RemoveMode,
     ScheduleOps,
     TaskRecord,
+    UniqueLock,
     is_broker,
 )
 from ._redis import RedisBroker
+from ._wf_ops import (
+    CancelResult,
+    Change,
+    DropResult,
+    NewNode,
+    NodeState,
+    StepEnd,
+    StepInput,
+    StepOutcome,
+    StoredStep,
+    Value,
+    WatchState,
+    WorkflowOps,
+    WorkflowState,
+)
 
 __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Backlog", "Broker",
-           "BulkOp", "EnqueueCode", "EventFlush", "FireCode", "InspectOps", "NewTask", "Outcome",
-           "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps", "TaskRecord", "is_broker"]
+           "BulkOp", "Capability", "EnqueueCode", "EventFlush", "FireCode", "InspectOps",
+           "NewTask", "Outcome", "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps",
+           "TaskRecord", "UniqueLock", "is_broker"]
 __all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "QueuesAdded", "WorkerSignal"]
+# What the layers above import from the broker (only ever through this module).
+__all__ += ["ARCHIVE_MAX_AGE_MS", "QUEUE_SPEC", "ArchiveLimits", "CancelResult", "Change",
+            "ConnectionOptions", "DailyStats", "DropResult", "GroupInfo", "LimitClaim",
+            "LimitHold", "LimitSpec", "LimitUse", "MinuteStats", "NewNode", "NodeState",
+            "PublishedRules", "QueueInfo", "RedisLike", "ServerInfo", "StepEnd", "StepInput",
+            "StepOutcome", "StoredStep", "TaskMatches", "Value", "WatchState", "WorkerInfo",
+            "WorkflowOps", "WorkflowState", "check_reachable", "connect", "make_broker",
+            "open_broker", "server_info", "worker_info"]

@@ -39,7 +39,10 @@ def store_call(task: NewTask, now: int) -> ScriptCall:
     queue = msg.queue
     qk = _queue_keys(queue)
     task_key = qk.task_prefix + msg.id
-    lock = task.unique_key or qk.unused_lock
+    if task.unique is None:
+        lock = qk.unused_lock
+    else:  # the lock's name is this layout's: the message carries it (the worker releases it)
+        lock = msg.unique_key = qk.unique(*task.unique)
     encoded = msg.encode()
     if task.process_at_ms > now:
         return ScriptCall("schedule", [task_key, qk.scheduled, lock, qk.registered],
@@ -65,7 +68,11 @@ def batch_call(run: Sequence[NewTask], now: int) -> ScriptCall:
     args: list[Any] = [now, K.WAKE_CHANNEL, queue]
     for task in run:
         msg = task.msg
-        keys += (qk.task(msg.id), task.unique_key or qk.unused_lock)
+        if task.unique is None:
+            lock = qk.unused_lock
+        else:
+            lock = msg.unique_key = qk.unique(*task.unique)
+        keys += (qk.task(msg.id), lock)
         args += (msg.id, msg.encode(), task.payload, task.unique_ttl_ms)
     return ScriptCall("enqueue_batch", keys, args)
 

@@ -33,10 +33,11 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from .._clock import SYSTEM_CLOCK, Clock
-from . import Broker, RedisBroker, is_broker
 from ._asynq import asynq_broker_class
 from ._asynq._guarded import GuardedRedisBroker
 from ._connection_options import DEFAULT_CONNECTION, ConnectionOptions
+from ._protocol import Broker, is_broker
+from ._redis import RedisBroker
 from ._redis_errors import broker_error
 from ._redis_url import URL_FORMS, WIRES, Target, parse_url, redact, startup_nodes
 

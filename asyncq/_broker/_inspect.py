@@ -13,9 +13,9 @@ from datetime import timedelta
 from typing import Any
 
 from .._clock import Clock, ms_to_datetime
-from .._inspector._inspect_models import QueueInfo
 from . import _keys as K
 from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, ScriptCall, finish_call
+from ._inspect_values import QueueInfo
 from ._protocol import BulkOp, Outcome, RemoveMode, TaskRecord
 from ._replies import number, register, text
 from ._runner import ScriptRunner, reply_error

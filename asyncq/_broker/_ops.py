@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .._inspector._inspect_models import QueueInfo
+from ._inspect_values import QueueInfo
 from ._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
 from ._values import BulkOp, FireCode, NewTask, Outcome, RemoveMode, TaskRecord
 

@@ -22,6 +22,7 @@ from ._values import (
     LEASE_LOST,
     Backlog,
     BulkOp,
+    Capability,
     EnqueueCode,
     EventFlush,
     FireCode,
@@ -30,6 +31,7 @@ from ._values import (
     RawTask,
     RemoveMode,
     TaskRecord,
+    UniqueLock,
 )
 from ._wf_ops import WorkflowOps
 
@@ -40,6 +42,7 @@ __all__ = [
     "Backlog",
     "Broker",
     "BulkOp",
+    "Capability",
     "EnqueueCode",
     "EventFlush",
     "FireCode",
@@ -51,6 +54,7 @@ __all__ = [
     "RemoveMode",
     "ScheduleOps",
     "TaskRecord",
+    "UniqueLock",
     "is_broker",
 ]
 
@@ -74,8 +78,15 @@ class Broker(Protocol):
         ...
 
     @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What this broker offers beyond the transitions every broker has; a caller checks
+        before using ``workflows`` or ``set_progress``."""
+        ...
+
+    @property
     def workflows(self) -> WorkflowOps:
-        """What workflows read and write (their state, steps and outboxes)."""
+        """What workflows read and write (their state, steps and outboxes); only with
+        ``Capability.WORKFLOWS`` (else it raises BrokerError, refused, saying why)."""
         ...
 
     @property
@@ -163,7 +174,8 @@ class Broker(Protocol):
         ...
 
     async def lock_holders(self, locks: Sequence[str]) -> list[str | None]:
-        """The task id holding each uniqueness lock (None: the lock is gone)."""
+        """The task id holding each uniqueness lock (None: the lock is gone); a lock as named
+        in the message of a task this broker stored (``NewTask.msg.unique_key``)."""
         ...
 
     async def write_result(self, queue: str, task_id: str, data: bytes,
@@ -174,8 +186,8 @@ class Broker(Protocol):
 
     async def set_progress(self, queue: str, task_id: str, owner: str, report: bytes) -> bool:
         """Store a running task's progress report (the JSON object ``Progress`` decodes) and
-        publish it as a task event; False when the task is not active under ``owner`` (its
-        lease was lost: nothing is written)."""
+        publish it as a task event (only with ``Capability.PROGRESS``); False when the task is
+        not active under ``owner`` (its lease was lost: nothing is written)."""
         ...
 
     def listen_signals(self, queues: Collection[str], *,
@@ -310,7 +322,9 @@ class Broker(Protocol):
 
 
 def is_broker(obj: object) -> TypeGuard[Broker]:
-    """The one rule that tells a Broker from a Redis URL or client: it has the protocol's
-    methods and operation groups (a RedisBroker, or any object standing in for one, e.g. a
-    fault-injecting wrapper)."""
-    return isinstance(obj, Broker)
+    """The one rule that tells a Broker from a Redis URL or client: it declares its
+    capabilities and stores tasks (a RedisBroker, or any object standing in for one, e.g. a
+    fault-injecting wrapper). Read without touching the operation groups, which a broker may
+    refuse (``workflows`` without ``Capability.WORKFLOWS``)."""
+    return isinstance(getattr(obj, "capabilities", None), frozenset) and callable(
+        getattr(obj, "store", None))

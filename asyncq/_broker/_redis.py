@@ -37,6 +37,7 @@ from ._protocol import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTa
 from ._replies import enqueue_code, must_register, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
+from ._values import ALL_CAPABILITIES
 from ._workflows import RedisWorkflowOps
 
 _BATCH_RUN = 250  # tasks per enqueue_batch call
@@ -76,6 +77,7 @@ class RedisBroker:
         """Rate and concurrency limit state (see ``asyncq._limits``)."""
         self.listeners = Listeners(self.runner, ping_interval, self.reply_timeout)
         self.workflows = RedisWorkflowOps(self.runner, clock, self.listen)
+        self.capabilities = ALL_CAPABILITIES
         # Overlapping store() calls (a web app's concurrent requests) share round trips.
         self._stores: Coalescer[ScriptCall, Any] = Coalescer(self.runner.run_call,
                                                              self._run_stores, max_in_flight=2)

@@ -3,12 +3,32 @@ the codes its scripts return."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from .._model._message import TaskMessage
-from ._keys import queue_keys
+# The stored forms the model builds and reads, re-exported here beside the broker's own values.
+from .._model._stored import EnqueueCode as EnqueueCode
+from .._model._stored import NewTask as NewTask
+from .._model._stored import TaskRecord as TaskRecord
+from .._model._stored import UniqueLock as UniqueLock
+
+
+class Capability(enum.Enum):
+    """What a broker offers beyond the transitions every broker has (store, lease, finish,
+    inspect, limits, schedules): callers check ``Capability.X in broker.capabilities`` before
+    using it, so a broker never fakes what it lacks."""
+
+    WORKFLOWS = "workflows"
+    """``broker.workflows``: workflow state, steps and outboxes."""
+    PROGRESS = "progress"
+    """``broker.set_progress``: a running task's progress stored and published."""
+
+
+#: What asyncq's own layout offers: everything.
+ALL_CAPABILITIES: frozenset[Capability] = frozenset(Capability)
+
 
 LEASE_LOST = 0
 LEASE_KEPT = 1
@@ -28,24 +48,8 @@ class RawTask(NamedTuple):
     capped: bool = False
 
 
-class NewTask(NamedTuple):
-    """Everything needed to store a new task."""
-
-    msg: TaskMessage
-    payload: bytes
-    process_at_ms: int  # 0 or <= now: ready now
-    unique_key: str | None  # lock key name, None when not unique
-    unique_ttl_ms: int
 
 
-def unique_lock(queue: str, task_type: str, identity: bytes | None, key: str | None) -> str:
-    """The name of a unique task's lock: from its explicit ``key``, else from its type and
-    payload ``identity``. The broker owns the naming; a producer carries the name in the
-    message and gives it back to ``Broker.lock_holders``."""
-    return queue_keys(queue).unique(task_type, identity, key)
-
-
-EnqueueCode = Literal[1, 0, -1]  # 1 stored, 0 id conflict, -1 unique duplicate
 FireCode = Literal[2, 1, 0, -1]  # 2 the tick was claimed elsewhere, else as EnqueueCode
 BulkOp = Literal["delete", "run", "archive"]
 RemoveMode = Literal["check", "remove", "force"]
@@ -80,24 +84,6 @@ class Backlog(NamedTuple):
     paused: bool
 
 
-class TaskRecord(NamedTuple):
-    """A task hash as read by the inspector, before its message is decoded."""
-
-    id: str
-    msg: bytes
-    payload: bytes
-    state: str
-    retried: int
-    error: str
-    failed_at_ms: int
-    completed_at_ms: int
-    result: bytes | None
-    score: int | None  # zset score; lease expiry for active tasks; None when there is none
-    result_enc: str = "b"  # how ``result`` was encoded: "b" bytes, "j" JSON
-    started_at_ms: int = 0  # when its latest run started (leased to a worker); 0 never/unknown
-    queue: str = ""  # the queue it was read from ("" when the reader did not say)
-    traceback: str = ""  # the last failure's traceback (read with one task only)
-    progress: bytes = b""  # its latest run's progress report, JSON (b"": none)
 
 
 def decode_handoff(data: bytes) -> tuple[RawTask, int]:

@@ -92,7 +92,7 @@ def parse_queue_weights(values: list[str] | None) -> dict[str, int] | None:
 
 async def check_redis(url: str) -> None:
     """Fail fast with a one-line error when Redis cannot be reached at start-up."""
-    from .._broker._connection import check_reachable  # (redis-py: only when a command runs)
+    from .._broker import check_reachable  # (redis-py: only when a command runs)
     from .._errors import BrokerError
 
     try:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from .._broker import QueueInfo, ServerInfo
 from .._errors import QueueNotFoundError
-from .._inspector._inspect_models import QueueInfo, ServerInfo
 from .._inspector._inspector import Inspector
 from .._text import printable
 from ._output import fmt_duration

@@ -8,7 +8,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_TIMEOUT_MS
+from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE, DEFAULT_TIMEOUT_MS, RESULT_RETENTION
 from ._common import CLIError, add_replaced, check_redis
 from ._output import add_common_args, print_json, say, task_doc
 
@@ -75,9 +75,10 @@ def register(tsub: Any) -> None:
     p.add_argument("--bytes", action="store_true", help="send the payload text as raw bytes")
     p.add_argument("--queue", "-q", help=f"queue (default: {DEFAULT_QUEUE})")
     p.add_argument("--max-retry", type=int, metavar="N",
-                   help=f"most retries (default {DEFAULT_MAX_RETRY})")
+                   help=f"most retries (default: the handler's, else {DEFAULT_MAX_RETRY})")
     p.add_argument("--timeout", type=parse_duration, metavar="DURATION",
-                   help="handler time limit, e.g. 5m (0: no limit)")
+                   help=f"handler time limit, e.g. 5m (0: no limit; default: the handler's, "
+                        f"else {DEFAULT_TIMEOUT_MS // 60_000}m)")
     p.add_argument("--deadline", type=parse_time, metavar="TIME", help="RFC 3339 deadline")
     p.add_argument("--process-at", type=parse_time, metavar="TIME",
                    help="RFC 3339 time to run at")
@@ -94,7 +95,8 @@ def register(tsub: Any) -> None:
                    help="what makes a duplicate (needs --unique; default: type and payload)")
     p.add_argument("--task-id", metavar="ID", help="task id (default: a new UUID)")
     p.add_argument("--retention", type=parse_duration, metavar="DURATION",
-                   help="how long the task is kept once completed, e.g. 24h")
+                   help=f"how long the task is kept once completed, e.g. 24h (default: the "
+                        f"handler's, else {RESULT_RETENTION / 60:g}m for a returned value)")
     p.add_argument("--group", "-g", help="group to aggregate with")
     p.add_argument("--header", type=parse_header, action="append", metavar="NAME=VALUE",
                    help="a header given to middleware (repeatable)")

@@ -16,7 +16,7 @@ from .._text import printable, scaled_bytes
 from ._common import add_redis_args, check_redis
 
 if TYPE_CHECKING:
-    from .._inspector._inspect_models import QueueInfo, ServerInfo
+    from .._broker import QueueInfo, ServerInfo
     from .._inspector._inspector import Inspector
     from .._model._info import TaskInfo
 

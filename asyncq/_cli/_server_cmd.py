@@ -17,7 +17,7 @@ from ._output import (
 )
 
 if TYPE_CHECKING:
-    from .._inspector._inspect_models import ServerInfo
+    from .._broker import ServerInfo
     from .._inspector._inspector import Inspector
 
 

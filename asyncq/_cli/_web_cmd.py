@@ -77,7 +77,7 @@ def cmd_web(args: argparse.Namespace) -> int:
         raise CLIError(f"--port must be 1-65535, got {args.port}")
     import asyncio
 
-    from .._broker._connection import check_reachable
+    from .._broker import check_reachable
     from .._errors import BrokerError
 
     try:

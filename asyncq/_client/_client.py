@@ -10,8 +10,7 @@ from typing import Any, Self, TypeVar, Unpack
 import anyio
 
 from .. import _tracing
-from .._broker import Broker, EnqueueCode, NewTask
-from .._broker._connection import ConnectionOptions, RedisLike, open_broker
+from .._broker import Broker, ConnectionOptions, EnqueueCode, NewTask, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock
 from .._defaults import DEFAULT_QUEUE, EVENTS_BUFFER, WORKFLOW_RETENTION
 from .._errors import AsyncqError, BrokerError
@@ -144,8 +143,8 @@ class Client:
     async def _refused(self, code: EnqueueCode, new: NewTask) -> None:
         """Raise the error of a store reply that did not store (none for a stored task)."""
         holder = None
-        if code == -1 and new.unique_key:
-            holder = (await self._broker.lock_holders([new.unique_key]))[0]
+        if code == -1 and new.msg.unique_key:
+            holder = (await self._broker.lock_holders([new.msg.unique_key]))[0]
         err = store_error(code, new, holder)
         if err is not None:
             raise err
@@ -190,8 +189,8 @@ class Client:
             for i, own in zip(conflicts, mine, strict=True):
                 if own:
                     codes[i] = 1
-        locks = [new.unique_key for new, code in zip(prepared, codes, strict=True)
-                 if code == -1 and new.unique_key]
+        locks = [new.msg.unique_key for new, code in zip(prepared, codes, strict=True)
+                 if code == -1 and new.msg.unique_key]
         holders = dict(zip(locks, await self._broker.lock_holders(locks), strict=True)) \
             if locks else {}
         out: list[TaskInfo | AsyncqError] = []
@@ -201,7 +200,7 @@ class Client:
             elif isinstance(code, Exception):
                 out.append(AsyncqError(str(code)))
             else:
-                err = store_error(code, new, holders.get(new.unique_key or ""))
+                err = store_error(code, new, holders.get(new.msg.unique_key))
                 out.append(err or stored_info(new, now))
         return out
 

@@ -20,7 +20,7 @@ from collections.abc import Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
-from .._broker._connection import ConnectionOptions
+from .._broker import ConnectionOptions
 from .._defaults import WORKFLOW_RETENTION
 from .._errors import AsyncqError
 from .._model._flow import Flow

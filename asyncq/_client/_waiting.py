@@ -20,7 +20,13 @@ import anyio
 from .._broker import Broker, TaskRecord
 from .._clock import Clock, ms_to_datetime
 from .._defaults import DEFAULT_QUEUE, EVENTS_BUFFER
-from .._errors import AsyncqError, BrokerError, ResultNotKeptError, TaskNotFoundError
+from .._errors import (
+    AsyncqError,
+    BrokerError,
+    ResultNotKeptError,
+    TaskNotFoundError,
+    TimeLimitError,
+)
 from .._log import get_logger
 from .._model._events import TaskEvent
 from .._model._info import TaskFailedError, TaskInfo, TaskState
@@ -38,7 +44,7 @@ STREAM_BUFFER = EVENTS_BUFFER
 _FINAL = (TaskState.COMPLETED, TaskState.ARCHIVED)
 
 
-class WaitTimeoutError(AsyncqError, TimeoutError):
+class WaitTimeoutError(TimeLimitError):
     """``Client.wait``/``result``/``apply``: the timeout ran out before the task ended (a
     ``TimeoutError``). ``info`` is the task's last known state — read when the wait began,
     updated by the events heard since — and None when it could not be read in time;

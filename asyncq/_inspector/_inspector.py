@@ -17,9 +17,25 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Self
 
-from .._broker import ARCHIVE_MAX_SIZE, Broker, BulkOp, TaskRecord
-from .._broker._calls import ARCHIVE_MAX_AGE_MS
-from .._broker._connection import ConnectionOptions, RedisLike, open_broker
+from .._broker import (
+    ARCHIVE_MAX_AGE_MS,
+    ARCHIVE_MAX_SIZE,
+    ArchiveLimits,
+    Broker,
+    BulkOp,
+    ConnectionOptions,
+    DailyStats,
+    GroupInfo,
+    MinuteStats,
+    PublishedRules,
+    QueueInfo,
+    RedisLike,
+    ServerInfo,
+    TaskMatches,
+    TaskRecord,
+    open_broker,
+    server_info,
+)
 from .._client._cancel import request_cancel
 from .._clock import SYSTEM_CLOCK, Clock
 from .._defaults import INSPECT_FIND_SCAN
@@ -68,17 +84,6 @@ from ._inspect_args import (
     check_state,
     check_task_id,
     utc_dates,
-)
-from ._inspect_models import (
-    ArchiveLimits,
-    DailyStats,
-    GroupInfo,
-    MinuteStats,
-    PublishedRules,
-    QueueInfo,
-    ServerInfo,
-    TaskMatches,
-    server_info,
 )
 from ._recovery import recover_task
 

@@ -5,10 +5,11 @@ worker claims them between lease and start), ``_manual`` (``Limiter``, taken by 
 ``_runtime`` (a queue's cap and values replacing declared limits, set at run time).
 """
 
-from .._broker._limit_values import LimitUse
+from .._broker import LimitUse
+from .._errors import LimitKeyError
 from ._gate import LimitGate, gate_for
 from ._manual import Limiter, limit_ops_of
-from ._registry import HandlerLimits, LimitKeyError
+from ._registry import HandlerLimits
 from ._runtime import clear_limit_value, queue_cap, set_limit_value, set_queue_cap
 from ._spec import ConcurrencyLimit, Limit, RateLimit, check_limits, parse_rate
 

@@ -22,13 +22,12 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._broker import Broker, LimitOps, RawTask
-from .._broker._limit_ops import QUEUE_SPEC
-from .._broker._limit_values import LimitClaim, LimitHold, LimitSpec
+from .._broker import QUEUE_SPEC, Broker, LimitClaim, LimitHold, LimitOps, LimitSpec, RawTask
+from .._errors import LimitKeyError
 from .._log import get_logger
 from .._model._message import decode_message
 from .._model._task import task_for_handler
-from ._registry import HandlerLimits, LimitKeyError
+from ._registry import HandlerLimits
 from ._spec import Limit, RateLimit
 
 MAX_KEY_CHARS = 500

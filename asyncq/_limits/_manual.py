@@ -15,8 +15,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .._broker import LimitOps, is_broker
-from .._broker._limit_values import LimitClaim, LimitHold
+from .._broker import LimitClaim, LimitHold, LimitOps, is_broker
 from .._defaults import DEFAULT_QUEUE
 from .._validate import to_seconds, validate_queue_name
 from ._gate import key_text, spec_of

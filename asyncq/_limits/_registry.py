@@ -11,14 +11,12 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._errors import LimitKeyError
 from .._model._task import Task
 from ._spec import Limit
 
 _Handler = Callable[[Task], Awaitable[Any]]
 
-
-class LimitKeyError(Exception):
-    """A limit's key function raised for a task (or returned something that is no key)."""
 
 
 class HandlerLimits:

@@ -9,9 +9,7 @@ what the code declares until it is cleared; then the declaration applies again.
 
 from __future__ import annotations
 
-from .._broker import LimitOps
-from .._broker._limit_ops import QUEUE_SPEC
-from .._broker._limit_values import LimitSpec, LimitUse
+from .._broker import QUEUE_SPEC, LimitOps, LimitSpec, LimitUse
 from .._validate import validate_queue_name
 from ._gate import spec_of
 from ._spec import ConcurrencyLimit, Limit, RateLimit, check_size

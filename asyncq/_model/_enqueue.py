@@ -8,14 +8,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .._broker import EnqueueCode, NewTask
-from .._broker._values import unique_lock
 from .._defaults import DEFAULT_QUEUE
 from .._errors import AsyncqError, DuplicateTaskError, TaskIDConflictError
 from ._info import TaskInfo, TaskState, just_stored_info
 from ._message import TaskMessage
 from ._options import NO_OPTIONS, ParsedOptions, parse_options, resolve
 from ._payload import Encoding, encode_payload, identity_bytes
+from ._stored import EnqueueCode, NewTask, UniqueLock
 from ._task import Task, validate_type
 
 
@@ -91,18 +90,18 @@ def _stored_form(task_type: str, payload: bytes, encoding: Encoding, opts: Parse
         return NewTask(TaskMessage(new_task_id(), task_type, DEFAULT_QUEUE, None, 0, 0, None, "",
                                    "", {}, encoding, now, 0), payload, 0, None, 0)
     r = resolve(opts, now)
-    unique_key = None
+    unique = None
     unique_ttl = 0
     if r.unique_ms:
         identity = (None if encoding == "n" or r.unique_key is not None
                     else identity_bytes(payload, encoding))
-        unique_key = unique_lock(r.queue, task_type, identity, r.unique_key)
+        unique = UniqueLock(task_type, identity, r.unique_key)  # (the broker names its key)
         # The lock must outlive the wait for a scheduled task, as well as the TTL.
         unique_ttl = r.unique_ms + max(0, r.process_at_ms - now)
     msg = TaskMessage(r.task_id or new_task_id(), task_type, r.queue, r.max_retry, r.timeout_ms,
-                      r.deadline_ms, r.retention_ms, unique_key or "", r.group, r.headers,
+                      r.deadline_ms, r.retention_ms, "", r.group, r.headers,
                       encoding, now, r.expires_at_ms)
-    return NewTask(msg, payload, r.process_at_ms, unique_key, unique_ttl)
+    return NewTask(msg, payload, r.process_at_ms, unique, unique_ttl)
 
 
 def stored_info(new: NewTask, now: int) -> TaskInfo:
@@ -120,7 +119,8 @@ def stored_info(new: NewTask, now: int) -> TaskInfo:
 def store_error(code: EnqueueCode, new: NewTask,
                 holder: str | None = None) -> AsyncqError | None:
     """The error a store reply code stands for (None when the task was stored); ``holder``:
-    the id of the task holding the uniqueness lock, when known."""
+    the id of the task holding the uniqueness lock, when known. The lock is named as the
+    broker named it when it stored ``new`` (``new.msg.unique_key``)."""
     if code == 0:
         return TaskIDConflictError(
             f"task id {new.msg.id!r} already exists in queue {new.msg.queue!r}")
@@ -128,5 +128,5 @@ def store_error(code: EnqueueCode, new: NewTask,
         held = f", held by task {holder}" if holder else ""
         return DuplicateTaskError(
             f"a unique {new.msg.type!r} task is already queued in {new.msg.queue!r} "
-            f"(lock {new.unique_key}{held})", task_id=holder)
+            f"(lock {new.msg.unique_key}{held})", task_id=holder)
     return None

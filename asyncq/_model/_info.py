@@ -14,7 +14,7 @@ import orjson
 
 from .._clock import stored_datetime
 from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_TIMEOUT_MS
-from .._errors import AsyncqError
+from .._errors import TaskError
 from ._build import slot_builder
 from ._message import NO_TIMEOUT, TaskMessage
 from ._payload import Encoding, decode_json
@@ -246,7 +246,7 @@ def run_time(info: TaskInfo, now: datetime) -> tuple[timedelta, bool] | None:
     return None
 
 
-class TaskFailedError(AsyncqError):
+class TaskFailedError(TaskError):
     """``Client.result``: the task did not succeed — archived (its retries ran out,
     ``SkipRetry``, cancelled), revoked by its handler, or deleted. ``info`` is its final
     TaskInfo and ``last_error`` the error it ended with."""

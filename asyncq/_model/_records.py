@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._broker import TaskRecord
 from .._errors import DecodeError
 from ._info import TaskInfo, TaskState, decode_progress, task_info
 from ._message import TaskMessage, decode_message
 from ._rules import HandlerRules
+from ._stored import TaskRecord
 
 RulesLookup = Callable[[str, str], HandlerRules | None]
 """``rules(queue, task_type)``: the registration of the handler of that type, when known."""

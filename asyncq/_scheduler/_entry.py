@@ -21,7 +21,8 @@ from .._model._options import UNSET, ParsedOptions, parse_options, resolve
 from .._model._task import Task
 from ._spec import Schedule, parse_spec, timezone_name
 
-# ParsedOptions field -> (option name, kind) for the JSON form of options.
+# ParsedOptions field -> (option name, kind) for the JSON form of options: every field
+# (tests/test_defaults.py checks it), so every enqueue option can be given to a scheduler.
 _JSON_FORM: dict[str, tuple[str, str]] = {
     "queue": ("queue", "str"),
     "max_retry": ("max_retry", "int"),
@@ -29,6 +30,8 @@ _JSON_FORM: dict[str, tuple[str, str]] = {
     "deadline_ms": ("deadline", "time"),
     "process_at_ms": ("process_at", "time"),
     "process_in_ms": ("process_in", "seconds"),
+    "expires_at_ms": ("expires_at", "time"),
+    "expires_in_ms": ("expires_in", "seconds"),
     "unique_ms": ("unique", "seconds"),
     "unique_key": ("unique_key", "str"),
     "task_id": ("task_id", "str"),

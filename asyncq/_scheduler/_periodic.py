@@ -11,8 +11,7 @@ from typing import Any, Self
 
 import anyio
 
-from .._broker import Broker
-from .._broker._connection import RedisLike
+from .._broker import Broker, RedisLike
 from .._defaults import PERIODIC_SYNC_INTERVAL
 from .._log import get_logger
 from .._service._lifecycle import start_background, stop_background

@@ -17,8 +17,7 @@ from typing import Any, Self
 import anyio
 from anyio.abc import TaskStatus
 
-from .._broker import Broker
-from .._broker._connection import ConnectionOptions, RedisLike, open_broker
+from .._broker import Broker, ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock, datetime_to_ms
 from .._defaults import SCHEDULER_HEARTBEAT_INTERVAL
 from .._log import get_logger

@@ -12,7 +12,7 @@ import anyio
 from redis.asyncio import Redis, RedisCluster
 
 from .._broker import _keys as K
-from .._broker._connection import connect
+from .._broker import connect
 from .._worker import Handler, Worker
 
 POLL_INTERVAL = 0.005

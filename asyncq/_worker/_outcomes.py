@@ -23,7 +23,15 @@ from structlog.typing import FilteringBoundLogger
 from .._broker import Outcome
 from .._clock import MAX_TIME_MS, Clock
 from .._defaults import TASK_TRACEBACK_FRAMES, TASK_TRACEBACK_MAX
-from .._errors import HandlerNotFoundError, LeaseExpiredError, Retry, RevokeTask, SkipRetry
+from .._errors import (
+    HandlerNotFoundError,
+    LeaseExpiredError,
+    ResultError,
+    Retry,
+    RevokeTask,
+    SkipRetry,
+    TaskCancelledError,
+)
 from .._model._message import TaskMessage
 from .._model._payload import encode_payload
 from .._model._rules import COMPLETION_MARK_MS, HandlerRules, kept_for
@@ -303,9 +311,6 @@ def _fallback_delay_ms(task: Task, exc: BaseException) -> int:
     return to_ms(FALLBACK_RETRY_DELAY(task.retried, exc, task), "default retry delay")
 
 
-class TaskCancelledError(Exception):
-    """The task was cancelled on request (``Client.cancel`` / the inspector)."""
-
 
 def stopped_error(reason: Stop | None, cancelled: bool) -> BaseException | None:
     """The error a run stopped on purpose ends with (its deadline, its timeout, a cancel
@@ -320,10 +325,6 @@ def stopped_error(reason: Stop | None, cancelled: bool) -> BaseException | None:
         return asyncio.CancelledError("handler was cancelled")
     return None
 
-
-class ResultError(ValueError):
-    """A handler returned a value that cannot be stored as its result (a set, NaN, a string
-    with a lone surrogate...): the run counts as failed, with this as its error."""
 
 
 def encode_result(value: Any) -> tuple[bytes, str]:

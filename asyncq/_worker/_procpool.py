@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from .._errors import ChildProcessDied, ProcessHandlerError, SoftTimeLimitExceeded
 from .._log import get_logger
 from .._model._options import ParsedOptions
 from .._model._payload import encode_payload
@@ -51,19 +52,7 @@ ProgressForward = Callable[[float, "str | None", "bytes | None"], None]
 """What the worker does with a child's progress report: ``(fraction, message, JSON data)``."""
 
 
-class SoftTimeLimitExceeded(Exception):
-    """Raised inside a process-run handler ``soft_timeout`` seconds before its hard limit, so
-    it can save its work or clean up; uncaught, it is the run's error (retried as any)."""
 
-
-class ChildProcessDied(RuntimeError):
-    """The child process running a handler exited before answering (a crash, ``os._exit``,
-    the kernel's OOM killer): the run's error, retried as any."""
-
-
-class ProcessHandlerError(Exception):
-    """A process-run handler raised an exception that could not be sent back as itself (it
-    does not pickle): its type and text, with the child's traceback."""
 
 
 def handler_ref(fn: object, what: str) -> str:

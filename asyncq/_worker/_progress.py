@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import orjson
 
-from .._broker import Broker
+from .._broker import Broker, Capability
 from .._clock import Clock
 from .._errors import BrokerError, LeaseExpiredError
 from .._log import get_logger
@@ -101,6 +101,7 @@ class ProgressReports:
         self._settling = 0
         self._log = get_logger("progress", server_id=owner)
         self._warned: set[str] = set()
+        self._stores = Capability.PROGRESS in broker.capabilities
         self.writes = 0
         """Progress scripts run so far (stored or refused)."""
 
@@ -117,6 +118,9 @@ class ProgressReports:
         if not self._running(task):
             raise RuntimeError(f"cannot report progress: task {task.id!r} is no longer "
                                "running (its handler returned or was stopped)")
+        if not self._stores:
+            self._not_stored()
+            return
         task_id = task.id or ""
         run = self.runs.get(task_id)
         if run is not None and run.lost:
@@ -137,6 +141,13 @@ class ProgressReports:
             self._posted[task_id] = (task, value, message, data)
         if first:
             loop.call_soon_threadsafe(self._take_posted, task)
+
+    def _not_stored(self) -> None:
+        """The broker keeps no progress (Go asynq's layout): said once, the reports dropped."""
+        if "capability" not in self._warned:
+            self._warned.add("capability")
+            self._log.warning("progress reports are not stored by this broker (Go asynq's "
+                              "layout): they are dropped")
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The worker's loop, as a run starts (called on that loop's thread)."""

@@ -8,18 +8,25 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from functools import reduce
 
+from .._defaults import DEFAULT_RETRY_DELAY_MAX
 from .._model._task import Task
 from .._validate import is_queue_pattern, queue_matcher
 
 
 def default_retry_delay(retried: int, exc: BaseException, task: Task) -> float:
-    """Seconds before the next try: retried^4 + 15 + rand(0..29) * (retried + 1).
+    """Seconds before the next try: retried^4 + 15 + rand(0..29) * (retried + 1), Go asynq's
+    default, capped at DEFAULT_RETRY_DELAY_MAX (1 h; 0.9 to 1 times it once the formula
+    reaches it, so tasks that failed together do not all come back together).
 
-    The first retry comes after 15-44 s, the fifth after ~11-14 min, the 25th after ~4 days.
-    It is Go asynq's default too, so Go servers and asyncq workers sharing queues
-    (``wire=asynq``) space retries alike.
+    The first retry comes after 15-44 s, the sixth after ~11-14 min, every one from the
+    ninth on after 54-60 min: the 25 default retries span about 18 hours. Below the cap
+    Go asynq servers sharing queues (``wire=asynq``) space retries alike; Go's own delay
+    has no cap.
     """
-    return float(retried**4 + 15 + random.randrange(30) * (retried + 1))
+    delay = retried**4 + 15 + random.randrange(30) * (retried + 1)
+    if delay < DEFAULT_RETRY_DELAY_MAX:
+        return float(delay)
+    return DEFAULT_RETRY_DELAY_MAX * (1.0 - random.random() / 10)
 
 
 def normalize_priorities(queues: Mapping[str, int]) -> dict[str, int]:

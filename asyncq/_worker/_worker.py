@@ -15,8 +15,7 @@ import anyio
 import anyio.abc
 from anyio.abc import TaskStatus
 
-from .._broker import Broker
-from .._broker._connection import ConnectionOptions, RedisLike, open_broker
+from .._broker import Broker, Capability, ConnectionOptions, RedisLike, open_broker
 from .._clock import SYSTEM_CLOCK, Clock
 from .._defaults import LOOP_WATCH_TICK
 from .._errors import BrokerError, WorkerStartupError
@@ -324,7 +323,8 @@ class Worker:
             tg.start_soon(self.forwarder.run)
             tg.start_soon(self.recoverer.run)
             tg.start_soon(self.janitor.run)
-            tg.start_soon(self._run_advancer)
+            if Capability.WORKFLOWS in self.broker.capabilities:
+                tg.start_soon(self._run_advancer)
             if self.discovery is not None:
                 tg.start_soon(functools.partial(self.discovery.run, wait_first=scanned))
             if self.aggregator is not None:

@@ -17,8 +17,7 @@ from collections import defaultdict
 
 import anyio
 
-from .._broker import Broker
-from .._broker._wf_ops import StepOutcome
+from .._broker import Broker, StepOutcome
 from .._errors import BrokerError
 from .._log import get_logger
 from .._service._loops import run_periodically

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .._broker import Broker
-from .._broker._wf_ops import CancelResult, NodeState
+from .._broker import Broker, CancelResult, NodeState
 from .._clock import stored_datetime
 from ._engine import drop_steps
 from ._info import WorkflowInfo, WorkflowStep

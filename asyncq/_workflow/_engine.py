@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import orjson
 
-from .._broker import Broker
-from .._broker._wf_ops import (
+from .._broker import (
+    Broker,
     Change,
     DropResult,
     StepInput,

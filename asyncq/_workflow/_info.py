@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from .._broker._wf_ops import WorkflowState as WorkflowState
+from .._broker import WorkflowState as WorkflowState
 from .._model._info import TaskFailedError, TaskInfo, TaskState
 from .._validate import WORKFLOW_ID_PREFIX
 

@@ -14,8 +14,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._broker import Broker
-from .._broker._wf_ops import (
+from .._broker import (
+    Broker,
     CancelResult,
     NewNode,
     StepEnd,
@@ -116,7 +116,7 @@ class _Plan:
         if new.process_at_ms > now:
             raise ValueError("a workflow step runs when the steps before it are done: "
                              "process_at/process_in do not apply")
-        if new.msg.group or new.unique_key:
+        if new.msg.group or new.unique is not None:
             raise ValueError("a workflow step cannot be in a group or unique")
         explicit = opts.get("task_id", task.options.task_id)
         msg: TaskMessage = new.msg

@@ -18,8 +18,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from .._broker import QueueInfo, ServerInfo
 from .._errors import AsyncqError
-from .._inspector._inspect_models import QueueInfo, ServerInfo
 from .._inspector._inspector import Inspector
 from .._log import get_logger
 

@@ -10,8 +10,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .._broker import Broker
-from .._broker._connection import RedisLike
+from .._broker import Broker, RedisLike
 from .._defaults import WEB_TITLE
 from .._errors import BrokerError
 from . import _actions, _limit_actions, _live, _pages, _workflows

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import orjson
 
-from .._inspector._inspect_models import DailyStats, MinuteStats
+from .._broker import DailyStats, MinuteStats
 from .._model._info import TaskInfo, TaskState, run_time
 from .._text import scaled_bytes
 

@@ -22,8 +22,8 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from .._broker import QueueInfo
 from .._errors import AsyncqError, QueueNotFoundError, TaskNotFoundError
-from .._inspector._inspect_models import QueueInfo
 from .._model._events import EventsLost, TaskEvent
 from .._model._info import STORED_STATES
 from . import _format

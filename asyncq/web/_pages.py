@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from .._broker import DailyStats, MinuteStats, QueueInfo, TaskMatches
 from .._errors import AsyncqError, BrokerError, QueueNotFoundError, TaskNotFoundError
-from .._inspector._inspect_models import DailyStats, MinuteStats, QueueInfo, TaskMatches
 from .._inspector._inspector import Inspector
 from .._log import get_logger
 from .._model._info import STORED_STATES, TaskInfo, TaskState

@@ -8,10 +8,8 @@ import asyncio
 import time
 from dataclasses import dataclass, replace
 
-from .._broker import Broker
-from .._broker._connection import RedisLike
+from .._broker import Broker, QueueInfo, RedisLike
 from .._client._client import Client
-from .._inspector._inspect_models import QueueInfo
 from .._inspector._inspector import Inspector
 
 #: Snapshots younger than this are served from the cache (seconds).

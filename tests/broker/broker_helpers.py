@@ -11,7 +11,7 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
-from asyncq._broker import NewTask, Outcome, RedisBroker
+from asyncq._broker import NewTask, Outcome, RedisBroker, UniqueLock
 from asyncq._broker._connection import make_broker
 from asyncq._model._message import TaskMessage
 
@@ -60,11 +60,10 @@ async def finish1(broker: RedisBroker, outcome: Outcome, owner: str = OWNER) -> 
 
 
 def new_task(queue: str, task_id: str, now: int, *, payload: bytes = b"x",
-             process_at_ms: int = 0, unique_key: str | None = None,
+             process_at_ms: int = 0, unique: UniqueLock | None = None,
              unique_ttl_ms: int = 0) -> NewTask:
-    msg = TaskMessage(id=task_id, type="t", queue=queue, enqueued_at_ms=now,
-                      unique_key=unique_key or "")
-    return NewTask(msg, payload, process_at_ms, unique_key, unique_ttl_ms)
+    msg = TaskMessage(id=task_id, type="t", queue=queue, enqueued_at_ms=now)
+    return NewTask(msg, payload, process_at_ms, unique, unique_ttl_ms)
 
 
 async def assert_daily_counter(redis: Redis, key: str, value: int, first_at_ms: int) -> None:

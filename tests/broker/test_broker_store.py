@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from asyncq import BrokerError, FakeClock
-from asyncq._broker import Outcome, RedisBroker
+from asyncq._broker import Outcome, RedisBroker, UniqueLock
 from asyncq._broker import _keys as K
 from asyncq._broker._connection import make_broker
 from tests.helpers.dataplane import (
@@ -71,16 +71,17 @@ async def test_store_unique(
 ) -> None:
     now = clock.now_ms()
     qk = K.queue_keys(asyncq_queue)
-    lock, lock2 = qk.unique("t", b"x"), qk.unique("t", b"y")
-    assert await broker.store(new_task(asyncq_queue, "a", now, unique_key=lock,
+    lock, lock2 = qk.unique("t", b"x"), qk.unique("t", b"y")  # (named by the broker from:)
+    one, two = UniqueLock("t", b"x", None), UniqueLock("t", b"y", None)
+    assert await broker.store(new_task(asyncq_queue, "a", now, unique=one,
                                        unique_ttl_ms=20_000)) == 1
     assert await redis_client.get(lock) == b"a"
     assert 15_000 < await redis_client.pttl(lock) <= 20_000
     assert (await task_hash(redis_client, asyncq_queue, "a"))["unique_key"] == lock.encode()
     # Same lock, new id: duplicate. Same id, another lock: id conflict, and no lock is taken.
-    assert await broker.store(new_task(asyncq_queue, "b", now, unique_key=lock,
+    assert await broker.store(new_task(asyncq_queue, "b", now, unique=one,
                                        unique_ttl_ms=20_000)) == -1
-    assert await broker.store(new_task(asyncq_queue, "a", now, unique_key=lock2,
+    assert await broker.store(new_task(asyncq_queue, "a", now, unique=two,
                                        unique_ttl_ms=20_000)) == 0
     assert await redis_client.exists(lock2) == 0
     assert await task_hash(redis_client, asyncq_queue, "b") == {}

@@ -14,8 +14,8 @@ import pytest
 
 import asyncq
 from asyncq import Task, TaskInfo
+from asyncq._broker import QueueInfo, ServerInfo
 from asyncq._cli import Parser, build_parser, main
-from asyncq._inspector._inspect_models import QueueInfo, ServerInfo
 from asyncq._model._options import EnqueueOptions
 from asyncq._workflow import WorkflowInfo
 from asyncq.testing import WorkerFactory, wait_until

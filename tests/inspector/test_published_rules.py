@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from asyncq._inspector._inspect_models import PublishedRules, ServerInfo
+from asyncq._broker import PublishedRules, ServerInfo
 
 
 def server(sid: str, queues: dict[str, int], options: dict[str, dict[str, int]]) -> ServerInfo:

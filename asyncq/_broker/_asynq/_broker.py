@@ -7,19 +7,20 @@ each transition does what Go's does (``internal/rdb/rdb.go``), so Go servers, cl
 inspectors share the queues. The worker reads asyncq's JSON message and the payload as usual:
 the translation happens here and in ``_codec``.
 
-Operations not available yet raise a BrokerError saying so (``_unavailable``).
+What this layout lacks is left out of ``capabilities`` (workflows, progress for now), and
+using it anyway raises a BrokerError (refused) saying so.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from redis.asyncio import Redis, RedisCluster
 
 from ... import _defaults
 from ..._clock import SYSTEM_CLOCK, Clock
+from ..._errors import BrokerError
 from ..._model._events import TaskEvent
 from .._calls import EVENT_RESULT_MAX, ScriptCall, finish_calls, finish_results
 from .._listen import Listeners
@@ -27,7 +28,7 @@ from .._messages import Handoff, WorkerSignal
 from .._ops import InspectOps, LimitOps, ScheduleOps
 from .._replies import text
 from .._runner import ScriptRunner, reply_error
-from .._values import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
+from .._values import Backlog, Capability, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from .._wf_ops import WorkflowOps
 from . import _codec, _wake
 from . import _keys as K
@@ -40,7 +41,7 @@ from ._recovery import AsynqRecovery
 from ._schedules import AsynqScheduleOps
 from ._scripts import asynq_scripts
 from ._servers import AsynqServers
-from ._unavailable import AsynqWorkflowOps, unavailable
+from ._unavailable import unavailable
 
 STATS_TTL_S = 90 * 86_400  # daily counters expire 90 days after their first count (Go's statsTTL)
 ARCHIVE_MAX_SIZE = 10_000  # Go's maxArchiveSize
@@ -65,11 +66,11 @@ def store_call(task: NewTask, now_ms: int) -> ScriptCall:
                          "layout")
     now_ms = msg.enqueued_at_ms or now_ms
     qk = K.queue_keys(msg.queue)
-    lock = K.translate_lock(task.unique_key) if task.unique_key else ""
+    lock = K.lock_key(msg.queue, *task.unique) if task.unique else ""
     ttl = max(task.unique_ttl_ms, 1000) if lock else 0  # Go's least unique TTL: 1 s
-    stored = dataclasses.replace(msg, unique_key=lock)
-    pb = _codec.encode(_codec.from_asyncq(stored, task.payload, lock))
-    amsg = stored.encode()
+    msg.unique_key = lock  # (the message carries the lock's name: the worker releases it)
+    pb = _codec.encode(_codec.from_asyncq(msg, task.payload, lock))
+    amsg = msg.encode()
     lock_key = lock or qk.unique_prefix
     if task.process_at_ms > now_ms:
         return ScriptCall("asynq_schedule", [qk.task(msg.id), qk.scheduled, lock_key],
@@ -167,7 +168,17 @@ class AsynqBroker:
         self.schedules: ScheduleOps = AsynqScheduleOps(self.runner, clock, store_call,
                                                        self.register_queues)
         self.limits: LimitOps = AsynqLimitOps(self.runner, clock)
-        self.workflows = cast(WorkflowOps, AsynqWorkflowOps())
+        self.capabilities: frozenset[Capability] = frozenset()
+
+    @property
+    def workflows(self) -> WorkflowOps:
+        """Refused: a workflow's state and its steps change together in keys Go asynq has no
+        notion of (callers check ``capabilities`` first)."""
+        raise BrokerError(
+            "workflows are not available with wire=asynq (a workflow's state and its steps "
+            "change together in keys Go asynq has no notion of, and a Go server finishing a "
+            "step would never advance it); run workflows on a queue of asyncq's own layout",
+            refused=True)
 
     def _forget_queue(self, queue: str) -> None:
         """A removed queue is checked and registered again at its next use."""
@@ -285,8 +296,8 @@ class AsynqBroker:
         return [int(f) for f in flags]
 
     async def lock_holders(self, locks: Sequence[str]) -> list[str | None]:
-        replies = await self.runner.commands(
-            "reading uniqueness locks", [("GET", K.translate_lock(lock)) for lock in locks])
+        replies = await self.runner.commands("reading uniqueness locks",
+                                             [("GET", lock) for lock in locks])
         return [None if r is None else text(r) for r in replies]
 
     async def write_result(self, queue: str, task_id: str, data: bytes,

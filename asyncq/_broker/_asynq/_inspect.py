@@ -24,9 +24,9 @@ from google.protobuf.message import DecodeError as PBDecodeError  # type: ignore
 from ... import _defaults
 from ..._clock import Clock, ms_to_datetime
 from ..._errors import BrokerError, DecodeError
-from ..._inspector._inspect_models import QueueInfo
 from .._calls import STATS_TTL_MS, ScriptCall
 from .._inspect import RedisInspectOps
+from .._inspect_values import QueueInfo
 from .._maintenance import MINUTE_SAMPLES
 from .._replies import number, text
 from .._runner import ScriptRunner, reply_error

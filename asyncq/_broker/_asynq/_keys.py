@@ -8,6 +8,7 @@ the queue as a Redis Cluster hash tag, so one script touches one slot. The hash 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -167,24 +168,15 @@ def scheduler_history_key(entry_id: str) -> str:
     return f"{PREFIX}:scheduler_history:{entry_id}"
 
 
-def translate_lock(lock: str) -> str:
-    """asyncq's name of a uniqueness lock (``asyncq:{q}:unique:t:<type>:<md5>`` or
-    ``asyncq:{q}:unique:k:<key>``, see ``asyncq._broker._keys``) as asynq names it. The md5 is
-    of the payload's identity bytes: the payload itself for bytes, so exactly Go's lock then.
-    A name already in asynq's layout is returned as it is."""
-    head = "asyncq:{"
-    if not lock.startswith(head):
-        return lock
-    queue, sep, rest = lock[len(head):].partition("}:unique:")
-    if not sep:
-        raise ValueError(f"not a uniqueness lock name: {lock!r}")
+def lock_key(queue: str, task_type: str, identity: bytes | None, key: str | None) -> str:
+    """A unique task's lock as Go asynq names it: ``unique:<type>:<md5 of the payload>`` (the
+    payload's identity bytes: the payload itself for bytes, so exactly Go's lock then), or an
+    explicit ``unique_key`` asyncq's producer chose, kept apart as ``unique:k:<key>``."""
     qk = queue_keys(queue)
-    if rest.startswith("k:"):
-        return qk.unique_by_key(rest[2:])
-    if rest.startswith("t:"):
-        task_type, _, digest = rest[2:].rpartition(":")
-        return qk.unique(task_type, digest)
-    raise ValueError(f"not a uniqueness lock name: {lock!r}")
+    if key is not None:
+        return qk.unique_by_key(key)
+    digest = "" if identity is None else hashlib.md5(identity, usedforsecurity=False).hexdigest()
+    return qk.unique(task_type, digest)
 
 
 # -- asyncq's additions (events, wake-ups, one-hop pickup, completion marks): keys Go never

@@ -21,7 +21,6 @@ from .._runner import ScriptRunner
 from .._values import TaskRecord
 from . import _codec
 from . import _keys as K
-from ._unavailable import UnavailableOps
 
 _FIELDS = (K.F_MSG, K.F_STATE, K.F_AMSG, K.F_RESULT, K.F_RESULT_ENC, K.F_STARTED_AT,
            K.F_TRACEBACK)
@@ -97,13 +96,12 @@ class Watcher(Protocol):
         ...
 
 
-class TaskReads(UnavailableOps):
-    """``broker.inspect`` of wire=asynq while the Inspector's operations are not available:
-    only ``tasks``, which ``Client.wait``/``result`` read (each read also goes to ``watcher``,
-    so the event source can recheck tasks that a Go server may finish without an event)."""
+class TaskReads:
+    """The task reads of wire=asynq's ``inspect``: ``tasks``, which ``Client.wait``/``result``
+    read (each read also goes to ``watcher``, so the event source can recheck tasks that a Go
+    server may finish without an event)."""
 
     def __init__(self, runner: ScriptRunner, clock: Clock, watcher: Watcher) -> None:
-        super().__init__("inspect")
         self._runner = runner
         self._clock = clock
         self._watcher = watcher

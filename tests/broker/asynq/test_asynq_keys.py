@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 from asyncq._broker._asynq import _keys as K
-from asyncq._broker._values import unique_lock
 
 
 def test_per_queue_keys_are_asynqs() -> None:
@@ -37,12 +36,11 @@ def test_unique_locks_use_asynqs_md5_scheme() -> None:
     digest = hashlib.md5(payload).hexdigest()
     go_name = f"asynq:{{q}}:unique:email:send:{digest}"
     assert K.queue_keys("q").unique("email:send", digest) == go_name
-    # asyncq's own lock name for the same bytes payload translates to exactly Go's
-    assert K.translate_lock(unique_lock("q", "email:send", payload, None)) == go_name
+    # the lock of an asyncq task with the same bytes payload is exactly Go's
+    assert K.lock_key("q", "email:send", payload, None) == go_name
     # no payload at all: the digest is empty, as Go's for a nil payload
-    assert K.translate_lock(unique_lock("q", "t", None, None)) == "asynq:{q}:unique:t:"
-    assert K.translate_lock(unique_lock("q", "t", None, "order-7")) == "asynq:{q}:unique:k:order-7"
-    assert K.translate_lock(go_name) == go_name
+    assert K.lock_key("q", "t", None, None) == "asynq:{q}:unique:t:"
+    assert K.lock_key("q", "t", None, "order-7") == "asynq:{q}:unique:k:order-7"
 
 
 def test_day_string_is_utc() -> None:

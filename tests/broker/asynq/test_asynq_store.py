@@ -80,7 +80,8 @@ async def test_unique_lock_is_asynqs_md5_key_with_its_ttl(
     assert _codec.decode(h["msg"]).unique_key == lock
     with pytest.raises(DuplicateTaskError) as caught:
         await aclient.enqueue("t", b"same", queue=asyncq_queue, unique=timedelta(minutes=5))
-    assert caught.value.task_id == info.id  # the holder, read through the translated name
+    assert caught.value.task_id == info.id  # the holder, read through Go's name
+    assert f"(lock {lock}, held by task {info.id})" in str(caught.value)  # the real key
 
 
 async def test_task_id_conflict(aclient: Client, asyncq_queue: str) -> None:

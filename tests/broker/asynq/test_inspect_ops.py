@@ -344,7 +344,7 @@ async def test_servers_are_read_from_asynqs_protobuf_records(
         docs = await abroker.inspect.servers(now)
         assert len([d for d in docs if b"uuid-live" in d[0]]) == 1
         assert await redis_client.zscore(K.SERVERS, dead) is None  # pruned, as Go does
-        from asyncq._inspector._inspect_models import server_info
+        from asyncq._broker import server_info
         [srv] = [server_info(d, w) for d, w in docs if b"uuid-live" in d]
         assert (srv.id, srv.host, srv.pid, srv.concurrency, dict(srv.queues),
                 srv.strict_priority, srv.status) == (

@@ -14,12 +14,11 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 
 from asyncq import Client, FakeClock
-from asyncq._broker import Outcome
+from asyncq._broker import Outcome, server_info
 from asyncq._broker._asynq import _codec
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._schema import ServerInfoPB, WorkerInfoPB
-from asyncq._inspector._inspect_models import server_info
 
 OWNER = "srv-r"
 HOST, PID = "box-1", 4242
