@@ -83,30 +83,12 @@ def register(sub: Any) -> None:
     p.add_argument("--factory", action="store_true",
                    help="TARGET is a factory to call (sync or async) for the ServeMux, "
                         "handler or Worker")
-    p.add_argument("--traceback", action="store_true",
-                   help="when importing TARGET fails, show the whole traceback")
-    add_worker_arguments(p)
-    p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
-    p.set_defaults(func=run, child_argv=functools.partial(_child_argv, p))
-
-
-def parser() -> argparse.ArgumentParser:
-    """The ``asyncq worker`` command's parser on its own (what ``run`` takes the arguments
-    of), for a command that runs a worker from arguments of its own (``manage.py
-    asyncq_worker``)."""
-    sub = argparse.ArgumentParser(prog="asyncq").add_subparsers()
-    register(sub)
-    worker: argparse.ArgumentParser = sub.choices["worker"]
-    return worker
-
-
-def add_worker_arguments(p: argparse.ArgumentParser) -> None:
-    """Every flag of ``asyncq worker`` but TARGET's (``--factory``, ``--traceback``): the
-    worker's settings, Redis, logging, metrics and health, processes and reload."""
     p.add_argument("--config", metavar="MODULE:ATTR",
                    help="a WorkerConfig, or a function without arguments (sync or async) "
                         "returning one: the worker's settings, callables included; the flags "
                         "given override its values")
+    p.add_argument("--traceback", action="store_true",
+                   help="when importing TARGET fails, show the whole traceback")
     add_redis_args(p)
     _add_setting_flags(p)
     p.add_argument("--log-success", action="store_true",
@@ -128,6 +110,8 @@ def add_worker_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reload-dir", action="append", metavar="DIR",
                    help="directory --reload watches, repeatable (default: the current one)")
     add_log_args(p)
+    p.error = functools.partial(_one_line_error, p)  # type: ignore[method-assign]
+    p.set_defaults(func=run, child_argv=functools.partial(_child_argv, p))
 
 
 def _child_argv(parser: argparse.ArgumentParser, args: argparse.Namespace, *,

@@ -4,6 +4,7 @@ again, as under Celery's ``acks_late``."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 from pathlib import Path
@@ -21,18 +22,51 @@ def _flags(parser: Any) -> set[str]:
     return {flag for action in parser._actions for flag in action.option_strings}
 
 
-def test_the_command_takes_every_flag_of_the_worker_command(shop: Shop) -> None:
-    """Each flag of ``asyncq worker`` but those naming its TARGET is a flag of the command
-    (defined once, by the worker command)."""
-    from asyncq._cli import _worker_cmd
+def _worker_parser() -> Any:
+    from asyncq._cli import build_parser
+
+    commands = next(a for a in build_parser()._actions
+                    if isinstance(a, argparse._SubParsersAction))
+    return commands.choices["worker"]
+
+
+def _sample(action: argparse.Action) -> list[str]:
+    """A command line giving ``action`` a value other than its default."""
+    flag = max(action.option_strings, key=len)
+    if action.nargs == 0:
+        return [flag]
+    if action.choices:
+        return [flag, str(list(action.choices)[-1])]
+    return [flag, "7"] if action.type in (int, float) else [flag, "x=7"]
+
+
+def _parse(argv: list[str]) -> dict[str, Any]:
     from asyncq.contrib.django.management.commands.asyncq_worker import Command
 
-    worker = _flags(_worker_cmd.parser()) - {"--factory", "--traceback"}
-    command = _flags(Command().create_parser("manage.py", "asyncq_worker"))
-    assert worker - command == set()
-    assert {"--processes", "--process-pool-size", "--max-memory-per-child",
-            "--max-tasks-per-child", "--metrics-port", "--health-port", "--config",
-            "--reload", "--log-format"} <= command
+    parser = Command().create_parser("manage.py", "asyncq_worker")
+    return vars(parser.parse_args(argv))
+
+
+#: asyncq worker's flags the command takes itself (and gives the worker in its own terms).
+OWN = {"queue", "redis_url"}
+
+
+def test_the_command_gives_every_flag_of_the_worker_command_to_the_worker(shop: Shop) -> None:
+    """Each flag of ``asyncq worker`` reaches the worker the command starts, with its value
+    (the queues and the Redis URL as the command's own flags say)."""
+    from asyncq.contrib.django.management.commands.asyncq_worker import Command
+
+    worker = _worker_parser()
+    given = [a for a in worker._actions if a.option_strings and a.dest != "help"
+             and a.dest not in OWN]
+    assert {"processes", "process_pool_size", "max_memory_per_child", "max_tasks_per_child",
+            "metrics_port", "health_port", "config", "reload", "log_format"} <= {
+        a.dest for a in given}
+    for action in given:
+        argv = Command().worker_argv(_parse(["--backend", "spare", *_sample(action)]))
+        assert argv[1:5] == ["-m", "asyncq", "worker", "asyncq.contrib.django.worker:mux"]
+        parsed = worker.parse_args(argv[4:])
+        assert getattr(parsed, action.dest) != action.default, (action.dest, argv)
 
 
 def test_the_command_passes_its_flags_to_the_worker(shop: Shop) -> None:
@@ -40,12 +74,10 @@ def test_the_command_passes_its_flags_to_the_worker(shop: Shop) -> None:
     and its queues with their bands, and the worker flags as given."""
     from asyncq.contrib.django.management.commands.asyncq_worker import Command
 
-    command = Command()
-    parser = command.create_parser("manage.py", "asyncq_worker")
-    options = vars(parser.parse_args(["--backend", "spare", "--processes", "3",
-                                      "--max-tasks-per-child", "9", "-c", "4",
-                                      "--log-format", "json"]))
-    args = command.worker_args(options)
+    argv = Command().worker_argv(_parse(["--backend", "spare", "--processes", "3",
+                                         "--max-tasks-per-child", "9", "-c", "4",
+                                         "--log-format", "json"]))
+    args = _worker_parser().parse_args(argv[4:])
     spare = os.environ["SHOP_SPARE_QUEUE"]
     assert args.target == "asyncq.contrib.django.worker:mux"
     assert args.redis_url == os.environ["SHOP_REDIS_URL"]
@@ -53,8 +85,8 @@ def test_the_command_passes_its_flags_to_the_worker(shop: Shop) -> None:
         3, 9, 4, "json")
     assert [q.partition("=")[0] for q in args.queue] == [f"{spare}:high", spare, f"{spare}:low"]
     assert args.strict_priority is True
-    mine = command.worker_args(vars(parser.parse_args(["--mux", "shop.asyncq_app:mux"])))
-    assert mine.target == "shop.asyncq_app:mux"
+    mine = Command().worker_argv(_parse(["--mux", "shop.asyncq_app:mux", "-u", "redis://x"]))
+    assert mine[4:6] == ["shop.asyncq_app:mux", "--redis-url=redis://x"]
 
 
 def _attempts(path: Path) -> list[str]:
@@ -138,9 +170,7 @@ def test_the_process_pool_has_django_set_up_before_it_forks_a_child(shop: Shop) 
     process-isolated call."""
     from shop.tasks import render_pdf
 
-    from asyncq._cli import _worker_cmd
-
-    if "--preload" not in _flags(_worker_cmd.parser()):
+    if "--preload" not in _flags(_worker_parser()):
         pytest.skip("asyncq worker has no --preload flag")
     spare = render_pdf.using(backend="spare", queue_name=os.environ["SHOP_SPARE_QUEUE"])
     result = spare.enqueue(0.01)
