@@ -16,6 +16,8 @@
 #   make test-chaos  the whole fault-injection suite (tests/chaos), serially, slow cases included
 #   make test-interop  the Go asynq interop suite with its slow cases (needs Go: builds the programs)
 #                    (the 1M-task soak); ASYNCQ_CHAOS_REPORT=file.jsonl collects the ledgers
+#   make test-django the Django tests with their slow cases on Django 5.2 (django-tasks, Python
+#                    3.11) and on Django 6 (a .venv-django6-py3.x per Python >= 3.12 found)
 #   make lint        ruff + mypy
 #   make docs        install the docs toolchain (the `docs` extra) and build the site from docs/
 #                    into .run/site/ (MkDocs, strict: a warning or a broken link fails it);
@@ -53,7 +55,7 @@ TEST_REDIS_DEP := $(if $(ASYNCQ_TEST_REDIS_URL),,redis-bin)
 # against a server of yours: some tests empty it (FLUSHDB), which would hit the other processes.
 TEST_WORKERS ?= $(if $(ASYNCQ_TEST_REDIS_URL),0,auto)
 
-.PHONY: venv docs redis-bin browser-bin prometheus-bin check-rules test-prometheus redis-up redis-down test test-chaos test-interop lint run bench ab clean distclean
+.PHONY: venv docs redis-bin browser-bin prometheus-bin check-rules test-prometheus redis-up redis-down test test-chaos test-django test-interop lint run bench ab clean distclean
 
 venv: $(STAMP)
 
@@ -153,6 +155,9 @@ test: venv $(TEST_REDIS_DEP) browser-bin
 
 test-chaos: venv redis-bin
 	$(VENV)/bin/python -m pytest -m chaos --run-chaos --run-slow tests/chaos $(PYTEST_ARGS)
+
+test-django: venv redis-bin
+	bash tests/contrib/django/matrix.sh $(PYTEST_ARGS)
 
 test-interop: venv redis-bin interop-bin
 	$(VENV)/bin/python -m pytest -m interop --run-slow tests/interop $(PYTEST_ARGS)

@@ -11,8 +11,11 @@ from asyncq._client._client import Client
 from asyncq._defaults import RESULT_RETENTION
 from asyncq._errors import TaskNotFoundError
 from asyncq._inspector._inspector import Inspector
+from asyncq._model._flow import Flow
 from asyncq._model._info import TaskInfo
+from asyncq._model._rules import handler_rules
 from asyncq._validate import validate_queue_name
+from asyncq._workflow import WorkflowHandle
 
 from ._bridge import LoopBridge
 from ._compat import (
@@ -26,10 +29,7 @@ from ._compat import (
 )
 from ._priority import DEFAULT_PRIORITIES, Bands, parse_priorities
 from ._results import result_of, task_payload
-
-#: The framework runs a task once: a call that raises is FAILED, not retried, unless the
-#: backend's OPTIONS say MAX_RETRY.
-_NO_RETRY = 0
+from ._task import AsyncqTask
 
 #: How long a completed call is kept (seconds) unless OPTIONS say RETENTION: as asyncq keeps
 #: a task that returned a value, and the same for one that returned None (asyncq would leave
@@ -46,12 +46,16 @@ class AsyncqBackend(BaseTaskBackend):
     ["default"], "OPTIONS": {"URL": "redis://..."}}}``. Each call becomes an asyncq task whose
     type is the function's dotted path, whose payload is its arguments (JSON) and whose asyncq
     queue is its ``queue_name`` (``<queue_name>:<band>`` for a priority band); its result id
-    is the asyncq task id. OPTIONS: ``URL`` (required), ``MAX_RETRY`` (default 0: a failing
-    call is FAILED at once), ``TIMEOUT`` (seconds; default asyncq's), ``RETENTION`` (seconds a
-    completed call is kept, whether it returned a value or None; default 600),
-    ``PRIORITIES`` (band name -> threshold, default ``{"high": 1, "low": -1}``; ``{}`` turns
-    priority off, and ``supports_priority`` with it: see ``_priority``).
+    is the asyncq task id; its options are its definition's (``AsyncqTask``, the backend's
+    ``task_class``). OPTIONS: ``URL`` (required); ``MAX_RETRY``, ``TIMEOUT`` (seconds) and
+    ``RETENTION`` (seconds a completed call is kept, whether it returned a value or None;
+    default 600), the defaults of its tasks' definitions, which the worker applies however a
+    call was enqueued (see ``_rules.rules_of``); ``PRIORITIES`` (band name -> threshold,
+    default ``{"high": 1, "low": -1}``; ``{}`` turns priority off, and ``supports_priority``
+    with it: see ``_priority``).
     """
+
+    task_class = AsyncqTask
 
     supports_defer = True
     supports_async_task = True
@@ -83,11 +87,17 @@ class AsyncqBackend(BaseTaskBackend):
             raise ImproperlyConfigured(f"TASKS[{alias!r}] OPTIONS {exc}") from None
         self.supports_priority = self.bands.enabled
         self.url: str = url
-        self.enqueue_options: dict[str, Any] = {
-            "max_retry": self.options.get("MAX_RETRY", _NO_RETRY),
+        self.rule_defaults: dict[str, Any] = {
             "retention": self.options.get("RETENTION", _RETENTION)}
+        """The ``ServeMux.handle`` options of its tasks that their definitions leave out."""
+        if "MAX_RETRY" in self.options:
+            self.rule_defaults["max_retry"] = self.options["MAX_RETRY"]
         if "TIMEOUT" in self.options:
-            self.enqueue_options["timeout"] = self.options["TIMEOUT"]
+            self.rule_defaults["timeout"] = self.options["TIMEOUT"]
+        try:
+            handler_rules(**self.rule_defaults, what=f"TASKS[{alias!r}] OPTIONS")
+        except (TypeError, ValueError) as exc:
+            raise ImproperlyConfigured(str(exc)) from None
         self._bridge = LoopBridge(lambda: Client(self.url))
 
     def validate_task(self, task: Task[Any, Any]) -> None:
@@ -97,24 +107,25 @@ class AsyncqBackend(BaseTaskBackend):
         except ValueError as exc:
             raise InvalidTaskError(str(exc)) from None
 
-    def _prepare(self, task: Task[Any, Any], args: Any, kwargs: Any
-                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def prepare(self, task: Task[Any, Any], args: Any, kwargs: Any
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A call's asyncq payload and enqueue options (its queue: the priority band's)."""
         self.validate_task(task)
         try:
             payload = normalize_json(task_payload(args, kwargs, task.priority, task.run_after,
-                                                  task.queue_name))
+                                                  task.queue_name, task.backend))
         except TypeError as exc:
             raise TypeError(f"the arguments of {task.module_path} must be JSON values "
                             f"(str, int, float, bool, None, list, dict): {exc}") from None
-        options = dict(self.enqueue_options,
-                       queue=self.bands.queue_for(task.queue_name, task.priority))
+        options = task.enqueue_options() if isinstance(task, AsyncqTask) else {}
+        options["queue"] = self.bands.queue_for(task.queue_name, task.priority)
         if task.run_after is not None:
             options["process_at"] = task.run_after
         return payload, options
 
     def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
         """Store the call as an asyncq task (scheduled when ``run_after`` is set)."""
-        payload, options = self._prepare(task, args, kwargs)
+        payload, options = self.prepare(task, args, kwargs)
         info = self._bridge.run(lambda c: c.enqueue(task.module_path, payload, **options))
         result = result_of(info, self.alias, task=task)
         task_enqueued.send(type(self), task_result=result)
@@ -123,12 +134,23 @@ class AsyncqBackend(BaseTaskBackend):
     async def aenqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
         """``enqueue`` from async code, without a thread per call; ``task_enqueued`` is sent
         with ``asend``, so sync receivers run in a thread and may use the database."""
-        payload, options = self._prepare(task, args, kwargs)
+        payload, options = self.prepare(task, args, kwargs)
         info = await self._bridge.arun(
             lambda c: c.enqueue(task.module_path, payload, **options))
         result = result_of(info, self.alias, task=task)
         await task_enqueued.asend(type(self), task_result=result)
         return result
+
+    def enqueue_workflow(self, flow: Flow[Any, Any], **options: Any) -> WorkflowHandle[Any]:
+        """Start an asyncq workflow (``chain``/``group``/``chord`` of ``step``/``pipe`` steps
+        of Django tasks, or of any asyncq steps) from sync code: ``Client.enqueue_workflow``
+        with its options."""
+        return self._bridge.run(lambda c: c.enqueue_workflow(flow, **options))
+
+    async def aenqueue_workflow(self, flow: Flow[Any, Any], **options: Any
+                                ) -> WorkflowHandle[Any]:
+        """``enqueue_workflow`` from async code."""
+        return await self._bridge.arun(lambda c: c.enqueue_workflow(flow, **options))
 
     def get_result(self, result_id: str) -> TaskResult[Any]:
         """The task's status, return value and errors as asyncq holds them now;

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
         TaskContext,
         TaskResult,
         TaskResultStatus,
+        task,
         task_backends,
     )
     from django_tasks.backends.base import BaseTaskBackend
@@ -24,6 +25,7 @@ elif find_spec("django.tasks") is not None:
         TaskContext,
         TaskResult,
         TaskResultStatus,
+        task,
         task_backends,
     )
     from django.tasks.backends.base import BaseTaskBackend
@@ -41,6 +43,7 @@ else:
         TaskContext,
         TaskResult,
         TaskResultStatus,
+        task,
         task_backends,
     )
     from django_tasks.backends.base import BaseTaskBackend
@@ -65,4 +68,5 @@ __all__ = ["DEFAULT_TASK_BACKEND_ALIAS", "FRAMEWORK", "TASK_MAX_PRIORITY", "TASK
            "BaseTaskBackend", "InvalidTaskError",
            "Task", "TaskContext", "TaskError", "TaskResult", "TaskResultDoesNotExist",
            "TaskResultStatus",
-           "normalize_json", "task_backends", "task_enqueued", "task_finished", "task_started"]
+           "normalize_json", "task", "task_backends", "task_enqueued", "task_finished",
+           "task_started"]

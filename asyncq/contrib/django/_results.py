@@ -20,8 +20,13 @@ _STATUS = {
 }
 
 #: The payload's keys: the call's arguments and the task's options at enqueue (``queue``: the
-#: Django queue name, which a priority band's asyncq queue is not).
-ARGS, KWARGS, PRIORITY, RUN_AFTER, QUEUE = "args", "kwargs", "priority", "run_after", "queue"
+#: Django queue name, which a priority band's asyncq queue is not; ``backend``: the alias it
+#: was enqueued through, which ``using(backend=...)`` may have changed).
+ARGS, KWARGS, PRIORITY, RUN_AFTER, QUEUE, BACKEND = (
+    "args", "kwargs", "priority", "run_after", "queue", "backend")
+#: The key a piped workflow step's input is stored under (the value of what ran before it):
+#: the call's first argument.
+INPUT = "input"
 
 
 def framework_task(module_path: str) -> Task[Any, Any]:
@@ -34,17 +39,25 @@ def framework_task(module_path: str) -> Task[Any, Any]:
 
 
 def task_payload(args: Any, kwargs: Any, priority: int, run_after: datetime | None,
-                 queue: str) -> dict[str, Any]:
+                 queue: str, backend: str) -> dict[str, Any]:
     """What is stored for a call: its arguments and the options it was enqueued with."""
     return {ARGS: list(args), KWARGS: dict(kwargs), PRIORITY: priority,
-            RUN_AFTER: run_after.isoformat() if run_after is not None else None, QUEUE: queue}
+            RUN_AFTER: run_after.isoformat() if run_after is not None else None, QUEUE: queue,
+            BACKEND: backend}
+
+
+def call_args(payload: dict[str, Any]) -> list[Any]:
+    """The call's positional arguments: those stored, after the input of a piped workflow
+    step (``INPUT``) when it has one."""
+    args = list(payload.get(ARGS, []))
+    return [payload[INPUT], *args] if INPUT in payload else args
 
 
 def bound_task(task: Task[Any, Any], payload: dict[str, Any], queue: str) -> Task[Any, Any]:
     """``task`` with the queue, priority and run_after its call was enqueued with (``queue``,
     the asyncq queue, for a call stored without its Django queue name)."""
     run_after = payload.get(RUN_AFTER)
-    return task.using(queue_name=payload.get(QUEUE) or queue,
+    return task.using(queue_name=payload.get(QUEUE) or queue, backend=payload.get(BACKEND),
                       priority=payload.get(PRIORITY, task.priority),
                       run_after=datetime.fromisoformat(run_after) if run_after else None)
 
@@ -78,7 +91,7 @@ def result_of(info: TaskInfo, backend: str, *, task: Task[Any, Any] | None = Non
         task=task, id=info.id, status=status, enqueued_at=info.enqueued_at,
         started_at=info.started_at, finished_at=finished,
         last_attempted_at=info.started_at or info.last_failed_at,
-        args=payload.get(ARGS, []), kwargs=payload.get(KWARGS, {}), backend=backend,
+        args=call_args(payload), kwargs=payload.get(KWARGS, {}), backend=backend,
         errors=errors, worker_ids=["asyncq"] * attempts)
     if status == TaskResultStatus("SUCCESSFUL"):
         object.__setattr__(result, "_return_value", info.result_json())

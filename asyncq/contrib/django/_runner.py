@@ -1,5 +1,6 @@
 """The worker side: one asyncq handler that runs any ``@task`` function by its dotted path,
-sync functions in one of the worker's threads and async ones on the loop, with Django's
+sync functions in one of the worker's threads and async ones on the loop (``run_isolated``:
+either in a child process of the worker's pool), with Django's
 database connections closed around each call as Django does around a request, and the
 framework's ``task_started`` / ``task_finished`` signals sent around it as its own backends
 send them (sender: the backend's class; ``task_result``: the call's TaskResult)."""
@@ -20,6 +21,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from asyncq._log import get_logger
+from asyncq._model._rules import HandlerRules, handler_rules
 from asyncq._model._task import Task as AsyncqTask
 from asyncq._worker._outcomes import retried
 from asyncq._worker._threads import registered_rules, threaded
@@ -33,7 +35,8 @@ from ._compat import (
     task_finished,
     task_started,
 )
-from ._results import ARGS, KWARGS, bound_task, framework_task
+from ._results import KWARGS, bound_task, call_args, framework_task
+from ._task import RULE_OPTIONS
 
 #: A run stopped this close to its time limit was stopped by it (the worker's timers run on
 #: the loop's clock, the deadline is wall-clock time).
@@ -44,16 +47,16 @@ class _Call:
     """One run of a framework task: its function, arguments and the TaskResult its signals
     carry (RUNNING when started, SUCCESSFUL or FAILED when finished)."""
 
-    def __init__(self, task: AsyncqTask) -> None:
+    def __init__(self, task: AsyncqTask, rules: HandlerRules | None) -> None:
         found = framework_task(task.type)
         payload = task.json()
         if not isinstance(payload, dict):
             raise TypeError(f"task {task.id}: its payload is not a Django task call")
         self.task = task
-        self.rules = registered_rules(task.type)
-        """Its registration's options, when the worker runs a ServeMux (``retry_on``)."""
+        self.rules = rules
+        """Its registration's options (``retry_on``): how the worker decides its failure."""
         self.func: Callable[..., Any] = found.func
-        self.args: list[Any] = list(payload.get(ARGS, []))
+        self.args: list[Any] = call_args(payload)
         self.kwargs: dict[str, Any] = dict(payload.get(KWARGS, {}))
         bound = bound_task(found, payload, task.queue)
         self.sender = type(bound.get_backend())
@@ -138,11 +141,30 @@ def _call_in_thread(call: _Call, _task: AsyncqTask) -> Any:
 async def run_django_task(task: AsyncqTask) -> Any:
     """Run the framework task named by ``task.type`` with the stored arguments; its return
     value (as JSON) is the asyncq result, and an exception it raises fails the task."""
-    call = _Call(task)
+    call = _Call(task, registered_rules(task.type))
     if not iscoroutinefunction(call.func):
         # The worker's own threads: as many as its concurrency, and a thread still running
         # after its task's timeout keeps its slot (as for a plain ``def`` handler).
         return await threaded(partial(_call_in_thread, call))(task)
+    return await _call_async(call)
+
+
+def run_isolated(task: AsyncqTask) -> Any:
+    """``run_django_task`` in a child process of the worker's pool (Django set up there: see
+    ``_child``): the signals are sent from the child, and
+    its failure is decided with the options of its definition, as the worker registered it."""
+    from ._rules import rules_of
+
+    found = framework_task(task.type)
+    options = rules_of(found)
+    rules = handler_rules(**{k: options.get(k) for k in RULE_OPTIONS}, what=task.type)
+    call = _Call(task, rules)
+    if not iscoroutinefunction(call.func):
+        return _call_in_thread(call, task)
+    return asyncio.run(_call_async(call))
+
+
+async def _call_async(call: _Call) -> Any:
     await sync_to_async(close_old_connections)()
     try:
         await _asend(task_started, call, call.result)

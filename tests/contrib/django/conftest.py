@@ -21,7 +21,9 @@ def shop(asyncq_redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
            "SHOP_RANKED_QUEUE": f"dj-ranked-{uuid.uuid4().hex[:10]}",
            "SHOP_BRIEF_QUEUE": f"dj-brief-{uuid.uuid4().hex[:10]}",
            "SHOP_PATIENT_QUEUE": f"dj-patient-{uuid.uuid4().hex[:10]}",
+           "SHOP_SPARE_QUEUE": f"dj-spare-{uuid.uuid4().hex[:10]}",
            "SHOP_REDIS_URL": asyncq_redis_url, "SHOP_SIGNALS": str(signals),
+           "SHOP_SETUPS": str(tmp / "setups"),
            "SHOP_DB": str(tmp / "shop.sqlite3"), "DJANGO_SETTINGS_MODULE": "shopsite.settings"}
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
@@ -31,8 +33,8 @@ def shop(asyncq_redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
     django.setup()
     try:
-        with manage_worker(["-c", str(CONCURRENCY)], tmp / "worker.log", os.environ):
-            yield Shop(Client(), tmp / "worker.log", tmp, signals)
+        with manage_worker(["-c", str(CONCURRENCY)], tmp / "worker.log", os.environ) as worker:
+            yield Shop(Client(), tmp / "worker.log", tmp, signals, worker.pid)
     finally:
         sys.path.remove(str(PROJECT))
         for name, value in saved.items():

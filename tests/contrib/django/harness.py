@@ -24,8 +24,11 @@ CONCURRENCY = 8
 class Shop:
     """The project's test client plus its worker's log, for reading results back."""
 
-    def __init__(self, client: Any, log: Path, tmp: Path, signals: Path) -> None:
+    def __init__(self, client: Any, log: Path, tmp: Path, signals: Path,
+                 worker_pid: int) -> None:
         self.client = client
+        self.worker_pid = worker_pid
+        """The session worker's process (``manage.py asyncq_worker``)."""
         self.log = log
         self.tmp = tmp
         self.signals_file = signals

@@ -1,5 +1,5 @@
 """``task_finished`` for a call that fails for good while its backend allows retries
-(``MAX_RETRY`` 2): through ``SkipRetry``, and through an error its registration's ``retry_on``
+(``MAX_RETRY`` 2): through ``SkipRetry``, and through an error its definition's ``retry_on``
 does not list (D2 of issue 38: no signal was sent, as if the call would be retried)."""
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ def test_skip_retry_finishes_the_call_failed_at_once(shop: Shop) -> None:
 
 
 def test_an_error_retry_on_does_not_list_finishes_the_call_failed_at_once(shop: Shop) -> None:
-    """Plain ``asyncq worker`` running the project's ServeMux (``shop.asyncq_app``), whose
-    registration retries ``send_mail`` on ConnectionError only: a ValueError ends the call."""
+    """Plain ``asyncq worker`` running the project's ServeMux (``shop.asyncq_app``), where
+    ``register`` gave ``send_mail`` its definition's ``retry_on=ConnectionError``: a
+    ValueError ends the call."""
     from shop.tasks import send_mail
 
     result_id = send_mail.enqueue("F-6").id

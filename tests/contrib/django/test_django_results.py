@@ -24,17 +24,19 @@ def test_a_task_that_returns_none_reads_successful_with_its_arguments(shop: Shop
     assert done["errors"] == []
 
 
-def test_a_call_kept_only_as_a_completion_mark_does_not_exist(shop: Shop) -> None:
-    """Enqueued by another door (asyncq's own client, no retention), a call that returned
-    ``None`` leaves only a completion mark, which names no task: it does not exist for the
-    framework (not a DecodeError)."""
+def test_a_call_enqueued_by_another_door_is_kept_as_one_enqueued_by_django(shop: Shop) -> None:
+    """Enqueued by asyncq's own client without a retention, a call that returned ``None`` is
+    kept as the framework's own calls are (the worker applies the task's registration, not
+    the door's options): SUCCESSFUL with ``None``, not a bare completion mark."""
     from asyncq import SyncClient
-    from asyncq.contrib.django._compat import TaskResultDoesNotExist, task_backends
+    from asyncq.contrib.django._compat import task_backends
 
     with SyncClient(os.environ["SHOP_REDIS_URL"]) as client:
         info = client.enqueue("shop.tasks.forget", {"args": ["D-4"], "kwargs": {}},
-                              queue=os.environ["SHOP_QUEUE"], max_retry=0)
+                              queue=os.environ["SHOP_QUEUE"])
         assert client.result(info.id, queue=info.queue, timeout=WAIT) is None
 
-    with pytest.raises(TaskResultDoesNotExist):
-        task_backends["default"].get_result(info.id)
+    result = task_backends["default"].get_result(info.id)
+    assert result.status == "SUCCESSFUL"
+    assert result.return_value is None
+    assert result.args == ["D-4"]

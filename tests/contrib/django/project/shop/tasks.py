@@ -9,7 +9,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
-from asyncq import SkipRetry
+from asyncq import RateLimit, SkipRetry
 
 try:
     from django.tasks import task
@@ -20,6 +20,7 @@ QUEUE = settings.TASKS["default"]["QUEUES"][0]
 RANKED_QUEUE = settings.TASKS["ranked"]["QUEUES"][0]
 BRIEF_QUEUE = settings.TASKS["brief"]["QUEUES"][0]
 PATIENT_QUEUE = settings.TASKS["patient"]["QUEUES"][0]
+SPARE_QUEUE = settings.TASKS["spare"]["QUEUES"][0]
 
 
 class OutOfStockError(Exception):
@@ -100,7 +101,69 @@ def give_up(order):
     raise SkipRetry(f"order {order} is gone")
 
 
-@task(queue_name=PATIENT_QUEUE, backend="patient")
+@task(queue_name=PATIENT_QUEUE, backend="patient", retry_on=ConnectionError)
 def send_mail(order):
-    """Fails with an error its registration does not retry (shop.asyncq_app: retry_on)."""
+    """Fails with an error its definition does not retry (retry_on)."""
     raise ValueError(f"no address for order {order}")
+
+
+class SMTPError(ConnectionError):
+    """What the mail server's outage raises: the one error ``deliver`` is retried on."""
+
+
+@task(queue_name=QUEUE, takes_context=True, retry_on=SMTPError, max_retry=3, retry_delay=0.1)
+def deliver(context, order, error):
+    """Raises ``error`` ("smtp" or "value") on its first attempt, then returns the attempt."""
+    if context.attempt == 1:
+        if error == "smtp":
+            raise SMTPError(f"mail server down for order {order}")
+        raise ValueError(f"no address for order {order}")
+    return context.attempt
+
+
+@task(queue_name=QUEUE, limits=[RateLimit("2/s")])
+def call_partner(order):
+    """The partner API takes 2 calls a second, whatever the priority of the call."""
+    return order
+
+
+@task(queue_name=QUEUE, isolate="process", timeout=2, takes_context=True)
+def render_pdf(context, seconds):
+    """CPU-bound work in a child process: its pid and the id its context gives."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+    return {"pid": os.getpid(), "id": context.task_result.id}
+
+
+@task(queue_name=QUEUE, isolate="process", timeout=1)
+def runaway(seconds):
+    """Runs past its 1 s limit: its child is killed."""
+    time.sleep(seconds)
+    return seconds
+
+
+@task(queue_name=QUEUE, isolate="process", timeout=5)
+def nothing_back():
+    """A process-run call that returns None."""
+    return None
+
+
+@task(queue_name=SPARE_QUEUE, backend="spare", takes_context=True, retry_delay=0.1)
+def hold(context, path, seconds):
+    """Writes its attempt to ``path`` (one line each), then sleeps ``seconds`` on the first
+    attempt (long enough for a test to kill its worker) and returns the attempt."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, f"{context.attempt}\n".encode())
+    finally:
+        os.close(fd)
+    if context.attempt == 1:
+        time.sleep(seconds)
+    return context.attempt
+
+
+@task(queue_name=QUEUE)
+def total(values, extra=0):
+    """A chord's callback: the sum of its group's results (and ``extra``)."""
+    return sum(values) + extra

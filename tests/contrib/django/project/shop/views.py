@@ -5,7 +5,18 @@ from datetime import timedelta
 from django.http import JsonResponse
 from django.utils import timezone
 
-from shop.tasks import add, count_tables, forget, greet, mark, refund, rendezvous, whoami
+from shop.tasks import (
+    add,
+    count_tables,
+    deliver,
+    forget,
+    greet,
+    mark,
+    refund,
+    render_pdf,
+    rendezvous,
+    whoami,
+)
 
 try:
     from django.tasks import default_task_backend
@@ -34,6 +45,14 @@ def enqueue_add_later(request):
 
 def enqueue_forget(request):
     return _started(forget.enqueue(request.GET["order"]))
+
+
+def enqueue_deliver(request):
+    return _started(deliver.enqueue(request.GET["order"], request.GET["error"]))
+
+
+def enqueue_render(request):
+    return _started(render_pdf.enqueue(float(request.GET["seconds"])))
 
 
 def enqueue_refund(request):

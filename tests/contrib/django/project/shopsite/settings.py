@@ -4,6 +4,10 @@ queues, the SQLite file and the file its signal receivers write through the envi
 import importlib.util
 import os
 
+if os.environ.get("SHOP_SETUPS"):  # (the tests read which processes set Django up)
+    with open(os.environ["SHOP_SETUPS"], "a") as setups:
+        setups.write(f"{os.getpid()}\n")
+
 SECRET_KEY = "only-for-tests"
 DEBUG = False
 ALLOWED_HOSTS = ["testserver", "localhost"]
@@ -42,5 +46,11 @@ TASKS = {
         "BACKEND": "asyncq.contrib.django.AsyncqBackend",
         "QUEUES": [os.environ["SHOP_PATIENT_QUEUE"]],
         "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"], "MAX_RETRY": 2},
+    },
+    # Its own queue too, for the tests that start (and kill) workers of their own.
+    "spare": {
+        "BACKEND": "asyncq.contrib.django.AsyncqBackend",
+        "QUEUES": [os.environ["SHOP_SPARE_QUEUE"]],
+        "OPTIONS": {"URL": os.environ["SHOP_REDIS_URL"]},
     },
 }

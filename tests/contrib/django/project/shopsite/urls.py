@@ -7,6 +7,8 @@ urlpatterns = [
     path("add", views.enqueue_add),
     path("add-later", views.enqueue_add_later),
     path("refund", views.enqueue_refund),
+    path("deliver", views.enqueue_deliver),
+    path("render", views.enqueue_render),
     path("forget", views.enqueue_forget),
     path("greet", views.enqueue_greet),
     path("count", views.enqueue_count),
