@@ -127,8 +127,8 @@ class RedisInspectOps:
         code, active, queued = await self.runner.run(
             "inspect_remove_queue",
             [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
-             qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets,
-             qk.registered, qk.marks, qk.archive_limits, qk.minutes, qk.expired],
+             qk.paused, qk.processed, qk.failed, qk.groups, qk.aggregation_sets, qk.minutes,
+             qk.waiters, qk.registered, qk.marks, qk.archive_limits, qk.expired],
             [mode, qk.task_prefix, *days],
         )
         return number(code), number(active), number(queued)

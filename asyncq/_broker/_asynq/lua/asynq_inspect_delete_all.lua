@@ -13,7 +13,7 @@
 -- Ids whose hash is gone are dropped; ids whose hash is in another state (a stale entry) are
 -- dropped from the source without touching that task.
 -- @include _asynq_inspect_lib.lua
-local ids = asynq_inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
+local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
 local deleted = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
@@ -23,5 +23,5 @@ for _, id in ipairs(ids) do
     deleted = deleted + 1
   end
 end
-asynq_inspect_forget_group(KEYS[1], KEYS[2], ARGV[4])
+inspect_forget_group(KEYS[1], KEYS[2], ARGV[4])
 return {#ids, deleted}
