@@ -173,7 +173,8 @@ class RedisInspectOps:
             reply = await self.runner.run(
                 "inspect_find_tasks", [source, qk.lease],
                 [kind, position, min(FIND_BATCH, scan - scanned), count - len(found),
-                 qk.task_prefix, type_text.lower(), error_text.lower()])
+                 qk.task_prefix, type_text.lower(), error_text.lower(),
+                 "1" if state == "active" else "0"])
             found += [_record(row[0], row[1:]) for row in reply[2:]]
             scanned += number(reply[1])
             position = None if number(reply[0]) < 0 else number(reply[0])

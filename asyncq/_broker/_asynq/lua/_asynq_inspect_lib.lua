@@ -1,8 +1,8 @@
 -- Helpers shared by the asynq_inspect_* scripts (included, never run on their own), with the
--- layout-free ones of the broker's own _containers_lib.lua. Every key is built from prefixes
+-- layout-free ones of the broker's own _inspect_shared_lib.lua. Every key is built from prefixes
 -- of one queue (asynq:{q}:...), so a script stays in one slot.
 -- @include _asynq_lib.lua
--- @include asyncq:_containers_lib.lua
+-- @include asyncq:_inspect_shared_lib.lua
 
 -- TaskMessage field numbers read or edited here (besides those of _asynq_lib.lua)
 local ASYNQ_TYPE, ASYNQ_PAYLOAD, ASYNQ_GROUP_KEY = 1, 2, 14

@@ -1,6 +1,11 @@
--- The inspector's helpers over a queue's task containers, for both layouts: included by
--- _inspect_lib.lua and by Go asynq's _asynq_inspect_lib.lua (with the shared-include prefix of
--- _asynq/_scripts.py). They build no key name and read no clock: each layout passes its keys.
+-- The inspector's layout-free helpers (most over a queue's task containers), for both layouts:
+-- included by _inspect_lib.lua and by Go asynq's _asynq_inspect_lib.lua (with the
+-- shared-include prefix of _asynq/_scripts.py). They build no key name and read no clock: each layout passes its keys.
+
+-- Whether `s` contains `part` (lower-cased), ignoring case; '' is in every text.
+local function inspect_contains(s, part)
+  return part == '' or string.find(string.lower(s), part, 1, true) ~= nil
+end
 
 -- The containers of one task's queue as the single-task scripts pass them: KEYS[2..8] are the
 -- pending list, scheduled, retry, archived and completed zsets, the groups set and the
