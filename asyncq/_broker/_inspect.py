@@ -90,7 +90,7 @@ class RedisInspectOps:
                 "inspect_queue_info",
                 [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
                  qk.paused, qk.processed, qk.failed, qk.processed_day(day),
-                 qk.failed_day(day), qk.groups, qk.aggregation_sets, qk.lease, qk.expired],
+                 qk.failed_day(day), qk.groups, qk.lease, qk.aggregation_sets, qk.expired],
                 [qk.task_prefix, qk.group_prefix, now_ms]))
             if memory:
                 calls.append(ScriptCall(

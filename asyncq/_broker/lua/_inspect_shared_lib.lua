@@ -68,3 +68,17 @@ local function inspect_forget_group(source, groups, group)
     redis.call('SREM', groups, group)
   end
 end
+
+-- The MEMORY USAGE of the task hashes of `ids` (hash key `prefix` .. id) summed, and how many
+-- of them exist: a memory estimate's sample.
+local function inspect_sampled_usage(prefix, ids)
+  local sum, n = 0, 0
+  for _, id in ipairs(ids) do
+    local u = redis.call('MEMORY', 'USAGE', prefix .. id)
+    if u then
+      sum = sum + u
+      n = n + 1
+    end
+  end
+  return sum, n
+end
