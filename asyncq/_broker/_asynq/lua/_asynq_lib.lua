@@ -2,6 +2,7 @@
 -- Protobuf: a TaskMessage is read and rewritten field by field at its top level (no nested
 -- message is ever edited), so Go readers see the message Go itself would have written.
 -- @include asyncq:_active_lib.lua
+-- @include asyncq:_event_lib.lua
 
 -- The varint encoding of a non-negative integer (exact below 2^53, Lua numbers being doubles).
 local function asynq_pb_varint(n)
@@ -170,9 +171,9 @@ local function asynq_listening(base)
   return redis.call('EXISTS', base .. 'asyncq:listening') == 1
 end
 
--- Publish one event on the shard channel <base>asyncq:events, in asyncq's event format: a JSON
--- header, a newline, then `body` (a result, or nothing). Type and retry count come from the
--- task's TaskMessage, so call it while the hash exists.
+-- Publish one event on the shard channel <base>asyncq:events, in asyncq's event format
+-- (event_publish). Type and retry count come from the task's TaskMessage, so call it while the
+-- hash exists.
 local function asynq_emit(base, id, from, to, extra, body)
   local msg = redis.call('HGET', base .. 't:' .. id, 'msg')
   local head = {id = id, from = from or '', to = to, at = asynq_now_ms(), retried = 0}
@@ -183,12 +184,7 @@ local function asynq_emit(base, id, from, to, extra, body)
     end
     head.retried = asynq_pb_get(msg, ASYNQ_RETRIED)
   end
-  if extra then
-    for k, x in pairs(extra) do
-      head[k] = x
-    end
-  end
-  redis.call('SPUBLISH', base .. 'asyncq:events', cjson.encode(head) .. '\n' .. (body or ''))
+  event_publish(base .. 'asyncq:events', head, extra, body)
 end
 
 -- A function(id, from, to, extra, body) publishing one event of the queue (asynq_emit), doing
