@@ -3,6 +3,7 @@
 -- message is ever edited), so Go readers see the message Go itself would have written.
 -- @include asyncq:_active_lib.lua
 -- @include asyncq:_event_lib.lua
+-- @include asyncq:_handoff_lib.lua
 
 -- The varint encoding of a non-negative integer (exact below 2^53, Lua numbers being doubles).
 local function asynq_pb_varint(n)
@@ -239,44 +240,33 @@ local function asynq_handoff(base)
     return false  -- no usable hash: left to a dequeue, which drops it or returns it to archive
   end
   local now = asynq_now_ms()
-  redis.call('ZREMRANGEBYSCORE', idle, '-inf', now)
-  while true do
-    local who = redis.call('ZPOPMIN', idle)
-    if #who == 0 then
+  return handoff_offer(idle, now, function(lease_ms, owner)
+    local until_s = math.floor((now + tonumber(lease_ms)) / 1000)
+    local since = v[3] or '0'
+    local data = id .. '\n' .. since .. '\n' .. string.format('%d', until_s * 1000) .. '\n'
+      .. #v[1] .. '\n' .. v[1] .. (v[2] or '')
+    if redis.call('SPUBLISH', base .. 'asyncq:to:' .. owner, data) == 0 then
       return false
     end
-    local lease_ms, owner = string.match(who[1], '^(%d+):(.+)$')
-    if lease_ms then
-      local until_s = math.floor((now + tonumber(lease_ms)) / 1000)
-      local since = v[3] or '0'
-      local data = id .. '\n' .. since .. '\n' .. string.format('%d', until_s * 1000) .. '\n'
-        .. #v[1] .. '\n' .. v[1] .. (v[2] or '')
-      if redis.call('SPUBLISH', base .. 'asyncq:to:' .. owner, data) > 0 then
-        redis.call('LMOVE', pending, base .. 'active', 'RIGHT', 'LEFT')
-        redis.call('HDEL', key, 'pending_since')
-        redis.call('HSET', key, 'state', 'active', 'owner', owner, 'lease_until', until_s,
-          'started_at', string.format('%d', now))
-        redis.call('ZADD', base .. 'lease', until_s, id)
-        local handed = base .. 'asyncq:handoff:' .. owner
-        redis.call('HSET', handed, id, since .. ':' .. string.format('%d', now))
-        redis.call('PEXPIRE', handed, lease_ms)
-        asynq_events(base)(id, 'pending', 'active')
-        return true
-      end
-    end
-  end
+    redis.call('LMOVE', pending, base .. 'active', 'RIGHT', 'LEFT')
+    redis.call('HDEL', key, 'pending_since')
+    redis.call('HSET', key, 'state', 'active', 'owner', owner, 'lease_until', until_s,
+      'started_at', string.format('%d', now))
+    redis.call('ZADD', base .. 'lease', until_s, id)
+    local handed = base .. 'asyncq:handoff:' .. owner
+    redis.call('HSET', handed, id, since .. ':' .. string.format('%d', now))
+    redis.call('PEXPIRE', handed, lease_ms)
+    asynq_events(base)(id, 'pending', 'active')
+    return true
+  end)
 end
 
 -- Tasks became pending: hand them to the queue's idle asyncq workers (asynq_handoff); if some
 -- are still pending, wake the idle workers that left the <base>asyncq:waiters flag by
 -- publishing `queue` on `channel` (the flag is taken: one wake-up per idle period).
 local function asynq_wake(base, channel, queue)
-  while asynq_handoff(base) do
-  end
-  if redis.call('EXISTS', base .. 'pending') == 1
-      and redis.call('DEL', base .. 'asyncq:waiters') == 1 then
-    redis.call('PUBLISH', channel, queue)
-  end
+  handoff_wake(asynq_handoff, base, base .. 'pending', base .. 'asyncq:waiters', channel,
+    queue)
 end
 
 -- A completion mark: task `id` succeeded returning nothing and is not kept, so its hash is

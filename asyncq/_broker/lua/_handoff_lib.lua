@@ -1,0 +1,33 @@
+-- One-hop pickup's shared steps, included by _wake_lib.lua and, with the shared-include prefix,
+-- by Go asynq's _asynq_lib.lua: how a task is offered to a queue's idle workers and how the
+-- rest wake them. It builds no key name (each layout passes its keys) and reads no clock.
+
+-- Offer a task to the idle workers registered in `idle` (ZSET '<lease ms>:<owner>' -> when
+-- the registration lapses, Unix ms), the longest idle first, dropping those lapsed by `now`
+-- and each one tried: `offer(lease_ms, owner)` returns true once that worker took it. Returns
+-- whether one did.
+local function handoff_offer(idle, now, offer)
+  redis.call('ZREMRANGEBYSCORE', idle, '-inf', now)
+  while true do
+    local who = redis.call('ZPOPMIN', idle)
+    if #who == 0 then
+      return false
+    end
+    local lease_ms, owner = string.match(who[1], '^(%d+):(.+)$')
+    if lease_ms and offer(lease_ms, owner) then
+      return true
+    end
+  end
+end
+
+-- Tasks became pending: `handoff(where)` hands the next one to an idle worker until it
+-- returns false; if some are still pending (`pending` exists), the idle workers that left the flag
+-- `waiters` are woken by publishing `queue` on `channel` (the flag is taken: one wake-up per
+-- idle period).
+local function handoff_wake(handoff, where, pending, waiters, channel, queue)
+  while handoff(where) do
+  end
+  if redis.call('EXISTS', pending) == 1 and redis.call('DEL', waiters) == 1 then
+    redis.call('PUBLISH', channel, queue)
+  end
+end
