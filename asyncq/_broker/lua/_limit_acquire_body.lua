@@ -105,7 +105,7 @@ while i <= #ARGV do
   end
   local mine, limited = true, false
   if not manual and #keys > 0 then
-    mine, limited = limit_claimable(tkey, holder, owner)
+    mine, limited = limit_claimable(tkey, KEYS[2], holder, owner)
   end
   if #keys == 0 then
     out[#out + 1] = 0

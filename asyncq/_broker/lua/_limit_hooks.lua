@@ -16,8 +16,9 @@ local function limit_server_ms()
 end
 
 -- Whether the task of hash `tkey` is active under `owner` (the worker claiming for it), and
--- whether it waited in a limit's line before (its field 'limited'): one HMGET.
-local function limit_claimable(tkey, holder, owner)
+-- whether it waited in a limit's line before (its field 'limited'): one HMGET (the lease zset
+-- `lease` is not read here).
+local function limit_claimable(tkey, lease, holder, owner)
   local v = redis.call('HMGET', tkey, 'state', 'owner', 'limited')
   local mine = asyncq_owned(v[1], v[2], owner)
   return mine, mine and v[3] ~= false

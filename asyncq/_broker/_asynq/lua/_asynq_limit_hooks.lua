@@ -19,10 +19,11 @@ local function limit_server_ms()
   return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
 
--- Whether the task of hash `tkey` is still held by `owner`'s run, and whether it waited in a
--- limit's line before (its field 'limited').
-local function limit_claimable(tkey, holder, owner)
-  local mine = asynq_held(tkey, KEYS[2], holder, owner)
+-- Whether the task of hash `tkey` is still held by `owner`'s run (its entry in the lease zset
+-- `lease` is the one that run wrote), and whether it waited in a limit's line before (its
+-- field 'limited').
+local function limit_claimable(tkey, lease, holder, owner)
+  local mine = asynq_held(tkey, lease, holder, owner)
   return mine, mine and redis.call('HEXISTS', tkey, 'limited') == 1
 end
 

@@ -8,6 +8,8 @@
 -- KEYS[10] processed today   KEYS[11] failed today   (asynq:{q}:processed|failed:<date>)
 -- KEYS[12] groups set        asynq:{q}:groups
 -- KEYS[13] lease zset        asynq:{q}:lease
+-- KEYS[14], KEYS[15] not passed: Go counts neither the tasks staged in aggregation sets
+--   (asyncq's KEYS[14]) nor expired tasks (KEYS[15])
 -- ARGV[1] task key prefix    asynq:{q}:t:
 -- ARGV[2] group key prefix   asynq:{q}:g:
 -- ARGV[3] now, Unix s (leases whose score is at or before it count as expired)
