@@ -31,3 +31,24 @@ local function handoff_wake(handoff, where, pending, waiters, channel, queue)
     redis.call('PUBLISH', channel, queue)
   end
 end
+
+-- The hand-offs to one worker that are overdue: `handed` (HASH id -> '<pending_since>:<handed
+-- at ms>', <base>handoff:<owner>) entries handed `grace_ms` or more before now (`clock()`, Unix
+-- ms, read only when there is one) or unreadable: each is dropped from `handed` and given to
+-- `take(id, pending_since)` ('0' when unknown), which returns the task if its worker still
+-- holds it (a hand-off whose message was lost in flight is picked up so).
+local function handoff_overdue(handed, grace_ms, clock, take)
+  local fields = redis.call('HGETALL', handed)
+  if #fields == 0 then
+    return
+  end
+  local cutoff = clock() - tonumber(grace_ms)
+  for f = 1, #fields, 2 do
+    local id = fields[f]
+    local since, at = string.match(fields[f + 1], '^(%d+):(%d+)$')
+    if not at or tonumber(at) <= cutoff then
+      redis.call('HDEL', handed, id)
+      take(id, since or '0')
+    end
+  end
+end
