@@ -2,6 +2,29 @@
 -- by Go asynq's _asynq_lib.lua: how a task is offered to a queue's idle workers and how the
 -- rest wake them. It builds no key name (each layout passes its keys) and reads no clock.
 
+-- The task a hand-off would give now, the pending list `pending`'s right end (where the next
+-- dequeue takes from): its id, hash key (`tprefix` .. id) and the values of its hash's fields
+-- `...` (the first one its message). Nil when none may be handed off: the queue paused
+-- (`paused` exists) or capped (`limits` holds 'o:q:': a task must claim a slot first, which
+-- the worker does for what a dequeue returns), nothing pending, or no usable record (left to
+-- a dequeue, which drops or archives it). The caller has checked that a worker is idle (most
+-- calls end there, before any key name is built).
+local function handoff_candidate(paused, limits, pending, tprefix, ...)
+  if redis.call('EXISTS', paused) == 1 or redis.call('HEXISTS', limits, 'o:q:') == 1 then
+    return nil
+  end
+  local id = redis.call('LINDEX', pending, -1)
+  if not id then
+    return nil
+  end
+  local key = tprefix .. id
+  local v = redis.pcall('HMGET', key, ...)
+  if v.err or not v[1] then
+    return nil
+  end
+  return id, key, v
+end
+
 -- Offer a task to the idle workers registered in `idle` (ZSET '<lease ms>:<owner>' -> when
 -- the registration lapses, Unix ms), the longest idle first, dropping those lapsed by `now`
 -- and each one tried: `offer(lease_ms, owner)` returns true once that worker took it. Returns

@@ -24,19 +24,11 @@ local function asyncq_handoff(idle_key)
     return false
   end
   local base = asyncq_base(idle_key, 'idle')
-  if redis.call('EXISTS', base .. 'paused') == 1
-      or redis.call('HEXISTS', base .. 'limits', 'o:q:') == 1 then
-    return false
-  end
   local pending = base .. 'pending'
-  local id = redis.call('LINDEX', pending, -1)
+  local id, key, v = handoff_candidate(base .. 'paused', base .. 'limits', pending, base .. 't:',
+    'msg', 'payload', 'retried', 'pending_since')
   if not id then
     return false
-  end
-  local key = base .. 't:' .. id
-  local v = redis.pcall('HMGET', key, 'msg', 'payload', 'retried', 'pending_since')
-  if v.err or not v[1] then
-    return false  -- no usable record: left to a dequeue, which drops or archives it
   end
   local now = asyncq_now_ms()
   local expires = asyncq_expiry(v[1])

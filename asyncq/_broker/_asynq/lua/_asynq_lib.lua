@@ -225,19 +225,14 @@ end
 -- first, which the worker does for what a dequeue returns (asynq_dequeue.lua marks them).
 local function asynq_handoff(base)
   local idle = base .. 'asyncq:idle'
-  if redis.call('EXISTS', idle) == 0 or redis.call('EXISTS', base .. 'paused') == 1
-      or redis.call('HEXISTS', base .. 'asyncq:limits', 'o:q:') == 1 then
+  if redis.call('EXISTS', idle) == 0 then
     return false
   end
   local pending = base .. 'pending'
-  local id = redis.call('LINDEX', pending, -1)
+  local id, key, v = handoff_candidate(base .. 'paused', base .. 'asyncq:limits', pending,
+    base .. 't:', 'msg', 'asyncq_msg', 'pending_since')
   if not id then
     return false
-  end
-  local key = base .. 't:' .. id
-  local v = redis.pcall('HMGET', key, 'msg', 'asyncq_msg', 'pending_since')
-  if v.err or not v[1] then
-    return false  -- no usable hash: left to a dequeue, which drops it or returns it to archive
   end
   local now = asynq_now_ms()
   return handoff_offer(idle, now, function(lease_ms, owner)
