@@ -25,7 +25,6 @@ from ..._clock import Clock
 from ..._errors import BrokerError, DecodeError
 from .._calls import STATS_TTL_MS, ScriptCall
 from .._inspect import RedisInspectOps
-from .._inspect_values import QueueInfo
 from .._maintenance import MINUTE_SAMPLES
 from .._replies import number, text
 from .._runner import ScriptRunner
