@@ -165,12 +165,3 @@ async def test_reclaim_stale_aggregation_sets(
     assert list(await zmembers(redis_client, qk.aggregation_sets)) == [qk.group("h") + ":s2"]
     assert await zmembers(redis_client, qk.group("h") + ":s2") == fresh
     assert await broker.list_groups(asyncq_queue) == ["g:x"]
-
-
-async def test_list_groups(broker: RedisBroker, client: Client, asyncq_queue: str) -> None:
-    assert await broker.list_groups(asyncq_queue) == []
-    for group in ("b", "a", "c", "a"):
-        await client.enqueue("t", queue=asyncq_queue, group=group)
-    assert await broker.list_groups(asyncq_queue) == ["a", "b", "c"]
-
-

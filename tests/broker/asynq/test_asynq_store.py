@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from redis.asyncio import Redis
 
-from asyncq import Client, DuplicateTaskError, FakeClock, Task, TaskIDConflictError
+from asyncq import Client, DuplicateTaskError, FakeClock, Task
 from asyncq._broker._asynq import _codec
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._model._message import decode_message
@@ -82,15 +82,6 @@ async def test_unique_lock_is_asynqs_md5_key_with_its_ttl(
         await aclient.enqueue("t", b"same", queue=asyncq_queue, unique=timedelta(minutes=5))
     assert caught.value.task_id == info.id  # the holder, read through Go's name
     assert f"(lock {lock}, held by task {info.id})" in str(caught.value)  # the real key
-
-
-async def test_task_id_conflict(aclient: Client, asyncq_queue: str) -> None:
-    await aclient.enqueue("t", queue=asyncq_queue, task_id="fixed")
-    with pytest.raises(TaskIDConflictError):
-        await aclient.enqueue("t", queue=asyncq_queue, task_id="fixed")
-    with pytest.raises(TaskIDConflictError):
-        await aclient.enqueue("t", queue=asyncq_queue, task_id="fixed",
-                              process_in=timedelta(hours=1))
 
 
 async def test_enqueue_many_mixes_shapes(aclient: Client, abroker: AsynqBroker,
