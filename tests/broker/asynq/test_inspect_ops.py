@@ -385,21 +385,3 @@ async def test_recover_a_stranded_task(abroker: AsynqBroker, aclient: Client,
     assert (h["state"], task.retried, task.error_msg) == (b"retry", 1, "recovered")
     assert "owner" not in h and await redis_client.zcard(qk.lease) == 0
     assert await redis_client.get(qk.failed) == b"1"
-
-
-async def test_backlog_and_minute_samples(abroker: AsynqBroker, aclient: Client,
-                                          clock: FakeClock, asyncq_queue: str) -> None:
-    q = asyncq_queue
-    await aclient.enqueue("t", queue=q)
-    await aclient.enqueue("t", queue=q, process_in=timedelta(seconds=30))
-    await aclient.enqueue("t", queue=q, process_in=timedelta(hours=1))
-    await aclient.enqueue("t", queue=q, group="g")
-    b = await abroker.backlog(q, clock.now_ms() + 60_000)
-    assert (b.pending, b.due, b.groups, b.paused) == (1, 1, 1, False)
-    assert await abroker.record_minute(q) is True
-    assert await abroker.record_minute(q) is False  # one sample per minute
-    clock.advance(60)
-    assert await abroker.record_minute(q) is True
-    samples = await abroker.inspect.minute_samples(q)
-    minute = clock.now_ms() // 60_000
-    assert samples == [(minute, 0, 0, 3), (minute - 1, 0, 0, 3)]
