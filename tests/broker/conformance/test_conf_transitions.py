@@ -217,3 +217,58 @@ async def test_list_groups(broker: Broker, client: Client, asyncq_queue: str) ->
     for group in ("b", "a", "c", "a"):
         await client.enqueue("t", queue=asyncq_queue, group=group)
     assert await broker.list_groups(asyncq_queue) == ["a", "b", "c"]
+
+
+async def test_done(broker: Broker, client: Client, asyncq_queue: str) -> None:
+    [task_id] = await lease(broker, client, asyncq_queue, unique=60)
+    assert await finish1(broker, Outcome("done", asyncq_queue, task_id)) is True
+    # Finishing it again finds nothing: no change, no second count.
+    assert await finish1(broker, Outcome("done", asyncq_queue, task_id)) is False
+
+
+async def test_retry(broker: Broker, client: Client, clock: FakeClock,
+                     asyncq_queue: str) -> None:
+    [task_id] = await lease(broker, client, asyncq_queue, unique=600)
+    clock.advance(2)
+    now = clock.now_ms()
+    assert await finish1(broker, Outcome("retry", asyncq_queue, task_id,
+                                         retry_at_ms=now + 60_000, error="boom")) is True
+    # It comes back with the retry count it has, and a second failure counts again.
+    clock.advance(61)  # (a layout may keep the due time in whole seconds, rounded up)
+    assert await broker.forward(asyncq_queue, "retry", 100) == (1, -1)
+    raws, _ = await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
+    assert [(r.id, r.retried) for r in raws] == [(task_id, 1)]
+    assert await finish1(broker, Outcome("retry", asyncq_queue, task_id,
+                                         retry_at_ms=clock.now_ms(), error="again")) is True
+
+
+async def test_finish_many_outcomes_in_one_call(broker: Broker, client: Client,
+                                                clock: FakeClock, asyncq_queue: str) -> None:
+    a, b, c, d = await lease(broker, client, asyncq_queue, 4)
+    other_owner = (await lease(broker, client, asyncq_queue, owner=OTHER))[0]
+    now = clock.now_ms()
+    results = await broker.finish([
+        Outcome("done", asyncq_queue, a),
+        Outcome("retry", asyncq_queue, b, retry_at_ms=now + 10, error="e"),
+        Outcome("archive", asyncq_queue, c, error="e"),
+        Outcome("complete", asyncq_queue, d, retention_ms=50),
+        Outcome("done", asyncq_queue, other_owner),  # not ours
+    ], OWNER)
+    assert results == [True, True, True, True, False]
+
+
+# ------------------------------------------------------------------ forward
+
+
+async def test_forward_of_nothing_due(broker: Broker, asyncq_queue: str) -> None:
+    assert await broker.forward(asyncq_queue, "scheduled", 100) == (0, -1)
+
+
+async def test_forward_sends_grouped_tasks_to_their_group(
+    broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str
+) -> None:
+    await enqueue(client, asyncq_queue, process_in=10, group="batch")
+    await enqueue(client, asyncq_queue, process_in=10)
+    clock.advance(15)
+    assert await broker.forward(asyncq_queue, "scheduled", 100) == (2, -1)
+    assert await broker.list_groups(asyncq_queue) == ["batch"]
