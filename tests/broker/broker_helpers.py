@@ -72,3 +72,13 @@ async def assert_daily_counter(redis: Redis, key: str, value: int, first_at_ms: 
     assert await redis.pexpiretime(key) == first_at_ms + 90 * DAY_MS
 
 
+async def add_group_tasks(client: Client, clock: FakeClock, queue: str, group: str, n: int,
+                          step: float = 1.0, **opts: Any) -> dict[str, int]:
+    """Add ``n`` tasks to a group, ``step`` seconds apart; returns {id: group score}."""
+    out = {}
+    for i in range(n):
+        if i:
+            clock.advance(step)
+        info = await client.enqueue("t", f"g{i}".encode(), queue=queue, group=group, **opts)
+        out[info.id] = clock.now_ms()
+    return out
