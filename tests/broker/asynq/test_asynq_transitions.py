@@ -9,11 +9,10 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
-from asyncq._broker import Capability, Outcome
+from asyncq._broker import Outcome
 from asyncq._broker._asynq import _codec
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
-from asyncq._errors import BrokerError
 from asyncq._model._message import decode_message
 
 OWNER = "srv-a"
@@ -236,9 +235,3 @@ async def test_write_result(abroker: AsynqBroker, aclient: Client, redis_client:
     assert not await redis_client.exists(K.queue_keys(asyncq_queue).task("gone"))
 
 
-async def test_workflows_say_why_they_are_not_available(abroker: AsynqBroker,
-                                                       asyncq_queue: str) -> None:
-    assert Capability.WORKFLOWS not in abroker.capabilities  # (so no worker polls them)
-    with pytest.raises(BrokerError, match="workflows are not available with wire=asynq") as caught:
-        await abroker.workflows.create("wf", b"{}", [], 0)
-    assert caught.value.refused

@@ -5,6 +5,7 @@ and completed-task expiry. What each layout writes to Redis for them is its own 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -19,8 +20,9 @@ from broker_helpers import (
     new_task,
 )
 
-from asyncq import Client, FakeClock, TaskIDConflictError
+from asyncq import Client, DuplicateTaskError, FakeClock, Task, TaskIDConflictError
 from asyncq._broker import Broker, Outcome, RawTask, UniqueLock
+from asyncq._model._message import decode_message
 
 pytestmark = pytest.mark.anyio
 
@@ -272,3 +274,60 @@ async def test_forward_sends_grouped_tasks_to_their_group(
     clock.advance(15)
     assert await broker.forward(asyncq_queue, "scheduled", 100) == (2, -1)
     assert await broker.list_groups(asyncq_queue) == ["batch"]
+
+
+async def test_enqueue_many_mixes_shapes(client: Client, broker: Broker,
+                                         asyncq_queue: str) -> None:
+    infos = await client.enqueue_many([
+        Task("t", b"1", queue=asyncq_queue), Task("t", b"2", queue=asyncq_queue),
+        Task("t", b"3", queue=asyncq_queue, process_in=timedelta(hours=1)),
+        Task("t", b"4", queue=asyncq_queue, group="g")])
+    stored = await broker.read_tasks(asyncq_queue, [i.id for i in infos] + ["nope"])
+    assert [s[1] for s in stored if s] == [b"1", b"2", b"3", b"4"]
+    assert stored[-1] is None
+
+
+async def test_a_duplicate_names_the_task_holding_its_lock(client: Client,
+                                                            asyncq_queue: str) -> None:
+    info = await client.enqueue("t", b"same", queue=asyncq_queue, unique=timedelta(minutes=5))
+    with pytest.raises(DuplicateTaskError) as caught:
+        await client.enqueue("t", b"same", queue=asyncq_queue, unique=timedelta(minutes=5))
+    assert caught.value.task_id == info.id  # the holder, read through the layout's name
+
+
+# ------------------------------------------------------------------ cancellation
+
+
+async def test_request_cancel_marks_only_this_run(broker: Broker, client: Client,
+                                                  clock: FakeClock, asyncq_queue: str) -> None:
+    task = await client.enqueue("t", queue=asyncq_queue)
+    [_], _ = await broker.dequeue(asyncq_queue, 1, OWNER, 30_000, 1000)
+    assert await broker.request_cancel(asyncq_queue, task.id) is True
+    # the run's lease renewal reports it (a worker that missed the message still stops it)
+    assert await broker.extend_leases(asyncq_queue, [task.id], OWNER, 30_000) == [2]
+    # a later run of the task is not cancelled by that request
+    assert await broker.finish([Outcome("requeue", asyncq_queue, task.id)], OWNER) == [True]
+    clock.advance(1)
+    [_], _ = await broker.dequeue(asyncq_queue, 1, OWNER, 30_000, 1000)
+    assert await broker.extend_leases(asyncq_queue, [task.id], OWNER, 30_000) == [1]
+
+
+# ------------------------------------------------------------------ recovery by cutoff
+
+
+async def test_a_run_is_listed_by_the_cutoff(broker: Broker, client: Client, clock: FakeClock,
+                                             asyncq_queue: str) -> None:
+    def cutoff(clock: FakeClock) -> int:
+        return clock.now_ms() - 5_000  # asyncq's recover_grace
+
+    task = await client.enqueue("t", queue=asyncq_queue)
+    await broker.dequeue(asyncq_queue, 1, OWNER, 30_000, 1000)
+    clock.advance(34)  # its lease ended 4 s ago: not yet past the 5 s grace
+    assert await broker.list_lease_expired(asyncq_queue, cutoff(clock), 100) == []
+    clock.advance(2)
+    [raw] = await broker.list_lease_expired(asyncq_queue, cutoff(clock), 100)
+    assert raw.id == task.id and decode_message(raw.msg).id == task.id
+    # renewed meanwhile: recovering it fails, nothing written
+    assert await broker.extend_leases(asyncq_queue, [task.id], OWNER, 30_000) == [1]
+    lost = Outcome("retry", asyncq_queue, task.id, retry_at_ms=clock.now_ms(), error="e")
+    assert await broker.recover(lost, cutoff(clock)) is False
