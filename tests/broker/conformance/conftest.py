@@ -67,7 +67,12 @@ async def broker(layout: str, request: pytest.FixtureRequest, clock: FakeClock,
 
 
 @pytest.fixture
-def client(broker: Broker, clock: FakeClock) -> Client:
-    """A Client on ``broker`` (shares it: never closed on its own)."""
-    return Client(broker, clock=clock)
+async def client(broker: Broker, clock: FakeClock) -> AsyncIterator[Client]:
+    """A Client on ``broker``, closed before it (its event listeners stopped; the broker it
+    shares is not closed with it)."""
+    c = Client(broker, clock=clock)
+    try:
+        yield c
+    finally:
+        await c.close()
 

@@ -12,6 +12,8 @@ from asyncq._errors import BrokerError
 
 pytestmark = pytest.mark.anyio
 
+ON_CLUSTER = True
+
 
 async def test_workflows_say_why_they_are_not_available(broker: Broker,
                                                        asyncq_queue: str) -> None:

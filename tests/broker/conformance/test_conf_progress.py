@@ -18,6 +18,8 @@ from asyncq._clock import ms_to_datetime
 
 pytestmark = pytest.mark.anyio
 
+ON_CLUSTER = True
+
 
 def report(value: float, message: str | None = None, data: object = None,
            at: int = 1_700_000_000_000) -> bytes:

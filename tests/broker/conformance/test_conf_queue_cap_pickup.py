@@ -19,6 +19,8 @@ from asyncq._broker._messages import Handoff, QueueWake
 
 pytestmark = pytest.mark.anyio
 
+ON_CLUSTER = True
+
 T = TypeVar("T")
 
 

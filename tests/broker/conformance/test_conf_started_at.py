@@ -12,6 +12,8 @@ from asyncq._clock import ms_to_datetime
 
 pytestmark = pytest.mark.anyio
 
+ON_CLUSTER = True
+
 
 async def test_a_dequeue_stamps_each_run_with_the_workers_clock(
     broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str,
