@@ -61,7 +61,8 @@ async def test_task_id_conflict(client: Client, asyncq_queue: str) -> None:
     with pytest.raises(TaskIDConflictError):
         await client.enqueue("t", queue=asyncq_queue, task_id="fixed")
     with pytest.raises(TaskIDConflictError):
-        await client.enqueue("t", queue=asyncq_queue, task_id="fixed", process_in=3600)
+        await client.enqueue("t", queue=asyncq_queue, task_id="fixed",
+                             process_in=timedelta(hours=1))
 
 
 # ------------------------------------------------------------------ leasing
@@ -94,13 +95,14 @@ async def test_dequeue_empty_queue_changes_nothing_but_the_waiters_flag(
 
 async def test_a_paused_queue_leases_nothing(broker: Broker, client: Client,
                                              asyncq_queue: str) -> None:
-    await client.enqueue("t", queue=asyncq_queue)
+    task_id = await enqueue(client, asyncq_queue)
     assert await broker.pause(asyncq_queue) is True
     assert await broker.pause(asyncq_queue) is False
     assert await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, 1000) == ([], 0)
     assert await broker.unpause(asyncq_queue) is True
     assert await broker.unpause(asyncq_queue) is False
-    assert len((await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, 1000))[0]) == 1
+    raws, _ = await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
+    assert [r.id for r in raws] == [task_id]
 
 
 # ------------------------------------------------------------------ finishing
