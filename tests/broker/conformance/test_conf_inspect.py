@@ -5,6 +5,7 @@ task, removing the queue; the backlog a worker reads and the minute samples of t
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.anyio
 ON_CLUSTER = True
 
 OWNER = "srv-c"
+LEASE_MS = 30_000
 
 
 async def drive_inspection(broker: Broker, client: Client, q: str) -> None:
@@ -72,3 +74,34 @@ async def test_backlog_and_minute_samples(broker: Broker, client: Client,
     samples = await broker.inspect.minute_samples(q)
     minute = clock.now_ms() // 60_000
     assert samples == [(minute, 0, 0, 3), (minute - 1, 0, 0, 3)]
+
+
+async def test_remove_queue_and_register_it_again(broker: Broker, client: Client,
+                                                  clock: FakeClock, asyncq_queue: str) -> None:
+    q = asyncq_queue
+    info = await client.enqueue("t", queue=q)
+    await broker.record_minute(q)
+    day = time.strftime("%Y-%m-%d", time.gmtime(clock.now_ms() // 1000))
+    ops = broker.inspect
+    assert await ops.remove_queue(q, "check", [day]) == (-2, 0, 1)
+    assert await ops.delete_task(q, info.id) == 1
+    assert await ops.remove_queue(q, "remove", [day]) == (1, 0, 0)
+    await ops.unregister_queue(q)
+    # the broker forgot it had registered the queue: the next task registers it again
+    await client.enqueue("t", queue=q)
+    assert q in await ops.queue_names()
+
+
+async def test_recover_a_stranded_task(broker: Broker, client: Client, clock: FakeClock,
+                                       asyncq_queue: str) -> None:
+    q = asyncq_queue
+    info = await client.enqueue("t", queue=q)
+    await broker.dequeue(q, 1, OWNER, LEASE_MS, 1000)
+    ops = broker.inspect
+    assert await ops.task_owner(q, info.id) == OWNER
+    now = clock.now_ms()
+    out = Outcome("retry", q, info.id, retry_at_ms=now, error="recovered")
+    assert not await ops.recover_task(out, "", now)  # its lease is live
+    assert not await ops.recover_task(out, "someone-else", "")
+    clock.advance(LEASE_MS / 1000 + 1)
+    assert await ops.recover_task(out, "", clock.now_ms())
