@@ -14,6 +14,7 @@ from redis.asyncio import Redis
 from asyncq import Client, FakeClock
 from asyncq._broker import RedisBroker
 from asyncq._broker import _keys as K
+from asyncq._model._message import decode_message
 from tests.helpers.dataplane import (
     lmembers,
     next_event,
@@ -38,7 +39,7 @@ async def test_dequeue_leases_a_batch_in_fifo_order(
     raws, _ = await broker.dequeue(asyncq_queue, 3, OWNER, LEASE_MS, WAITER_TTL_MS)
     first = raws[0]  # (what it returns: conformance/test_conf_transitions.py)
     stored = await task_hash(redis_client, asyncq_queue, ids[0])
-    assert first.msg == stored["msg"]
+    assert first.msg == decode_message(stored["msg"])
     assert stored["state"] == b"active"
     assert stored["owner"] == OWNER.encode()
     assert "pending_since" not in stored

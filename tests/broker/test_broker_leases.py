@@ -20,7 +20,6 @@ from asyncq._broker import Outcome, RedisBroker
 from asyncq._broker import _keys as K
 from tests.helpers.dataplane import (
     lmembers,
-    msg_doc,
     next_event,
     task_hash,
     zmembers,
@@ -44,7 +43,7 @@ async def test_list_lease_expired_respects_the_cutoff(
     assert [r.id for r in expired] == [a]
     assert expired[0].payload == b"p0"
     assert expired[0].retried == 0
-    assert msg_doc({"msg": expired[0].msg})["id"] == a
+    assert expired[0].msg.id == a
     both = await broker.list_lease_expired(asyncq_queue, t0 + LEASE_MS + 10_000, 100)
     assert [r.id for r in both] == [a, b]
     assert [r.id for r in await broker.list_lease_expired(

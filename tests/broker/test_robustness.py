@@ -411,7 +411,7 @@ async def test_an_outcome_of_an_earlier_run_is_dropped_when_the_task_is_leased_a
         # A retry outcome of run 1 never got written; the task was recovered and leased again.
         worker.leases.add("again", asyncq_queue, 0, "outcome")
         worker.acker.submit(Outcome("retry", asyncq_queue, "again", retry_at_ms=1))
-        worker.processor.take(asyncq_queue, RawTask("again", msg.encode(), b"", 1),
+        worker.processor.take(asyncq_queue, RawTask("again", msg, b"", 1),
                                int(time.time() * 1000) + 30_000)
         await started.wait()
         assert "again" not in worker.acker.pending and worker.acker.given_up == 1

@@ -389,7 +389,7 @@ async def _roundtrip(redis: Redis, queue: str, payload: object) -> tuple[TaskInf
     assert isinstance(broker, RedisBroker)
     raws, _ = await broker.dequeue(queue, 1, "prop-owner", 30_000, 1_000)
     assert [r.id for r in raws] == [info.id]
-    msg = decode_message(raws[0].msg)
+    msg = raws[0].msg
     handler_task = task_for_handler(msg, raws[0].payload, raws[0].retried, 0, None)
     assert handler_task.payload == stored
     assert await broker.finish([Outcome("done", queue, info.id)], "prop-owner") == [True]

@@ -13,7 +13,6 @@ from asyncq._broker import Outcome
 from asyncq._broker._asynq import _codec
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
-from asyncq._model._message import decode_message
 
 OWNER = "srv-a"
 LEASE_MS = 30_000
@@ -41,7 +40,7 @@ async def test_dequeue_leases_as_go_does(abroker: AsynqBroker, aclient: Client,
     [raw], dropped = await abroker.dequeue(asyncq_queue, 5, OWNER, LEASE_MS, 1000)
     assert (raw.id, raw.payload, raw.retried, dropped) == (info.id, b"body", 0, 0)
     assert raw.pending_since == clock.now_ms() - 2000
-    assert decode_message(raw.msg).max_retry == 4
+    assert raw.msg.max_retry == 4
     qk = K.queue_keys(asyncq_queue)
     h = await hash_of(redis_client, asyncq_queue, info.id)
     assert h["state"] == b"active" and "pending_since" not in h
@@ -66,7 +65,7 @@ async def test_a_go_enqueued_task_is_leased(abroker: AsynqBroker, redis_client: 
         "msg": _codec.encode(go), "state": "pending", "pending_since": 5 * 10**18})
     await redis_client.lpush(qk.pending, "go-1")
     [raw], _ = await abroker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, 1000)
-    m = decode_message(raw.msg)
+    m = raw.msg
     assert (m.type, m.max_retry, m.timeout_ms, raw.payload) == ("go:task", 3, 60_000, b"\x01\x02")
 
 

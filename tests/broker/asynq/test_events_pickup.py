@@ -19,7 +19,6 @@ from asyncq._broker import Outcome
 from asyncq._broker._asynq import _codec, _wake
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
-from asyncq._model._message import decode_message
 
 OWNER = "srv-p"
 LEASE_MS = 30_000
@@ -124,7 +123,7 @@ async def test_a_go_written_task_wakes_nobody_but_is_dequeued(
     await redis_client.lpush(qk.pending, "go-1")
     assert await redis_client.exists(xk.waiters) and await redis_client.zcard(xk.idle) == 1
     [raw], _ = await abroker.dequeue(q, 1, OWNER, LEASE_MS, 5000, one_hop=True)
-    assert (raw.id, raw.payload, decode_message(raw.msg).type) == ("go-1", b"g", "go:task")
+    assert (raw.id, raw.payload, raw.msg.type) == ("go-1", b"g", "go:task")
 
 
 async def test_a_lost_hand_off_a_go_server_leased_again_stays_with_go(

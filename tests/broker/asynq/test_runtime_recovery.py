@@ -17,7 +17,6 @@ from asyncq._broker._asynq import _broker as asynq_broker_module
 from asyncq._broker._asynq import _codec, _recovery
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
-from asyncq._model._message import decode_message
 from asyncq._worker._retry import default_retry_delay
 
 OWNER = "srv-r"
@@ -52,7 +51,7 @@ async def test_a_go_run_is_listed_only_once_its_lease_ended_30s_ago(
     await go_leased(redis_client, asyncq_queue, "live", now_s + 30)
     listed = await abroker.list_lease_expired(asyncq_queue, cutoff(clock), 100)
     assert [t.id for t in listed] == ["dead"]
-    m = decode_message(listed[0].msg)
+    m = listed[0].msg
     assert (m.type, m.max_retry, listed[0].payload) == ("go:t", 25, b"go")
     # even a caller asking for every lease up to now is held to Go's allowance for Go runs
     listed = await abroker.list_lease_expired(asyncq_queue, clock.now_ms() + 3_600_000, 100)
@@ -224,7 +223,7 @@ async def test_a_group_is_staged_as_gos_aggregation_check_does(
     tasks = await abroker.read_aggregation_set(asyncq_queue, "grp", "s1")
     assert [t.id for t in tasks] == ["g1", "g2", mine.id]
     assert [t.payload for t in tasks] == [b"g1", b"g2", b"mine"]
-    assert decode_message(tasks[0].msg).group == "grp"
+    assert tasks[0].msg.group == "grp"
     assert await abroker.delete_aggregation_set(asyncq_queue, "grp", "s1") == 3
     assert not await redis_client.exists(set_key, qk.task("g1"), qk.task(mine.id))
     assert await redis_client.zscore(qk.aggregation_sets, set_key) is None

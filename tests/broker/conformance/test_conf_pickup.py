@@ -14,7 +14,6 @@ import pytest
 
 from asyncq import Client
 from asyncq._broker import Broker, Outcome, QueueWake
-from asyncq._model._message import decode_message
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +40,7 @@ async def test_a_hand_off_leases_the_task_as_a_dequeue_would(
         info = await client.enqueue("t", b"\x00body", queue=q, max_retry=3)
         handoff = await asyncio.wait_for(anext(handoffs), 5)
     assert (handoff.queue, handoff.task.id, handoff.task.payload) == (q, info.id, b"\x00body")
-    assert decode_message(handoff.task.msg).max_retry == 3
+    assert handoff.task.msg.max_retry == 3
     # The lease is the owner's as after a dequeue: extended, then finished.
     assert await broker.extend_leases(q, [info.id], OWNER, LEASE_MS) == [1]
     assert await broker.finish([Outcome("done", q, info.id)], OWNER) == [True]
