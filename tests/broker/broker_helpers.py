@@ -4,7 +4,9 @@ time is known to the millisecond and time-based behaviour is tested by moving th
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from redis.asyncio import Redis
 from asyncq import Client, FakeClock
 from asyncq._broker import Broker, NewTask, Outcome, RedisBroker, UniqueLock
 from asyncq._broker._connection import make_broker
+from asyncq._model._events import TaskEvent
 from asyncq._model._message import TaskMessage
 
 OWNER = "srv-a"
@@ -82,3 +85,23 @@ async def add_group_tasks(client: Client, clock: FakeClock, queue: str, group: s
         info = await client.enqueue("t", f"g{i}".encode(), queue=queue, group=group, **opts)
         out[info.id] = clock.now_ms()
     return out
+
+
+@asynccontextmanager
+async def listening(broker: Broker, queue: str) -> AsyncIterator[AsyncIterator[Any]]:
+    """The queue's events, subscribed and flagged (any layout)."""
+    events = broker.listen_events([queue])
+    await asyncio.wait_for(anext(events), 5)  # the EventFlush: subscribed
+    await broker.set_listening([queue], 10_000)
+    try:
+        yield events
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+
+
+async def take(events: AsyncIterator[Any], n: int) -> list[TaskEvent]:
+    return [await asyncio.wait_for(anext(events), 5) for _ in range(n)]
+
+
+def moves(events: list[TaskEvent]) -> list[tuple[str, str | None, str]]:
+    return [(e.id, e.previous.value if e.previous else None, e.state.value) for e in events]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,32 +18,14 @@ from asyncq._broker import Outcome
 from asyncq._broker._asynq import _events, _reads
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
-from asyncq._model._events import TaskEvent
 from asyncq._model._rules import COMPLETION_MARK_MS
+from tests.broker.broker_helpers import listening, moves, take
 
 OWNER = "srv-e"
 LEASE_MS = 30_000
 LUA = Path(K.__file__).parent / "lua"
 
 
-@asynccontextmanager
-async def listening(broker: AsynqBroker, queue: str) -> AsyncIterator[AsyncIterator[Any]]:
-    """The queue's events, subscribed and flagged."""
-    events = broker.listen_events([queue])
-    await asyncio.wait_for(anext(events), 5)  # the EventFlush: subscribed
-    await broker.set_listening([queue], 10_000)
-    try:
-        yield events
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
-
-
-async def take(events: AsyncIterator[Any], n: int) -> list[TaskEvent]:
-    return [await asyncio.wait_for(anext(events), 5) for _ in range(n)]
-
-
-def moves(events: list[TaskEvent]) -> list[tuple[str, str | None, str]]:
-    return [(e.id, e.previous.value if e.previous else None, e.state.value) for e in events]
 
 
 async def test_a_scheduled_tasks_event_names_its_run_in_gos_whole_seconds(

@@ -4,18 +4,14 @@ group, the time of the next run), and a revoked task's reason."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any
 
 import pytest
 
 from asyncq import Client, FakeClock, TaskState
 from asyncq._broker import Broker, Outcome
 from asyncq._broker._calls import EVENT_RESULT_MAX
-from asyncq._model._events import TaskEvent
+from tests.broker.broker_helpers import listening, moves, take
 
 pytestmark = pytest.mark.anyio
 
@@ -25,24 +21,6 @@ OWNER = "srv-e"
 LEASE_MS = 30_000
 
 
-@asynccontextmanager
-async def listening(broker: Broker, queue: str) -> AsyncIterator[AsyncIterator[Any]]:
-    """The queue's events, subscribed and flagged."""
-    events = broker.listen_events([queue])
-    await asyncio.wait_for(anext(events), 5)  # the EventFlush: subscribed
-    await broker.set_listening([queue], 10_000)
-    try:
-        yield events
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
-
-
-async def take(events: AsyncIterator[Any], n: int) -> list[TaskEvent]:
-    return [await asyncio.wait_for(anext(events), 5) for _ in range(n)]
-
-
-def moves(events: list[TaskEvent]) -> list[tuple[str, str | None, str]]:
-    return [(e.id, e.previous.value if e.previous else None, e.state.value) for e in events]
 
 
 async def test_every_transition_is_told_while_somebody_listens(
