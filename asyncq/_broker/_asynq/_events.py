@@ -180,10 +180,19 @@ class EventSource:
 
     async def _recheck(self, queues: Sequence[str], flush: Flush,
                        by_queue: dict[str, str]) -> tuple[int, list[TaskEvent]]:
-        """After ``RECHECK_INTERVAL``, read the tasks due for a recheck in ``queues``; once every
-        event published before the read has been taken (the flush barrier), returns
-        ``position()`` before the read and the final states found, as events (the caller
-        drops those whose own event it heard since)."""
+        """Every ``RECHECK_INTERVAL``, read the tasks due for a recheck in ``queues`` until some
+        are found final; once every event published before that read has been taken (the
+        flush barrier), returns ``position()`` before the read and the final states found, as
+        events (the caller drops those whose own event it heard since). It keeps rechecking
+        while the listener's reader is busy elsewhere: a task noted meanwhile is not left to
+        wait for the reader's next turn."""
+        while True:
+            mark, found = await self._recheck_once(queues, flush, by_queue)
+            if found:
+                return mark, found
+
+    async def _recheck_once(self, queues: Sequence[str], flush: Flush,
+                            by_queue: dict[str, str]) -> tuple[int, list[TaskEvent]]:
         await asyncio.sleep(RECHECK_INTERVAL)
         mark = self._seq
         wanted = set(queues)
