@@ -57,6 +57,7 @@ from .._limits import (
     set_queue_cap,
 )
 from .._log import get_logger
+from .._deprecated import deprecated
 from .._model._info import TaskInfo, TaskState
 from .._model._message import decode_message
 from .._model._payload import encode_payload
@@ -151,7 +152,7 @@ class Inspector:
         RULES_TTL seconds): a TaskInfo shows the values that will apply."""
         at = time.monotonic()
         if self._published is None or at - self._published[0] > RULES_TTL:
-            self._published = (at, PublishedRules(await self.servers()))
+            self._published = (at, PublishedRules(await self.workers()))
         return self._published[1]
 
     # -- queues
@@ -566,7 +567,7 @@ class Inspector:
         ``cluster_masters`` set to their number."""
         return await self._ops.redis_info()
 
-    async def servers(self) -> list[ServerInfo]:
+    async def workers(self) -> list[ServerInfo]:
         """Live worker processes with the tasks they run, by host and pid."""
         out = []
         for doc, workers in await self._ops.servers(self._clock.now_ms()):
@@ -576,6 +577,12 @@ class Inspector:
                 continue  # a state document we cannot read is skipped
         out.sort(key=lambda s: (s.host, s.pid, s.id))
         return out
+
+    async def servers(self) -> list[ServerInfo]:
+        """Deprecated spelling of :meth:`workers` (one word per concept: a worker process is
+        a worker); kept for one release, it warns and returns what ``workers`` does."""
+        deprecated("Inspector.servers()", "Inspector.workers()")
+        return await self.workers()
 
     async def scheduler_entries(self) -> list[SchedulerEntry]:
         """Entries of the live schedulers (cron specs and the tasks they enqueue)."""

@@ -58,7 +58,7 @@ class QueueExporter(Collector):
             try:
                 async with asyncio.timeout(self._timeout):
                     queues = await self._inspector.queue_infos()
-                    servers = await self._inspector.servers()
+                    servers = await self._inspector.workers()
             except (AsyncqError, TimeoutError) as exc:
                 if self._up or self._failures == 0:
                     self._log.warning("metrics scrape could not read Redis",

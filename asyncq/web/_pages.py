@@ -162,7 +162,7 @@ async def task_page(request: Request) -> Response:
 
 async def servers_page(request: Request) -> Response:
     inspector = dashboard(request).inspector
-    servers = await inspector.servers()
+    servers = await inspector.workers()
     # A worker serving a pattern (tenant:*): the registered queues it matches, read only then.
     matched: dict[str, dict[str, list[str]]] = {}
     if any(is_queue_pattern(q) for s in servers for q in s.queues):
