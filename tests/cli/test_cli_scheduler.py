@@ -1,4 +1,4 @@
-"""``asyncq scheduler`` as a real process, and ``asyncq cron ls|history``."""
+"""``asyncq scheduler`` as a real process, and ``asyncq scheduler ls|history``."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ async def _publish(url: str, queue: str) -> tuple[str, list[str]]:
     return eid, ids
 
 
-def test_cron_ls_and_history(
+def test_scheduler_ls_and_history(
     asyncq_redis_url: str, asyncq_queue: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
     eid, task_ids = asyncio.run(_publish(asyncq_redis_url, asyncq_queue))
@@ -149,7 +149,7 @@ def test_cron_ls_and_history(
     ["scheduler", "history", "x", "--redis-url", DEAD_REDIS],
     ["scheduler", "history", "x", "--page", "0", "--redis-url", DEAD_REDIS],
 ])
-def test_cron_errors_are_one_line_exit_1(
+def test_scheduler_ls_errors_are_one_line_exit_1(
     argv: list[str], capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(argv) == 1

@@ -37,9 +37,9 @@ async def test_set_change_and_remove_a_queue_cap_after_a_confirmation(
                                     concurrency="3")
         assert confirm.status_code == 200
         question = html.unescape(confirm.text)
-        assert f"Cap queue {q} at 3 task(s) at once across every worker (now no limit)?" \
+        assert f"Limit queue {q} to 3 task(s) at once across every worker (now no limit)?" \
             in question
-        assert "a lower cap stops nothing that runs" in question
+        assert "a lower limit stops nothing that runs" in question
         assert await asyncq_inspector.queue_concurrency(q) is None  # not before the yes
         token = csrf_token(confirm, http)
         done = await http.post("/action/limit", data={
@@ -47,18 +47,18 @@ async def test_set_change_and_remove_a_queue_cap_after_a_confirmation(
             "concurrency": "3", "confirmed": "1"})
         assert done.status_code == 303
         assert flash(done)["ok"] == [
-            f"queue {q}: concurrency cap at most 3 at once (was no limit)"]
+            f"queue {q}: concurrency limit at most 3 at once (was no limit)"]
         cap = await asyncq_inspector.queue_concurrency(q)
         assert cap is not None and cap.limit == 3
         shown = await http.get(done.headers["location"])
         assert "at most 3 at once</b> across every worker" in shown.text
-        assert f"queue {q}: concurrency cap at most 3 at once (was no limit)" in html.unescape(
+        assert f"queue {q}: concurrency limit at most 3 at once (was no limit)" in html.unescape(
             shown.text)
 
         removed = await http.post("/action/limit", data={
             "csrf": token, "next": page, "action": "clear_cap", "queue": q, "confirmed": "1"})
         assert flash(removed)["ok"] == [
-            f"queue {q}: no concurrency cap (was at most 3 at once)"]
+            f"queue {q}: no concurrency limit (was at most 3 at once)"]
         assert await asyncq_inspector.queue_concurrency(q) is None
 
         for bad, says in (("0", "must be between 1 and"), ("x", "a whole number of tasks")):
