@@ -76,7 +76,7 @@ def register(sub: Any) -> None:
     add_common_args(inspect)
     inspect.set_defaults(func=cmd_inspect)
 
-    cancel = tsub.add_parser("cancel", help="cancel tasks: one waiting to run is deleted, a "
+    cancel = tsub.add_parser("cancel", help="cancel tasks: one waiting to run is removed, a "
                                             "running one stopped")
     _ids_arg(cancel)
     add_common_args(cancel, json=False)
