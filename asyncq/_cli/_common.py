@@ -38,12 +38,14 @@ def add_replaced(parser: argparse.ArgumentParser, *old: str, use: str) -> None:
     parser.add_argument(*old, action=_Replaced, use=use)
 
 
-def deprecated_parser(sub: Any, old: str, new: str) -> argparse.ArgumentParser:
+def deprecated_parser(sub: Any, old: str, new: str, *, name: str | None = None
+                      ) -> argparse.ArgumentParser:
     """A parser for the retired spelling ``old`` of the command ``new`` (both written in full,
-    ``"asyncq queue rm"``): hidden from help, it takes the same arguments once the caller adds
-    them, and :func:`warn_deprecated` runs before its command (one word per concept on every
-    surface; old spellings keep working for one release)."""
-    parser: argparse.ArgumentParser = sub.add_parser(old.rsplit(" ", 1)[-1])
+    ``"asyncq queue rm"``; ``name``, the retired word, defaults to the last of ``old``):
+    hidden from help, it takes the same arguments once the caller adds them, and
+    :func:`warn_deprecated` runs before its command (one word per concept on every surface;
+    old spellings keep working for one release)."""
+    parser: argparse.ArgumentParser = sub.add_parser(name or old.rsplit(" ", 1)[-1])
     parser.set_defaults(deprecated=(old, new))
     return parser
 

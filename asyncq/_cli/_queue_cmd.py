@@ -69,7 +69,7 @@ def register(sub: Any) -> None:
                             "start, no restart)")
     _concurrency_args(concurrency, "--limit")
     old_limit = deprecated_parser(qsub, "asyncq queue limit --concurrency N",
-                                  "asyncq queue concurrency --limit N")
+                                  "asyncq queue concurrency --limit N", name="limit")
     _concurrency_args(old_limit, "--concurrency")
 
     delete = qsub.add_parser("delete", help="delete queues")

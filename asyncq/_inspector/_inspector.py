@@ -39,6 +39,7 @@ from .._broker import (
 from .._client._cancel import CancelOutcome, request_cancel
 from .._clock import SYSTEM_CLOCK, Clock
 from .._defaults import INSPECT_FIND_SCAN
+from .._deprecated import deprecated
 from .._errors import (
     DecodeError,
     QueueNotEmptyError,
@@ -57,7 +58,6 @@ from .._limits import (
     set_queue_cap,
 )
 from .._log import get_logger
-from .._deprecated import deprecated
 from .._model._info import TaskInfo, TaskState
 from .._model._message import decode_message
 from .._model._payload import encode_payload

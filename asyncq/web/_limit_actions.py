@@ -62,9 +62,10 @@ async def _plan(inspector: Inspector, form: FormData) -> tuple[str, str]:
     confirmation page); raises ValueError/TypeError for a value that would be refused."""
     action, queue = _field(form, "action"), _field(form, "queue")
     if action in ("set_cap", "clear_cap"):
-        cap = await inspector.queue_concurrency(queue)
-        now = size_text("queue", cap.limit if cap else None)
-        running = (f"{cap.in_use} running, {cap.waiting} waiting for a slot" if cap
+        current = await inspector.queue_concurrency(queue)
+        now = size_text("queue", current.limit if current else None)
+        running = (f"{current.in_use} running, {current.waiting} waiting for a slot"
+                   if current
                    else "no limit: its running tasks are not counted")
         if action == "clear_cap":
             return (f"Clear the concurrency limit of queue {queue} (now {now})?",
@@ -115,8 +116,9 @@ async def limit_action(request: Request) -> Response:
                 started = await inspector.set_queue_concurrency(queue, _count(form))
             else:
                 started = await inspector.clear_queue_concurrency(queue)
-            cap = await inspector.queue_concurrency(queue)
-            done = (f"queue {queue}: concurrency limit {size_text('queue', cap.limit)}" if cap
+            current = await inspector.queue_concurrency(queue)
+            done = (f"queue {queue}: concurrency limit {size_text('queue', current.limit)}"
+                    if current
                     else f"queue {queue}: no concurrency limit")
             was = size_text("queue", before.limit) if before else "no limit"
             return done + f" (was {was})" + _started(started)

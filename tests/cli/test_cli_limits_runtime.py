@@ -1,6 +1,6 @@
-"""Changing limits from the command line while a worker runs: ``asyncq queue concurrency`` (a queue's
-concurrency limit, shown by ``queue inspect`` too) and ``asyncq limit set|clear`` (an operator's
-value over a declared limit, shown by ``limit ls``), as text and ``--json``."""
+"""Changing limits from the command line while a worker runs: ``asyncq queue concurrency`` (a
+queue's concurrency limit, shown by ``queue inspect`` too) and ``asyncq limit set|clear`` (an
+operator's value over a declared limit, shown by ``limit ls``), as text and ``--json``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The operations CLI (``asyncq stats|queue|task|group|server``), run in-process against the
-test Redis: ``--json`` output is parsed, human output is checked for its key lines."""
+"""The operations CLI (``asyncq stats|queue|task|group``, ``asyncq worker ls``), run in-process
+against the test Redis: ``--json`` output is parsed, human output is checked for its key
+lines."""
 
 from __future__ import annotations
 
