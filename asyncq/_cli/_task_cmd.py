@@ -297,7 +297,7 @@ def cmd_one(args: argparse.Namespace) -> int:
             elif args.op == "archive":
                 trimmed = await inspector.archive_task(queue, task_id)
                 say(f"archived task {task_id}" + (
-                    f" (the archive limit deleted the {trimmed} oldest archived task(s))"
+                    f" (the archive limits deleted the {trimmed} oldest archived task(s))"
                     if trimmed else ""))
             else:
                 await inspector.delete_task(queue, task_id)

@@ -399,7 +399,7 @@ class Inspector:
 
     async def archive_task(self, queue: str, task_id: str) -> int:
         """Archive a pending, scheduled, retry, completed or aggregating task. Returns how many
-        of the oldest archived tasks the archive's caps deleted to make room (usually 0; a
+        of the oldest archived tasks the archive's limits deleted to make room (usually 0; a
         trim is also logged as a warning)."""
         task_id = check_task_id(task_id)
         await self._require_queue(queue)
@@ -455,7 +455,7 @@ class Inspector:
         return trimmed
 
     async def archive_overflow(self, queue: str, adding: int) -> int:
-        """How many of the oldest archived tasks the archive's caps (``archive_limits``)
+        """How many of the oldest archived tasks the archive's limits (``archive_limits``)
         would delete if ``adding`` more tasks were archived now: what to tell whoever is
         about to ``archive_all`` (the count ``archive_all`` returns may differ if tasks
         arrive or leave meanwhile)."""

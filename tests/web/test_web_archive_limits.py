@@ -1,4 +1,4 @@
-"""A queue's archive caps are configurable, stored in Redis so that every process applies the
+"""A queue's archive limits are configurable, stored in Redis so that every process applies the
 same ones (workers archiving failures, the Inspector, the dashboard, the CLI): setting them
 trims at once and says how many went, and the dashboard's confirmation uses them."""
 
