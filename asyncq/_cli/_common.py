@@ -9,7 +9,6 @@ import sys
 from typing import Any
 
 from .._defaults import DEFAULT_REDIS_URL
-from .._deprecated import REMOVED_IN
 
 REDIS_URL_ENV = "ASYNCQ_REDIS_URL"
 
@@ -55,6 +54,8 @@ def warn_deprecated(args: argparse.Namespace) -> None:
     which one to use (nothing for a current spelling)."""
     old_new: tuple[str, str] | None = getattr(args, "deprecated", None)
     if old_new is not None:
+        from .._inspector._retired import REMOVED_IN
+
         old, new = old_new
         print(f"asyncq: warning: '{old}' is deprecated and is removed in {REMOVED_IN}; "
               f"use '{new}'", file=sys.stderr)

@@ -133,7 +133,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 ("failed total", i.failed_total),
                 ("expired leases", i.expired_leases),
                 ("expired tasks", i.expired_total),
-                ("concurrency limit", limit_text(i.concurrency_limit, i.concurrency_in_use,
+                ("concurrency", limit_text(i.concurrency_limit, i.concurrency_in_use,
                                              i.concurrency_waiting)),
             ])
             say()

@@ -39,7 +39,6 @@ from .._broker import (
 from .._client._cancel import CancelOutcome, request_cancel
 from .._clock import SYSTEM_CLOCK, Clock
 from .._defaults import INSPECT_FIND_SCAN
-from .._deprecated import deprecated
 from .._errors import (
     DecodeError,
     QueueNotEmptyError,
@@ -87,6 +86,7 @@ from ._inspect_args import (
     utc_dates,
 )
 from ._recovery import recover_task
+from ._retired import deprecated
 
 RULES_TTL = 2.0
 """How long an Inspector reuses the handler registrations it read from the live workers."""
@@ -163,7 +163,7 @@ class Inspector:
 
     async def queue_info(self, queue: str) -> QueueInfo:
         """Sizes per state, today's and all-time counters, pause flag, latency, memory, and
-        the queue's concurrency cap with what it counts."""
+        the queue's concurrency limit with what it counts."""
         await self._require_queue(queue)
         (info,) = await self._with_caps([await self._ops.queue_info(queue,
                                                                      self._clock.now_ms())])
@@ -182,7 +182,7 @@ class Inspector:
                                                                  memory))
 
     async def _with_caps(self, infos: list[QueueInfo]) -> list[QueueInfo]:
-        """``infos`` with the queues' concurrency caps (two more round trips in all: one
+        """``infos`` with the queues' concurrency limits (two more round trips in all: one
         reading the caps, one counting the capped queues' slots)."""
         caps = await limit_ops_of(self._broker).queue_caps([i.queue for i in infos])
         return [i if cap is None else dataclasses.replace(

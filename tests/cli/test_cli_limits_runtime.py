@@ -55,8 +55,8 @@ async def test_queue_concurrency_limits_a_running_worker_and_shows_in_inspect(
         assert (info["concurrency_limit"], info["concurrency_in_use"],
                 info["concurrency_waiting"]) == (1, 1, 3)
         (line,) = [x for x in out(await cli("queue", "inspect", q)).splitlines()
-                   if x.startswith("concurrency limit")]
-        assert line.split(None, 2)[2] == "at most 1 at once (1 running, 3 waiting)"
+                   if x.startswith("concurrency:")]
+        assert line.split(None, 1)[1] == "at most 1 at once (1 running, 3 waiting)"
 
         raised = out(await cli("queue", "concurrency", q, "--limit", "3")).splitlines()
         assert raised[0].endswith("(was at most 1 at once)")
@@ -70,7 +70,7 @@ async def test_queue_concurrency_limits_a_running_worker_and_shows_in_inspect(
     assert held.most == 4
     (info,) = js(await cli("queue", "inspect", q, "--json"))
     assert (info["concurrency_limit"], info["concurrency_in_use"]) == (None, 0)
-    assert "concurrency limit" in out(await cli("queue", "inspect", q))
+    assert "concurrency:" in out(await cli("queue", "inspect", q))
 
 
 async def test_limit_set_and_clear_override_a_declared_limit(

@@ -1,6 +1,6 @@
-"""A queue's concurrency cap operated from the dashboard in a real browser, over a real worker
+"""A queue's concurrency limit operated from the dashboard in a real browser, over a real worker
 process: set on the queue page (after the confirmation), the page shows what runs and waits
-under it live, a raise starts the waiting tasks at once, and the cap is removed again."""
+under it live, a raise starts the waiting tasks at once, and the limit is cleared again."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_a_queue_cap_set_raised_and_removed_from_the_queue_page(
     worker = worker_process(asyncq_redis_url, q, tmp_path / "worker.log")
     with serve(create_app(asyncq_redis_url)) as url, portal.wrap_async_context_manager(worker):
         page.goto(f"{url}/queue?q={q}")
-        expect(page.locator("#cap-limit")).to_have_text("no concurrency cap")
+        expect(page.locator("#cap-limit")).to_have_text("no concurrency limit")
         page.fill('#cap-form input[name="concurrency"]', "1")
         page.click('#cap-form button[data-action="set_cap"]')
         expect(page.locator("#limit-question")).to_contain_text(
@@ -67,7 +67,7 @@ def test_a_queue_cap_set_raised_and_removed_from_the_queue_page(
         page.click("#confirm")
         expect(page.locator(".flash.ok")).to_have_text(
             f"queue {q}: no concurrency limit (was at most 3 at once)")
-        expect(page.locator("#cap-limit")).to_have_text("no concurrency cap")
+        expect(page.locator("#cap-limit")).to_have_text("no concurrency limit")
         assert redis_calls(lambda c, i: i.queue_concurrency(q)) is None
         page.goto("about:blank")
     assert not page.dialogs and not page.errors, (page.dialogs, page.errors)

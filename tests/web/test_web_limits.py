@@ -1,4 +1,4 @@
-"""Changing limits from the dashboard: a queue's concurrency cap from its page, an operator's
+"""Changing limits from the dashboard: a queue's concurrency limit from its page, an operator's
 value over a declared limit from the limits page; each after a confirmation saying what it
 does, with the result shown; refused without the CSRF token, from another origin and in
 read-only mode."""
@@ -32,7 +32,7 @@ async def test_set_change_and_remove_a_queue_cap_after_a_confirmation(
     page = f"/queue?q={q}"
     async with web() as http:
         shown = await http.get(page)
-        assert 'id="cap-form"' in shown.text and "no concurrency cap" in shown.text
+        assert 'id="cap-form"' in shown.text and "no concurrency limit" in shown.text
         confirm = await post_action(http, page, "/action/limit", action="set_cap", queue=q,
                                     concurrency="3")
         assert confirm.status_code == 200
@@ -86,7 +86,7 @@ async def test_limit_actions_are_checked_like_every_action(
         assert foreign.status_code == 403
     async with web(read_only=True) as http:
         shown = await http.get(f"/queue?q={q}")
-        assert 'id="cap-form"' not in shown.text and "no concurrency cap" in shown.text
+        assert 'id="cap-form"' not in shown.text and "no concurrency limit" in shown.text
         assert (await http.post("/action/limit", data=form)).status_code == 403
     assert await asyncq_inspector.queue_concurrency(q) is None
 

@@ -1,5 +1,6 @@
-"""Retired spellings of public names: each still works for one release and warns, naming the
-word that replaced it (one word per concept on every surface)."""
+"""Retired spellings: each still works for one release and warns, naming the word that
+replaced it (one word per concept on every surface). The Inspector's aliases use
+:func:`deprecated`; the command line says the same on stderr."""
 
 from __future__ import annotations
 
