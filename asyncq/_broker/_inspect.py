@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from .._clock import Clock, ms_to_datetime
 from . import _keys as K
@@ -47,7 +47,20 @@ def _task_record(task_id: str, row: Sequence[Any], queue: str) -> TaskRecord:
 
 
 class RedisInspectOps:
-    """``InspectOps`` run with a ScriptRunner."""
+    """``InspectOps`` run with a ScriptRunner.
+
+    The layout is a class attribute (its key module and the prefix of its script names), and
+    what reads or changes tasks differently in a layout is a method of its own here
+    (``_row_record``, ``_queue_info_calls``, ``_own_queue_keys``, ``_bulk_call``...): Go
+    asynq's layout (``_asynq/_inspect.py``) is this class with those replaced, its scripts
+    sharing these scripts' bodies and taking the same KEYS and ARGV where they can."""
+
+    keys: ClassVar[Any] = K
+    """The layout's key module (``queue_keys``, ``QUEUES``, ``day_string``...)."""
+    script_prefix: ClassVar[str] = ""
+    """Prepended to ``inspect_groups``... to name the layout's scripts."""
+    since_per_ms: ClassVar[int] = 1
+    """``pending_since`` units in a ms: 1 here (Unix ms)."""
 
     def __init__(self, runner: ScriptRunner, clock: Clock, *,
                  batch_size: int = BATCH_SIZE) -> None:
@@ -59,8 +72,16 @@ class RedisInspectOps:
 
     # -- queues
 
+    def _script(self, name: str) -> str:
+        """The layout's name of the script ``name``."""
+        return self.script_prefix + name
+
+    def _row_record(self, row: Sequence[Any], queue: str) -> TaskRecord:
+        """A row of ``inspect_list_tasks``/``inspect_find_tasks`` as a TaskRecord."""
+        return _record(row[0], row[1:12], queue, row[12] if len(row) > 12 else b"")
+
     async def queue_names(self) -> list[str]:
-        members = await self.runner.command("listing queues", "SMEMBERS", K.QUEUES)
+        members = await self.runner.command("listing queues", "SMEMBERS", self.keys.QUEUES)
         return sorted(text(m) for m in members)
 
     async def queue_exists(self, queue: str) -> bool:
@@ -82,80 +103,95 @@ class RedisInspectOps:
         """Snapshots of many queues in one pipeline (one script per queue, two with the
         ``memory`` estimate, its costliest part), so their cost grows with the number of
         queues, not the round trips."""
-        day = K.day_string(now_ms)
-        calls: list[ScriptCall] = []
-        for queue in queues:
-            qk = K.queue_keys(queue)
-            calls.append(ScriptCall(
-                "inspect_queue_info",
-                [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
-                 qk.paused, qk.processed, qk.failed, qk.processed_day(day),
-                 qk.failed_day(day), qk.groups, qk.aggregation_sets, qk.lease, qk.expired],
-                [qk.task_prefix, qk.group_prefix, now_ms]))
-            if memory:
-                calls.append(ScriptCall(
-                    "inspect_memory_usage",
-                    [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived,
-                     qk.completed, qk.groups, qk.lease],
-                    [qk.task_prefix, qk.group_prefix, MEMORY_SAMPLE, MEMORY_GROUP_SAMPLE]))
+        day = self.keys.day_string(now_ms)
+        calls = [call for queue in queues
+                 for call in self._queue_info_calls(queue, day, now_ms, memory)]
         replies = await self.runner.run_many(calls)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply_error("reading a queue", reply)
-        if not memory:
-            return [_queue_info(queue, replies[i], 0, now_ms) for i, queue in enumerate(queues)]
-        return [_queue_info(queue, replies[2 * i], replies[2 * i + 1], now_ms)
-                for i, queue in enumerate(queues)]
+        step = 2 if memory else 1
+        return [_queue_info(queue, replies[step * i], replies[step * i + 1] if memory else 0,
+                            now_ms, self.since_per_ms) for i, queue in enumerate(queues)]
+
+    def _queue_info_calls(self, queue: str, day: str, now_ms: int,
+                          memory: bool) -> list[ScriptCall]:
+        """The calls reading one queue: its counts (``inspect_queue_info``, the day ``day``
+        and leases ended by ``now_ms``), then with ``memory`` its memory estimate."""
+        qk = K.queue_keys(queue)
+        calls = [ScriptCall(
+            "inspect_queue_info",
+            [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
+             qk.paused, qk.processed, qk.failed, qk.processed_day(day),
+             qk.failed_day(day), qk.groups, qk.lease, qk.aggregation_sets, qk.expired],
+            [qk.task_prefix, qk.group_prefix, now_ms])]
+        if memory:
+            calls.append(ScriptCall(
+                "inspect_memory_usage",
+                [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived,
+                 qk.completed, qk.groups, qk.lease],
+                [qk.task_prefix, qk.group_prefix, MEMORY_SAMPLE, MEMORY_GROUP_SAMPLE]))
+        return calls
 
     async def daily_counts(self, queue: str, days: Sequence[str]) -> list[tuple[int, int]]:
         if not days:
             return []
-        qk = K.queue_keys(queue)
+        qk = self.keys.queue_keys(queue)
         keys = [qk.processed_day(d) for d in days] + [qk.failed_day(d) for d in days]
         values = await self.runner.command("reading history", "MGET", *keys)  # one slot
         n = len(days)
         return [(number(values[i]), number(values[n + i])) for i in range(n)]
 
     async def groups(self, queue: str) -> list[tuple[str, int]]:
-        qk = K.queue_keys(queue)
-        flat = await self.runner.run("inspect_groups", [qk.groups], [qk.group_prefix])
+        qk = self.keys.queue_keys(queue)
+        flat = await self.runner.run(self._script("inspect_groups"), [qk.groups],
+                                     [qk.group_prefix])
         return sorted((text(flat[i]), number(flat[i + 1])) for i in range(0, len(flat), 2))
 
     async def remove_queue(self, queue: str, mode: RemoveMode,
                            days: Sequence[str]) -> tuple[int, int, int]:
-        qk = K.queue_keys(queue)
+        qk = self.keys.queue_keys(queue)
         code, active, queued = await self.runner.run(
-            "inspect_remove_queue",
+            self._script("inspect_remove_queue"),
             [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
-             qk.paused, qk.waiters, qk.processed, qk.failed, qk.groups, qk.aggregation_sets,
-             qk.registered, qk.marks, qk.archive_limits, qk.minutes, qk.expired],
+             qk.paused, qk.processed, qk.failed, qk.groups, qk.aggregation_sets, qk.minutes,
+             *self._own_queue_keys(queue)],
             [mode, qk.task_prefix, *days],
         )
         return number(code), number(active), number(queued)
 
+    def _own_queue_keys(self, queue: str) -> list[str]:
+        """The keys of ``queue`` this layout has beyond those every layout has (removed with
+        the queue)."""
+        qk = K.queue_keys(queue)
+        return [qk.waiters, qk.registered, qk.marks, qk.archive_limits, qk.expired]
+
     # -- tasks
 
     def _source(self, queue: str, state: str, group: str | None) -> str:
-        qk = K.queue_keys(queue)
+        qk = self.keys.queue_keys(queue)
         if state == "aggregating":
             if not group:
                 raise ValueError("aggregating tasks are kept per group: pass a group")
-            return qk.group(group)
-        return qk.state_key(state)
+            key: str = qk.group(group)
+        else:
+            key = qk.state_key(state)
+        return key
 
     async def list_tasks(self, queue: str, state: str, group: str | None, offset: int,
                          count: int) -> list[TaskRecord]:
-        # Lists are read from the tail (oldest first); sorted sets by ascending score.
-        qk = K.queue_keys(queue)
+        # Lists are read from the tail (oldest first, as Go's inspector too); sorted sets by
+        # ascending score.
+        qk = self.keys.queue_keys(queue)
         source = self._source(queue, state, group)
         if state in ("pending", "active"):
             kind, start, stop = "list", -(offset + count), -(offset + 1)
         else:
             kind, start, stop = "zset", offset, offset + count - 1
-        rows = await self.runner.run("inspect_list_tasks", [source, qk.lease],
-                                     [kind, start, stop, qk.task_prefix])
-        records = [_record(row[0], row[1:12], progress=row[12] if len(row) > 12 else b"")
-                   for row in rows]
+        rows = await self.runner.run(
+            self._script("inspect_list_tasks"), [source, qk.lease],
+            [kind, start, stop, qk.task_prefix, "1" if state == "active" else "0"])
+        records = [self._row_record(row, queue) for row in rows]
         if kind == "list":
             records.reverse()
         return records
@@ -163,7 +199,7 @@ class RedisInspectOps:
     async def find_tasks(self, queue: str, state: str, group: str | None, start: int,
                          count: int, type_text: str, error_text: str,
                          scan: int) -> tuple[list[TaskRecord], int | None, int]:
-        qk = K.queue_keys(queue)
+        qk = self.keys.queue_keys(queue)
         source = self._source(queue, state, group)
         kind = "list" if state in ("pending", "active") else "zset"
         found: list[TaskRecord] = []
@@ -171,10 +207,11 @@ class RedisInspectOps:
         scanned = 0
         while position is not None and len(found) < count and scanned < scan:
             reply = await self.runner.run(
-                "inspect_find_tasks", [source, qk.lease],
+                self._script("inspect_find_tasks"), [source, qk.lease],
                 [kind, position, min(FIND_BATCH, scan - scanned), count - len(found),
-                 qk.task_prefix, type_text.lower(), error_text.lower()])
-            found += [_record(row[0], row[1:]) for row in reply[2:]]
+                 qk.task_prefix, type_text.lower(), error_text.lower(),
+                 "1" if state == "active" else "0"])
+            found += [self._row_record(row, queue) for row in reply[2:]]
             scanned += number(reply[1])
             position = None if number(reply[0]) < 0 else number(reply[0])
         return found, position, scanned
@@ -215,13 +252,13 @@ class RedisInspectOps:
         return bool(await self.runner.run_call(call))
 
     def _task_keys(self, queue: str, task_id: str) -> list[str]:
-        qk = K.queue_keys(queue)
+        qk = self.keys.queue_keys(queue)
         return [qk.task(task_id), qk.pending, qk.scheduled, qk.retry, qk.archived, qk.completed,
                 qk.groups, qk.aggregation_sets]
 
     async def delete_task(self, queue: str, task_id: str) -> int:
-        qk = K.queue_keys(queue)
-        return number(await self.runner.run("inspect_delete_task",
+        qk = self.keys.queue_keys(queue)
+        return number(await self.runner.run(self._script("inspect_delete_task"),
                                             self._task_keys(queue, task_id),
                                             [task_id, qk.group_prefix]))
 
@@ -251,7 +288,7 @@ class RedisInspectOps:
 
     async def minute_samples(self, queue: str) -> list[tuple[int, int, int, int]]:
         raw = await self.runner.command("reading minute samples", "LRANGE",
-                                        K.queue_keys(queue).minutes, 0, -1)
+                                        self.keys.queue_keys(queue).minutes, 0, -1)
         samples = []
         for item in raw:
             parts = text(item).split(":")
@@ -290,29 +327,32 @@ class RedisInspectOps:
 
     async def bulk(self, op: BulkOp, queue: str, state: str,
                    group: str | None = None) -> tuple[int, int]:
-        qk = K.queue_keys(queue)
         source = self._source(queue, state, group)
         gname = group if state == "aggregating" and group else ""
         total = trimmed = 0
         while True:
-            now = self.clock.now_ms()
-            if op == "delete":
-                taken, done = await self.runner.run(
-                    "inspect_delete_all", [source, qk.groups],
-                    [state, self.batch_size, qk.task_prefix, gname])
-            elif op == "run":
-                taken, done = await self.runner.run(
-                    "inspect_run_all", [source, qk.pending, qk.groups, qk.waiters],
-                    [state, self.batch_size, qk.task_prefix, gname, now, K.WAKE_CHANNEL, queue])
-            else:
-                taken, done, dropped = await self.runner.run(
-                    "inspect_archive_all", [source, qk.archived, qk.groups, qk.archive_limits],
-                    [state, self.batch_size, qk.task_prefix, gname, now, ARCHIVE_MAX_SIZE,
-                     now - ARCHIVE_MAX_AGE_MS])
-                trimmed += number(dropped)
+            taken, done, *dropped = await self.runner.run_call(
+                self._bulk_call(op, queue, source, state, gname))
+            trimmed += number(dropped[0]) if dropped else 0
             total += number(done)
             if number(taken) < self.batch_size:
                 return total, trimmed
+
+    def _bulk_call(self, op: BulkOp, queue: str, source: str, state: str,
+                   gname: str) -> ScriptCall:
+        """One batch of ``bulk``: ``inspect_<op>_all`` on the tasks in ``state`` of ``source``
+        (group ``gname``, '' for none); its reply is {taken, done[, archived tasks trimmed]}."""
+        qk = self.keys.queue_keys(queue)
+        head = [state, self.batch_size, qk.task_prefix, gname]
+        if op == "delete":
+            return ScriptCall(self._script("inspect_delete_all"), [source, qk.groups], head)
+        now = self.clock.now_ms()
+        if op == "run":
+            return ScriptCall("inspect_run_all", [source, qk.pending, qk.groups, qk.waiters],
+                              [*head, now, K.WAKE_CHANNEL, queue])
+        return ScriptCall("inspect_archive_all",
+                          [source, qk.archived, qk.groups, qk.archive_limits],
+                          [*head, now, ARCHIVE_MAX_SIZE, now - ARCHIVE_MAX_AGE_MS])
 
     async def redis_info(self) -> dict[str, Any]:
         infos = await self.runner.infos()
@@ -344,11 +384,26 @@ class RedisInspectOps:
         return [(doc, w) for (_, doc), w in zip(live, workers, strict=True)]
 
 
-def _queue_info(queue: str, counts: Sequence[Any], memory: Any, now_ms: int) -> QueueInfo:
+def _whole(value: Any) -> int:
+    """A stored whole number read exactly (a Unix ns exceeds a double's precision: never via
+    float unless it is written as one); 0 for none or for what is no number."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        try:
+            return int(float(value))
+        except ValueError:
+            return 0
+
+
+def _queue_info(queue: str, counts: Sequence[Any], memory: Any, now_ms: int,
+                since_per_ms: int) -> QueueInfo:
+    """An ``inspect_queue_info`` reply as a QueueInfo (``since_per_ms``: the layout's
+    ``pending_since`` units in a ms); a layout without an expired total reads 0."""
     (pending, active, scheduled, retry, archived, completed, aggregating, groups, processed,
-     failed, processed_total, failed_total, paused, oldest_pending_since,
-     expired_leases, expired_total) = (number(x) for x in counts)
-    latency_ms = now_ms - oldest_pending_since if oldest_pending_since else 0
+     failed, processed_total, failed_total, paused) = (number(x) for x in counts[:13])
+    since = _whole(counts[13])
+    latency_ms = now_ms - since // since_per_ms if since > 0 else 0
     return QueueInfo(
         queue=queue,
         size=pending + active + scheduled + retry + archived + completed + aggregating,
@@ -356,6 +411,7 @@ def _queue_info(queue: str, counts: Sequence[Any], memory: Any, now_ms: int) -> 
         completed=completed, aggregating=aggregating, groups=groups, processed=processed,
         failed=failed, processed_total=processed_total, failed_total=failed_total,
         paused=bool(paused), latency=timedelta(milliseconds=max(0, latency_ms)),
-        memory_usage=number(memory), expired_leases=expired_leases,
-        timestamp=ms_to_datetime(now_ms), expired_total=expired_total,
+        memory_usage=number(memory), expired_leases=number(counts[14]),
+        timestamp=ms_to_datetime(now_ms),
+        expired_total=number(counts[15]) if len(counts) > 15 else 0,
     )

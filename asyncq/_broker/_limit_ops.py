@@ -16,7 +16,7 @@ and none needs a restart.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from .._clock import Clock
 from . import _keys as K
@@ -42,13 +42,20 @@ def _value(spec: LimitSpec) -> str:
     return str(spec.n)
 
 
-def _state_prefix(queue: str, spec: LimitSpec, key: str) -> str:
-    """Prefix of the Redis keys of one key value of ``spec`` in ``queue``."""
-    return K.limit_state(K.limit_base(queue, spec.kind, spec.name), key)
-
-
 class RedisLimitOps:
-    """Limit scripts over a ScriptRunner (what ``RedisBroker.limits`` is; see ``LimitOps``)."""
+    """Limit scripts over a ScriptRunner (what ``RedisBroker.limits`` is; see ``LimitOps``).
+
+    The layout is a class attribute: its key module, the prefix of its script names and the
+    unit of ``pending_since``. The scripts of both layouts take the same KEYS and ARGV (one
+    body each, ``lua/_limit_*_body.lua``), so a layout's ops are this class with its own
+    three values (``_asynq/_limits.py``)."""
+
+    keys: ClassVar[Any] = K
+    """The layout's key module (``queue_keys``, ``limits_registry``, ``limit_base``...)."""
+    script_prefix: ClassVar[str] = ""
+    """Prepended to ``limit_acquire``... to name the layout's scripts."""
+    since_per_ms: ClassVar[int] = 1
+    """``pending_since`` units in a ms: 1 here (Unix ms)."""
 
     def __init__(self, runner: ScriptRunner, clock: Clock) -> None:
         self._runner = runner
@@ -58,15 +65,50 @@ class RedisLimitOps:
         """The clock limit times are read with (the one leases are written with)."""
         return self._clock.now_ms()
 
+    def _state_prefix(self, queue: str, spec: LimitSpec, key: str) -> str:
+        """Prefix of the Redis keys of one key value of ``spec`` in ``queue``."""
+        prefix: str = self.keys.limit_state(self.keys.limit_base(queue, spec.kind, spec.name),
+                                            key)
+        return prefix
+
     async def acquire(self, queue: str, owner: str, claims: Sequence[LimitClaim], *,
                       queue_cap: bool = False) -> list[int]:
         """Take every limit of each claim, or defer its task: per claim 0 taken (1: taken,
         a slot of the queue's cap among them), -1 its task is not active under ``owner``
         (nothing done), else the Unix ms it is deferred to. ``queue_cap``: each claim also
         takes a slot of the queue's concurrency cap, when the queue has one."""
-        call = acquire_call("limit_acquire", K, queue, owner, claims, queue_cap,
-                            self._clock.now_ms())
+        call = self._acquire_call(queue, owner, claims, queue_cap)
         return [int(x) for x in await self._one(call)]
+
+    def _acquire_call(self, queue: str, owner: str, claims: Sequence[LimitClaim],
+                      queue_cap: bool) -> ScriptCall:
+        """The ``limit_acquire`` call claiming ``claims``, each also the queue's cap with
+        ``queue_cap``."""
+        keys = self.keys
+        qk = keys.queue_keys(queue)
+        table: list[Any] = []
+        where: dict[tuple[LimitSpec, str], int] = {}  # each limit key once, by ARGV position
+        tail: list[Any] = []
+
+        def position(spec: LimitSpec, key: str) -> int:
+            at = where.get((spec, key))
+            if at is None:
+                at = where[(spec, key)] = 5 + len(table)
+                base = keys.limit_base(queue, spec.kind, spec.name)
+                table.extend((spec.kind[0], _field(spec), _value(spec),
+                              keys.limit_keyset(base), key, keys.limit_state(base, key),
+                              spec.n, spec.period_ms, spec.burst))
+            return at
+
+        for claim in claims:
+            tail += (claim.holder, claim.hold_until_ms, len(claim.limits) + queue_cap)
+            tail += [position(spec, key) for spec, key in claim.limits]
+            if queue_cap:
+                tail.append(position(QUEUE_SPEC, ""))
+        return ScriptCall(self.script_prefix + "limit_acquire",
+                          [qk.active, qk.lease, qk.scheduled, keys.limits_registry(queue)],
+                          [self._clock.now_ms(), qk.task_prefix, owner, len(where), *table,
+                           *tail])
 
     async def _one(self, call: ScriptCall) -> Any:
         """One script call through the runner's pipeline (hand-packed RESP on a single node:
@@ -79,16 +121,17 @@ class RedisLimitOps:
     async def release(self, queue: str, owner: str, holds: Sequence[LimitHold]) -> int:
         """Give back concurrency slots; returns how many waiting tasks were woken (moved to
         pending)."""
-        qk = K.queue_keys(queue)
-        args: list[Any] = [self._clock.now_ms(), qk.task_prefix, owner, K.WAKE_CHANNEL, queue]
+        qk = self.keys.queue_keys(queue)
+        args: list[Any] = [self._clock.now_ms() * self.since_per_ms, qk.task_prefix, owner,
+                           self.keys.WAKE_CHANNEL, queue]
         for hold in holds:
-            args += (hold.holder, _state_prefix(queue, hold.spec, hold.key))
-        return int(await self._one(
-            ScriptCall("limit_release", [qk.pending, qk.scheduled, qk.waiters], args)))
+            args += (hold.holder, self._state_prefix(queue, hold.spec, hold.key))
+        return int(await self._one(ScriptCall(self.script_prefix + "limit_release",
+                                              [qk.pending, qk.scheduled], args)))
 
     async def renew(self, queue: str, hold: LimitHold, until_ms: int) -> bool:
         """Extend a manual hold; False when it is gone (it ended, or was taken as expired)."""
-        prefix = _state_prefix(queue, hold.spec, hold.key)
+        prefix = self._state_prefix(queue, hold.spec, hold.key)
         return bool(await self._runner.command("renewing a limit hold", "ZADD",
                                                prefix + "held", "XX", "CH", until_ms,
                                                hold.holder))
@@ -99,27 +142,98 @@ class RedisLimitOps:
         ``queue`` (``QUEUE_SPEC``: the queue's cap), waking the tasks it lets start; returns
         (the previous run-time value, the declared one, tasks woken), as the registry keeps
         them ('' for none)."""
-        keys = await key_values(self._runner, K, queue, spec)
-        qk = K.queue_keys(queue)
+        keys = await self._key_values(queue, spec)
+        qk = self.keys.queue_keys(queue)
+        now = self._clock.now_ms()
         out = await self._runner.run(
-            "limit_set", [K.limits_registry(queue), qk.lease, qk.pending, qk.scheduled,
-                          qk.waiters],
-            [self._clock.now_ms(), qk.task_prefix, K.WAKE_CHANNEL, queue, spec.kind[0],
-             _field(spec), "" if value is None else _value(value),
-             *(_state_prefix(queue, spec, key) for key in keys)])
+            self.script_prefix + "limit_set",
+            [self.keys.limits_registry(queue), qk.lease, qk.pending, qk.scheduled],
+            [now, now * self.since_per_ms, qk.task_prefix, self.keys.WAKE_CHANNEL, queue,
+             spec.kind[0], _field(spec), "" if value is None else _value(value),
+             *(self._state_prefix(queue, spec, key) for key in keys)])
         return text(out[0]), text(out[1]), int(out[2])
+
+    async def _key_values(self, queue: str, spec: LimitSpec) -> list[str]:
+        """The key values ``spec``'s limit was used with (the queue's cap has one: '')."""
+        if spec.kind == QUEUE_CAP:
+            return [""]
+        members = await self._runner.command(
+            "reading limit keys", "SMEMBERS",
+            self.keys.limit_keyset(self.keys.limit_base(queue, spec.kind, spec.name)))
+        return sorted(text(m) for m in members)
 
     async def usage(self, queue: str) -> list[LimitUse]:
         """Every limit used or set in ``queue`` and each of its keys, with what is in use now
         (a key with nothing held, waiting or in its window is listed one last time, then
-        forgotten); the queue's cap first, when it has one."""
-        return await read_usage(self._runner, K, "limit_usage", queue, self._clock.now_ms())
+        forgotten); the queue's cap first, when it has one. A limit given a run-time value
+        before any key was used is listed once with key ''."""
+        runner, keys, now = self._runner, self.keys, self._clock.now_ms()
+        registry = {text(f): text(v) for f, v in (await runner.command(
+            "reading limits", "HGETALL", keys.limits_registry(queue))).items()}
+        declared = {(s.kind, s.name): s for f, v in registry.items()
+                    if (s := _spec(f, v)) is not None and s.kind != QUEUE_CAP}
+        runtime = {(s.kind, s.name): s for f, v in registry.items()
+                   if f.startswith("o:") and (s := _spec(f[2:], v)) is not None}
+        named = sorted((set(declared) | set(runtime)) - {(QUEUE_CAP, "")})
+        keysets = await runner.commands(
+            "reading limit keys", [("SMEMBERS", keys.limit_keyset(keys.limit_base(queue, *n)))
+                                   for n in named]) if named else []
+        rows: list[tuple[LimitSpec, str, bool]] = []  # (limit in force, key, state is read)
+        if (QUEUE_CAP, "") in runtime:
+            rows.append((runtime[(QUEUE_CAP, "")], "", True))
+        for ident, members in zip(named, keysets, strict=True):
+            spec = runtime.get(ident) or declared[ident]
+            found = sorted(text(m) for m in members)
+            rows += [(spec, key, True) for key in found]
+            if not found and ident in runtime:
+                rows.append((spec, "", False))
+        counted = [(spec, key) for spec, key, read in rows if read]
+        args: list[Any] = [now]
+        for spec, key in counted:
+            base = keys.limit_base(queue, spec.kind, spec.name)
+            args += ("r" if spec.kind == "rate" else "c", keys.limit_state(base, key),
+                     spec.period_ms, keys.limit_keyset(base), key)
+        out = iter(await runner.run(self.script_prefix + "limit_usage",
+                                    [keys.queue_keys(queue).lease], args)
+                   if counted else [])
+        uses = []
+        for spec, key, read in rows:
+            used, waiting = next(out) if read else (0, 0)
+            ident = (spec.kind, spec.name)
+            was = declared.get(ident)
+            uses.append(LimitUse(queue, spec.kind, spec.name, key, spec.n, spec.period_ms,
+                                 int(used), int(waiting), ident in runtime,
+                                 was.n if was else None, was.period_ms if was else None))
+        return uses
 
     async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
-        """The cap of each of ``queues`` with what it counts now (None: no cap), in two
-        round trips whatever their number."""
-        return await read_queue_caps(self._runner, K, "limit_usage", queues,
-                                     self._clock.now_ms())
+        """The cap of each of ``queues`` with what it counts now (None: no cap): one pipeline
+        reads every cap, one more counts the capped queues' slots, whatever their number."""
+        if not queues:
+            return []
+        keys, script = self.keys, self.script_prefix + "limit_usage"
+        now = self._clock.now_ms()
+        field = "o:" + _field(QUEUE_SPEC)
+        values = await self._runner.commands("reading queue caps", [
+            ("HGET", keys.limits_registry(q), field) for q in queues])
+        caps = {q: spec for q, v in zip(queues, values, strict=True)
+                if v is not None and (spec := _spec(_field(QUEUE_SPEC), text(v))) is not None}
+        calls = []
+        for q in caps:
+            base = keys.limit_base(q, QUEUE_CAP, "")
+            calls.append(ScriptCall(script, [keys.queue_keys(q).lease],
+                                    [now, "c", keys.limit_state(base, ""), 0,
+                                     keys.limit_keyset(base), ""]))
+        counted: dict[str, tuple[int, int]] = {}
+        for (q, call), reply in zip(zip(caps, calls, strict=True),
+                                    await self._runner.run_many(calls) if calls else [],
+                                    strict=True):
+            if isinstance(reply, Exception):
+                raise reply_error(call.name, reply)
+            counted[q] = (int(reply[0][0]), int(reply[0][1]))
+        return [None if q not in caps else
+                LimitUse(q, QUEUE_CAP, "", "", caps[q].n, 0, *counted[q], True)
+                for q in queues]
 
 
 def _spec(field: str, value: str) -> LimitSpec | None:
@@ -136,113 +250,3 @@ def _spec(field: str, value: str) -> LimitSpec | None:
     except ValueError:
         pass
     return None
-
-
-def acquire_call(script: str, keys: Any, queue: str, owner: str, claims: Sequence[LimitClaim],
-                 queue_cap: bool, now_ms: int) -> ScriptCall:
-    """The ``limit_acquire`` call (or its version ``script`` for another layout, whose key
-    module is ``keys``) claiming ``claims``, each also the queue's cap with ``queue_cap``."""
-    qk = keys.queue_keys(queue)
-    table: list[Any] = []
-    where: dict[tuple[LimitSpec, str], int] = {}  # each limit key once, by ARGV position
-    tail: list[Any] = []
-
-    def position(spec: LimitSpec, key: str) -> int:
-        at = where.get((spec, key))
-        if at is None:
-            at = where[(spec, key)] = 5 + len(table)
-            base = keys.limit_base(queue, spec.kind, spec.name)
-            table.extend((spec.kind[0], _field(spec), _value(spec), keys.limit_keyset(base),
-                          key, keys.limit_state(base, key), spec.n, spec.period_ms,
-                          spec.burst))
-        return at
-
-    for claim in claims:
-        tail += (claim.holder, claim.hold_until_ms, len(claim.limits) + queue_cap)
-        tail += [position(spec, key) for spec, key in claim.limits]
-        if queue_cap:
-            tail.append(position(QUEUE_SPEC, ""))
-    return ScriptCall(script, [qk.active, qk.lease, qk.scheduled, keys.limits_registry(queue)],
-                      [now_ms, qk.task_prefix, owner, len(where), *table, *tail])
-
-
-async def key_values(runner: ScriptRunner, keys: Any, queue: str,
-                     spec: LimitSpec) -> list[str]:
-    """The key values ``spec``'s limit was used with (the queue's cap has one: '')."""
-    if spec.kind == QUEUE_CAP:
-        return [""]
-    members = await runner.command("reading limit keys", "SMEMBERS",
-                                   keys.limit_keyset(keys.limit_base(queue, spec.kind,
-                                                                     spec.name)))
-    return sorted(text(m) for m in members)
-
-
-async def read_usage(runner: ScriptRunner, keys: Any, script: str, queue: str,
-                     now_ms: int) -> list[LimitUse]:
-    """What ``usage`` returns, over the key module ``keys`` and usage script ``script`` of a
-    layout: the queue's cap first (when set), then each limit's keys, sorted; a limit given a
-    run-time value before any key was used is listed once with key ''."""
-    registry = {text(f): text(v) for f, v in (await runner.command(
-        "reading limits", "HGETALL", keys.limits_registry(queue))).items()}
-    declared = {(s.kind, s.name): s for f, v in registry.items()
-                if (s := _spec(f, v)) is not None and s.kind != QUEUE_CAP}
-    runtime = {(s.kind, s.name): s for f, v in registry.items()
-               if f.startswith("o:") and (s := _spec(f[2:], v)) is not None}
-    named = sorted((set(declared) | set(runtime)) - {(QUEUE_CAP, "")})
-    keysets = await runner.commands(
-        "reading limit keys", [("SMEMBERS", keys.limit_keyset(keys.limit_base(queue, *n)))
-                               for n in named]) if named else []
-    rows: list[tuple[LimitSpec, str, bool]] = []  # (limit in force, key, its state is read)
-    if (QUEUE_CAP, "") in runtime:
-        rows.append((runtime[(QUEUE_CAP, "")], "", True))
-    for ident, members in zip(named, keysets, strict=True):
-        spec = runtime.get(ident) or declared[ident]
-        found = sorted(text(m) for m in members)
-        rows += [(spec, key, True) for key in found]
-        if not found and ident in runtime:
-            rows.append((spec, "", False))
-    counted = [(spec, key) for spec, key, read in rows if read]
-    args: list[Any] = [now_ms]
-    for spec, key in counted:
-        base = keys.limit_base(queue, spec.kind, spec.name)
-        args += ("r" if spec.kind == "rate" else "c", keys.limit_state(base, key),
-                 spec.period_ms, keys.limit_keyset(base), key)
-    out = iter(await runner.run(script, [keys.queue_keys(queue).lease], args)
-               if counted else [])
-    uses = []
-    for spec, key, read in rows:
-        used, waiting = next(out) if read else (0, 0)
-        ident = (spec.kind, spec.name)
-        was = declared.get(ident)
-        uses.append(LimitUse(queue, spec.kind, spec.name, key, spec.n, spec.period_ms,
-                             int(used), int(waiting), ident in runtime,
-                             was.n if was else None, was.period_ms if was else None))
-    return uses
-
-
-async def read_queue_caps(runner: ScriptRunner, keys: Any, script: str, queues: Sequence[str],
-                          now_ms: int) -> list[LimitUse | None]:
-    """What ``queue_caps`` returns, over the key module ``keys`` and usage script ``script``
-    of a layout: one pipeline reads every cap, one more counts the capped queues' slots."""
-    if not queues:
-        return []
-    field = "o:" + _field(QUEUE_SPEC)
-    values = await runner.commands("reading queue caps", [
-        ("HGET", keys.limits_registry(q), field) for q in queues])
-    caps = {q: spec for q, v in zip(queues, values, strict=True)
-            if v is not None and (spec := _spec(_field(QUEUE_SPEC), text(v))) is not None}
-    calls = []
-    for q in caps:
-        base = keys.limit_base(q, QUEUE_CAP, "")
-        calls.append(ScriptCall(script, [keys.queue_keys(q).lease],
-                                [now_ms, "c", keys.limit_state(base, ""), 0,
-                                 keys.limit_keyset(base), ""]))
-    counted: dict[str, tuple[int, int]] = {}
-    for (q, call), reply in zip(zip(caps, calls, strict=True),
-                                await runner.run_many(calls) if calls else [], strict=True):
-        if isinstance(reply, Exception):
-            raise reply_error(call.name, reply)
-        counted[q] = (int(reply[0][0]), int(reply[0][1]))
-    return [None if q not in caps else
-            LimitUse(q, QUEUE_CAP, "", "", caps[q].n, 0, *counted[q], True)
-            for q in queues]

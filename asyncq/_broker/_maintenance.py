@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from .._clock import Clock
 from .._defaults import COMPLETION_MARK
+from .._errors import DecodeError
+from .._model._message import TaskMessage, read_message
 from . import _keys as K
 from ._calls import ARCHIVE_CAPS, finish_call
 from ._protocol import Backlog, Outcome, RawTask
@@ -106,12 +108,14 @@ class MaintenanceOps:
         return [text(a) for a in out]
 
     async def read_tasks(self, queue: str,
-                         task_ids: Sequence[str]) -> list[tuple[bytes, bytes] | None]:
+                         task_ids: Sequence[str]
+                         ) -> list[tuple[TaskMessage | DecodeError, bytes] | None]:
         qk = K.queue_keys(queue)
         replies = await self.runner.commands(
             "reading tasks", [("HMGET", qk.task(task_id), "msg", "payload")
                               for task_id in task_ids])
-        return [None if msg is None else (msg, payload or b"") for msg, payload in replies]
+        return [None if msg is None else (read_message(msg), payload or b"")
+                for msg, payload in replies]
 
     async def delete_expired_completed(self, queue: str, limit: int) -> int:
         qk = K.queue_keys(queue)

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Literal, Protocol, TypeGuard, runtime_checkable
 
+from .._errors import DecodeError
 from .._model._events import TaskEvent
+from .._model._message import TaskMessage
 from ._messages import Handoff, WorkerSignal
 from ._ops import InspectOps, LimitOps, ScheduleOps
 from ._values import (
@@ -264,8 +266,10 @@ class Broker(Protocol):
         ...
 
     async def read_tasks(self, queue: str,
-                         task_ids: Sequence[str]) -> list[tuple[bytes, bytes] | None]:
-        """``(message, payload)`` of each task as stored, None where there is no such task."""
+                         task_ids: Sequence[str]
+                         ) -> list[tuple[TaskMessage | DecodeError, bytes] | None]:
+        """``(message, payload)`` of each task as stored (its message decoded, or the
+        DecodeError saying why it cannot be), None where there is no such task."""
         ...
 
     async def delete_expired_completed(self, queue: str, limit: int) -> int:

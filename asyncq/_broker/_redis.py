@@ -14,7 +14,9 @@ from typing import Any, Literal
 from redis.asyncio import Redis, RedisCluster
 
 from .._clock import SYSTEM_CLOCK, Clock
+from .._errors import DecodeError
 from .._model._events import TaskEvent
+from .._model._message import TaskMessage
 from . import _keys as K
 from ._calls import (
     ARCHIVE_CAPS,
@@ -279,7 +281,8 @@ class RedisBroker:
         return await self.maintenance.repair_tasks(queue, task_ids, pending_search)
 
     async def read_tasks(self, queue: str,
-                         task_ids: Sequence[str]) -> list[tuple[bytes, bytes] | None]:
+                         task_ids: Sequence[str]
+                         ) -> list[tuple[TaskMessage | DecodeError, bytes] | None]:
         return await self.maintenance.read_tasks(queue, task_ids)
 
     async def delete_expired_completed(self, queue: str, limit: int) -> int:

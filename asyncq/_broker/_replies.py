@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._model._message import read_message
 from . import _keys as K
 from ._protocol import EnqueueCode, RawTask
 from ._runner import ScriptRunner
@@ -77,8 +78,8 @@ def raw_tasks(flat: Sequence[Any], start: int = 0, width: int = 4,
             bad.append(raw_id)
             continue
         since = count(flat[i + 4]) if width == 5 else 0
-        tasks.append(RawTask(task_id, flat[i + 1], flat[i + 2], count(flat[i + 3]), since,
-                             capped))
+        tasks.append(RawTask(task_id, read_message(flat[i + 1]), flat[i + 2],
+                             count(flat[i + 3]), since, capped))
     return tasks, bad
 
 

@@ -6,6 +6,9 @@ inlined once per script: included again (directly or through another include), i
 a comment. An include cycle is an error (:class:`IncludeError`).
 A script that moves or shrinks data starts with ``#!lua flags=allow-oom`` (Redis 7): a full
 Redis (``maxmemory`` + ``noeviction``) still runs it, so workers keep draining what fills it.
+A transition that Go asynq's layout runs too keeps its code in ``lua/_<script>_body.lua``: the
+script is its header, an include of its layout's hooks (the functions the body calls for what
+differs between layouts) and one of the body (see ``_asynq/_scripts.py``).
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from .._errors import DecodeError
+from .._model._message import TaskMessage, read_message
+
 # The stored forms the model builds and reads, re-exported here beside the broker's own values.
 from .._model._stored import EnqueueCode as EnqueueCode
 from .._model._stored import NewTask as NewTask
@@ -42,10 +45,11 @@ CANCEL_ENDED = -1  # it had ended (completed or archived): nothing done
 
 
 class RawTask(NamedTuple):
-    """A task as read from Redis, before its message is decoded."""
+    """A task as read from Redis: its message decoded by the broker (from whichever layout),
+    or the DecodeError saying why it cannot be (the worker archives that task alone)."""
 
     id: str
-    msg: bytes
+    msg: TaskMessage | DecodeError
     payload: bytes
     retried: int
     #: when it last became pending (Unix ms; 0 when unknown): a dequeue's queue wait starts here
@@ -102,5 +106,6 @@ def decode_handoff(data: bytes) -> tuple[RawTask, int]:
     n = int(size)
     if len(rest) < n:
         raise ValueError("hand-off message shorter than its task message")
-    return (RawTask(head[0].decode(), rest[:n], rest[n:], int(head[1]), int(head[2])),
+    return (RawTask(head[0].decode(), read_message(rest[:n]), rest[n:], int(head[1]),
+                    int(head[2])),
             int(head[3]))

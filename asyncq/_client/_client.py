@@ -225,7 +225,7 @@ class Client:
         for queue, indexes in by_queue.items():
             stored = await self._broker.read_tasks(queue, [news[i].msg.id for i in indexes])
             for i, found in zip(indexes, stored, strict=True):
-                out[i] = found == (news[i].msg.encode(), news[i].payload)
+                out[i] = found == (news[i].msg, news[i].payload)
         return out
 
     # -- events and results

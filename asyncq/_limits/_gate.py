@@ -23,9 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._broker import QUEUE_SPEC, Broker, LimitClaim, LimitHold, LimitOps, LimitSpec, RawTask
-from .._errors import LimitKeyError
+from .._errors import DecodeError, LimitKeyError
 from .._log import get_logger
-from .._model._message import decode_message
 from .._model._task import task_for_handler
 from ._registry import HandlerLimits
 from ._spec import Limit, RateLimit
@@ -108,9 +107,8 @@ class LimitGate:
         """The claim of a leased task (and its type): the limits of its handler, none when it
         has none, its message cannot be decoded (the processor archives it) or a key failed
         (its handler's wrapper raises the key's error)."""
-        try:
-            msg = decode_message(raw.msg)
-        except Exception:
+        msg = raw.msg
+        if isinstance(msg, DecodeError):
             return LimitClaim(raw.id, ()), ""
         limits, owner = self.limits.resolve(msg.type)
         keyed: list[tuple[LimitSpec, str]] = []

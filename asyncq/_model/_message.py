@@ -109,3 +109,12 @@ def decode_message(raw: bytes | None) -> TaskMessage:
     )):
         raise DecodeError("task message headers are not a str -> str mapping")
     return msg
+
+
+def read_message(raw: bytes | None) -> TaskMessage | DecodeError:
+    """``decode_message``, its error returned rather than raised: what a broker hands the
+    worker for a stored task, so an undecodable one is archived alone with the reason."""
+    try:
+        return decode_message(raw)
+    except DecodeError as exc:
+        return exc

@@ -17,7 +17,6 @@ from .._clock import Clock
 from .._errors import DecodeError
 from .._log import get_logger
 from .._model._enqueue import prepare, store_error
-from .._model._message import decode_message
 from .._model._task import Task, task_for_handler
 from .._service._loops import for_each, run_periodically
 from .._service._outage import Outage
@@ -69,11 +68,10 @@ class Aggregator:
         raws = await self._broker.read_aggregation_set(queue, group, set_id)
         tasks = []
         for raw in raws:
-            try:
-                msg = decode_message(raw.msg)
-            except DecodeError as exc:
+            msg = raw.msg
+            if isinstance(msg, DecodeError):
                 self._log.error("undecodable task dropped from group", task_id=raw.id,
-                                group=group, error=str(exc))
+                                group=group, error=str(msg))
                 continue
             tasks.append(task_for_handler(msg, raw.payload, raw.retried, 0, None))
         try:

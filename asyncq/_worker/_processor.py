@@ -39,7 +39,7 @@ from .._broker import Broker, Handoff, Outcome, RawTask
 from .._clock import Clock
 from .._errors import BrokerError, DecodeError
 from .._log import get_logger, some_ids
-from .._model._message import TaskMessage, decode_message
+from .._model._message import TaskMessage
 from .._model._rules import apply_rules, expired_reason
 from .._model._task import Task, task_for_handler
 from .._service._background import TaskSet
@@ -351,7 +351,9 @@ class Processor:
         stored time out of range) is archived with its reason and never stops the others."""
         now = self._clock.now_ms()
         try:
-            msg = decode_message(raw.msg)
+            msg = raw.msg
+            if isinstance(msg, DecodeError):
+                raise msg
             if msg.id != raw.id or msg.queue != queue:
                 raise DecodeError(f"message names task {msg.id!r} in queue {msg.queue!r} "
                                   f"but is stored as {raw.id!r} in {queue!r}")

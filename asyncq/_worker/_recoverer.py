@@ -12,7 +12,6 @@ from .._broker import Broker, Outcome, RawTask
 from .._clock import Clock
 from .._errors import DecodeError, LeaseExpiredError
 from .._log import get_logger
-from .._model._message import decode_message
 from .._model._rules import HandlerRules, apply_rules
 from .._model._task import task_for_handler
 from .._service._loops import for_each, run_periodically
@@ -79,10 +78,9 @@ class Recoverer:
                 return count  # (a full batch of tasks this worker holds would be listed again)
 
     def _outcome(self, queue: str, raw: RawTask) -> Outcome:
-        try:
-            msg = decode_message(raw.msg)
-        except DecodeError as exc:
-            return Outcome("archive", queue, raw.id, error=error_text(exc))
+        msg = raw.msg
+        if isinstance(msg, DecodeError):
+            return Outcome("archive", queue, raw.id, error=error_text(msg))
         rules = self._rules(msg.type)
         task = task_for_handler(apply_rules(msg, rules), raw.payload, raw.retried, 0, None)
         return failure_outcome(queue, raw.id, task, LeaseExpiredError("task lease expired"),

@@ -11,7 +11,7 @@ import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
-from asyncq._broker import NewTask, Outcome, RedisBroker, UniqueLock
+from asyncq._broker import Broker, NewTask, Outcome, RedisBroker, UniqueLock
 from asyncq._broker._connection import make_broker
 from asyncq._model._message import TaskMessage
 
@@ -43,7 +43,7 @@ async def enqueue(client: Client, queue: str, payload: object = None, **opts: An
     return info.id
 
 
-async def lease(broker: RedisBroker, client: Client, queue: str, n: int = 1,
+async def lease(broker: Broker, client: Client, queue: str, n: int = 1,
                 owner: str = OWNER, **opts: Any) -> list[str]:
     """Enqueue ``n`` tasks and lease them all to ``owner``; returns their ids, oldest first."""
     ids = [await enqueue(client, queue, f"p{i}".encode(), **opts) for i in range(n)]
@@ -53,7 +53,7 @@ async def lease(broker: RedisBroker, client: Client, queue: str, n: int = 1,
     return ids
 
 
-async def finish1(broker: RedisBroker, outcome: Outcome, owner: str = OWNER) -> bool:
+async def finish1(broker: Broker, outcome: Outcome, owner: str = OWNER) -> bool:
     [result] = await broker.finish([outcome], owner)
     assert isinstance(result, bool)
     return result
@@ -72,3 +72,13 @@ async def assert_daily_counter(redis: Redis, key: str, value: int, first_at_ms: 
     assert await redis.pexpiretime(key) == first_at_ms + 90 * DAY_MS
 
 
+async def add_group_tasks(client: Client, clock: FakeClock, queue: str, group: str, n: int,
+                          step: float = 1.0, **opts: Any) -> dict[str, int]:
+    """Add ``n`` tasks to a group, ``step`` seconds apart; returns {id: group score}."""
+    out = {}
+    for i in range(n):
+        if i:
+            clock.advance(step)
+        info = await client.enqueue("t", f"g{i}".encode(), queue=queue, group=group, **opts)
+        out[info.id] = clock.now_ms()
+    return out

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from broker_helpers import add_group_tasks
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
@@ -20,18 +19,6 @@ pytestmark = pytest.mark.anyio
 
 
 # ------------------------------------------------------------------ 102-105: aggregation
-
-
-async def add_group_tasks(client: Client, clock: FakeClock, queue: str, group: str, n: int,
-                          step: float = 1.0, **opts: Any) -> dict[str, int]:
-    """Add ``n`` tasks to a group, ``step`` seconds apart; returns {id: group score}."""
-    out = {}
-    for i in range(n):
-        if i:
-            clock.advance(step)
-        info = await client.enqueue("t", f"g{i}".encode(), queue=queue, group=group, **opts)
-        out[info.id] = clock.now_ms()
-    return out
 
 
 async def test_aggregation_check_on_empty_group(
@@ -52,16 +39,12 @@ async def test_aggregation_check_takes_the_whole_group_at_max_size(
     members = await add_group_tasks(client, clock, asyncq_queue, "g", 5)
     qk = K.queue_keys(asyncq_queue)
     deadline = clock.now_ms() + 120_000
-    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 5,
-                                          deadline) == 5
+    await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 5, deadline)
     set_key = qk.group("g") + ":s1"
     assert await zmembers(redis_client, set_key) == members  # group scores are kept
     assert await redis_client.exists(qk.group("g")) == 0
     assert await smembers(redis_client, qk.groups) == set()
     assert await zmembers(redis_client, qk.aggregation_sets) == {set_key: deadline}
-    raws = await broker.read_aggregation_set(asyncq_queue, "g", "s1")
-    assert [r.id for r in raws] == list(members)
-    assert [r.payload for r in raws] == [f"g{i}".encode() for i in range(5)]
 
 
 async def test_aggregation_check_takes_the_oldest_when_over_max_size(
@@ -71,8 +54,8 @@ async def test_aggregation_check_takes_the_oldest_when_over_max_size(
     members = await add_group_tasks(client, clock, asyncq_queue, "g", 5)
     ids = list(members)
     qk = K.queue_keys(asyncq_queue)
-    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 3,
-                                          clock.now_ms() + 120_000) == 3
+    await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 3,
+                                   clock.now_ms() + 120_000)
     assert list(await zmembers(redis_client, qk.group("g") + ":s1")) == ids[:3]
     assert list(await zmembers(redis_client, qk.group("g"))) == ids[3:]
     assert await smembers(redis_client, qk.groups) == {"g"}
@@ -101,9 +84,8 @@ async def test_aggregation_check_grace_and_max_delay(
     members = await add_group_tasks(client, clock, asyncq_queue, "g", 3, step=10)
     clock.advance(advance)
     qk = K.queue_keys(asyncq_queue)
-    got = await broker.aggregation_check(asyncq_queue, "g", "s1", grace_ms, max_delay_ms,
-                                         max_size, clock.now_ms() + 120_000)
-    assert got == taken
+    await broker.aggregation_check(asyncq_queue, "g", "s1", grace_ms, max_delay_ms, max_size,
+                                   clock.now_ms() + 120_000)  # (its count: conformance/)
     assert list(await zmembers(redis_client, qk.group("g") + ":s1")) == list(members)[:taken]
     assert await redis_client.zcard(qk.group("g")) == 3 - taken
     assert (await redis_client.exists(qk.aggregation_sets)) == (1 if taken else 0)
@@ -126,13 +108,11 @@ async def test_delete_aggregation_set(
 ) -> None:
     qk = K.queue_keys(asyncq_queue)
     first = list(await add_group_tasks(client, clock, asyncq_queue, "g", 2, unique=600))
-    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 0, 0, 0,
-                                          clock.now_ms() + 1) == 2
+    await broker.aggregation_check(asyncq_queue, "g", "s1", 0, 0, 0, clock.now_ms() + 1)
     second = list(await add_group_tasks(client, clock, asyncq_queue, "g", 1))
-    assert await broker.aggregation_check(asyncq_queue, "g", "s2", 0, 0, 0,
-                                          clock.now_ms() + 1) == 1
+    await broker.aggregation_check(asyncq_queue, "g", "s2", 0, 0, 0, clock.now_ms() + 1)
 
-    assert await broker.delete_aggregation_set(asyncq_queue, "g", "s1") == 2
+    await broker.delete_aggregation_set(asyncq_queue, "g", "s1")  # (counts: conformance/)
     assert await redis_client.exists(qk.group("g") + ":s1") == 0
     for task_id in first:
         assert await task_hash(redis_client, asyncq_queue, task_id) == {}
@@ -149,28 +129,17 @@ async def test_reclaim_stale_aggregation_sets(
 ) -> None:
     qk = K.queue_keys(asyncq_queue)
     stale = await add_group_tasks(client, clock, asyncq_queue, "g:x", 2)  # ':' in the name
-    assert await broker.aggregation_check(asyncq_queue, "g:x", "s1", 0, 0, 0,
-                                          clock.now_ms() + 60_000) == 2
+    await broker.aggregation_check(asyncq_queue, "g:x", "s1", 0, 0, 0,
+                                   clock.now_ms() + 60_000)
     fresh = await add_group_tasks(client, clock, asyncq_queue, "h", 1)
-    assert await broker.aggregation_check(asyncq_queue, "h", "s2", 0, 0, 0,
-                                          clock.now_ms() + 600_000) == 1
+    await broker.aggregation_check(asyncq_queue, "h", "s2", 0, 0, 0, clock.now_ms() + 600_000)
     assert await smembers(redis_client, qk.groups) == set()
 
-    assert await broker.reclaim_stale_aggregation_sets(asyncq_queue) == 0
-    clock.advance(60)
-    assert await broker.reclaim_stale_aggregation_sets(asyncq_queue) == 1
+    clock.advance(60)  # (the counts: conformance/test_conf_aggregation.py)
+    await broker.reclaim_stale_aggregation_sets(asyncq_queue)
     assert await zmembers(redis_client, qk.group("g:x")) == stale
     assert await redis_client.exists(qk.group("g:x") + ":s1") == 0
     assert await smembers(redis_client, qk.groups) == {"g:x"}
     assert list(await zmembers(redis_client, qk.aggregation_sets)) == [qk.group("h") + ":s2"]
     assert await zmembers(redis_client, qk.group("h") + ":s2") == fresh
     assert await broker.list_groups(asyncq_queue) == ["g:x"]
-
-
-async def test_list_groups(broker: RedisBroker, client: Client, asyncq_queue: str) -> None:
-    assert await broker.list_groups(asyncq_queue) == []
-    for group in ("b", "a", "c", "a"):
-        await client.enqueue("t", queue=asyncq_queue, group=group)
-    assert await broker.list_groups(asyncq_queue) == ["a", "b", "c"]
-
-

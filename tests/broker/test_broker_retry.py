@@ -60,13 +60,13 @@ async def test_retry(
     # The task is still queued, so its uniqueness lock stays.
     assert await redis_client.get(qk.unique("t", b"p0")) == task_id.encode()
 
-    # It comes back with the retry count it has, and a second failure counts again.
+    # It comes back with the retry count it has, and a second failure counts again (what the
+    # calls return: conformance/test_conf_transitions.py).
     clock.advance(60)
-    assert await broker.forward(asyncq_queue, "retry", 100) == (1, -1)
-    raws, _ = await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
-    assert [(r.id, r.retried) for r in raws] == [(task_id, 1)]
-    assert await finish1(broker, Outcome("retry", asyncq_queue, task_id,
-                                         retry_at_ms=clock.now_ms(), error="again")) is True
+    await broker.forward(asyncq_queue, "retry", 100)
+    await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
+    await finish1(broker, Outcome("retry", asyncq_queue, task_id, retry_at_ms=clock.now_ms(),
+                                  error="again"))
     fields = await task_hash(redis_client, asyncq_queue, task_id)
     assert (fields["retried"], fields["error"]) == (b"2", b"again")
     assert await redis_client.get(qk.failed) == b"2"
@@ -163,14 +163,13 @@ async def test_finish_many_outcomes_in_one_call(
     a, b, c, d = await lease(broker, client, asyncq_queue, 4)
     other_owner = (await lease(broker, client, asyncq_queue, owner=OTHER))[0]
     now = clock.now_ms()
-    results = await broker.finish([
+    await broker.finish([  # (what it returns: conformance/test_conf_transitions.py)
         Outcome("done", asyncq_queue, a),
         Outcome("retry", asyncq_queue, b, retry_at_ms=now + 10, error="e"),
         Outcome("archive", asyncq_queue, c, error="e"),
         Outcome("complete", asyncq_queue, d, retention_ms=50),
         Outcome("done", asyncq_queue, other_owner),  # not ours
     ], OWNER)
-    assert results == [True, True, True, True, False]
     qk = K.queue_keys(asyncq_queue)
     assert await lmembers(redis_client, qk.active) == [other_owner]
     assert await zmembers(redis_client, qk.retry) == {b: now + 10}
@@ -188,8 +187,7 @@ async def test_forward_due_scheduled_tasks(
     asyncq_queue: str
 ) -> None:
     t0 = clock.now_ms()
-    qk = K.queue_keys(asyncq_queue)
-    assert await broker.forward(asyncq_queue, "scheduled", 100) == (0, -1)
+    qk = K.queue_keys(asyncq_queue)  # (nothing due: conformance/test_conf_transitions.py)
     pending = await enqueue(client, asyncq_queue)
     s10 = await enqueue(client, asyncq_queue, process_in=10)
     s20 = await enqueue(client, asyncq_queue, process_in=20)
@@ -229,13 +227,12 @@ async def test_forward_sends_grouped_tasks_to_their_group(
     plain = await enqueue(client, asyncq_queue, process_in=10)
     qk = K.queue_keys(asyncq_queue)
     assert await smembers(redis_client, qk.groups) == set()
-    clock.advance(15)
-    assert await broker.forward(asyncq_queue, "scheduled", 100) == (2, -1)
+    clock.advance(15)  # (what forward returns: conformance/test_conf_transitions.py)
+    await broker.forward(asyncq_queue, "scheduled", 100)
     assert await zmembers(redis_client, qk.group("batch")) == {grouped: clock.now_ms()}
     assert await smembers(redis_client, qk.groups) == {"batch"}  # visible to the aggregator
     assert await lmembers(redis_client, qk.pending) == [plain]
     assert (await task_hash(redis_client, asyncq_queue, grouped))["state"] == b"aggregating"
-    assert await broker.list_groups(asyncq_queue) == ["batch"]
 
 
 async def test_forward_drops_ids_without_a_task_hash(

@@ -36,32 +36,19 @@ async def test_a_dequeue_stamps_each_run_with_the_workers_clock(
     first = clock.now_ms()
     await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
     assert await started_at(redis_client, asyncq_queue, task_id) == first
+    # (what the inspector reads of each run: conformance/test_conf_started_at.py)
+    clock.advance(2)
+    await finish1(broker, Outcome("retry", asyncq_queue, task_id,
+                                  retry_at_ms=clock.now_ms() + 1000, error="x"))
+    clock.advance(1)
+    await broker.forward(asyncq_queue, "retry", 10)
+    second = clock.now_ms()
+    await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
+    assert await started_at(redis_client, asyncq_queue, task_id) == second > first
+    clock.advance(3)
+    await finish1(broker, Outcome("complete", asyncq_queue, task_id, retention_ms=60_000))
     async with Inspector(broker) as inspector:
-        info = await inspector.task_info(asyncq_queue, task_id)
-        assert info.started_at == ms_to_datetime(first)
-        [listed] = await inspector.list_tasks(asyncq_queue, "active")
-        assert listed.started_at == ms_to_datetime(first)
-
-        # It fails; its retry is another run, with its own start. The failed run's start
-        # stays readable while the task waits for that retry.
-        clock.advance(2)
-        assert await finish1(broker, Outcome("retry", asyncq_queue, task_id,
-                                             retry_at_ms=clock.now_ms() + 1000, error="x"))
-        assert (await inspector.task_info(asyncq_queue, task_id)).started_at == \
-            ms_to_datetime(first)
-        [waiting] = await inspector.list_tasks(asyncq_queue, "retry")
-        assert waiting.started_at == ms_to_datetime(first)
-        clock.advance(1)
-        assert await broker.forward(asyncq_queue, "retry", 10) == (1, -1)
-        second = clock.now_ms()
-        raws, _ = await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
-        assert [r.id for r in raws] == [task_id]
-        assert await started_at(redis_client, asyncq_queue, task_id) == second > first
-        clock.advance(3)
-        assert await finish1(broker, Outcome("complete", asyncq_queue, task_id,
-                                             retention_ms=60_000))
         done = await inspector.task_info(asyncq_queue, task_id)
-    assert done.started_at == ms_to_datetime(second)
     assert done.completed_at is not None and done.completed_at - done.started_at == \
         ms_to_datetime(clock.now_ms()) - ms_to_datetime(second)
 

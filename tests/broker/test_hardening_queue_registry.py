@@ -1,58 +1,20 @@
 """Issue 12 item 9: a queue's registration survives ``delete_queue`` while a long-lived Client
 keeps enqueueing to it. Every store script sets an in-slot marker of its queue and says when
-it was missing; the client then registers the queue (the registry is in another slot)."""
+it was missing; the client then registers the queue (the registry is in another slot). What
+every broker does: conformance/test_conf_queue_registry.py; here, asyncq's marker and the
+scheduler."""
 
 from __future__ import annotations
 
 import pytest
 from redis.asyncio import Redis
 
-from asyncq import Client, Inspector, Scheduler, Task, TaskState
+from asyncq import Client, Inspector, Scheduler, Task
 from asyncq._broker import _keys as K
 from asyncq._broker._connection import make_broker
-from asyncq._model._info import TaskInfo
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio
-
-
-async def visible(inspector: Inspector, queue: str, state: TaskState, n: int) -> None:
-    assert queue in await inspector.queues()
-    info = await inspector.queue_info(queue)
-    assert getattr(info, state.value) == n
-    assert len(await inspector.list_tasks(queue, state)) == n
-
-
-@pytest.mark.parametrize("how", ["enqueue", "enqueue_many", "scheduled", "group"])
-async def test_queue_stays_registered_after_delete_while_a_client_enqueues(
-    how: str, asyncq_client: Client, asyncq_redis_url: str, asyncq_queue: str,
-) -> None:
-    q = asyncq_queue
-    state = {"scheduled": TaskState.SCHEDULED, "group": TaskState.AGGREGATING}.get(
-        how, TaskState.PENDING)
-
-    async def enqueue() -> None:
-        if how == "enqueue_many":
-            infos = await asyncq_client.enqueue_many([Task("t", queue=q), Task("t", queue=q)])
-            assert all(isinstance(i, TaskInfo) for i in infos)
-        elif how == "scheduled":
-            await asyncq_client.enqueue(Task("t", queue=q, process_in=3600))
-        elif how == "group":
-            await asyncq_client.enqueue(Task("t", queue=q, group="g"))
-        else:
-            await asyncq_client.enqueue(Task("t", queue=q))
-
-    async with Inspector(asyncq_redis_url) as inspector:
-        await enqueue()
-        assert q in await inspector.queues()
-        await inspector.delete_queue(q, force=True)
-        assert q not in await inspector.queues()
-        await enqueue()  # the same long-lived client
-        assert q in await inspector.queues()
-        if how != "group":
-            await visible(inspector, q, state, 2 if how == "enqueue_many" else 1)
-        else:
-            assert [g.group for g in await inspector.groups(q)] == ["g"]
 
 
 async def test_a_task_stored_during_delete_queue_keeps_its_queue_registered(

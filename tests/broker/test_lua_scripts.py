@@ -24,6 +24,10 @@ LUA = Path(_scripts.__file__).parent / "lua"
 FILES = {p.name: p.read_text(encoding="utf-8") for p in sorted(LUA.glob("*.lua"))}
 SCRIPTS = sorted(name for name in FILES if not name.startswith("_"))
 INCLUDE = re.compile(r"^-- @include (\S+)$", re.MULTILINE)
+ASYNQ_LUA = LUA.parent / "_asynq" / "lua"
+ASYNQ_FILES = {p.name: p.read_text(encoding="utf-8") for p in sorted(ASYNQ_LUA.glob("*.lua"))}
+ASYNQ_SCRIPTS = sorted(name for name in ASYNQ_FILES if not name.startswith("_"))
+SHARED = "asyncq:"  # an asynq-layout include of the broker's own lua/ (_asynq/_scripts.py)
 
 
 def code_of(text: str) -> str:
@@ -177,15 +181,30 @@ def documented(header: str, what: str) -> tuple[set[int], list[tuple[int, int | 
     return single, ranges
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
-def test_every_script_has_its_header(name: str) -> None:
-    """``-- <name>: what it does``, then every KEYS and ARGV position its own code reads by
-    number, then what it returns."""
-    text = FILES[name]
+def own_code(files: dict[str, str], name: str) -> str:
+    """The code a script runs as its own: its file's, and that of the transition body and
+    layout hooks it includes (``_*_body.lua``, ``_*_hooks.lua``), which read its KEYS and
+    ARGV by number; not the shared helpers, which take what they use as arguments."""
+    code = [code_of(files[name])]
+    for inc in INCLUDE.findall(files[name]):
+        shared = inc.startswith(SHARED)
+        inc = inc.removeprefix(SHARED)
+        if inc.endswith(("_body.lua", "_hooks.lua")):
+            code.append(code_of(FILES[inc] if shared or files is FILES else files[inc]))
+    return "\n".join(code)
+
+
+@pytest.mark.parametrize(("files", "name"), [(FILES, n) for n in SCRIPTS]
+                         + [(ASYNQ_FILES, n) for n in ASYNQ_SCRIPTS])
+def test_every_script_has_its_header(files: dict[str, str], name: str) -> None:
+    """``-- <name>: what it does``, then every KEYS and ARGV position its own code (with its
+    transition's body and its layout's hooks) reads by number, then what it returns: in both
+    layouts, whose scripts share bodies."""
+    text = files[name]
     header = header_of(text)
     assert header.startswith(f"-- {name.removesuffix('.lua')}: "), name
     assert "Returns" in header, name
-    code = code_of(text)
+    code = own_code(files, name)
     for what in ("KEYS", "ARGV"):
         used = {int(n) for n in re.findall(rf"{what}\[(\d+)\]", code)}
         single, ranges = documented(header, what)
@@ -316,3 +335,58 @@ def test_the_asynq_layouts_scripts_share_the_brokers_key_free_helpers() -> None:
         assert len(defined) == len(set(defined)), script.name
     # the helpers name no key and read no clock: what makes them layout-free
     assert not re.search(r"asyncq:\{|asynq:\{|'TIME'|_now", shared)
+
+
+# ---------------------------------------------------------------- one body per transition
+
+
+def body_includes(files: dict[str, str], name: str) -> list[str]:
+    """The transition bodies script ``name`` includes, by their file name in lua/."""
+    return [inc.removeprefix(SHARED) for inc in INCLUDE.findall(files[name])
+            if inc.removeprefix(SHARED).endswith("_body.lua")]
+
+
+def test_each_transition_body_serves_one_script_of_each_layout() -> None:
+    """A ``lua/_*_body.lua`` is the one body of a transition: one script of asyncq's layout and
+    one of Go asynq's include it, each after its layout's hooks; a body includes nothing (what
+    it calls comes from the including script, so it resolves the same in either layout)."""
+    bodies = sorted(name for name in FILES if name.endswith("_body.lua"))
+    assert len(bodies) >= 12
+    mine = {body: [n for n in SCRIPTS if body in body_includes(FILES, n)] for body in bodies}
+    theirs = {body: [n for n in ASYNQ_SCRIPTS if body in body_includes(ASYNQ_FILES, n)]
+              for body in bodies}
+    for body in bodies:
+        assert not INCLUDE.search(FILES[body]), body
+        assert len(mine[body]) == 1 and len(theirs[body]) == 1, (body, mine[body], theirs[body])
+        # the same transition: asynq_[inspect_]<name>.lua beside [inspect_]<name>.lua
+        assert (theirs[body][0].removeprefix("asynq_").removeprefix("inspect_")
+                == mine[body][0].removeprefix("inspect_")), (body, mine[body], theirs[body])
+
+
+def test_the_limit_scripts_differ_by_their_layouts_hooks_only() -> None:
+    """The four limit scripts of both layouts run one body each; what differs (lease units,
+    ownership, where a deferred task goes, events, wake-up) is a hook each layout defines
+    under the same name."""
+    hooks = {"limit_lease_end", "limit_server_ms", "limit_claimable", "limit_pace_least",
+             "limit_pace_due", "limit_defer_at", "limit_drop_lease", "limit_deferred",
+             "limit_events", "limit_wake"}
+    ours = set(re.findall(r"^local function (\w+)", FILES["_limit_hooks.lua"]
+                          + FILES["_limit_wake_hooks.lua"], re.MULTILINE))
+    go = set(re.findall(r"^local function (\w+)", ASYNQ_FILES["_asynq_limit_hooks.lua"],
+                        re.MULTILINE))
+    assert ours == go == hooks
+    for name in ("limit_acquire", "limit_release", "limit_set", "limit_usage"):
+        assert body_includes(FILES, f"{name}.lua") == [f"_{name}_body.lua"]
+        assert body_includes(ASYNQ_FILES, f"asynq_{name}.lua") == [f"_{name}_body.lua"]
+
+
+def test_what_go_asynqs_layout_takes_from_the_brokers_lua_is_layout_free() -> None:
+    """Every file an asynq-layout script includes from the broker's own lua/ (``asyncq:NAME``:
+    helpers and transition bodies) names no key of either layout and reads no clock: each
+    layout passes its keys and times, or gives them through its hooks."""
+    shared = {inc.removeprefix(SHARED) for text in ASYNQ_FILES.values()
+              for inc in INCLUDE.findall(text) if inc.startswith(SHARED)}
+    assert {"_limit_lib.lua", "_limit_acquire_body.lua", "_inspect_shared_lib.lua",
+            "_event_lib.lua", "_handoff_lib.lua", "_active_lib.lua"} <= shared
+    for name in sorted(shared):
+        assert not re.search(r"asyncq:\{|asynq:\{|'TIME'|_now_ms\(", code_of(FILES[name])), name

@@ -20,8 +20,9 @@ from redis.asyncio import Redis, RedisCluster
 
 from ... import _defaults
 from ..._clock import SYSTEM_CLOCK, Clock
-from ..._errors import BrokerError
+from ..._errors import BrokerError, DecodeError
 from ..._model._events import TaskEvent
+from ..._model._message import TaskMessage
 from .._calls import EVENT_RESULT_MAX, ScriptCall, finish_calls, finish_results
 from .._listen import Listeners
 from .._messages import Handoff, WorkerSignal
@@ -334,11 +335,12 @@ class AsynqBroker:
         return int(moved), (-1 if int(due) < 0 else int(due) * 1000)
 
     async def read_tasks(self, queue: str,
-                         task_ids: Sequence[str]) -> list[tuple[bytes, bytes] | None]:
+                         task_ids: Sequence[str]
+                         ) -> list[tuple[TaskMessage | DecodeError, bytes] | None]:
         qk = K.queue_keys(queue)
         replies = await self.runner.commands("reading tasks", [
             ("HMGET", qk.task(i), K.F_MSG, K.F_AMSG) for i in task_ids])
-        out: list[tuple[bytes, bytes] | None] = []
+        out: list[tuple[TaskMessage | DecodeError, bytes] | None] = []
         for task_id, (msg, amsg) in zip(task_ids, replies, strict=True):
             if msg is None:
                 out.append(None)

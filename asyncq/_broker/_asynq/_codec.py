@@ -15,7 +15,7 @@ from google.protobuf.message import DecodeError as PBDecodeError  # type: ignore
 
 from ... import _defaults
 from ..._errors import DecodeError
-from ..._model._message import NO_TIMEOUT, TaskMessage
+from ..._model._message import NO_TIMEOUT, TaskMessage, read_message
 from .._values import RawTask
 from ._schema import TaskMessagePB
 
@@ -124,9 +124,10 @@ def to_asyncq(task: AsynqTask) -> TaskMessage:
 
 
 def raw_task(task_id: str, msg: bytes, amsg: bytes | None, pending_since_ns: Any) -> RawTask:
-    """A dequeued task as the worker reads it: asyncq's JSON message (the stored one, else
-    built from ``msg``), the payload, retries so far, and when it became pending (ms). An
-    undecodable ``msg`` gives an empty message, which the worker archives with the reason."""
+    """A dequeued task as the worker reads it: its message (asyncq's own, stored beside Go's
+    when asyncq enqueued it, else Go's read as asyncq's), the payload, retries so far, and when
+    it became pending (ms). An undecodable ``msg`` gives the DecodeError in place of the
+    message, which the worker archives with the reason."""
     try:
         since = int(pending_since_ns or 0) // 1_000_000
     except ValueError:
@@ -134,11 +135,11 @@ def raw_task(task_id: str, msg: bytes, amsg: bytes | None, pending_since_ns: Any
     if amsg:  # asyncq enqueued it: its own message, with Go's payload and retry count
         try:
             pb = _parse(msg)
-        except DecodeError:
-            return RawTask(task_id, b"", b"", 0, since)
-        return RawTask(task_id, amsg, pb.payload, pb.retried, since)
+        except DecodeError as exc:
+            return RawTask(task_id, exc, b"", 0, since)
+        return RawTask(task_id, read_message(amsg), pb.payload, pb.retried, since)
     try:
         task = decode(msg)
-    except DecodeError:
-        return RawTask(task_id, b"", b"", 0, since)
-    return RawTask(task_id, to_asyncq(task).encode(), task.payload, task.retried, since)
+    except DecodeError as exc:
+        return RawTask(task_id, exc, b"", 0, since)
+    return RawTask(task_id, to_asyncq(task), task.payload, task.retried, since)

@@ -16,21 +16,19 @@ The dashboard's minute samples live in ``asynq:{q}:asyncq:minutes``, a key Go ne
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from google.protobuf.message import DecodeError as PBDecodeError  # type: ignore[import-untyped,unused-ignore]
 
 from ... import _defaults
-from ..._clock import Clock, ms_to_datetime
+from ..._clock import Clock
 from ..._errors import BrokerError, DecodeError
 from .._calls import STATS_TTL_MS, ScriptCall
 from .._inspect import RedisInspectOps
-from .._inspect_values import QueueInfo
 from .._maintenance import MINUTE_SAMPLES
 from .._replies import number, text
-from .._runner import ScriptRunner, reply_error
-from .._values import Backlog, BulkOp, Outcome, RemoveMode, TaskRecord
+from .._runner import ScriptRunner
+from .._values import Backlog, BulkOp, Outcome, TaskRecord
 from . import _codec
 from . import _keys as K
 from ._layout import mismatch_error
@@ -85,31 +83,31 @@ def _record(row: Sequence[Any], queue: str = "") -> TaskRecord:
     )
 
 
-class AsynqInspectOps:
+class AsynqInspectOps(RedisInspectOps):
     """``InspectOps`` over asynq's layout, run with the broker's ScriptRunner (which holds the
-    ``asynq_inspect_*`` scripts). ``forget(queue)`` is called once a queue is removed, so the
-    broker registers and checks it again at its next use (as Go's client clears its cache)."""
+    ``asynq_inspect_*`` scripts): asyncq's, with this layout's keys and scripts, and its own
+    methods where Go's layout reads or changes tasks differently. ``forget(queue)`` is called
+    once a queue is removed, so the broker registers and checks it again at its next use (as
+    Go's client clears its cache)."""
+
+    keys: ClassVar[Any] = K
+    script_prefix: ClassVar[str] = "asynq_"
+    since_per_ms: ClassVar[int] = 1_000_000
 
     def __init__(self, runner: ScriptRunner, clock: Clock, *,
                  servers: Callable[[int], Awaitable[list[tuple[bytes, dict[bytes, bytes]]]]],
                  reads: TaskReads,
                  forget: Callable[[str], None] = lambda queue: None,
                  batch_size: int = BATCH_SIZE) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.runner = runner
-        self.clock = clock
-        self.batch_size = batch_size
+        super().__init__(runner, clock, batch_size=batch_size)
         self._forget = forget
         self._servers = servers
         self._reads = reads
-        self._plain = RedisInspectOps(runner, clock)  # (Redis INFO is the same whatever layout)
+
+    def _row_record(self, row: Sequence[Any], queue: str) -> TaskRecord:
+        return _record(row, queue)
 
     # -- queues
-
-    async def queue_names(self) -> list[str]:
-        members = await self.runner.command("listing queues", "SMEMBERS", K.QUEUES)
-        return sorted(text(m) for m in members)
 
     async def queue_exists(self, queue: str) -> bool:
         """Whether ``queue`` is in ``asynq:queues``; a queue only asyncq's own layout knows is
@@ -131,106 +129,29 @@ class AsynqInspectOps:
                                      qk.groups):
             await self.runner.command("registering queue", "SADD", K.QUEUES, queue)
 
-    async def queue_info(self, queue: str, now_ms: int) -> QueueInfo:
-        return (await self.queue_infos([queue], now_ms))[0]
-
-    async def queue_infos(self, queues: Sequence[str], now_ms: int,
-                          memory: bool = True) -> list[QueueInfo]:
-        day = K.day_string(now_ms)
-        calls: list[ScriptCall] = []
-        for queue in queues:
-            qk = K.queue_keys(queue)
+    def _queue_info_calls(self, queue: str, day: str, now_ms: int,
+                          memory: bool) -> list[ScriptCall]:
+        """Go's Inspector's counts (no staged sets among the aggregating, no expired total;
+        leases scored in Unix s) and Go's memory estimate."""
+        qk = K.queue_keys(queue)
+        calls = [ScriptCall(
+            "asynq_inspect_queue_info",
+            [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
+             qk.paused, qk.processed, qk.failed, qk.processed_day(day),
+             qk.failed_day(day), qk.groups, qk.lease],
+            [qk.task_prefix, qk.group_prefix, now_ms // 1000])]
+        if memory:
             calls.append(ScriptCall(
-                "asynq_inspect_queue_info",
-                [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed,
-                 qk.paused, qk.processed, qk.failed, qk.processed_day(day),
-                 qk.failed_day(day), qk.groups, qk.lease],
-                [qk.task_prefix, qk.group_prefix, now_ms // 1000]))
-            if memory:
-                calls.append(ScriptCall(
-                    "asynq_inspect_memory_usage",
-                    [qk.active, qk.pending, qk.scheduled, qk.retry, qk.archived, qk.completed,
-                     qk.groups],
-                    [qk.task_prefix, MEMORY_SAMPLE, MEMORY_GROUP_SAMPLE, qk.group_prefix]))
-        replies = await self.runner.run_many(calls)
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply_error("reading a queue", reply)
-        step = 2 if memory else 1
-        return [_queue_info(queue, replies[step * i], replies[step * i + 1] if memory else 0,
-                            now_ms) for i, queue in enumerate(queues)]
+                "asynq_inspect_memory_usage",
+                [qk.active, qk.pending, qk.scheduled, qk.retry, qk.archived, qk.completed,
+                 qk.groups],
+                [qk.task_prefix, MEMORY_SAMPLE, MEMORY_GROUP_SAMPLE, qk.group_prefix]))
+        return calls
 
-    async def daily_counts(self, queue: str, days: Sequence[str]) -> list[tuple[int, int]]:
-        if not days:
-            return []
-        qk = K.queue_keys(queue)
-        keys = [qk.processed_day(d) for d in days] + [qk.failed_day(d) for d in days]
-        values = await self.runner.command("reading history", "MGET", *keys)  # one slot
-        n = len(days)
-        return [(number(values[i]), number(values[n + i])) for i in range(n)]
-
-    async def groups(self, queue: str) -> list[tuple[str, int]]:
-        qk = K.queue_keys(queue)
-        flat = await self.runner.run("asynq_inspect_groups", [qk.groups], [qk.group_prefix])
-        return sorted((text(flat[i]), number(flat[i + 1])) for i in range(0, len(flat), 2))
-
-    async def remove_queue(self, queue: str, mode: RemoveMode,
-                           days: Sequence[str]) -> tuple[int, int, int]:
-        qk = K.queue_keys(queue)
-        code, active, queued = await self.runner.run(
-            "asynq_inspect_remove_queue",
-            [qk.pending, qk.active, qk.scheduled, qk.retry, qk.archived, qk.completed, qk.lease,
-             qk.paused, qk.processed, qk.failed, qk.groups, qk.aggregation_sets, qk.minutes],
-            [mode, qk.task_prefix, *days])
-        return number(code), number(active), number(queued)
+    def _own_queue_keys(self, queue: str) -> list[str]:
+        return []
 
     # -- tasks
-
-    def _source(self, queue: str, state: str, group: str | None) -> str:
-        qk = K.queue_keys(queue)
-        if state == "aggregating":
-            if not group:
-                raise ValueError("aggregating tasks are kept per group: pass a group")
-            return qk.group(group)
-        return qk.state_key(state)
-
-    async def list_tasks(self, queue: str, state: str, group: str | None, offset: int,
-                         count: int) -> list[TaskRecord]:
-        # Lists are read from the tail (oldest first, Go reverses the range it reads);
-        # sorted sets by ascending score.
-        qk = K.queue_keys(queue)
-        source = self._source(queue, state, group)
-        if state in ("pending", "active"):
-            kind, start, stop = "list", -(offset + count), -(offset + 1)
-        else:
-            kind, start, stop = "zset", offset, offset + count - 1
-        rows = await self.runner.run(
-            "asynq_inspect_list_tasks", [source, qk.lease],
-            [kind, start, stop, qk.task_prefix, "1" if state == "active" else "0"])
-        records = [_record(row, queue) for row in rows]
-        if kind == "list":
-            records.reverse()
-        return records
-
-    async def find_tasks(self, queue: str, state: str, group: str | None, start: int,
-                         count: int, type_text: str, error_text: str,
-                         scan: int) -> tuple[list[TaskRecord], int | None, int]:
-        qk = K.queue_keys(queue)
-        source = self._source(queue, state, group)
-        kind = "list" if state in ("pending", "active") else "zset"
-        found: list[TaskRecord] = []
-        position: int | None = start
-        scanned = 0
-        while position is not None and len(found) < count and scanned < scan:
-            reply = await self.runner.run(
-                "asynq_inspect_find_tasks", [source, qk.lease],
-                [kind, position, min(FIND_BATCH, scan - scanned), count - len(found),
-                 qk.task_prefix, type_text.lower(), error_text.lower(),
-                 "1" if state == "active" else "0"])
-            found += [_record(row, queue) for row in reply[2:]]
-            scanned += number(reply[1])
-            position = None if number(reply[0]) < 0 else number(reply[0])
-        return found, position, scanned
 
     def _info_call(self, queue: str, task_id: str) -> ScriptCall:
         qk = K.queue_keys(queue)
@@ -297,17 +218,6 @@ class AsynqInspectOps:
              outcome.error, now_s, now_s + STATS_TTL_S, now_s - ARCHIVE_MAX_AGE_S,
              ARCHIVE_MAX_SIZE, qk.task_prefix, outcome.traceback]))
 
-    def _task_keys(self, queue: str, task_id: str) -> list[str]:
-        qk = K.queue_keys(queue)
-        return [qk.task(task_id), qk.pending, qk.scheduled, qk.retry, qk.archived, qk.completed,
-                qk.groups, qk.aggregation_sets]
-
-    async def delete_task(self, queue: str, task_id: str) -> int:
-        qk = K.queue_keys(queue)
-        return number(await self.runner.run("asynq_inspect_delete_task",
-                                            self._task_keys(queue, task_id),
-                                            [task_id, qk.group_prefix]))
-
     async def run_task(self, queue: str, task_id: str) -> int:
         qk = K.queue_keys(queue)
         return number(await self.runner.run(
@@ -332,17 +242,6 @@ class AsynqInspectOps:
             ("ZCARD", qk.archived), ("ZCOUNT", qk.archived, "-inf", cutoff)])
         size, expired = number(size), number(expired)
         return expired + max(0, size - expired + max(0, adding) - (ARCHIVE_MAX_SIZE - 1))
-
-    async def minute_samples(self, queue: str) -> list[tuple[int, int, int, int]]:
-        raw = await self.runner.command("reading minute samples", "LRANGE",
-                                        K.queue_keys(queue).minutes, 0, -1)
-        samples = []
-        for item in raw:
-            parts = text(item).split(":")
-            if len(parts) == 4 and all(p.isdigit() for p in parts):
-                minute, processed, failed, backlog = (int(p) for p in parts)
-                samples.append((minute, processed, failed, backlog))
-        return samples
 
     async def archive_limits(self, queue: str) -> tuple[int, int]:
         """Go's caps, the same for every queue (Go servers know no other)."""
@@ -374,35 +273,18 @@ class AsynqInspectOps:
         return number(await self.runner.run("asynq_inspect_update_payload", [qk.task(task_id)],
                                             [msg, amsg or b"", payload, keep]))
 
-    async def bulk(self, op: BulkOp, queue: str, state: str,
-                   group: str | None = None) -> tuple[int, int]:
+    def _bulk_call(self, op: BulkOp, queue: str, source: str, state: str,
+                   gname: str) -> ScriptCall:
+        if op == "delete":
+            return super()._bulk_call(op, queue, source, state, gname)
         qk = K.queue_keys(queue)
-        source = self._source(queue, state, group)
-        gname = group if state == "aggregating" and group else ""
-        total = trimmed = 0
-        while True:
-            if op == "delete":
-                taken, done = await self.runner.run(
-                    "asynq_inspect_delete_all", [source, qk.groups],
-                    [state, self.batch_size, qk.task_prefix, gname])
-            elif op == "run":
-                taken, done = await self.runner.run(
-                    "asynq_inspect_run_all", [source, qk.pending, qk.groups],
-                    [state, self.batch_size, qk.task_prefix, gname,
-                     self.clock.now_ms() * 1_000_000])
-            else:
-                now_s = self.clock.now_ms() // 1000
-                taken, done, dropped = await self.runner.run(
-                    "asynq_inspect_archive_all", [source, qk.archived, qk.groups],
-                    [state, self.batch_size, qk.task_prefix, gname, now_s, ARCHIVE_MAX_SIZE,
-                     now_s - ARCHIVE_MAX_AGE_S])
-                trimmed += number(dropped)
-            total += number(done)
-            if number(taken) < self.batch_size:
-                return total, trimmed
-
-    async def redis_info(self) -> dict[str, Any]:
-        return await self._plain.redis_info()
+        head = [state, self.batch_size, qk.task_prefix, gname]
+        if op == "run":
+            return ScriptCall("asynq_inspect_run_all", [source, qk.pending, qk.groups],
+                              [*head, self.clock.now_ms() * 1_000_000])
+        now_s = self.clock.now_ms() // 1000
+        return ScriptCall("asynq_inspect_archive_all", [source, qk.archived, qk.groups],
+                          [*head, now_s, ARCHIVE_MAX_SIZE, now_s - ARCHIVE_MAX_AGE_S])
 
     # -- servers
 
@@ -431,24 +313,3 @@ class AsynqInspectOps:
             "asynq_inspect_record_minute",
             [qk.minutes, qk.processed, qk.failed, qk.pending, qk.active, qk.scheduled, qk.retry],
             [self.clock.now_ms() // 60_000, MINUTE_SAMPLES]))
-
-
-def _queue_info(queue: str, counts: Sequence[Any], memory: Any, now_ms: int) -> QueueInfo:
-    (pending, active, scheduled, retry, archived, completed, aggregating, groups, processed,
-     failed, processed_total, failed_total, paused) = (number(x) for x in counts[:13])
-    try:
-        since_ns = int(counts[13] or 0)  # (ns exceed a double's precision: never via float)
-    except ValueError:
-        since_ns = 0
-    expired_leases = number(counts[14])
-    latency_ms = now_ms - since_ns // 1_000_000 if since_ns > 0 else 0
-    return QueueInfo(
-        queue=queue,
-        size=pending + active + scheduled + retry + archived + completed + aggregating,
-        pending=pending, active=active, scheduled=scheduled, retry=retry, archived=archived,
-        completed=completed, aggregating=aggregating, groups=groups, processed=processed,
-        failed=failed, processed_total=processed_total, failed_total=failed_total,
-        paused=bool(paused), latency=timedelta(milliseconds=max(0, latency_ms)),
-        memory_usage=number(memory), expired_leases=expired_leases,
-        timestamp=ms_to_datetime(now_ms),
-    )

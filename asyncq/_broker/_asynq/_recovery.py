@@ -106,11 +106,6 @@ class AsynqRecovery:
 
     # -- groups
 
-    async def list_groups(self, queue: str) -> list[str]:
-        members = await self.runner.command("listing groups", "SMEMBERS",
-                                            K.queue_keys(queue).groups)
-        return sorted(text(m) for m in members)
-
     async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
                                 max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
         """As Go's AggregationCheck (durations in whole seconds, as Go passes them)."""

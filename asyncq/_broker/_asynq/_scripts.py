@@ -1,7 +1,12 @@
 """The wire=asynq scripts of ``lua/`` beside this file, loaded like the broker's own (includes
 resolved by ``_scripts.resolve_includes``, named by file, run by SHA1). An include named
-``asyncq:NAME.lua`` is the broker's own ``lua/NAME.lua``: helpers that build no key name and
-read no clock (``_limit_lib.lua``) serve both layouts from one file."""
+``asyncq:NAME.lua`` is the broker's own ``lua/NAME.lua``: what builds no key name and reads no
+clock serves both layouts from one file. That is helpers (``_limit_lib.lua``,
+``_inspect_shared_lib.lua``, ``_event_lib.lua``, ``_handoff_lib.lua``) and the body of a
+transition both layouts run (``_limit_acquire_body.lua``...): a script here is its header, its
+layout's hooks (``_asynq_limit_hooks.lua``: lease units, ownership, where a deferred task
+goes, events, wake-up) and that body. A shared file includes nothing itself: its includes
+would resolve in this directory."""
 
 from __future__ import annotations
 

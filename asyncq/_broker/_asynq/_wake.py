@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Sequence, Set
 
+from ..._errors import DecodeError
 from ..._log import get_logger
 from .._listen import Listeners
 from .._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
@@ -39,8 +40,8 @@ def decode_handoff(queue: str, data: bytes) -> Handoff:
     if len(rest) < size:
         raise ValueError("hand-off message shorter than its task message")
     raw = _codec.raw_task(head[0].decode(), rest[:size], rest[size:] or None, head[1].decode())
-    if not raw.msg:
-        raise ValueError("hand-off message with an undecodable TaskMessage")
+    if isinstance(raw.msg, DecodeError):
+        raise ValueError(f"hand-off message with an undecodable TaskMessage: {raw.msg}")
     return Handoff(queue, raw, int(head[2]))
 
 

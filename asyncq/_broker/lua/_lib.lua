@@ -1,5 +1,6 @@
 -- Shared helpers, prepended to a script by "-- @include _lib.lua".
 -- @include _active_lib.lua
+-- @include _event_lib.lua
 
 -- The Redis server's clock, Unix ms: whole ms, or to the µs (precise).
 local function asyncq_now_ms()
@@ -120,8 +121,8 @@ local function asyncq_listening(base)
   return redis.call('EXISTS', base .. 'listening') == 1
 end
 
--- Publish one event: a JSON header, a newline, then `body` (a result, or nothing). Reads the
--- task's type and retry count from its record, so call it while the record exists.
+-- Publish one event (event_publish): reads the task's type and retry count from its record,
+-- so call it while the record exists.
 local function asyncq_emit(base, id, from, to, extra, body)
   local v = redis.call('HMGET', base .. 't:' .. id, 'msg', 'retried')
   local head = {id = id, from = from or '', to = to, at = asyncq_now_ms(),
@@ -132,12 +133,7 @@ local function asyncq_emit(base, id, from, to, extra, body)
       head.type = m.type
     end
   end
-  if extra then
-    for k, x in pairs(extra) do
-      head[k] = x
-    end
-  end
-  redis.call('SPUBLISH', base .. 'events', cjson.encode(head) .. '\n' .. (body or ''))
+  event_publish(base .. 'events', head, extra, body)
 end
 
 -- One event for one task, if anybody listens; `task_key` is base .. 't:' .. id.

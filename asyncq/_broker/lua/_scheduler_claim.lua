@@ -1,8 +1,11 @@
--- Shared prologue of the scheduler_<store>.lua scripts, included before the store script.
+-- Shared prologue of the scheduler_<store>.lua scripts and, with the shared-include prefix,
+-- of Go asynq's layout's asynq_sched_<store>.lua, included before the store script (it names
+-- no key and reads no clock: the caller passes the ticks key and the times).
 -- Claims one firing (entry id, tick) of a periodic entry, or returns 2 when it was taken.
 -- It reads only the LAST key and the LAST THREE arguments, so the store script that follows
 -- keeps its own KEYS/ARGV numbering untouched:
--- KEYS[#KEYS]    scheduler ticks zset  asyncq:{q}:scheduler_ticks  (entry id -> last tick ms)
+-- KEYS[#KEYS]    scheduler ticks zset  asyncq:{q}:scheduler_ticks  (entry id -> last tick ms;
+--                Go's layout has its own, which Go ignores)
 -- ARGV[#ARGV-2]  entry id
 -- ARGV[#ARGV-1]  tick, Unix ms (computed from the schedule, the same on every replica)
 -- ARGV[#ARGV]    prune bound, Unix ms: claims of older ticks are forgotten

@@ -1,6 +1,7 @@
--- Waking idle workers, prepended by "-- @include _wake_lib.lua" (it brings _lib.lua and
--- _expiry_lib.lua) to the scripts that make tasks pending and to dequeue.lua: kept out of
--- _lib.lua so that every other script stays small (the script cache counts against maxmemory).
+-- Waking idle workers, prepended by "-- @include _wake_lib.lua" (it brings _lib.lua,
+-- _expiry_lib.lua and the layout-free steps of _handoff_lib.lua) to the scripts that make
+-- tasks pending and to dequeue.lua: kept out of _lib.lua so that every other script stays
+-- small (the script cache counts against maxmemory).
 -- One-hop pickup. A worker idle on a queue registers in <base>idle (ZSET '<lease ms>:<owner>'
 -- -> when the registration lapses, Unix ms of the server's clock), see dequeue.lua. A script
 -- that made a task pending then hands the queue's oldest pending task to the longest-idle
@@ -16,68 +17,50 @@
 -- starts, which the worker does for the tasks a dequeue returns (dequeue.lua says so).
 -- @include _lib.lua
 -- @include _expiry_lib.lua
+-- @include _handoff_lib.lua
 
 local function asyncq_handoff(idle_key)
   if redis.call('EXISTS', idle_key) == 0 then
     return false
   end
   local base = asyncq_base(idle_key, 'idle')
-  if redis.call('EXISTS', base .. 'paused') == 1
-      or redis.call('HEXISTS', base .. 'limits', 'o:q:') == 1 then
-    return false
-  end
   local pending = base .. 'pending'
-  local id = redis.call('LINDEX', pending, -1)
+  local id, key, v = handoff_candidate(base .. 'paused', base .. 'limits', pending, base .. 't:',
+    'msg', 'payload', 'retried', 'pending_since')
   if not id then
     return false
-  end
-  local key = base .. 't:' .. id
-  local v = redis.pcall('HMGET', key, 'msg', 'payload', 'retried', 'pending_since')
-  if v.err or not v[1] then
-    return false  -- no usable record: left to a dequeue, which drops or archives it
   end
   local now = asyncq_now_ms()
   local expires = asyncq_expiry(v[1])
   if expires and expires <= now then
     return false
   end
-  redis.call('ZREMRANGEBYSCORE', idle_key, '-inf', now)
-  while true do
-    local who = redis.call('ZPOPMIN', idle_key)
-    if #who == 0 then
+  return handoff_offer(idle_key, now, function(lease_ms, owner)
+    local until_ms = now + tonumber(lease_ms)
+    local since = v[4] or '0'
+    local data = id .. '\n' .. (v[3] or '0') .. '\n' .. since .. '\n' .. until_ms .. '\n'
+      .. #v[1] .. '\n' .. v[1] .. (v[2] or '')
+    if redis.call('SPUBLISH', base .. 'to:' .. owner, data) == 0 then
       return false
     end
-    local lease_ms, owner = string.match(who[1], '^(%d+):(.+)$')
-    if lease_ms then
-      local until_ms = now + tonumber(lease_ms)
-      local since = v[4] or '0'
-      local data = id .. '\n' .. (v[3] or '0') .. '\n' .. since .. '\n' .. until_ms .. '\n'
-        .. #v[1] .. '\n' .. v[1] .. (v[2] or '')
-      if redis.call('SPUBLISH', base .. 'to:' .. owner, data) > 0 then
-        redis.call('LMOVE', pending, base .. 'active', 'RIGHT', 'LEFT')
-        redis.call('HDEL', key, 'pending_since')
-        redis.call('DEL', base .. 'cancel:' .. id)
-        redis.call('HSET', key, 'state', 'active', 'owner', owner, 'started_at', now)
-        redis.call('ZADD', base .. 'lease', until_ms, id)
-        local handed = base .. 'handoff:' .. owner
-        redis.call('HSET', handed, id, since .. ':' .. now)
-        redis.call('PEXPIRE', handed, lease_ms)
-        if asyncq_listening(base) then
-          asyncq_emit(base, id, 'pending', 'active')
-        end
-        return true
-      end
+    redis.call('LMOVE', pending, base .. 'active', 'RIGHT', 'LEFT')
+    redis.call('HDEL', key, 'pending_since')
+    redis.call('DEL', base .. 'cancel:' .. id)
+    redis.call('HSET', key, 'state', 'active', 'owner', owner, 'started_at', now)
+    redis.call('ZADD', base .. 'lease', until_ms, id)
+    local handed = base .. 'handoff:' .. owner
+    redis.call('HSET', handed, id, since .. ':' .. now)
+    redis.call('PEXPIRE', handed, lease_ms)
+    if asyncq_listening(base) then
+      asyncq_emit(base, id, 'pending', 'active')
     end
-  end
+    return true
+  end)
 end
 
 -- Tasks became pending: hand them to the queue's idle workers in one hop (asyncq_handoff),
 -- then, if some are still pending, wake the idle workers that left a waiters flag.
 local function asyncq_wake(waiters_key, channel, queue)
   local base = asyncq_base(waiters_key, 'waiters')
-  while asyncq_handoff(base .. 'idle') do
-  end
-  if redis.call('EXISTS', base .. 'pending') == 1 and redis.call('DEL', waiters_key) == 1 then
-    redis.call('PUBLISH', channel, queue)
-  end
+  handoff_wake(asyncq_handoff, base .. 'idle', base .. 'pending', waiters_key, channel, queue)
 end

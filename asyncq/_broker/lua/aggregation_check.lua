@@ -16,54 +16,27 @@
 -- Returns: number of tasks moved into the new set (0: not ready, or every task taken expired;
 --   no set is made then).
 -- @include _expire_lib.lua
-local size = redis.call('ZCARD', KEYS[1])
-if size == 0 then
-  redis.call('SREM', KEYS[4], ARGV[6])
-  return 0
-end
-local now = tonumber(ARGV[1])
-local max_size = tonumber(ARGV[4])
-local max_delay = tonumber(ARGV[3])
-local take = 0
-if max_size > 0 and size >= max_size then
-  take = max_size
-else
-  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-  if max_delay > 0 and tonumber(oldest[2]) <= now - max_delay then
-    take = size
-  elseif tonumber(newest[2]) <= now - tonumber(ARGV[2]) then
-    take = size
+
+-- Stage the tasks taken (`members`: id, score...) in the new set; a task whose expiry is not
+-- after `now` is archived instead (asyncq_expire), and the archive trimmed after. Returns how
+-- many were staged.
+local function aggregation_stage(members, now)
+  local staged = 0
+  for i = 1, #members, 2 do
+    local id = members[i]
+    local key = ARGV[7] .. id
+    local msg = redis.pcall('HGET', key, 'msg')
+    local expires = type(msg) == 'string' and asyncq_expiry(msg)
+    if expires and expires <= now then
+      asyncq_expire(key, id, 'aggregating', asyncq_expired_reason(expires), now)
+    else
+      redis.call('ZADD', KEYS[2], members[i + 1], id)
+      staged = staged + 1
+    end
   end
-  if max_size > 0 and take > max_size then
-    take = max_size
+  if staged < #members / 2 then
+    asyncq_expired_trim(asyncq_base(ARGV[7], 't:'), now, ARGV[8], ARGV[9])
   end
+  return staged
 end
-if take == 0 then
-  return 0
-end
-local members = redis.call('ZRANGE', KEYS[1], 0, take - 1, 'WITHSCORES')
-redis.call('ZREMRANGEBYRANK', KEYS[1], 0, take - 1)
-local staged = 0
-for i = 1, #members, 2 do
-  local id = members[i]
-  local key = ARGV[7] .. id
-  local msg = redis.pcall('HGET', key, 'msg')
-  local expires = type(msg) == 'string' and asyncq_expiry(msg)
-  if expires and expires <= now then
-    asyncq_expire(key, id, 'aggregating', asyncq_expired_reason(expires), now)
-  else
-    redis.call('ZADD', KEYS[2], members[i + 1], id)
-    staged = staged + 1
-  end
-end
-if staged > 0 then
-  redis.call('ZADD', KEYS[3], ARGV[5], KEYS[2])
-end
-if staged < take then
-  asyncq_expired_trim(asyncq_base(ARGV[7], 't:'), now, ARGV[8], ARGV[9])
-end
-if redis.call('ZCARD', KEYS[1]) == 0 then
-  redis.call('SREM', KEYS[4], ARGV[6])
-end
-return staged
+-- @include _aggregation_check_body.lua

@@ -75,26 +75,18 @@ if ARGV[6] ~= '' then
     return out
   end
 end
-local handed = redis.call('HGETALL', KEYS[8])
-if #handed > 0 then
-  local cutoff = asyncq_now_ms() - tonumber(ARGV[10])
-  for f = 1, #handed, 2 do
-    local id = handed[f]
-    local since, at = string.match(handed[f + 1], '^(%d+):(%d+)$')
-    if not at or tonumber(at) <= cutoff then
-      redis.call('HDEL', KEYS[8], id)
-      local v = redis.pcall('HMGET', ARGV[3] .. id, 'msg', 'payload', 'retried', 'state',
-        'owner')
-      if not v.err and v[4] == 'active' and v[5] == ARGV[4] then
-        out[#out + 1] = id
-        out[#out + 1] = v[1] or ''
-        out[#out + 1] = v[2] or ''
-        out[#out + 1] = v[3] or '0'
-        out[#out + 1] = since or '0'
-      end
-    end
+-- An overdue hand-off is returned while its task is still active under this owner.
+local function take_handed(id, since)
+  local v = redis.pcall('HMGET', ARGV[3] .. id, 'msg', 'payload', 'retried', 'state', 'owner')
+  if not v.err and v[4] == 'active' and v[5] == ARGV[4] then
+    out[#out + 1] = id
+    out[#out + 1] = v[1] or ''
+    out[#out + 1] = v[2] or ''
+    out[#out + 1] = v[3] or '0'
+    out[#out + 1] = since
   end
 end
+handoff_overdue(KEYS[8], ARGV[10], asyncq_now_ms, take_handed)
 if redis.call('EXISTS', KEYS[4]) == 1 then
   return out
 end

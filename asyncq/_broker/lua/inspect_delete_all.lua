@@ -12,21 +12,22 @@
 -- Deleting a workflow step cancels its workflow (an outbox record, as inspect_delete_task).
 -- @include _inspect_lib.lua
 -- @include _wf_lib.lua
-local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
-local emit = asyncq_events(ARGV[3], 't:')
-local deleted = 0
-for _, id in ipairs(ids) do
-  local key = ARGV[3] .. id
+
+-- Delete task `id` (hash `key`) if it is still in `state`: its lock released, its event
+-- published, its workflow cancelled (true); else leave it (false).
+local emit = nil
+local function inspect_delete_found(key, id, state)
   local v = redis.call('HMGET', key, 'state', 'unique_key', 'wf')
-  if v[1] == ARGV[1] then
-    asyncq_release_unique(v[2], id)
-    emit(id, ARGV[1], 'deleted')
-    if v[3] then
-      asyncq_wf_out(key, id, v[3], 'c', '-', 'deleted')
-    end
-    redis.call('DEL', key)
-    deleted = deleted + 1
+  if v[1] ~= state then
+    return false
   end
+  asyncq_release_unique(v[2], id)
+  emit = emit or asyncq_events(key, 't:' .. id)
+  emit(id, state, 'deleted')
+  if v[3] then
+    asyncq_wf_out(key, id, v[3], 'c', '-', 'deleted')
+  end
+  redis.call('DEL', key)
+  return true
 end
-inspect_forget_group(KEYS[1], KEYS[2], ARGV[4])
-return {#ids, deleted}
+-- @include _inspect_delete_all_body.lua

@@ -9,26 +9,13 @@
 -- ARGV[5] task key prefix    asyncq:{q}:t:
 -- ARGV[6] text the type must contain, lower-cased ('' any type)
 -- ARGV[7] text the last error must contain, lower-cased ('' any error, even none)
+-- ARGV[8] '1' when the source is the active list (matches carry their lease score)
 -- Returns: {next position (-1: the end was reached), entries examined, matches...}, each
 --   match as a row of inspect_list_tasks; the next position follows the last entry examined,
 --   so a search resumes there.
-local first = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-local want = tonumber(ARGV[4])
-local ids = {}
-local scores = {}
-if ARGV[1] == 'list' then
-  local found = redis.call('LRANGE', KEYS[1], -(first + limit), -(first + 1))
-  for i = #found, 1, -1 do
-    ids[#ids + 1] = found[i]
-  end
-else
-  local pairs_ = redis.call('ZRANGE', KEYS[1], first, first + limit - 1, 'WITHSCORES')
-  for i = 1, #pairs_, 2 do
-    ids[#ids + 1] = pairs_[i]
-    scores[#ids] = pairs_[i + 1]
-  end
-end
+-- @include _inspect_shared_lib.lua
+
+-- The type a JSON message names ('' none).
 local function type_of(msg)
   local ok, m = pcall(cjson.decode, msg)
   if ok and type(m) == 'table' and type(m['type']) == 'string' then
@@ -36,28 +23,25 @@ local function type_of(msg)
   end
   return ''
 end
-local out = {-1, 0}
-local examined = 0
-for i, id in ipairs(ids) do
-  if #out - 2 >= want then
-    break
-  end
-  examined = i
-  local v = redis.call('HMGET', ARGV[5] .. id, 'msg', 'payload', 'state', 'retried', 'error',
+
+-- The fields of task `id` a row is built from when its type and last error contain the texts
+-- asked (its JSON message's type; its 'error' field), else nil.
+local function inspect_match(prefix, id, type_part, error_part)
+  local v = redis.call('HMGET', prefix .. id, 'msg', 'payload', 'state', 'retried', 'error',
     'failed_at', 'completed_at', 'result', 'result_enc', 'started_at')
-  if v[1]
-      and (ARGV[6] == '' or string.find(string.lower(type_of(v[1])), ARGV[6], 1, true))
-      and (ARGV[7] == '' or string.find(string.lower(v[5] or ''), ARGV[7], 1, true)) then
-    local score = scores[i]
-    if ARGV[1] == 'list' then
-      score = redis.call('ZSCORE', KEYS[2], id) or false
-    end
-    out[#out + 1] = {id, v[1], v[2] or '', v[3] or '', v[4] or '0', v[5] or '', v[6] or '0',
-                     v[7] or '0', v[8] or false, score, v[9] or '', v[10] or '0'}
+  if not v[1] then
+    return nil
   end
+  if inspect_contains(v[5] or '', error_part)
+      and (type_part == '' or inspect_contains(type_of(v[1]), type_part)) then
+    return v
+  end
+  return nil
 end
-if examined < #ids or #ids == limit then
-  out[1] = first + examined
+
+-- A match as a row of inspect_list_tasks.
+local function inspect_found_row(prefix, id, v, score)
+  return {id, v[1], v[2] or '', v[3] or '', v[4] or '0', v[5] or '', v[6] or '0', v[7] or '0',
+          v[8] or false, score, v[9] or '', v[10] or '0'}
 end
-out[2] = examined
-return out
+-- @include _inspect_find_tasks_body.lua

@@ -2,9 +2,4 @@
 -- KEYS[1] groups set         asyncq:{q}:groups
 -- ARGV[1] group key prefix   asyncq:{q}:g:
 -- Returns: {group1, size1, group2, size2, ...}.
-local out = {}
-for _, g in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  out[#out + 1] = g
-  out[#out + 1] = redis.call('ZCARD', ARGV[1] .. g)
-end
-return out
+-- @include _inspect_groups_body.lua

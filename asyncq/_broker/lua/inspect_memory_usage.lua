@@ -10,6 +10,7 @@
 -- ARGV[4] groups sampled
 -- Returns: estimated bytes: each container's own MEMORY USAGE plus the mean MEMORY USAGE of up
 --   to ARGV[3] of its task hashes times its size; groups are estimated from the first ARGV[4].
+-- @include _inspect_shared_lib.lua
 local sample = tonumber(ARGV[3])
 
 local function usage(key)
@@ -21,14 +22,7 @@ local function estimate(key, ids, size)
     return 0
   end
   local total = usage(key)
-  local sum, n = 0, 0
-  for _, id in ipairs(ids) do
-    local u = redis.call('MEMORY', 'USAGE', ARGV[1] .. id)
-    if u then
-      sum = sum + u
-      n = n + 1
-    end
-  end
+  local sum, n = inspect_sampled_usage(ARGV[1], ids)
   if n > 0 then
     total = total + math.floor(sum / n * size)
   end

@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from asyncq import Client, FakeClock, Scheduler, Task
+from asyncq import Client, Task
 from asyncq._broker import CANCEL_REMOVED, CANCEL_RUNNING, Outcome
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._scripts import asynq_scripts
-from asyncq._broker._limit_values import LimitClaim, LimitHold, LimitSpec
 from asyncq._broker._runner import ScriptRunner
-from asyncq._scheduler import list_scheduler_entries
+from tests.broker.conformance.test_conf_limits import drive_limits, drive_schedules
 
 OWNER = "srv-c"
 
@@ -106,35 +105,7 @@ async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
 
 
 async def drive_schedules_and_limits(cbroker: AsynqBroker, q: str) -> None:
-    """A Scheduler firing each store shape (claim and task in one script), publishing its
-    entries and history; a limit claimed (one task deferred), read and given back; a cap set
-    on the queue."""
-    clock = FakeClock()
-    scheduler = Scheduler(broker=cbroker, clock=clock)
-    scheduler.register("@every 1s", "cron", queue=q)
-    scheduler.register("@every 1s", "cron-later", queue=q, process_in=timedelta(hours=1))
-    scheduler.register("@every 1s", "cron-grouped", queue=q, group="g2")
-    clock.advance(1)
-    assert len(await scheduler.tick()) == 3
-    await scheduler.heartbeat.beat()
-    assert len([e for e in await list_scheduler_entries(cbroker)
-                if e.scheduler_id == scheduler.id]) == 3
-    await scheduler.heartbeat.clear()
-    await scheduler.close()
-
-    client = Client(cbroker)
-    await client.enqueue_many([Task("lim", queue=q) for _ in range(2)])
-    leased, _ = await cbroker.dequeue(q, 2, OWNER, 30_000, 1000)
-    spec = LimitSpec("concurrency", "lim", 1)
-    taken = await cbroker.limits.acquire(q, OWNER, [LimitClaim(t.id, [(spec, "")])
-                                                     for t in leased])
-    assert taken[0] == 0 and taken[1] > 0
-    assert [(u.in_use, u.waiting) for u in await cbroker.limits.usage(q)] == [(1, 1)]
-    assert await cbroker.limits.release(q, OWNER, [LimitHold(leased[0].id, spec, "")]) == 1
-    # a value set at run time: a cap on the queue (asynq_limit_set), read by the next claim
-    cap = LimitSpec("queue", "", 0)
-    assert await cbroker.limits.set_value(q, cap, cap._replace(n=1)) == ("", "", 0)
-    assert await cbroker.limits.acquire(q, OWNER, [LimitClaim(leased[1].id, [])],
-                                        queue_cap=True) == [-1]  # woken: no longer active
-    first = (await cbroker.limits.usage(q))[0]
-    assert (first.kind, first.limit) == ("queue", 1)
+    """A Scheduler firing each store shape, a limit claimed and given back, a cap set on the
+    queue (conformance/test_conf_limits.py, on every layout)."""
+    await drive_schedules(cbroker, q)
+    await drive_limits(cbroker, Client(cbroker), q)

@@ -5,19 +5,18 @@ several slots work there too."""
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from redis.crc import key_slot
 
 from asyncq import Client, Inspector
-from asyncq._broker import Outcome
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._schema import ServerInfoPB
 from asyncq._broker._asynq._scripts import asynq_scripts
 from asyncq._broker._runner import ScriptRunner
+from tests.broker.conformance.test_conf_inspect import drive_inspection
 
 OWNER = "srv-c"
 
@@ -43,35 +42,7 @@ async def test_every_inspect_script_runs_in_one_slot(cbroker: AsynqBroker,
 
     monkeypatch.setattr(ScriptRunner, "run", run)
     monkeypatch.setattr(ScriptRunner, "_pipeline", pipeline)
-    q = f"c-{uuid.uuid4().hex[:8]}"
-    client = Client(cbroker)
-    ins = Inspector(cbroker)
-    ids = [(await client.enqueue("t", {"i": i}, queue=q)).id for i in range(4)]
-    later = await client.enqueue("t", b"x", queue=q, process_in=timedelta(hours=1))
-    await client.enqueue("t", queue=q, group="g1")
-    leased, _ = await cbroker.dequeue(q, 1, OWNER, 30_000, 1000)
-    assert [t.id for t in leased] == ids[:1]
-
-    info = await ins.queue_info(q)
-    assert (info.pending, info.active, info.scheduled, info.aggregating) == (3, 1, 1, 1)
-    assert len(await ins.list_tasks(q, "pending")) == 3
-    assert (await ins.find_tasks(q, "pending", task_type="t")).scanned == 3
-    assert (await ins.task_info(q, later.id)).state.value == "scheduled"
-    assert [g.group for g in await ins.groups(q)] == ["g1"]
-    await ins.update_task_payload(q, later.id, b"y")
-    await ins.run_task(q, later.id)
-    await ins.archive_task(q, ids[1])
-    await ins.delete_task(q, ids[2])
-    assert await ins.archive_all(q, "pending") == 2
-    assert await ins.run_all(q, "archived") == 3
-    assert await ins.delete_all(q, "pending") == 3
-    assert await cbroker.record_minute(q)
-    assert (await cbroker.backlog(q, 0)).groups == 1
-    assert await cbroker.inspect.recover_task(
-        Outcome("retry", q, ids[0], retry_at_ms=0, error="gone"), OWNER, "")
-    await ins.delete_all(q, "retry")
-    await ins.delete_queue(q, force=True)
-    assert q not in await ins.queues()
+    await drive_inspection(cbroker, Client(cbroker), f"c-{uuid.uuid4().hex[:8]}")
     wanted = {name for name in asynq_scripts() if name.startswith("asynq_inspect_")}
     assert wanted <= called, f"not driven: {sorted(wanted - called)}"
     assert all(len(s) == 1 for _, s in slots), [n for n, s in slots if len(s) != 1]

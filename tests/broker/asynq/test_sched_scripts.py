@@ -53,7 +53,7 @@ def test_the_asyncq_only_keys_named_are_the_key_modules() -> None:
 def test_each_firing_is_the_claim_then_the_store_script(store: str) -> None:
     scripts = _scripts.asynq_scripts()
     fire = scripts[f"asynq_sched_{store}"].source
-    claim = FILES["_asynq_sched_claim.lua"]
+    claim = (LUA.parents[1] / "lua" / "_scheduler_claim.lua").read_text(encoding="utf-8")
     assert claim in fire
     body = [line for line in FILES[f"asynq_{store}.lua"].splitlines()
             if line.strip() and not line.lstrip().startswith("--")]  # code, includes resolved

@@ -1,6 +1,8 @@
--- Helpers shared by the asynq_inspect_* scripts (included, never run on their own). Every key
--- is built from prefixes of one queue (asynq:{q}:...), so a script stays in one slot.
+-- Helpers shared by the asynq_inspect_* scripts (included, never run on their own), with the
+-- layout-free ones of the broker's own _inspect_shared_lib.lua. Every key is built from prefixes
+-- of one queue (asynq:{q}:...), so a script stays in one slot.
 -- @include _asynq_lib.lua
+-- @include asyncq:_inspect_shared_lib.lua
 
 -- TaskMessage field numbers read or edited here (besides those of _asynq_lib.lua)
 local ASYNQ_TYPE, ASYNQ_PAYLOAD, ASYNQ_GROUP_KEY = 1, 2, 14
@@ -18,14 +20,6 @@ local function asynq_inspect_row(prefix, id, score)
           v[6] or '0'}
 end
 
--- The containers of one task's queue as the single-task scripts pass them: KEYS[2..8] are the
--- pending list, scheduled, retry, archived and completed zsets, the groups set and the
--- aggregation sets zset; ARGV[2] is the group key prefix.
-local function asynq_inspect_containers()
-  return {pending = KEYS[2], scheduled = KEYS[3], retry = KEYS[4], archived = KEYS[5],
-          completed = KEYS[6], groups = KEYS[7], sets = KEYS[8], gprefix = ARGV[2]}
-end
-
 -- The group of an aggregating task: its hash's `group` field (written by AddToGroup and the
 -- forwarder), else its message's group_key.
 local function asynq_inspect_group_of(key)
@@ -36,57 +30,16 @@ local function asynq_inspect_group_of(key)
   return asynq_pb_string(v[2] or '', ASYNQ_GROUP_KEY)
 end
 
--- Remove task `id` (hash `key`) from the container of its `state` (see
--- asynq_inspect_containers): an aggregating task leaves its group zset (the group name leaves
--- the groups set once empty, as Go's scripts do) and any aggregation set it was staged in.
+-- Remove task `id` (hash `key`) from the container of its `state` (inspect_detach): an
+-- aggregating task's group is read from its hash or message first.
 local function asynq_inspect_detach(c, state, id, key)
-  if state == 'pending' then
-    redis.call('LREM', c.pending, 0, id)
-  elseif state == 'aggregating' then
-    local group = asynq_inspect_group_of(key)
-    if group ~= '' then
-      local gkey = c.gprefix .. group
-      redis.call('ZREM', gkey, id)
-      if redis.call('ZCARD', gkey) == 0 then
-        redis.call('SREM', c.groups, group)
-      end
-    end
-    for _, set_key in ipairs(redis.call('ZRANGE', c.sets, 0, -1)) do
-      redis.call('ZREM', set_key, id)
-    end
-  elseif c[state] then
-    redis.call('ZREM', c[state], id)
-  end
+  inspect_detach(c, state, id, state == 'aggregating' and asynq_inspect_group_of(key) or nil)
 end
 
--- Take up to `n` ids from the front of a container, in processing order, and remove them: the
--- tail of the pending list (workers pop from the tail), the lowest scores of a zset. Returns
--- the ids, oldest first.
-local function asynq_inspect_take(key, is_list, n)
-  if is_list then
-    local ids = redis.call('LRANGE', key, -n, -1)
-    if #ids > 0 then
-      redis.call('LTRIM', key, 0, -(#ids + 1))
-    end
-    local ordered = {}
-    for i = #ids, 1, -1 do
-      ordered[#ordered + 1] = ids[i]
-    end
-    return ordered
-  end
-  local ids = redis.call('ZRANGE', key, 0, n - 1)
-  if #ids > 0 then
-    redis.call('ZREMRANGEBYRANK', key, 0, #ids - 1)
-  end
-  return ids
-end
-
--- After a batch taken from a group zset `source` (named `group`; '' when the source is no
--- group): a group left empty leaves the groups set `groups`.
-local function asynq_inspect_forget_group(source, groups, group)
-  if group ~= '' and redis.call('EXISTS', source) == 0 then
-    redis.call('SREM', groups, group)
-  end
+-- Release the uniqueness lock task `id` (hash `key`) holds, if it still holds it (the name
+-- asyncq's _inspect_lib.lua gives its own).
+local function inspect_release_lock(key, id)
+  asynq_release_lock(key, id)
 end
 
 -- Trim the archive as Go does after archiving (entries archived at or before `cutoff`, Unix s,

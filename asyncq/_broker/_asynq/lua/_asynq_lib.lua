@@ -2,6 +2,8 @@
 -- Protobuf: a TaskMessage is read and rewritten field by field at its top level (no nested
 -- message is ever edited), so Go readers see the message Go itself would have written.
 -- @include asyncq:_active_lib.lua
+-- @include asyncq:_event_lib.lua
+-- @include asyncq:_handoff_lib.lua
 
 -- The varint encoding of a non-negative integer (exact below 2^53, Lua numbers being doubles).
 local function asynq_pb_varint(n)
@@ -170,9 +172,9 @@ local function asynq_listening(base)
   return redis.call('EXISTS', base .. 'asyncq:listening') == 1
 end
 
--- Publish one event on the shard channel <base>asyncq:events, in asyncq's event format: a JSON
--- header, a newline, then `body` (a result, or nothing). Type and retry count come from the
--- task's TaskMessage, so call it while the hash exists.
+-- Publish one event on the shard channel <base>asyncq:events, in asyncq's event format
+-- (event_publish). Type and retry count come from the task's TaskMessage, so call it while the
+-- hash exists.
 local function asynq_emit(base, id, from, to, extra, body)
   local msg = redis.call('HGET', base .. 't:' .. id, 'msg')
   local head = {id = id, from = from or '', to = to, at = asynq_now_ms(), retried = 0}
@@ -183,12 +185,7 @@ local function asynq_emit(base, id, from, to, extra, body)
     end
     head.retried = asynq_pb_get(msg, ASYNQ_RETRIED)
   end
-  if extra then
-    for k, x in pairs(extra) do
-      head[k] = x
-    end
-  end
-  redis.call('SPUBLISH', base .. 'asyncq:events', cjson.encode(head) .. '\n' .. (body or ''))
+  event_publish(base .. 'asyncq:events', head, extra, body)
 end
 
 -- A function(id, from, to, extra, body) publishing one event of the queue (asynq_emit), doing
@@ -228,59 +225,43 @@ end
 -- first, which the worker does for what a dequeue returns (asynq_dequeue.lua marks them).
 local function asynq_handoff(base)
   local idle = base .. 'asyncq:idle'
-  if redis.call('EXISTS', idle) == 0 or redis.call('EXISTS', base .. 'paused') == 1
-      or redis.call('HEXISTS', base .. 'asyncq:limits', 'o:q:') == 1 then
+  if redis.call('EXISTS', idle) == 0 then
     return false
   end
   local pending = base .. 'pending'
-  local id = redis.call('LINDEX', pending, -1)
+  local id, key, v = handoff_candidate(base .. 'paused', base .. 'asyncq:limits', pending,
+    base .. 't:', 'msg', 'asyncq_msg', 'pending_since')
   if not id then
     return false
   end
-  local key = base .. 't:' .. id
-  local v = redis.pcall('HMGET', key, 'msg', 'asyncq_msg', 'pending_since')
-  if v.err or not v[1] then
-    return false  -- no usable hash: left to a dequeue, which drops it or returns it to archive
-  end
   local now = asynq_now_ms()
-  redis.call('ZREMRANGEBYSCORE', idle, '-inf', now)
-  while true do
-    local who = redis.call('ZPOPMIN', idle)
-    if #who == 0 then
+  return handoff_offer(idle, now, function(lease_ms, owner)
+    local until_s = math.floor((now + tonumber(lease_ms)) / 1000)
+    local since = v[3] or '0'
+    local data = id .. '\n' .. since .. '\n' .. string.format('%d', until_s * 1000) .. '\n'
+      .. #v[1] .. '\n' .. v[1] .. (v[2] or '')
+    if redis.call('SPUBLISH', base .. 'asyncq:to:' .. owner, data) == 0 then
       return false
     end
-    local lease_ms, owner = string.match(who[1], '^(%d+):(.+)$')
-    if lease_ms then
-      local until_s = math.floor((now + tonumber(lease_ms)) / 1000)
-      local since = v[3] or '0'
-      local data = id .. '\n' .. since .. '\n' .. string.format('%d', until_s * 1000) .. '\n'
-        .. #v[1] .. '\n' .. v[1] .. (v[2] or '')
-      if redis.call('SPUBLISH', base .. 'asyncq:to:' .. owner, data) > 0 then
-        redis.call('LMOVE', pending, base .. 'active', 'RIGHT', 'LEFT')
-        redis.call('HDEL', key, 'pending_since')
-        redis.call('HSET', key, 'state', 'active', 'owner', owner, 'lease_until', until_s,
-          'started_at', string.format('%d', now))
-        redis.call('ZADD', base .. 'lease', until_s, id)
-        local handed = base .. 'asyncq:handoff:' .. owner
-        redis.call('HSET', handed, id, since .. ':' .. string.format('%d', now))
-        redis.call('PEXPIRE', handed, lease_ms)
-        asynq_events(base)(id, 'pending', 'active')
-        return true
-      end
-    end
-  end
+    redis.call('LMOVE', pending, base .. 'active', 'RIGHT', 'LEFT')
+    redis.call('HDEL', key, 'pending_since')
+    redis.call('HSET', key, 'state', 'active', 'owner', owner, 'lease_until', until_s,
+      'started_at', string.format('%d', now))
+    redis.call('ZADD', base .. 'lease', until_s, id)
+    local handed = base .. 'asyncq:handoff:' .. owner
+    redis.call('HSET', handed, id, since .. ':' .. string.format('%d', now))
+    redis.call('PEXPIRE', handed, lease_ms)
+    asynq_events(base)(id, 'pending', 'active')
+    return true
+  end)
 end
 
 -- Tasks became pending: hand them to the queue's idle asyncq workers (asynq_handoff); if some
 -- are still pending, wake the idle workers that left the <base>asyncq:waiters flag by
 -- publishing `queue` on `channel` (the flag is taken: one wake-up per idle period).
 local function asynq_wake(base, channel, queue)
-  while asynq_handoff(base) do
-  end
-  if redis.call('EXISTS', base .. 'pending') == 1
-      and redis.call('DEL', base .. 'asyncq:waiters') == 1 then
-    redis.call('PUBLISH', channel, queue)
-  end
+  handoff_wake(asynq_handoff, base, base .. 'pending', base .. 'asyncq:waiters', channel,
+    queue)
 end
 
 -- A completion mark: task `id` succeeded returning nothing and is not kept, so its hash is

@@ -39,25 +39,18 @@
 -- @include _asynq_lib.lua
 local capped = redis.call('HEXISTS', KEYS[8], 'o:q:')
 local out = {0, capped}
-local handed = redis.call('HGETALL', KEYS[7])
-if #handed > 0 then
-  local cutoff = asynq_now_ms() - tonumber(ARGV[8])
-  for f = 1, #handed, 2 do
-    local id = handed[f]
-    local since, at = string.match(handed[f + 1], '^(%d+):(%d+)$')
-    if not at or tonumber(at) <= cutoff then
-      redis.call('HDEL', KEYS[7], id)
-      local key = ARGV[3] .. id
-      if redis.call('TYPE', key).ok == 'hash' and asynq_held(key, KEYS[3], id, ARGV[4]) then
-        local v = redis.call('HMGET', key, 'msg', 'asyncq_msg')
-        out[#out + 1] = id
-        out[#out + 1] = v[1] or ''
-        out[#out + 1] = v[2] or ''
-        out[#out + 1] = since or '0'
-      end
-    end
+-- An overdue hand-off is returned while this owner's run still holds its task (asynq_held).
+local function take_handed(id, since)
+  local key = ARGV[3] .. id
+  if redis.call('TYPE', key).ok == 'hash' and asynq_held(key, KEYS[3], id, ARGV[4]) then
+    local v = redis.call('HMGET', key, 'msg', 'asyncq_msg')
+    out[#out + 1] = id
+    out[#out + 1] = v[1] or ''
+    out[#out + 1] = v[2] or ''
+    out[#out + 1] = since
   end
 end
+handoff_overdue(KEYS[7], ARGV[8], asynq_now_ms, take_handed)
 if redis.call('EXISTS', KEYS[4]) == 1 then
   return out
 end

@@ -17,7 +17,7 @@
 --   in another state, are dropped.
 -- @include _asynq_inspect_lib.lua
 local batch = tonumber(ARGV[2])
-local ids = asynq_inspect_take(KEYS[1], ARGV[1] == 'pending', batch)
+local ids = inspect_take(KEYS[1], ARGV[1] == 'pending', batch)
 local archived = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
@@ -28,5 +28,5 @@ for _, id in ipairs(ids) do
     archived = archived + 1
   end
 end
-asynq_inspect_forget_group(KEYS[1], KEYS[3], ARGV[4])
+inspect_forget_group(KEYS[1], KEYS[3], ARGV[4])
 return {#ids, archived, asynq_inspect_trim(KEYS[2], ARGV[3], ARGV[7], tonumber(ARGV[6]), batch)}

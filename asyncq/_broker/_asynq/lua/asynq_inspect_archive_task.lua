@@ -28,7 +28,7 @@ end
 if state == 'archived' then
   return {-2, 0}
 end
-asynq_inspect_detach(asynq_inspect_containers(), state, ARGV[1], KEYS[1])
+asynq_inspect_detach(inspect_task_containers(), state, ARGV[1], KEYS[1])
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'archived')
 redis.call('HDEL', KEYS[1], 'pending_since')

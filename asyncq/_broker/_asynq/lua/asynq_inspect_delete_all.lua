@@ -13,15 +13,15 @@
 -- Ids whose hash is gone are dropped; ids whose hash is in another state (a stale entry) are
 -- dropped from the source without touching that task.
 -- @include _asynq_inspect_lib.lua
-local ids = asynq_inspect_take(KEYS[1], ARGV[1] == 'pending', tonumber(ARGV[2]))
-local deleted = 0
-for _, id in ipairs(ids) do
-  local key = ARGV[3] .. id
-  if redis.call('HGET', key, 'state') == ARGV[1] then
-    asynq_release_lock(key, id)
-    redis.call('DEL', key)
-    deleted = deleted + 1
+
+-- Delete task `id` (hash `key`) if it is still in `state`, releasing its lock (true); else
+-- leave it (false).
+local function inspect_delete_found(key, id, state)
+  if redis.call('HGET', key, 'state') ~= state then
+    return false
   end
+  asynq_release_lock(key, id)
+  redis.call('DEL', key)
+  return true
 end
-asynq_inspect_forget_group(KEYS[1], KEYS[2], ARGV[4])
-return {#ids, deleted}
+-- @include asyncq:_inspect_delete_all_body.lua

@@ -19,7 +19,7 @@ end
 if state == 'active' then
   return -1
 end
-asynq_inspect_detach(asynq_inspect_containers(), state, ARGV[1], KEYS[1])
+asynq_inspect_detach(inspect_task_containers(), state, ARGV[1], KEYS[1])
 asynq_release_lock(KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[1])
 return 1

@@ -15,44 +15,19 @@
 --   match a row as asynq_inspect_list_tasks returns them; the next position follows the last
 --   entry examined, so a search resumes there.
 -- @include _asynq_inspect_lib.lua
-local first = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-local want = tonumber(ARGV[4])
-local ids, scores = {}, {}
-if ARGV[1] == 'list' then
-  local found = redis.call('LRANGE', KEYS[1], -(first + limit), -(first + 1))
-  for i = #found, 1, -1 do
-    ids[#ids + 1] = found[i]
+
+-- The TaskMessage of task `id` when its type and last error contain the texts asked, else nil.
+local function inspect_match(prefix, id, type_part, error_part)
+  local msg = redis.call('HGET', prefix .. id, 'msg')
+  if msg and inspect_contains(asynq_pb_string(msg, ASYNQ_TYPE), type_part)
+      and inspect_contains(asynq_pb_string(msg, ASYNQ_ERROR_MSG), error_part) then
+    return msg
   end
-else
-  local pairs_ = redis.call('ZRANGE', KEYS[1], first, first + limit - 1, 'WITHSCORES')
-  for i = 1, #pairs_, 2 do
-    ids[#ids + 1] = pairs_[i]
-    scores[#ids] = pairs_[i + 1]
-  end
+  return nil
 end
-local function contains(s, part)
-  return part == '' or string.find(string.lower(s), part, 1, true) ~= nil
+
+-- A match as a row of asynq_inspect_list_tasks (read again whole).
+local function inspect_found_row(prefix, id, msg, score)
+  return asynq_inspect_row(prefix, id, score)
 end
-local out = {-1, 0}
-local examined = 0
-for i, id in ipairs(ids) do
-  if #out - 2 >= want then
-    break
-  end
-  examined = i
-  local msg = redis.call('HGET', ARGV[5] .. id, 'msg')
-  if msg and contains(asynq_pb_string(msg, ASYNQ_TYPE), ARGV[6])
-      and contains(asynq_pb_string(msg, ASYNQ_ERROR_MSG), ARGV[7]) then
-    local score = scores[i]
-    if ARGV[8] == '1' then
-      score = redis.call('ZSCORE', KEYS[2], id)
-    end
-    out[#out + 1] = asynq_inspect_row(ARGV[5], id, score)
-  end
-end
-if examined < #ids or #ids == limit then
-  out[1] = first + examined
-end
-out[2] = examined
-return out
+-- @include asyncq:_inspect_find_tasks_body.lua

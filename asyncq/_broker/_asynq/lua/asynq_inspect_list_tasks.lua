@@ -11,19 +11,9 @@
 --   _asynq_inspect_lib.lua), score the zset score or the active task's lease (Unix s; false
 --   when there is none).
 -- @include _asynq_inspect_lib.lua
-local out = {}
-if ARGV[1] == 'list' then
-  for _, id in ipairs(redis.call('LRANGE', KEYS[1], ARGV[2], ARGV[3])) do
-    local score = false
-    if ARGV[5] == '1' then
-      score = redis.call('ZSCORE', KEYS[2], id)
-    end
-    out[#out + 1] = asynq_inspect_row(ARGV[4], id, score)
-  end
-else
-  local pairs_ = redis.call('ZRANGE', KEYS[1], ARGV[2], ARGV[3], 'WITHSCORES')
-  for i = 1, #pairs_, 2 do
-    out[#out + 1] = asynq_inspect_row(ARGV[4], pairs_[i], pairs_[i + 1])
-  end
+
+-- The row of task `id` (asynq_inspect_row), nil when it has no hash.
+local function inspect_list_row(prefix, id, score)
+  return asynq_inspect_row(prefix, id, score)
 end
-return out
+-- @include asyncq:_inspect_list_tasks_body.lua

@@ -11,19 +11,8 @@
 -- Returns: estimated bytes: each list/zset's own MEMORY USAGE plus the mean MEMORY USAGE of
 --   up to ARGV[2] of its task hashes times its size; the group tasks are estimated from the
 --   first ARGV[3] groups' samples.
+-- @include asyncq:_inspect_shared_lib.lua
 local sample = tonumber(ARGV[2])
-
-local function sampled_mean(ids)
-  local sum, n = 0, 0
-  for _, id in ipairs(ids) do
-    local u = redis.call('MEMORY', 'USAGE', ARGV[1] .. id)
-    if u then
-      sum = sum + u
-      n = n + 1
-    end
-  end
-  return sum, n
-end
 
 local bytes = 0
 for i = 1, 6 do
@@ -34,7 +23,7 @@ for i = 1, 6 do
     ids, size = redis.call('ZRANGE', KEYS[i], 0, sample - 1), redis.call('ZCARD', KEYS[i])
   end
   if #ids > 0 then
-    local sum = sampled_mean(ids)
+    local sum = inspect_sampled_usage(ARGV[1], ids)
     bytes = bytes + sum / #ids * size
   end
   bytes = bytes + (redis.call('MEMORY', 'USAGE', KEYS[i]) or 0)
@@ -45,7 +34,7 @@ for i, g in ipairs(groups) do
   local gkey = ARGV[4] .. g
   count = count + redis.call('ZCARD', gkey)
   if i <= tonumber(ARGV[3]) then
-    local sum, m = sampled_mean(redis.call('ZRANGE', gkey, 0, sample - 1))
+    local sum, m = inspect_sampled_usage(ARGV[1], redis.call('ZRANGE', gkey, 0, sample - 1))
     total, n = total + sum, n + m
   end
 end

@@ -8,14 +8,4 @@
 -- ARGV[1] the current minute (Unix ms // 60000)
 -- ARGV[2] most samples kept
 -- Returns: 1 recorded, 0 this minute already has its sample.
-local head = redis.call('LINDEX', KEYS[1], 0)
-if head and string.match(head, '^(%d+):') == ARGV[1] then
-  return 0
-end
-local backlog = redis.call('LLEN', KEYS[4]) + redis.call('LLEN', KEYS[5])
-  + redis.call('ZCARD', KEYS[6]) + redis.call('ZCARD', KEYS[7])
-local sample = ARGV[1] .. ':' .. (redis.call('GET', KEYS[2]) or '0') .. ':'
-  .. (redis.call('GET', KEYS[3]) or '0') .. ':' .. backlog
-redis.call('LPUSH', KEYS[1], sample)
-redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
-return 1
+-- @include asyncq:_record_minute_body.lua

@@ -14,7 +14,7 @@
 -- Tasks join the end of the line in source order (lowest score runs first). Ids without a
 -- hash, or whose hash is in another state, are dropped from the source.
 -- @include _asynq_inspect_lib.lua
-local ids = asynq_inspect_take(KEYS[1], false, tonumber(ARGV[2]))
+local ids = inspect_take(KEYS[1], false, tonumber(ARGV[2]))
 local moved = 0
 for _, id in ipairs(ids) do
   local key = ARGV[3] .. id
@@ -23,5 +23,5 @@ for _, id in ipairs(ids) do
     moved = moved + 1
   end
 end
-asynq_inspect_forget_group(KEYS[1], KEYS[3], ARGV[4])
+inspect_forget_group(KEYS[1], KEYS[3], ARGV[4])
 return {#ids, moved}

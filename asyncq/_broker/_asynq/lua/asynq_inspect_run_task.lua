@@ -22,6 +22,6 @@ end
 if state == 'pending' then
   return -2
 end
-asynq_inspect_detach(asynq_inspect_containers(), state, ARGV[1], KEYS[1])
+asynq_inspect_detach(inspect_task_containers(), state, ARGV[1], KEYS[1])
 asynq_inspect_make_pending(KEYS[1], ARGV[1], state, KEYS[2], ARGV[3])
 return 1

@@ -7,12 +7,4 @@
 -- ARGV[1] lease expiry to attach, Unix s (now)
 -- ARGV[2] most active ids to examine
 -- Returns: number of leases attached.
-local ids = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1)
-local n = 0
-for _, id in ipairs(ids) do
-  if not redis.call('ZSCORE', KEYS[2], id) then
-    redis.call('ZADD', KEYS[2], ARGV[1], id)
-    n = n + 1
-  end
-end
-return n
+-- @include asyncq:_reclaim_orphans_body.lua

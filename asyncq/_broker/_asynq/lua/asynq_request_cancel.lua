@@ -34,7 +34,7 @@ end
 if v[1] == 'completed' or v[1] == 'archived' then
   return -1
 end
-asynq_inspect_detach(asynq_inspect_containers(), v[1], ARGV[1], KEYS[1])
+asynq_inspect_detach(inspect_task_containers(), v[1], ARGV[1], KEYS[1])
 asynq_release_lock(KEYS[1], ARGV[1])
 asynq_events(asynq_base(KEYS[1], 't:' .. ARGV[1]))(ARGV[1], v[1], 'deleted',
   {reason = 'cancelled', error = 'cancelled before it ran'})

@@ -10,5 +10,5 @@
 -- Returns: 2 the tick was already claimed (by another scheduler), nothing stored; otherwise
 --   what asynq_enqueue.lua returns: 1 stored, 0 a task with this id exists, -1 the uniqueness
 --   lock is held (the tick stays claimed in both cases: no replica enqueues it again).
--- @include _asynq_sched_claim.lua
+-- @include asyncq:_scheduler_claim.lua
 -- @include asynq_enqueue.lua

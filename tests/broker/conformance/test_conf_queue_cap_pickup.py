@@ -7,7 +7,7 @@ before: no claim, hand-offs included."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 import pytest
@@ -15,10 +15,11 @@ from broker_helpers import LEASE_MS, OWNER, WAITER_TTL_MS
 
 from asyncq import Client, FakeClock, Inspector
 from asyncq._broker import Broker
-from asyncq._broker._connection import make_broker
 from asyncq._broker._messages import Handoff, QueueWake
 
 pytestmark = pytest.mark.anyio
+
+ON_CLUSTER = True
 
 T = TypeVar("T")
 
@@ -28,22 +29,10 @@ async def next_item(items: AsyncIterator[T], timeout: float = 5.0) -> T:
         return await anext(items)
 
 
-@pytest.fixture(params=["asyncq", "asynq"])
-async def layout_broker(request: pytest.FixtureRequest, asyncq_redis_url: str,
-                        clock: FakeClock, anyio_backend: object) -> AsyncIterator[Broker]:
-    url = asyncq_redis_url + ("?wire=asynq" if request.param == "asynq" else "")
-    b: Any = make_broker(url, clock=clock)
-    try:
-        yield b
-    finally:
-        await b.close()
-
-
 async def test_a_capped_queue_is_dequeued_marked_and_never_handed_off(
-    layout_broker: Broker, clock: FakeClock, asyncq_queue: str,
+    broker: Broker, clock: FakeClock, asyncq_queue: str,
 ) -> None:
     q = asyncq_queue
-    broker = layout_broker
     client = Client(broker, clock=clock)
     inspector = Inspector(broker)
     handoffs = broker.listen_handoffs([q], OWNER)
