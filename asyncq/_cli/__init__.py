@@ -30,10 +30,10 @@ from . import (
     _worker_cmd,
     _workflow_cmd,
 )
-from ._common import CLIError
+from ._common import CLIError, warn_deprecated
 
-COMMANDS = [_worker_cmd, _scheduler_cmd, _cron_cmd,
-            _stats_cmd, _queue_cmd, _task_cmd, _group_cmd, _limit_cmd, _server_cmd, _dash_cmd,
+COMMANDS = [_worker_cmd, _server_cmd, _scheduler_cmd, _cron_cmd,
+            _stats_cmd, _queue_cmd, _task_cmd, _group_cmd, _limit_cmd, _dash_cmd,
             _metrics_cmd, _web_cmd, _workflow_cmd]
 
 
@@ -55,6 +55,19 @@ class Parser(argparse.ArgumentParser):
         return parsed, extras
 
 
+#: Commands spelt as two words whose first is a command that runs a process: ``asyncq worker
+#: ls`` lists what ``asyncq worker TARGET`` runs (a TARGET is ``module:attr``, never one of
+#: these words), so the word for the concept is the same when running it and looking at it.
+TWO_WORD_COMMANDS = frozenset({"worker ls", "scheduler ls", "scheduler history"})
+
+
+def _joined(argv: Sequence[str]) -> list[str]:
+    """``argv`` with a two-word command (``worker ls``) made the one argument it is parsed as."""
+    if len(argv) >= 2 and f"{argv[0]} {argv[1]}" in TWO_WORD_COMMANDS:
+        return [f"{argv[0]} {argv[1]}", *argv[2:]]
+    return list(argv)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="asyncq", description="asyncq task queue")
     parser.add_argument("--version", action="version", version=f"asyncq {__version__}")
@@ -67,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``asyncq`` command; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_joined(sys.argv[1:] if argv is None else argv))
     from .._errors import AsyncqError
     from .._log_setup import configure_logging, logging_restored
 
@@ -77,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # main() in-process (tests, embedding) leaves the caller's logging as it was.
     with logging_restored():  # (structlog's set-up and the root logger's handlers)
         configure_logging("warning")
+        warn_deprecated(args)
         try:
             code: int = args.func(args)
         except (CLIError, AsyncqError, ValueError) as exc:

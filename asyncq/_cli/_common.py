@@ -37,6 +37,30 @@ def add_replaced(parser: argparse.ArgumentParser, *old: str, use: str) -> None:
     parser.add_argument(*old, action=_Replaced, use=use)
 
 
+def deprecated_parser(sub: Any, old: str, new: str, *, name: str | None = None
+                      ) -> argparse.ArgumentParser:
+    """A parser for the retired spelling ``old`` of the command ``new`` (both written in full,
+    ``"asyncq queue rm"``; ``name``, the retired word, defaults to the last of ``old``):
+    hidden from help, it takes the same arguments once the caller adds them, and
+    :func:`warn_deprecated` runs before its command (one word per concept on every surface;
+    old spellings keep working for one release)."""
+    parser: argparse.ArgumentParser = sub.add_parser(name or old.rsplit(" ", 1)[-1])
+    parser.set_defaults(deprecated=(old, new))
+    return parser
+
+
+def warn_deprecated(args: argparse.Namespace) -> None:
+    """Say on stderr, in one line, that the spelling the command was given is retired and
+    which one to use (nothing for a current spelling)."""
+    old_new: tuple[str, str] | None = getattr(args, "deprecated", None)
+    if old_new is not None:
+        from .._inspector._retired import REMOVED_IN
+
+        old, new = old_new
+        print(f"asyncq: warning: '{old}' is deprecated and is removed in {REMOVED_IN}; "
+              f"use '{new}'", file=sys.stderr)
+
+
 def add_redis_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--redis-url", "-u", default=os.environ.get(REDIS_URL_ENV, DEFAULT_REDIS_URL),

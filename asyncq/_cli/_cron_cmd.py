@@ -1,10 +1,12 @@
-"""``asyncq cron ls|history``: the periodic entries of running schedulers and their enqueues."""
+"""``asyncq scheduler ls|history``: the entries of running schedulers and the tasks they
+enqueued (``asyncq cron ls|history``, the retired spelling, still works for one release)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ._common import deprecated_parser
 from ._output import (
     PAYLOAD_WIDTH,
     add_common_args,
@@ -24,15 +26,25 @@ if TYPE_CHECKING:
 
 
 def register(sub: Any) -> None:
-    p: argparse.ArgumentParser = sub.add_parser(
-        "cron", help="periodic entries of running schedulers and their enqueue history")
-    csub = p.add_subparsers(dest="cron_command", metavar="SUBCOMMAND", required=True)
+    ls: argparse.ArgumentParser = sub.add_parser(
+        "scheduler ls", help="list the entries of every running scheduler")
+    _ls_args(ls)
+    history: argparse.ArgumentParser = sub.add_parser(
+        "scheduler history", help="tasks a scheduler entry enqueued, newest first")
+    _history_args(history)
 
-    ls = csub.add_parser("ls", help="list the entries of every running scheduler")
+    old = deprecated_parser(sub, "asyncq cron", "asyncq scheduler ls|history")
+    osub = old.add_subparsers(dest="cron_command", metavar="SUBCOMMAND", required=True)
+    _ls_args(deprecated_parser(osub, "asyncq cron ls", "asyncq scheduler ls"))
+    _history_args(deprecated_parser(osub, "asyncq cron history", "asyncq scheduler history"))
+
+
+def _ls_args(ls: argparse.ArgumentParser) -> None:
     add_common_args(ls)
     ls.set_defaults(func=cmd_ls)
 
-    history = csub.add_parser("history", help="tasks enqueued by an entry, newest first")
+
+def _history_args(history: argparse.ArgumentParser) -> None:
     history.add_argument("entry_id", metavar="ENTRY_ID")
     history.add_argument("--page", type=int, default=1, help="page number, from 1 (default 1)")
     history.add_argument("--size", type=int, default=30, help="events per page (default 30)")

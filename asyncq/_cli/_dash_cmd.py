@@ -1,4 +1,4 @@
-"""``asyncq dash [--refresh SECONDS]``: a live terminal view of queues and servers (curses).
+"""``asyncq dash [--refresh SECONDS]``: a live terminal view of queues and workers (curses).
 
 Quits on ``q`` or Ctrl-C with exit code 0 and the terminal restored; a window too small for the
 view shows a message instead. Redis errors while running are shown on screen, not fatal. The
@@ -16,7 +16,7 @@ from ._common import CLIError, add_redis_args
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
-        "dash", help="live terminal view of queues and servers (q or Ctrl-C quits)")
+        "dash", help="live terminal view of queues and workers (q or Ctrl-C quits)")
     add_redis_args(p)
     p.add_argument("--refresh", "-r", type=float, default=2.0,
                    help="seconds between refreshes (default 2)")

@@ -1,4 +1,4 @@
-"""The curses screen of ``asyncq dash``: refreshes a snapshot of the queues and servers and
+"""The curses screen of ``asyncq dash``: refreshes a snapshot of the queues and workers and
 draws it (imported when the command runs: building the parser needs none of it).
 
 Quits on ``q`` or Ctrl-C with exit code 0 and the terminal restored; a window too small for the

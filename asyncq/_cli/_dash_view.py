@@ -29,7 +29,7 @@ class Snapshot:
 
 
 async def take_snapshot(inspector: Inspector, only: Sequence[str] = ()) -> Snapshot:
-    """Read every queue (or the queues in ``only`` that exist) and the live servers."""
+    """Read every queue (or the queues in ``only`` that exist) and the live workers."""
     names = await inspector.queues()
     if only:
         names = [q for q in names if q in set(only)]
@@ -39,7 +39,7 @@ async def take_snapshot(inspector: Inspector, only: Sequence[str] = ()) -> Snaps
             infos.append(await inspector.queue_info(q))
         except QueueNotFoundError:
             continue  # deleted since it was listed
-    return Snapshot(time.monotonic(), infos, await inspector.servers())
+    return Snapshot(time.monotonic(), infos, await inspector.workers())
 
 
 @dataclass(slots=True)
@@ -121,10 +121,10 @@ def render(snap: Snapshot | None, rates: Rates, *, width: int, height: int, url:
                         f"{len(s.active_workers)}/{s.concurrency}",
                         _clip(", ".join(f"{k}={v}" for k, v in sorted(s.queues.items())), 40),
                         fmt_duration(datetime.now(UTC) - s.started)] for s in snap.servers]
-        slines = _table(["SERVER", "STATUS", "ACTIVE", "QUEUES", "UPTIME"], server_rows)
-        servers_part = ["", f"Servers ({len(snap.servers)})",
-                        *(slines if snap.servers else ["no live servers"])]
-        # The queues get the room left after (the start of) the servers section.
+        slines = _table(["WORKER", "STATUS", "ACTIVE", "QUEUES", "UPTIME"], server_rows)
+        servers_part = ["", f"Workers ({len(snap.servers)})",
+                        *(slines if snap.servers else ["no live workers"])]
+        # The queues get the room left after (the start of) the workers section.
         room = max(2, height - len(lines) - min(len(servers_part), 4))
         if len(qlines) > room:
             qlines = [*qlines[: room - 1], f"... {len(qlines) - room + 1} more queue(s)"]

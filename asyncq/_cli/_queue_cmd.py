@@ -1,12 +1,13 @@
-"""``asyncq queue ls|inspect|history|pause|unpause|rm|archive-limits|limit``: look at and
-manage queues."""
+"""``asyncq queue ls|inspect|history|pause|unpause|delete|archive-limits|concurrency``: look
+at and manage queues (``queue rm`` and ``queue limit``, retired spellings, still work for one
+release)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ._common import CLIError
+from ._common import CLIError, deprecated_parser
 from ._output import (
     add_common_args,
     fmt_bytes,
@@ -50,7 +51,7 @@ def register(sub: Any) -> None:
         cmd.set_defaults(func=func)
 
     limits = qsub.add_parser(
-        "archive-limits", help="show or set the caps of queues' archives (beyond them the "
+        "archive-limits", help="show or set the limits of queues' archives (beyond them the "
                                "oldest archived tasks are deleted)")
     limits.add_argument("queues", nargs="+", metavar="QUEUE")
     limits.add_argument("--max-size", type=int, default=None, metavar="N",
@@ -58,28 +59,43 @@ def register(sub: Any) -> None:
     limits.add_argument("--max-age", type=float, default=None, metavar="SECONDS",
                         help="delete archived tasks older than this (default 90 days)")
     limits.add_argument("--default", action="store_true",
-                        help="put both caps back to their defaults")
+                        help="put both limits back to their defaults")
     add_common_args(limits)
     limits.set_defaults(func=cmd_archive_limits)
 
-    cap = qsub.add_parser(
-        "limit", help="show or set how many tasks of queues run at once across every worker "
-                      "(applies from the next start, no restart)")
-    cap.add_argument("queues", nargs="+", metavar="QUEUE")
-    change = cap.add_mutually_exclusive_group()
-    change.add_argument("--concurrency", type=int, default=None, metavar="N",
+    concurrency = qsub.add_parser(
+        "concurrency", help="show or set the queue concurrency limit: how many tasks of the "
+                            "queue run at once across every worker (applies from the next "
+                            "start, no restart)")
+    _concurrency_args(concurrency, "--limit")
+    old_limit = deprecated_parser(qsub, "asyncq queue limit --concurrency N",
+                                  "asyncq queue concurrency --limit N", name="limit")
+    _concurrency_args(old_limit, "--concurrency")
+
+    delete = qsub.add_parser("delete", help="delete queues")
+    _delete_args(delete)
+    for old in ("rm", "remove"):
+        _delete_args(deprecated_parser(qsub, f"asyncq queue {old}", "asyncq queue delete"))
+
+
+def _concurrency_args(p: argparse.ArgumentParser, flag: str) -> None:
+    p.add_argument("queues", nargs="+", metavar="QUEUE")
+    change = p.add_mutually_exclusive_group()
+    change.add_argument(flag, dest="limit", type=int, default=None, metavar="N",
                         help="let at most N tasks of the queue run at once (a raise starts "
                              "waiting tasks at once; a cut stops nothing that runs)")
-    change.add_argument("--clear", action="store_true", help="remove the queue's cap")
-    add_common_args(cap)
-    cap.set_defaults(func=cmd_limit)
+    change.add_argument("--clear", action="store_true",
+                        help="clear the queue's concurrency limit")
+    add_common_args(p)
+    p.set_defaults(func=cmd_concurrency, flag=flag)
 
-    rm = qsub.add_parser("rm", aliases=["remove", "delete"], help="delete queues")
-    rm.add_argument("queues", nargs="+", metavar="QUEUE")
-    rm.add_argument("--force", "-f", action="store_true",
-                    help="also delete the tasks the queue still holds (never running ones)")
-    add_common_args(rm, json=False)
-    rm.set_defaults(func=cmd_rm)
+
+def _delete_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("queues", nargs="+", metavar="QUEUE")
+    p.add_argument("--force", "-f", action="store_true",
+                   help="also delete the tasks the queue still holds (never running ones)")
+    add_common_args(p, json=False)
+    p.set_defaults(func=cmd_delete)
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -117,7 +133,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 ("failed total", i.failed_total),
                 ("expired leases", i.expired_leases),
                 ("expired tasks", i.expired_total),
-                ("concurrency cap", cap_text(i.concurrency_limit, i.concurrency_in_use,
+                ("concurrency", limit_text(i.concurrency_limit, i.concurrency_in_use,
                                              i.concurrency_waiting)),
             ])
             say()
@@ -166,22 +182,22 @@ def cmd_unpause(args: argparse.Namespace) -> int:
     return run_inspector(args, body)
 
 
-def cmd_rm(args: argparse.Namespace) -> int:
+def cmd_delete(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
         for q in args.queues:
             await inspector.delete_queue(q, force=args.force)
-            say(f"removed queue {q}")
+            say(f"deleted queue {q}")
         return 0
 
     return run_inspector(args, body)
 
 
 def cmd_archive_limits(args: argparse.Namespace) -> int:
-    """Without options, each queue's archive caps; with them, set (the archive is trimmed to
-    the new caps at once, and the count deleted said)."""
+    """Without options, each queue's archive limits; with them, set (the archive is trimmed
+    to the new limits at once, and the count deleted said)."""
     setting = args.default or args.max_size is not None or args.max_age is not None
     if args.default and (args.max_size is not None or args.max_age is not None):
-        raise CLIError("--default resets both caps: give it alone")
+        raise CLIError("--default resets both limits: give it alone")
 
     async def body(inspector: Inspector) -> int:
         docs = []
@@ -214,7 +230,7 @@ def cmd_archive_limits(args: argparse.Namespace) -> int:
     return run_inspector(args, body)
 
 
-def cap_text(limit: int | None, in_use: int = 0, waiting: int = 0, *,
+def limit_text(limit: int | None, in_use: int = 0, waiting: int = 0, *,
              counts: bool = True) -> str:
     """``at most 3 at once (2 running, 5 waiting)``, or ``none``."""
     if limit is None:
@@ -223,10 +239,10 @@ def cap_text(limit: int | None, in_use: int = 0, waiting: int = 0, *,
                                          if counts else "")
 
 
-def cmd_limit(args: argparse.Namespace) -> int:
-    """Without options, each queue's concurrency cap and what it counts; with one, set or
-    clear it (saying the cap it had, and the waiting tasks the change started)."""
-    changing = args.clear or args.concurrency is not None
+def cmd_concurrency(args: argparse.Namespace) -> int:
+    """Without options, each queue's concurrency limit and what it counts; with one, set or
+    clear it (saying the limit it had, and the waiting tasks the change started)."""
+    changing = args.clear or args.limit is not None
 
     async def body(inspector: Inspector) -> int:
         docs = []
@@ -235,22 +251,22 @@ def cmd_limit(args: argparse.Namespace) -> int:
             started = 0
             if args.clear:
                 started = await inspector.clear_queue_concurrency(queue)
-            elif args.concurrency is not None:
+            elif args.limit is not None:
                 try:
-                    started = await inspector.set_queue_concurrency(queue, args.concurrency)
+                    started = await inspector.set_queue_concurrency(queue, args.limit)
                 except ValueError as exc:
-                    raise CLIError(f"--concurrency: {exc}") from exc
-            cap = await inspector.queue_concurrency(queue) if changing else before
-            limit = cap.limit if cap else None
-            in_use, waiting = (cap.in_use, cap.waiting) if cap else (0, 0)
+                    raise CLIError(f"{args.flag}: {exc}") from exc
+            now = await inspector.queue_concurrency(queue) if changing else before
+            limit = now.limit if now else None
+            in_use, waiting = (now.in_use, now.waiting) if now else (0, 0)
             docs.append({"queue": queue, "concurrency_limit": limit,
                          "concurrency_in_use": in_use, "concurrency_waiting": waiting,
                          "previous_limit": before.limit if before else None,
                          "started": started})
             if args.json:
                 continue
-            was = cap_text(before.limit if before else None, counts=False)
-            say(f"queue {queue}: concurrency cap {cap_text(limit, in_use, waiting)}"
+            was = limit_text(before.limit if before else None, counts=False)
+            say(f"queue {queue}: concurrency limit {limit_text(limit, in_use, waiting)}"
                 + (f" (was {was})" if changing else ""))
             if started:
                 say(f"  {started} waiting task(s) started")

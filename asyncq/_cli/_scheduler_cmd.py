@@ -1,4 +1,5 @@
-"""``asyncq scheduler module:attr``: run a Scheduler or PeriodicTaskManager process."""
+"""``asyncq scheduler module:attr``: run a scheduler process (a Scheduler, or asynq's
+PeriodicTaskManager)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
     from .._scheduler import PeriodicTaskManager, Scheduler
 
 DESCRIPTION = """\
-Run periodic tasks until SIGTERM/SIGINT (exit code 0).
+Run a scheduler until SIGTERM/SIGINT (exit code 0): it enqueues the task of each of its
+entries on the entry's schedule. `asyncq scheduler ls` lists the entries of the running
+schedulers, `asyncq scheduler history ENTRY_ID` the tasks one entry enqueued.
 
 TARGET is module:attr naming either
   * a factory, called as attr(redis_url) with the URL of --redis-url (or $ASYNCQ_REDIS_URL),
@@ -35,7 +38,7 @@ each firing is enqueued exactly once. Missed ticks are not replayed."""
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
-        "scheduler", help="run a periodic task scheduler", description=DESCRIPTION,
+        "scheduler", help="run a scheduler: enqueue tasks on schedules", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="TARGET",
                    help="module:attr of a factory(redis_url), a Scheduler or a "

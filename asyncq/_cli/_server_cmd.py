@@ -1,4 +1,5 @@
-"""``asyncq server ls``: live worker processes and what they run."""
+"""``asyncq worker ls``: live worker processes and what they run (``asyncq server ls``, its
+retired spelling, still works for one release)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._common import deprecated_parser
 from ._output import (
     add_common_args,
     fmt_time,
@@ -22,11 +24,16 @@ if TYPE_CHECKING:
 
 
 def register(sub: Any) -> None:
-    p: argparse.ArgumentParser = sub.add_parser("server", help="look at worker processes")
-    ssub = p.add_subparsers(dest="server_command", metavar="SUBCOMMAND", required=True)
-    ls = ssub.add_parser("ls", help="list live worker processes")
+    ls: argparse.ArgumentParser = sub.add_parser(
+        "worker ls", help="list live worker processes and the tasks they run")
     add_common_args(ls)
     ls.set_defaults(func=cmd_ls)
+
+    old = deprecated_parser(sub, "asyncq server", "asyncq worker ls")
+    osub = old.add_subparsers(dest="server_command", metavar="SUBCOMMAND", required=True)
+    old_ls = deprecated_parser(osub, "asyncq server ls", "asyncq worker ls")
+    add_common_args(old_ls)
+    old_ls.set_defaults(func=cmd_ls)
 
 
 #: Queues a pattern matches named in the table (all of them in --json).
@@ -51,8 +58,8 @@ def queues_text(queues: dict[str, int],
 
 async def patterns_matched(inspector: Inspector, servers: Sequence[ServerInfo]
                            ) -> dict[str, dict[str, list[str]]]:
-    """For each server serving a pattern (``tenant:*``), the registered queues each of its
-    patterns matches, by server id; the registry is read only when some server has one."""
+    """For each worker serving a pattern (``tenant:*``), the registered queues each of its
+    patterns matches, by worker id; the registry is read only when some worker has one."""
     from .._validate import is_queue_pattern, match_queue_patterns
 
     if not any(is_queue_pattern(q) for s in servers for q in s.queues):
@@ -64,13 +71,13 @@ async def patterns_matched(inspector: Inspector, servers: Sequence[ServerInfo]
 
 def cmd_ls(args: argparse.Namespace) -> int:
     async def body(inspector: Inspector) -> int:
-        servers = await inspector.servers()
+        servers = await inspector.workers()
         matched = await patterns_matched(inspector, servers)
         if args.json:
             print_json([server_doc(s) | ({"matched": matched[s.id]} if s.id in matched else {})
                         for s in servers])
         elif not servers:
-            say("no live servers")
+            say("no live workers")
         else:
             print_table(
                 ["ID", "HOST", "PID", "STATUS", "ACTIVE", "QUEUES", "STARTED"],

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from . import _enqueue_cmd
-from ._common import add_replaced
+from ._common import add_replaced, deprecated_parser
 from ._output import (
     add_common_args,
     bytes_doc,
@@ -90,11 +90,15 @@ def register(sub: Any) -> None:
 
     for name, text in (("run", "run tasks now"), ("archive", "archive tasks"),
                        ("delete", "delete tasks")):
-        cmd = tsub.add_parser(name, help=text, aliases=["rm", "remove"] if name == "delete"
-                              else [])
+        cmd = tsub.add_parser(name, help=text)
         _ids_arg(cmd)
         add_common_args(cmd, json=False)
         cmd.set_defaults(func=cmd_one, op=name)
+    for old in ("rm", "remove"):
+        cmd = deprecated_parser(tsub, f"asyncq task {old}", "asyncq task delete")
+        _ids_arg(cmd)
+        add_common_args(cmd, json=False)
+        cmd.set_defaults(func=cmd_one, op="delete")
 
     for name, (op, states, text, _) in _BULK.items():
         cmd = tsub.add_parser(name, help=text)
@@ -293,7 +297,7 @@ def cmd_one(args: argparse.Namespace) -> int:
             elif args.op == "archive":
                 trimmed = await inspector.archive_task(queue, task_id)
                 say(f"archived task {task_id}" + (
-                    f" (the archive cap deleted the {trimmed} oldest archived task(s))"
+                    f" (the archive limits deleted the {trimmed} oldest archived task(s))"
                     if trimmed else ""))
             else:
                 await inspector.delete_task(queue, task_id)

@@ -201,7 +201,7 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
                         f"{WORKER_MAX_TASKS_PER_CHILD}: never)")
     g.add_argument("--max-memory-per-child", type=int, metavar="KIB",
                    help=f"a handler process whose resident memory exceeds this many KiB after "
-                        f"a task is replaced (default {WORKER_MAX_MEMORY_PER_CHILD}: no cap)")
+                        f"a task is replaced (default {WORKER_MAX_MEMORY_PER_CHILD}: no limit)")
     g.add_argument("--process-kill-grace", type=float, metavar="S",
                    help=f"SIGTERM to SIGKILL of a handler process past its time limit "
                         f"(default {WORKER_PROCESS_KILL_GRACE:g})")

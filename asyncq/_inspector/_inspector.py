@@ -86,6 +86,7 @@ from ._inspect_args import (
     utc_dates,
 )
 from ._recovery import recover_task
+from ._retired import deprecated
 
 RULES_TTL = 2.0
 """How long an Inspector reuses the handler registrations it read from the live workers."""
@@ -151,7 +152,7 @@ class Inspector:
         RULES_TTL seconds): a TaskInfo shows the values that will apply."""
         at = time.monotonic()
         if self._published is None or at - self._published[0] > RULES_TTL:
-            self._published = (at, PublishedRules(await self.servers()))
+            self._published = (at, PublishedRules(await self.workers()))
         return self._published[1]
 
     # -- queues
@@ -162,7 +163,7 @@ class Inspector:
 
     async def queue_info(self, queue: str) -> QueueInfo:
         """Sizes per state, today's and all-time counters, pause flag, latency, memory, and
-        the queue's concurrency cap with what it counts."""
+        the queue's concurrency limit with what it counts."""
         await self._require_queue(queue)
         (info,) = await self._with_caps([await self._ops.queue_info(queue,
                                                                      self._clock.now_ms())])
@@ -181,7 +182,7 @@ class Inspector:
                                                                  memory))
 
     async def _with_caps(self, infos: list[QueueInfo]) -> list[QueueInfo]:
-        """``infos`` with the queues' concurrency caps (two more round trips in all: one
+        """``infos`` with the queues' concurrency limits (two more round trips in all: one
         reading the caps, one counting the capped queues' slots)."""
         caps = await limit_ops_of(self._broker).queue_caps([i.queue for i in infos])
         return [i if cap is None else dataclasses.replace(
@@ -398,7 +399,7 @@ class Inspector:
 
     async def archive_task(self, queue: str, task_id: str) -> int:
         """Archive a pending, scheduled, retry, completed or aggregating task. Returns how many
-        of the oldest archived tasks the archive's caps deleted to make room (usually 0; a
+        of the oldest archived tasks the archive's limits deleted to make room (usually 0; a
         trim is also logged as a warning)."""
         task_id = check_task_id(task_id)
         await self._require_queue(queue)
@@ -454,7 +455,7 @@ class Inspector:
         return trimmed
 
     async def archive_overflow(self, queue: str, adding: int) -> int:
-        """How many of the oldest archived tasks the archive's caps (``archive_limits``)
+        """How many of the oldest archived tasks the archive's limits (``archive_limits``)
         would delete if ``adding`` more tasks were archived now: what to tell whoever is
         about to ``archive_all`` (the count ``archive_all`` returns may differ if tasks
         arrive or leave meanwhile)."""
@@ -566,7 +567,7 @@ class Inspector:
         ``cluster_masters`` set to their number."""
         return await self._ops.redis_info()
 
-    async def servers(self) -> list[ServerInfo]:
+    async def workers(self) -> list[ServerInfo]:
         """Live worker processes with the tasks they run, by host and pid."""
         out = []
         for doc, workers in await self._ops.servers(self._clock.now_ms()):
@@ -576,6 +577,12 @@ class Inspector:
                 continue  # a state document we cannot read is skipped
         out.sort(key=lambda s: (s.host, s.pid, s.id))
         return out
+
+    async def servers(self) -> list[ServerInfo]:
+        """Deprecated spelling of :meth:`workers` (one word per concept: a worker process is
+        a worker); kept for one release, it warns and returns what ``workers`` does."""
+        deprecated("Inspector.servers()", "Inspector.workers()")
+        return await self.workers()
 
     async def scheduler_entries(self) -> list[SchedulerEntry]:
         """Entries of the live schedulers (cron specs and the tasks they enqueue)."""

@@ -1,4 +1,4 @@
-"""Limits changed at run time: a queue's concurrency cap, and values replacing declared limits.
+"""Limits changed at run time: a queue's concurrency limit, and values replacing declared limits.
 
 Both are kept in Redis, in the queue's limit registry, and read by the script that admits a
 start, so every worker obeys the same value from its next start, without polling or a restart.
@@ -22,7 +22,7 @@ async def set_queue_cap(ops: LimitOps, queue: str, n: int | None) -> int:
     tasks the change let start."""
     queue = validate_queue_name(queue)
     value = None if n is None else QUEUE_SPEC._replace(
-        n=check_size(n, "a queue's concurrency cap"))
+        n=check_size(n, "a queue's concurrency limit"))
     _, _, woken = await ops.set_value(queue, QUEUE_SPEC, value)
     return woken
 

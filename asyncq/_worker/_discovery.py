@@ -3,7 +3,7 @@
 Two ways in, both cheap: the queue registry is read every ``queue_scan_interval`` (one
 SMEMBERS; at once after the subscriber reconnected), and a queue announced as new (the
 producer that registered it publishes its name, heard with ``Broker.listen_signals``) is
-served at once, without a read. A queue dropped from the registry (``asyncq queue rm``)
+served at once, without a read. A queue dropped from the registry (``asyncq queue delete``)
 is no longer served after the next read. Runs only in a worker that has a pattern.
 """
 

@@ -58,7 +58,7 @@ class QueueExporter(Collector):
             try:
                 async with asyncio.timeout(self._timeout):
                     queues = await self._inspector.queue_infos()
-                    servers = await self._inspector.servers()
+                    servers = await self._inspector.workers()
             except (AsyncqError, TimeoutError) as exc:
                 if self._up or self._failures == 0:
                     self._log.warning("metrics scrape could not read Redis",
@@ -121,12 +121,12 @@ def _queue_metrics(queues: list[QueueInfo]) -> Iterator[Metric]:
     failed = CounterMetricFamily("asyncq_tasks_failed", "Failed runs", labels=["queue"])
     expired_tasks = CounterMetricFamily("asyncq_tasks_expired", "Tasks archived unrun because "
                                         "they were not started by their expiry", labels=["queue"])
-    cap = _gauge("asyncq_queue_concurrency_limit", "The queue's concurrency cap: most of its "
-                 "tasks running at once across every worker (absent: no cap)", ["queue"])
-    capped = _gauge("asyncq_queue_concurrency_in_use", "Tasks of a capped queue running under "
-                    "its cap (slots held by live leases)", ["queue"])
-    waiting = _gauge("asyncq_queue_concurrency_waiting", "Tasks of a capped queue waiting for a "
-                     "slot of its cap", ["queue"])
+    cap = _gauge("asyncq_queue_concurrency_limit", "The queue's concurrency limit: most of "
+                 "its tasks running at once across every worker (absent: no limit)", ["queue"])
+    capped = _gauge("asyncq_queue_concurrency_in_use", "Tasks of a queue with a concurrency "
+                    "limit running under it (slots held by live leases)", ["queue"])
+    waiting = _gauge("asyncq_queue_concurrency_waiting", "Tasks of a queue with a concurrency "
+                     "limit waiting for a slot", ["queue"])
     count = GaugeMetricFamily("asyncq_queues", "Known queues")
     count.add_metric([], len(queues))
     for q in queues:

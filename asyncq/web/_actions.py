@@ -2,7 +2,7 @@
 a state or for the tasks ticked on a page (after a confirmation page, which says what an
 archive will delete from a full archive), pause / unpause a queue. Each is refused with 403 in
 read-only mode, from a foreign origin or without the CSRF token, goes through the Inspector,
-and redirects back with its outcome (with what the archive cap deleted), or the Inspector's
+and redirects back with its outcome (with what the archive limits deleted), or the Inspector's
 error, in the query string (shown escaped by the page)."""
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ async def selected_action(request: Request) -> Response:
     """The tasks ticked on a list page: the first POST shows a confirmation page (with what
     an archive would delete from a full archive), whose form posts again with
     ``confirmed=1``; each task then goes through the Inspector in turn, and the result says
-    how many were done, which failed and why, and what the archive cap deleted."""
+    how many were done, which failed and why, and what the archive limits deleted."""
     form = await _checked_form(request)
     if isinstance(form, Response):
         return form
@@ -202,10 +202,10 @@ async def selected_action(request: Request) -> Response:
 
 
 def _trim_note(trimmed: int) -> str:
-    """What an archive deleted to stay within the archive's caps, said in its result."""
+    """What an archive deleted to stay within the archive's limits, said in its result."""
     if not trimmed:
         return ""
-    return f"; the archive cap deleted the {trimmed} oldest archived task(s)"
+    return f"; the archive limits deleted the {trimmed} oldest archived task(s)"
 
 
 async def queue_action(request: Request) -> Response:

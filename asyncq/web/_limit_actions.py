@@ -1,4 +1,4 @@
-"""The limit actions (POST only): set or remove a queue's concurrency cap (queue page), set or
+"""The limit actions (POST only): set or clear a queue's concurrency limit (queue page), set or
 clear an operator's value over a declared rate or concurrency limit (limits page). Checked like
 every action (read-only mode, origin, CSRF token); the first POST shows a confirmation page
 saying what changes and what it does to running and waiting tasks, whose form posts again with
@@ -62,16 +62,17 @@ async def _plan(inspector: Inspector, form: FormData) -> tuple[str, str]:
     confirmation page); raises ValueError/TypeError for a value that would be refused."""
     action, queue = _field(form, "action"), _field(form, "queue")
     if action in ("set_cap", "clear_cap"):
-        cap = await inspector.queue_concurrency(queue)
-        now = size_text("queue", cap.limit if cap else None)
-        running = (f"{cap.in_use} running, {cap.waiting} waiting for a slot" if cap
-                   else "no cap: its running tasks are not counted")
+        current = await inspector.queue_concurrency(queue)
+        now = size_text("queue", current.limit if current else None)
+        running = (f"{current.in_use} running, {current.waiting} waiting for a slot"
+                   if current
+                   else "no limit: its running tasks are not counted")
         if action == "clear_cap":
-            return (f"Remove the concurrency cap of queue {queue} (now {now})?",
+            return (f"Clear the concurrency limit of queue {queue} (now {now})?",
                     f"Every waiting task starts as workers are free ({running}).")
-        n = check_size(_count(form), "a queue's concurrency cap")
-        return (f"Cap queue {queue} at {n} task(s) at once across every worker (now {now})?",
-                f"It applies to the next start, without restarting any worker; a lower cap "
+        n = check_size(_count(form), "a queue's concurrency limit")
+        return (f"Limit queue {queue} to {n} task(s) at once across every worker (now {now})?",
+                f"It applies to the next start, without restarting any worker; a lower limit "
                 f"stops nothing that runs, a higher one starts waiting tasks at once "
                 f"({running}).")
     kind, name = _field(form, "kind"), _field(form, "name")
@@ -115,9 +116,10 @@ async def limit_action(request: Request) -> Response:
                 started = await inspector.set_queue_concurrency(queue, _count(form))
             else:
                 started = await inspector.clear_queue_concurrency(queue)
-            cap = await inspector.queue_concurrency(queue)
-            done = (f"queue {queue}: concurrency cap {size_text('queue', cap.limit)}" if cap
-                    else f"queue {queue}: no concurrency cap")
+            current = await inspector.queue_concurrency(queue)
+            done = (f"queue {queue}: concurrency limit {size_text('queue', current.limit)}"
+                    if current
+                    else f"queue {queue}: no concurrency limit")
             was = size_text("queue", before.limit) if before else "no limit"
             return done + f" (was {was})" + _started(started)
         kind, name = _field(form, "kind"), _field(form, "name")

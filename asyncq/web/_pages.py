@@ -1,10 +1,11 @@
-"""The pages (GET only, nothing changes): overview, queue (a tab per state), task, servers,
-periodic entries, groups. Every read goes through the public Inspector API."""
+"""The pages (GET only, nothing changes): overview, queue (a tab per state), task, workers,
+scheduler entries, groups. Every read goes through the public Inspector API."""
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from starlette.requests import Request
@@ -23,13 +24,23 @@ PAGE_SIZE = 25
 #: Seconds after which the "Redis unreachable" page reloads itself.
 RETRY_AFTER = 5
 HISTORY_DAYS = 7
-#: Scheduler events shown under each periodic entry.
+#: Scheduler events shown under each scheduler entry.
 ENTRY_HISTORY = 8
 
 STATES = tuple(s.value for s in STORED_STATES)
 RUNNABLE = frozenset({"scheduled", "retry", "archived", "completed", "aggregating"})
 ARCHIVABLE = frozenset({"pending", "scheduled", "retry", "completed", "aggregating"})
 DELETABLE = frozenset(STATES) - {"active"}
+
+
+def moved_to(path: str) -> Callable[[Request], Awaitable[Response]]:
+    """A retired page address: a permanent redirect to ``path`` under the same mount, with the
+    query kept (kept for one release so that bookmarks and runbooks lead somewhere)."""
+    async def redirect(request: Request) -> Response:
+        query = request.url.query
+        return RedirectResponse(link(request, path) + (f"?{query}" if query else ""), 308)
+
+    return redirect
 
 
 def _int(request: Request, name: str, default: int) -> int:
@@ -160,25 +171,25 @@ async def task_page(request: Request) -> Response:
     })
 
 
-async def servers_page(request: Request) -> Response:
+async def workers_page(request: Request) -> Response:
     inspector = dashboard(request).inspector
-    servers = await inspector.servers()
+    servers = await inspector.workers()
     # A worker serving a pattern (tenant:*): the registered queues it matches, read only then.
     matched: dict[str, dict[str, list[str]]] = {}
     if any(is_queue_pattern(q) for s in servers for q in s.queues):
         names = await inspector.queues()
         matched = {s.id: match_queue_patterns(s.queues, names) for s in servers}
-    return render(request, "servers.html", {"nav": "servers", "servers": servers,
+    return render(request, "servers.html", {"nav": "workers", "servers": servers,
                                             "matched": matched})
 
 
-async def periodic_page(request: Request) -> Response:
+async def scheduler_page(request: Request) -> Response:
     inspector = dashboard(request).inspector
     entries = await inspector.scheduler_entries()
     histories = await asyncio.gather(
         *(inspector.scheduler_history(e.id, 1, ENTRY_HISTORY) for e in entries))
     return render(request, "periodic.html", {
-        "nav": "periodic",
+        "nav": "scheduler",
         "entries": [(e, _format.show_data(e.payload, e.encoding), h)
                     for e, h in zip(entries, histories, strict=True)],
     })

@@ -53,15 +53,31 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[A
 
 def commands() -> list[Command]:
     """Every command and subcommand of ``asyncq``, in the order ``--help`` lists them; an
-    alias (``task rm`` for ``task delete``) is named on its command, not listed again."""
+    alias is named on its command, not listed again, and a retired spelling (``asyncq server
+    ls``, hidden from ``--help``) is left out: :func:`retired` lists those."""
+    return _walk()[0]
+
+
+def retired() -> list[tuple[str, str]]:
+    """Each retired command spelling that still works, with the one to use instead."""
+    return _walk()[1]
+
+
+def _walk() -> tuple[list[Command], list[tuple[str, str]]]:
     from asyncq._cli import build_parser
 
     out: list[Command] = []
+    old: dict[str, str] = {}
 
     def walk(parser: argparse.ArgumentParser, path: tuple[str, ...], help_: str,
              aliases: tuple[str, ...]) -> None:
-        out.append(Command(path, parser, help_, aliases))
         sub = _subparsers(parser)
+        deprecated = parser.get_default("deprecated")
+        if deprecated is not None:
+            if sub is None:
+                old.setdefault(*deprecated)
+        else:
+            out.append(Command(path, parser, help_, aliases))
         if sub is None:
             return
         helps = {a.dest: a.help or "" for a in sub._choices_actions}
@@ -73,7 +89,7 @@ def commands() -> list[Command]:
             walk(sub.choices[main], (*path, main), helps.get(main, ""), tuple(others))
 
     walk(build_parser(), ("asyncq",), "", ())
-    return out
+    return out, sorted(old.items())
 
 
 def _help_text(parser: argparse.ArgumentParser) -> str:
@@ -101,6 +117,10 @@ def cli_markdown() -> str:
         if cmd.help:
             lines += [cmd.help[0].upper() + cmd.help[1:].rstrip(".") + ".", ""]
         lines += ["```text", _help_text(cmd.parser).rstrip(), "```", ""]
+    lines += ["## Retired spellings", "",
+              "These still work for one release, each saying on stderr which spelling to use:",
+              "", "| retired | use |", "| --- | --- |",
+              *(f"| `{old}` | `{new}` |" for old, new in retired()), ""]
     return "\n".join(lines)
 
 

@@ -227,7 +227,7 @@ async def test_json_has_the_fields_and_encodings_of_the_python_objects(
         server_id = w.worker.config.server_id
 
         async def listed() -> list[dict[str, object]]:
-            return [s for s in js(await cli("server", "ls", "--json"))
+            return [s for s in js(await cli("worker", "ls", "--json"))
                     if s["id"] == server_id]
 
         [server] = await wait_until(listed, timeout=15, message="server listed")

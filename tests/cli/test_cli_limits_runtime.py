@@ -1,6 +1,6 @@
-"""Changing limits from the command line while a worker runs: ``asyncq queue limit`` (a queue's
-concurrency cap, shown by ``queue inspect`` too) and ``asyncq limit set|clear`` (an operator's
-value over a declared limit, shown by ``limit ls``), as text and ``--json``."""
+"""Changing limits from the command line while a worker runs: ``asyncq queue concurrency`` (a
+queue's concurrency limit, shown by ``queue inspect`` too) and ``asyncq limit set|clear`` (an
+operator's value over a declared limit, shown by ``limit ls``), as text and ``--json``."""
 
 from __future__ import annotations
 
@@ -33,19 +33,19 @@ class Held:
             self.now -= 1
 
 
-async def test_queue_limit_caps_a_running_worker_and_shows_in_inspect(
+async def test_queue_concurrency_limits_a_running_worker_and_shows_in_inspect(
     cli: Cli, asyncq_client: asyncq.Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
 ) -> None:
     q = asyncq_queue
     held = Held()
-    assert out(await cli("queue", "limit", q)).strip() == f"queue {q}: concurrency cap none"
-    assert out(await cli("queue", "limit", q, "--concurrency", "1")).strip() == (
-        f"queue {q}: concurrency cap at most 1 at once (0 running, 0 waiting) (was none)")
+    assert out(await cli("queue", "concurrency", q)).strip() == f"queue {q}: concurrency limit none"
+    assert out(await cli("queue", "concurrency", q, "--limit", "1")).strip() == (
+        f"queue {q}: concurrency limit at most 1 at once (0 running, 0 waiting) (was none)")
     async with asyncq_worker(held, queues={q: 1}, concurrency=10) as w:
         await asyncq_client.enqueue_many(asyncq.Task("t", queue=q) for _ in range(4))
 
         async def waiting(n: int) -> bool:
-            doc = js(await cli("queue", "limit", q, "--json"))
+            doc = js(await cli("queue", "concurrency", q, "--json"))
             return doc == [{"queue": q, "concurrency_limit": 1, "concurrency_in_use": 1,
                             "concurrency_waiting": n, "previous_limit": 1, "started": 0}]
 
@@ -55,14 +55,14 @@ async def test_queue_limit_caps_a_running_worker_and_shows_in_inspect(
         assert (info["concurrency_limit"], info["concurrency_in_use"],
                 info["concurrency_waiting"]) == (1, 1, 3)
         (line,) = [x for x in out(await cli("queue", "inspect", q)).splitlines()
-                   if x.startswith("concurrency cap")]
-        assert line.split(None, 2)[2] == "at most 1 at once (1 running, 3 waiting)"
+                   if x.startswith("concurrency:")]
+        assert line.split(None, 1)[1] == "at most 1 at once (1 running, 3 waiting)"
 
-        raised = out(await cli("queue", "limit", q, "--concurrency", "3")).splitlines()
+        raised = out(await cli("queue", "concurrency", q, "--limit", "3")).splitlines()
         assert raised[0].endswith("(was at most 1 at once)")
         assert raised[1].strip() == "2 waiting task(s) started"
         await wait_until(lambda: held.now == 3, timeout=10, message="3 running")
-        (doc,) = js(await cli("queue", "limit", q, "--clear", "--json"))
+        (doc,) = js(await cli("queue", "concurrency", q, "--clear", "--json"))
         assert (doc["concurrency_limit"], doc["previous_limit"], doc["started"]) == (None, 3, 1)
         await wait_until(lambda: held.now == 4, timeout=10, message="all 4 running")
         held.go.set()
@@ -70,7 +70,7 @@ async def test_queue_limit_caps_a_running_worker_and_shows_in_inspect(
     assert held.most == 4
     (info,) = js(await cli("queue", "inspect", q, "--json"))
     assert (info["concurrency_limit"], info["concurrency_in_use"]) == (None, 0)
-    assert "concurrency cap" in out(await cli("queue", "inspect", q))
+    assert "concurrency:" in out(await cli("queue", "inspect", q))
 
 
 async def test_limit_set_and_clear_override_a_declared_limit(
@@ -99,11 +99,11 @@ async def test_limit_set_and_clear_override_a_declared_limit(
     assert held.most == 3
 
 
-async def test_limit_and_cap_values_are_checked(cli: Cli, asyncq_queue: str) -> None:
+async def test_limit_values_are_checked(cli: Cli, asyncq_queue: str) -> None:
     q = asyncq_queue
-    assert "--concurrency: a queue's concurrency cap must be between 1 and" in err(
-        await cli("queue", "limit", q, "--concurrency", "0", ok=False))
-    both = await cli("queue", "limit", q, "--concurrency", "2", "--clear", ok=None)
+    assert "--limit: a queue's concurrency limit must be between 1 and" in err(
+        await cli("queue", "concurrency", q, "--limit", "0", ok=False))
+    both = await cli("queue", "concurrency", q, "--limit", "2", "--clear", ok=None)
     assert both.returncode == 2 and "not allowed with argument" in err(both)
     assert "burst (10) must be at most its count (5)" in err(
         await cli("limit", "set", "x", "--rate", "5/s", "--burst", "10", "-q", q, ok=False))

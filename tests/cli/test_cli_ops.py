@@ -1,5 +1,6 @@
-"""The operations CLI (``asyncq stats|queue|task|group|server``), run in-process against the
-test Redis: ``--json`` output is parsed, human output is checked for its key lines."""
+"""The operations CLI (``asyncq stats|queue|task|group``, ``asyncq worker ls``), run in-process
+against the test Redis: ``--json`` output is parsed, human output is checked for its key
+lines."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ async def test_queue_commands(cli: Cli, asyncq_client: asyncq.Client, asyncq_que
     assert js(await cli("queue", "inspect", q, "--json"))[0]["paused"] is True
     assert out(await cli("queue", "unpause", q)).strip() == f"unpaused queue {q}"
 
-    assert "not empty" in err(await cli("queue", "rm", q, ok=False))
-    assert out(await cli("queue", "rm", q, "--force")).strip() == f"removed queue {q}"
+    assert "not empty" in err(await cli("queue", "delete", q, ok=False))
+    assert out(await cli("queue", "delete", q, "--force")).strip() == f"deleted queue {q}"
     assert q not in js(await cli("queue", "ls", "--json"))
 
 
@@ -151,7 +152,7 @@ async def test_group_server_and_stats(cli: Cli, asyncq_client: asyncq.Client,
         server_id = w.worker.config.server_id
 
         async def listed() -> dict[str, Any] | None:
-            servers = js(await cli("server", "ls", "--json"))
+            servers = js(await cli("worker", "ls", "--json"))
             return next((s for s in servers if s["id"] == server_id and s["active_workers"]),
                         None)
 
@@ -159,7 +160,7 @@ async def test_group_server_and_stats(cli: Cli, asyncq_client: asyncq.Client,
         assert server["queues"] == {q: 1} and server["active_workers"][0]["task_type"] == "slow"
         groups_json, groups, servers, stats_json, stats = await gather(
             cli("group", "ls", "-q", q, "--json"), cli("group", "ls", "-q", q),
-            cli("server", "ls"), cli("stats", "--json"), cli("stats"))
+            cli("worker", "ls"), cli("stats", "--json"), cli("stats"))
         await cli("task", "cancel", server["active_workers"][0]["task_id"])
     assert js(groups_json) == [{"group": "alpha", "size": 2}, {"group": "beta", "size": 1}]
     assert out(groups).splitlines()[2].split() == ["alpha", "2"]

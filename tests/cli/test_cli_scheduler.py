@@ -1,4 +1,4 @@
-"""``asyncq scheduler`` as a real process, and ``asyncq cron ls|history``."""
+"""``asyncq scheduler`` as a real process, and ``asyncq scheduler ls|history``."""
 
 from __future__ import annotations
 
@@ -43,8 +43,9 @@ def make_wrong(redis_url):
 '''
 
 
-def cron_ls(cli: Cli, queue: str) -> list[dict[str, Any]]:
-    return [e for e in js(cli.sync("cron", "ls", "--json")) if e["options"].get("queue") == queue]
+def scheduler_ls(cli: Cli, queue: str) -> list[dict[str, Any]]:
+    return [e for e in js(cli.sync("scheduler", "ls", "--json"))
+            if e["options"].get("queue") == queue]
 
 
 def test_scheduler_command_publishes_entries_and_exits_0_on_sigterm(
@@ -58,7 +59,7 @@ def test_scheduler_command_publishes_entries_and_exits_0_on_sigterm(
     try:
         def published() -> list[dict[str, Any]]:
             assert proc.poll() is None, proc.communicate()[1]
-            return cron_ls(cli, asyncq_queue)
+            return scheduler_ls(cli, asyncq_queue)
 
         [entry] = poll_until(published, timeout=60, message="no entry published")
         assert (entry["spec"], entry["type"], entry["payload"]) == \
@@ -71,7 +72,7 @@ def test_scheduler_command_publishes_entries_and_exits_0_on_sigterm(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert cron_ls(cli, asyncq_queue) == []  # cleared at shutdown
+    assert scheduler_ls(cli, asyncq_queue) == []  # cleared at shutdown
 
 
 def test_load_runner_accepts_factories_and_objects(
@@ -110,45 +111,45 @@ async def _publish(url: str, queue: str) -> tuple[str, list[str]]:
     return eid, ids
 
 
-def test_cron_ls_and_history(
+def test_scheduler_ls_and_history(
     asyncq_redis_url: str, asyncq_queue: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
     eid, task_ids = asyncio.run(_publish(asyncq_redis_url, asyncq_queue))
     capsys.readouterr()  # the scheduler's own log lines
 
-    assert main(["cron", "ls", "--json", "--redis-url", asyncq_redis_url]) == 0
+    assert main(["scheduler", "ls", "--json", "--redis-url", asyncq_redis_url]) == 0
     [doc] = [d for d in json.loads(capsys.readouterr().out) if d["id"] == eid]
     assert doc["options"] == {"queue": asyncq_queue, "max_retry": 1}
     assert doc["timezone"] == "Europe/Berlin" and doc["payload"] == {"k": "v"}
     assert datetime.fromisoformat(doc["next_enqueue_at"]) > \
         datetime.fromisoformat(doc["prev_enqueue_at"])
 
-    assert main(["cron", "ls", "--redis-url", asyncq_redis_url]) == 0
+    assert main(["scheduler", "ls", "--redis-url", asyncq_redis_url]) == 0
     table = capsys.readouterr().out
     assert table.splitlines()[0].split()[:4] == ["ENTRY", "ID", "SPEC", "TIMEZONE"]
     assert any(eid in line and "cli:history" in line for line in table.splitlines())
 
-    assert main(["cron", "history", eid, "--json", "--redis-url", asyncq_redis_url]) == 0
+    assert main(["scheduler", "history", eid, "--json", "--redis-url", asyncq_redis_url]) == 0
     events = json.loads(capsys.readouterr().out)
     assert [e["task_id"] for e in events] == list(reversed(task_ids))
     assert all(datetime.fromisoformat(e["enqueued_at"]).tzinfo == UTC for e in events)
 
-    assert main(["cron", "history", eid, "--page", "2", "--size", "2",
+    assert main(["scheduler", "history", eid, "--page", "2", "--size", "2",
                  "--redis-url", asyncq_redis_url]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:2] == ["TASK", "ID"] and len(lines) == 3
     assert task_ids[0] in lines[2]
 
-    assert main(["cron", "history", "nope", "--redis-url", asyncq_redis_url]) == 0
+    assert main(["scheduler", "history", "nope", "--redis-url", asyncq_redis_url]) == 0
     assert "no enqueue events" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv", [
-    ["cron", "ls", "--redis-url", DEAD_REDIS],
-    ["cron", "history", "x", "--redis-url", DEAD_REDIS],
-    ["cron", "history", "x", "--page", "0", "--redis-url", DEAD_REDIS],
+    ["scheduler", "ls", "--redis-url", DEAD_REDIS],
+    ["scheduler", "history", "x", "--redis-url", DEAD_REDIS],
+    ["scheduler", "history", "x", "--page", "0", "--redis-url", DEAD_REDIS],
 ])
-def test_cron_errors_are_one_line_exit_1(
+def test_scheduler_ls_errors_are_one_line_exit_1(
     argv: list[str], capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(argv) == 1

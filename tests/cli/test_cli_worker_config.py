@@ -165,7 +165,7 @@ async def test_a_config_gives_the_callables_and_the_flags_override_its_values(
 
                 assert await wait_until(combined, timeout=10) == [1, 2]
                 # plain settings: the flag's concurrency over the config's 3
-                server = next(s for s in await inspector.servers()
+                server = next(s for s in await inspector.workers()
                               if asyncq_queue in s.queues)
             assert (server.pid, server.concurrency, server.extra) == (
                 proc.pid, 5, {"zone": "a"})
@@ -185,7 +185,7 @@ async def test_a_factory_returning_a_worker_builds_each_supervised_process(
     async with spawn(command, tmp_path / "sup.log", env=env) as proc, \
             Client(asyncq_redis_url) as client, Inspector(asyncq_redis_url) as inspector:
         async def two_servers() -> list[tuple[int, int]]:
-            servers = [(s.pid, s.concurrency) for s in await inspector.servers()
+            servers = [(s.pid, s.concurrency) for s in await inspector.workers()
                        if asyncq_queue in s.queues]
             return servers if len(servers) == 2 else []
 

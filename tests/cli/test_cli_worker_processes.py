@@ -59,7 +59,7 @@ async def serving(url: str, queue: str, count: int) -> dict[int, list[str]]:
     """pid -> ids of the running tasks of the live worker processes serving ``queue``, once
     there are at least ``count`` of them."""
     async with Inspector(url) as inspector:
-        servers = [s for s in await inspector.servers() if queue in s.queues]
+        servers = [s for s in await inspector.workers() if queue in s.queues]
     alive = {s.pid: [w.task_id for w in s.active_workers] for s in servers
              if psutil.pid_exists(s.pid)}
     return alive if len(alive) >= count else {}

@@ -117,7 +117,7 @@ def test_dash_shows_queue_and_quits(tmux: Tmux, asyncq_redis_url: str, queue_wit
                           "queue shown on the dash"))
     row = next(ln for ln in screen.splitlines() if ln.startswith(queue_with_tasks))
     assert row.split()[1:4] == ["run", "3", "3"]  # state, size, pending
-    assert "Servers (" in screen and "q: quit" in screen
+    assert "Workers (" in screen and "q: quit" in screen
     tmux.tmux("send-keys", "-t", "dash", key)
     assert_exited_cleanly(tmux)
 
@@ -163,4 +163,4 @@ def test_render_fits_the_window() -> None:
         assert not any("secret" in ln for ln in lines)
     lines = render(Snapshot(3.0, later, []), rates, width=120, height=24, url="redis://h",
                    refresh=1)
-    assert any("more queue(s)" in ln for ln in lines) and "no live servers" in lines
+    assert any("more queue(s)" in ln for ln in lines) and "no live workers" in lines

@@ -212,7 +212,7 @@ async def door(asyncq_redis_url: str, asyncq_queue: str,
 
 
 async def _published(inspector: Inspector) -> bool:
-    return any(REGISTERED in s.task_options for s in await inspector.servers())
+    return any(REGISTERED in s.task_options for s in await inspector.workers())
 
 
 @pytest.mark.parametrize("options", [None, CALL], ids=["no-options", "call-options"])

@@ -83,7 +83,7 @@ async def test_enqueue_process_and_inspect(deployment: Deployment,
                           concurrency=8, **FAST) as worker:
             await wait_drained(admin, qs, worker=worker, timeout=20)
             async with Inspector(deployment.url) as inspector:
-                servers = await inspector.servers()
+                servers = await inspector.workers()
                 assert worker.config.server_id in {s.id for s in servers}
                 assert set(qs) <= set(await inspector.queues())
                 infos = [await inspector.queue_info(q) for q in qs]

@@ -213,7 +213,7 @@ async def test_servers_of_go_are_listed(inspector: Inspector, redis_client: Redi
     await redis_client.zadd(K.SERVERS, {skey: t + 10})
     await redis_client.zadd(K.WORKERS, {wkey: t + 10})
     try:
-        [srv] = [s for s in await inspector.servers() if s.id == sid]
+        [srv] = [s for s in await inspector.workers() if s.id == sid]
         assert (srv.host, srv.pid, srv.concurrency, dict(srv.queues), srv.status) == (
             host, pid, 4, {"critical": 6}, "active")
         assert [(w.task_id, w.task_type, w.payload_size) for w in srv.active_workers] == [

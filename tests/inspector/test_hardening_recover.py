@@ -121,7 +121,7 @@ async def test_cli_task_recover(asyncq_client: Client, asyncq_redis_url: str, as
                                 redis_client: Redis, cli: Cli) -> None:
     q = asyncq_queue
     task_id = await strand(asyncq_redis_url, q, asyncq_client)
-    rm = await cli("queue", "rm", q, "--force", ok=None)
+    rm = await cli("queue", "delete", q, "--force", ok=None)
     assert rm.returncode == 1 and b"recover" in rm.stderr
     done = await cli("task", "recover", "-q", q, task_id, ok=None)
     assert done.returncode == 0, done.stderr

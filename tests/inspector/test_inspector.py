@@ -604,7 +604,7 @@ async def test_servers_and_cancel(
             await started.wait()
 
         async def mine() -> asyncq.ServerInfo | None:
-            for s in await inspector.servers():
+            for s in await inspector.workers():
                 if s.id == w.worker.config.server_id and s.active_workers:
                     return s
             return None
@@ -625,7 +625,7 @@ async def test_servers_and_cancel(
         # A cancelled task fails as usual (the worker decides between retry and archive).
         done = await wait_until(failed, timeout=10, message="cancelled task no longer active")
         assert done.last_error is not None and "cancel" in done.last_error
-    assert w.worker.config.server_id not in {s.id for s in await inspector.servers()}
+    assert w.worker.config.server_id not in {s.id for s in await inspector.workers()}
 
 
 # -- 75: scheduler entries (delegated to asyncq._scheduler._store)

@@ -162,7 +162,7 @@ async def test_asyncq_inspector_cancels_go_task_and_reads_result(asynq_go: GoPro
         assert [e["id"] for e in book.ends] == [result.id]
 
         async def go_listed() -> list[Any] | None:
-            mine = [s for s in await inspector.servers() if s.pid == server.pid]
+            mine = [s for s in await inspector.workers() if s.pid == server.pid]
             return mine if mine and mine[0].active_workers else None
 
         [listed] = await wait_until(go_listed, timeout=15, message="Go server seen by asyncq")

@@ -1,5 +1,5 @@
-"""The queue exporter reports a queue's concurrency cap, the slots in use and the tasks waiting
-for one, and nothing for a queue without a cap."""
+"""The queue exporter reports a queue's concurrency limit, the slots in use and the tasks
+waiting for one, and nothing for a queue without a concurrency limit."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 def _overflow_text(page: str) -> str:
     match = re.search(r'id="archive-overflow">(.*?)</p>', page, re.S)
-    assert match, "the confirmation page says nothing of the archive cap"
+    assert match, "the confirmation page says nothing of the archive limits"
     return html.unescape(re.sub(r"<[^>]+>", "", match.group(1)))
 
 
@@ -43,7 +43,7 @@ async def test_archiving_into_a_full_archive_says_what_the_cap_deletes(
             "csrf": csrf_token(confirm, http), "next": page, "action": "archive",
             "queue": queue, "state": "scheduled", "confirmed": "1"})
         assert flash(done)["ok"] == [
-            f"archive: 3 scheduled task(s) of queue {queue}; the archive cap deleted the 3 "
+            f"archive: 3 scheduled task(s) of queue {queue}; the archive limits deleted the 3 "
             f"oldest archived task(s)"]
         shown = await http.get(done.headers["location"])
         assert "deleted the 3 oldest archived task(s)" in html.unescape(shown.text)
@@ -52,7 +52,7 @@ async def test_archiving_into_a_full_archive_says_what_the_cap_deletes(
         single = await post_action(http, f"/task?q={queue}&id={one.id}", "/action/task",
                                    action="archive", queue=queue, id=one.id)
         assert flash(single)["ok"] == [
-            f"task {one.id}: archive done; the archive cap deleted the 1 oldest archived "
+            f"task {one.id}: archive done; the archive limits deleted the 1 oldest archived "
             f"task(s)"]
     assert (await asyncq_inspector.queue_info(queue)).archived == ARCHIVE_MAX_SIZE
 

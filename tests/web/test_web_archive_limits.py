@@ -1,4 +1,4 @@
-"""A queue's archive caps are configurable, stored in Redis so that every process applies the
+"""A queue's archive limits are configurable, stored in Redis so that every process applies the
 same ones (workers archiving failures, the Inspector, the dashboard, the CLI): setting them
 trims at once and says how many went, and the dashboard's confirmation uses them."""
 
@@ -46,7 +46,7 @@ async def test_a_queues_archive_caps_apply_to_workers_inspector_and_dashboard(
     archived = {t.id for t in await asyncq_inspector.list_tasks(queue, "archived")}
     assert len(archived) == 5 and failed.id in archived
 
-    # the dashboard's confirmation states this queue's caps and what they will delete
+    # the dashboard's confirmation states this queue's limits and what they will delete
     await asyncq_client.enqueue_many([Task("t", i, queue=queue) for i in range(2)])
     async with web() as http:
         confirm = await post_action(http, f"/queue?q={queue}&state=pending", "/action/state",

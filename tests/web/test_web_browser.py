@@ -50,7 +50,7 @@ def test_operate_a_queue_from_the_browser(page: Any, redis_calls: Callable[..., 
         assert redis_calls(lambda c, i: i.queue_info(queue)).paused
         expect(page.locator(f'tr[data-queue="{queue}"] [data-field="paused"]')).to_have_text(
             "paused")
-        for name in ("servers", "periodic", "groups", "limits", "workflows"):
+        for name in ("workers", "scheduler", "groups", "limits", "workflows"):
             page.goto(f"{url}/{name}")
             shot(page, name)
         page.goto("about:blank")  # closes the event stream before the server stops

@@ -1,6 +1,6 @@
-"""A queue's concurrency cap operated from the dashboard in a real browser, over a real worker
+"""A queue's concurrency limit operated from the dashboard in a real browser, over a real worker
 process: set on the queue page (after the confirmation), the page shows what runs and waits
-under it live, a raise starts the waiting tasks at once, and the cap is removed again."""
+under it live, a raise starts the waiting tasks at once, and the limit is cleared again."""
 
 from __future__ import annotations
 
@@ -26,14 +26,14 @@ def test_a_queue_cap_set_raised_and_removed_from_the_queue_page(
     worker = worker_process(asyncq_redis_url, q, tmp_path / "worker.log")
     with serve(create_app(asyncq_redis_url)) as url, portal.wrap_async_context_manager(worker):
         page.goto(f"{url}/queue?q={q}")
-        expect(page.locator("#cap-limit")).to_have_text("no concurrency cap")
+        expect(page.locator("#cap-limit")).to_have_text("no concurrency limit")
         page.fill('#cap-form input[name="concurrency"]', "1")
         page.click('#cap-form button[data-action="set_cap"]')
         expect(page.locator("#limit-question")).to_contain_text(
-            f"Cap queue {q} at 1 task(s) at once across every worker (now no limit)?")
+            f"Limit queue {q} to 1 task(s) at once across every worker (now no limit)?")
         page.click("#confirm")
         expect(page.locator(".flash.ok")).to_have_text(
-            f"queue {q}: concurrency cap at most 1 at once (was no limit)")
+            f"queue {q}: concurrency limit at most 1 at once (was no limit)")
         expect(page.locator("#cap-limit")).to_have_text("at most 1 at once")
 
         for n in range(3):
@@ -50,7 +50,7 @@ def test_a_queue_cap_set_raised_and_removed_from_the_queue_page(
         expect(page.locator("#limit-note")).to_contain_text("(1 running, 2 waiting for a slot)")
         page.click("#confirm")
         expect(page.locator(".flash.ok")).to_have_text(
-            f"queue {q}: concurrency cap at most 3 at once (was at most 1 at once); 2 waiting "
+            f"queue {q}: concurrency limit at most 3 at once (was at most 1 at once); 2 waiting "
             f"task(s) started")
         expect(running).to_have_text("3")
         expect(waiting).to_have_text("0")
@@ -63,11 +63,11 @@ def test_a_queue_cap_set_raised_and_removed_from_the_queue_page(
 
         page.click('#concurrency-cap button[data-action="clear_cap"]')
         expect(page.locator("#limit-question")).to_contain_text(
-            f"Remove the concurrency cap of queue {q} (now at most 3 at once)?")
+            f"Clear the concurrency limit of queue {q} (now at most 3 at once)?")
         page.click("#confirm")
         expect(page.locator(".flash.ok")).to_have_text(
-            f"queue {q}: no concurrency cap (was at most 3 at once)")
-        expect(page.locator("#cap-limit")).to_have_text("no concurrency cap")
+            f"queue {q}: no concurrency limit (was at most 3 at once)")
+        expect(page.locator("#cap-limit")).to_have_text("no concurrency limit")
         assert redis_calls(lambda c, i: i.queue_concurrency(q)) is None
         page.goto("about:blank")
     assert not page.dialogs and not page.errors, (page.dialogs, page.errors)

@@ -65,7 +65,7 @@ def test_the_dashboard_starts_without_redis_and_recovers(page: Any, tmp_path: Pa
             _unreachable_page_then_back(page, url, redis, "redis-unreachable")
             assert httpx.get(f"{url}/queue?q=none").status_code == 404  # pages work again
             redis.stop()
-            page.goto(f"{url}/servers")
+            page.goto(f"{url}/workers")
             expect(page.locator("#unavailable")).to_be_visible()
             _unreachable_page_then_back(page, url, redis, "redis-unreachable-again")
             page.goto("about:blank")

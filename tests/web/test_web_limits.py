@@ -1,4 +1,4 @@
-"""Changing limits from the dashboard: a queue's concurrency cap from its page, an operator's
+"""Changing limits from the dashboard: a queue's concurrency limit from its page, an operator's
 value over a declared limit from the limits page; each after a confirmation saying what it
 does, with the result shown; refused without the CSRF token, from another origin and in
 read-only mode."""
@@ -32,14 +32,14 @@ async def test_set_change_and_remove_a_queue_cap_after_a_confirmation(
     page = f"/queue?q={q}"
     async with web() as http:
         shown = await http.get(page)
-        assert 'id="cap-form"' in shown.text and "no concurrency cap" in shown.text
+        assert 'id="cap-form"' in shown.text and "no concurrency limit" in shown.text
         confirm = await post_action(http, page, "/action/limit", action="set_cap", queue=q,
                                     concurrency="3")
         assert confirm.status_code == 200
         question = html.unescape(confirm.text)
-        assert f"Cap queue {q} at 3 task(s) at once across every worker (now no limit)?" \
+        assert f"Limit queue {q} to 3 task(s) at once across every worker (now no limit)?" \
             in question
-        assert "a lower cap stops nothing that runs" in question
+        assert "a lower limit stops nothing that runs" in question
         assert await asyncq_inspector.queue_concurrency(q) is None  # not before the yes
         token = csrf_token(confirm, http)
         done = await http.post("/action/limit", data={
@@ -47,18 +47,18 @@ async def test_set_change_and_remove_a_queue_cap_after_a_confirmation(
             "concurrency": "3", "confirmed": "1"})
         assert done.status_code == 303
         assert flash(done)["ok"] == [
-            f"queue {q}: concurrency cap at most 3 at once (was no limit)"]
+            f"queue {q}: concurrency limit at most 3 at once (was no limit)"]
         cap = await asyncq_inspector.queue_concurrency(q)
         assert cap is not None and cap.limit == 3
         shown = await http.get(done.headers["location"])
         assert "at most 3 at once</b> across every worker" in shown.text
-        assert f"queue {q}: concurrency cap at most 3 at once (was no limit)" in html.unescape(
+        assert f"queue {q}: concurrency limit at most 3 at once (was no limit)" in html.unescape(
             shown.text)
 
         removed = await http.post("/action/limit", data={
             "csrf": token, "next": page, "action": "clear_cap", "queue": q, "confirmed": "1"})
         assert flash(removed)["ok"] == [
-            f"queue {q}: no concurrency cap (was at most 3 at once)"]
+            f"queue {q}: no concurrency limit (was at most 3 at once)"]
         assert await asyncq_inspector.queue_concurrency(q) is None
 
         for bad, says in (("0", "must be between 1 and"), ("x", "a whole number of tasks")):
@@ -86,7 +86,7 @@ async def test_limit_actions_are_checked_like_every_action(
         assert foreign.status_code == 403
     async with web(read_only=True) as http:
         shown = await http.get(f"/queue?q={q}")
-        assert 'id="cap-form"' not in shown.text and "no concurrency cap" in shown.text
+        assert 'id="cap-form"' not in shown.text and "no concurrency limit" in shown.text
         assert (await http.post("/action/limit", data=form)).status_code == 403
     assert await asyncq_inspector.queue_concurrency(q) is None
 

@@ -1,5 +1,5 @@
 """Every page of the dashboard renders what is in Redis: queues, tasks in each state, a task's
-payload, error, headers and result, servers, periodic entries and groups."""
+payload, error, headers and result, workers, scheduler entries and groups."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ async def test_the_task_page_shows_payload_error_headers_and_result(
     assert gone.status_code == 404 and "not found" in gone.text
 
 
-async def test_servers_periodic_and_groups_pages(
+async def test_workers_scheduler_and_groups_pages(
         web: WebFactory, seeded: dict[str, Any], asyncq_redis_url: str) -> None:
     queue = seeded["queue"]
     scheduler = asyncq.Scheduler(asyncq_redis_url)
@@ -144,13 +144,13 @@ async def test_servers_periodic_and_groups_pages(
         active_id = seeded["ids"]["active"]
 
         async def shows_running_task() -> str | None:
-            page = await http.get("/servers")
+            page = await http.get("/workers")
             return page.text if active_id in page.text else None
 
         servers = await wait_until(shows_running_task, message="the heartbeat's tasks")
         await wait_until(lambda: _has_entry(asyncq_redis_url, entry_id),
                          message="the scheduler's entries published")
-        periodic = await http.get("/periodic")
+        periodic = await http.get("/scheduler")
         groups = await http.get("/groups")
     assert queue in servers
     assert "report:daily" in periodic.text and entry_id in periodic.text

@@ -29,7 +29,7 @@ async def test_the_servers_page_shows_a_pattern_and_its_queues(
         await w.wait_drained(*tenants)
 
         async def page() -> str | None:
-            text = html.unescape((await http.get("/servers")).text)
+            text = html.unescape((await http.get("/workers")).text)
             return text if w.worker.config.server_id in text else None
 
         text = await wait_until(page, message="the worker on the servers page")

@@ -1,7 +1,7 @@
 """Wildcard queues (``queues={"tenant:*": 1}``) in a worker on a real Redis: a queue created
 after the worker started is served (announced: at once; missed: within queue_scan_interval),
 strict priority, pause, one-hop pickup and limits hold on matched queues, a queue removed is
-no longer served, and the server state and ``asyncq server ls`` show the pattern."""
+no longer served, and the server state and ``asyncq worker ls`` show the pattern."""
 
 from __future__ import annotations
 
@@ -252,8 +252,8 @@ async def test_server_state_and_server_ls_show_the_pattern_and_its_queues(
         assert state["queues"] == {pattern: 1, critical: 6}
         assert state["matched"] == {pattern: tenants}
         cli = cli_runner(asyncq_redis_url)
-        table = out(await cli("server", "ls"))
-        docs = js(await cli("server", "ls", "--json"))
+        table = out(await cli("worker", "ls"))
+        docs = js(await cli("worker", "ls", "--json"))
     line = next(row for row in table.splitlines() if server_id in row)
     assert (f"{critical}=6, {pattern}=1 [4: {tenants[0]}, {tenants[1]}, {tenants[2]}, …]"
             in line)

@@ -61,7 +61,7 @@ async def test_servers_in_many_slots(cbroker: AsynqBroker) -> None:
         await redis.zadd(K.SERVERS, {key: now_s + 30})
     assert len({key_slot(k.encode()) for k in keys}) > 1
     try:
-        servers = await Inspector(cbroker).servers()
+        servers = await Inspector(cbroker).workers()
         assert sorted(s.host for s in servers if s.host in names) == names
     finally:
         await redis.zrem(K.SERVERS, *keys)
