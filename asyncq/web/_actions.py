@@ -32,7 +32,8 @@ async def _checked_form(request: Request) -> FormData | Response:
     missing/wrong CSRF token."""
     if dashboard(request).settings.read_only:
         return PlainTextResponse("the dashboard is read-only", 403)
-    foreign = foreign_origin(request, dashboard(request).settings.allowed_origins)
+    settings = dashboard(request).settings
+    foreign = foreign_origin(request, settings.allowed_origins, settings.allowed_hosts)
     if foreign is not None:
         return PlainTextResponse(
             f"cross-origin request refused: it comes from {foreign}, not from this dashboard's "

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from .._broker import Broker, QueueInfo, RedisLike
 from .._client._client import Client
+from .._defaults import WEB_LOOPBACK_HOSTS
 from .._inspector._inspector import Inspector
 
 #: Snapshots younger than this are served from the cache (seconds).
@@ -28,6 +29,8 @@ class Settings:
     #: Origins (``scheme://host[:port]``, lower-cased) whose POSTs are accepted besides the
     #: request's own host.
     allowed_origins: frozenset[str] = frozenset()
+    #: Host names (lower-cased, loopback ones included) whose requests are answered.
+    allowed_hosts: frozenset[str] = frozenset(WEB_LOOPBACK_HOSTS)
 
 
 class Dashboard:

@@ -5,10 +5,6 @@ Redis answers, as often as Redis goes away."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,33 +12,10 @@ import httpx
 import pytest
 
 from asyncq._testing.redis_server import RedisServer
-from tests.helpers.polling import answers, poll_until
 from tests.helpers.ports import free_port
-from tests.helpers.processes import ROOT
-from tests.web.web_helpers import shot
+from tests.web.web_helpers import shot, web_process
 
 expect = pytest.importorskip("playwright.sync_api").expect
-
-
-@contextmanager
-def web_process(redis_url: str, log: Path) -> Iterator[str]:
-    """``python -m asyncq web`` on a free loopback port; yields its base URL once it answers."""
-    port = free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "asyncq", "web", "--redis-url", redis_url,
-                                 "--port", str(port)], cwd=ROOT, stdout=out, stderr=out)
-    url = f"http://127.0.0.1:{port}"
-    def up() -> bool:
-        assert proc.poll() is None, f"asyncq web exited: {log.read_text()}"
-        return answers(lambda: httpx.get(f"{url}/static/app.css", timeout=1),
-                       (httpx.TransportError,))
-
-    try:
-        poll_until(up, timeout=30, message=lambda: f"asyncq web not up: {log.read_text()}")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 def _unreachable_page_then_back(page: Any, url: str, redis: RedisServer, name: str) -> None:
