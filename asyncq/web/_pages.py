@@ -122,7 +122,8 @@ async def queue_page(request: Request) -> Response:
     tasks: list[TaskInfo] = []
     total = getattr(info, state)
     task_type = request.query_params.get("type", "").strip()
-    error = request.query_params.get("error", "").strip()
+    # not "error": that is the flash message of an action's result, shown in red
+    error = request.query_params.get("error_contains", "").strip()
     filtered = bool(task_type or error)
     matches: TaskMatches | None = None
     try:  # where a filtered list resumes its search (0: the first task)
