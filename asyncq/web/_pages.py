@@ -177,6 +177,8 @@ async def task_page(request: Request) -> Response:
     task_id = request.query_params.get("id", "")
     try:
         task = await inspector.task_info(queue, task_id)
+    except BrokerError:
+        raise  # Redis unreachable is no missing task: the 503 page, which reloads itself
     except (AsyncqError, ValueError, TypeError) as exc:
         return render(request, "error.html", {"nav": "", "message": str(exc)}, 404)
     return render(request, "task.html", {
