@@ -1,6 +1,7 @@
-"""The actions (POST only): run / archive / delete / cancel a task, the same for every task of
-a state or for the tasks ticked on a page (after a confirmation page, which says what an
-archive will delete from a full archive), pause / unpause a queue. Each is refused with 403 in
+"""The actions (POST only): run / archive / delete / cancel a task (a delete after a
+confirmation page), the same for every task of a state or for the tasks ticked on a page
+(after a confirmation page, which says what an archive will delete from a full archive),
+pause / unpause a queue. Each is refused with 403 in
 read-only mode, from a foreign origin or without the CSRF token, goes through the Inspector,
 and redirects back with its outcome (with what the archive cap deleted), or the Inspector's
 error, in the query string (shown escaped by the page)."""
@@ -17,7 +18,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from .._errors import AsyncqError
 from .._inspector._inspector import Inspector
 from ._pages import STATES
-from ._render import base_path, dashboard, render
+from ._render import base_path, dashboard, link, render
 from ._security import CSRF_FIELD, csrf_ok, foreign_origin
 
 _TASK_ACTIONS = ("run", "archive", "delete", "cancel")
@@ -86,6 +87,8 @@ async def task_action(request: Request) -> Response:
         return form
     inspector = dashboard(request).inspector
     action, queue, task_id = (_field(form, n) for n in ("action", "queue", "id"))
+    if action == "delete" and _field(form, "confirmed") != "1":
+        return await _confirm_delete(request, form, inspector, queue, task_id)
 
     async def call() -> str:
         if action not in _TASK_ACTIONS:
@@ -103,6 +106,26 @@ async def task_action(request: Request) -> Response:
         return f"task {task_id}: {action} done"
 
     return await _outcome(request, form, call)
+
+
+async def _confirm_delete(request: Request, form: FormData, inspector: Inspector, queue: str,
+                          task_id: str) -> Response:
+    """Deleting one task is for good: a page says which task (its type and state) first,
+    whose form posts again with ``confirmed=1``; from the task's own page, the result is then
+    shown on its queue's list (the task page would be gone)."""
+    try:
+        task = await inspector.task_info(queue, task_id)
+        limits = await inspector.archive_limits(queue)
+    except (AsyncqError, ValueError, TypeError) as exc:
+        return back(request, form, error=str(exc))
+    following = back_to = safe_next(request, _field(form, "next"))
+    if urlsplit(following).path == f"{base_path(request)}/task":
+        following = link(request, "/queue", q=queue, state=task.state.value)
+    return render(request, "confirm.html", {
+        "nav": "", "action": "delete", "queue": queue, "state": "", "group": None,
+        "count": 1, "selected": [task.id], "task": task, "archived": 0, "overflow": 0,
+        "limits": limits, "next": following, "back_to": back_to, "post_to": "/action/task",
+    })
 
 
 async def state_action(request: Request) -> Response:
