@@ -1,10 +1,10 @@
-"""The actions (POST only): run / archive / delete / cancel a task (a delete after a
-confirmation page), the same for every task of a state or for the tasks ticked on a page
-(after a confirmation page, which says what an archive will delete from a full archive),
-pause / unpause a queue. Each is refused with 403 in
-read-only mode, from a foreign origin or without the CSRF token, goes through the Inspector,
-and redirects back with its outcome (with what the archive cap deleted), or the Inspector's
-error, in the query string (shown escaped by the page)."""
+"""The actions (POST only): run / archive / delete / cancel a task (a delete, or an archive
+the archive's cap would make delete its oldest task, after a confirmation page), the same for
+every task of a state or for the tasks ticked on a page (after a confirmation page, which says
+what an archive will delete from a full archive), pause / unpause a queue. Each is refused
+with 403 in read-only mode, from a foreign origin or without the CSRF token, goes through the
+Inspector, and redirects back with its outcome (with what the archive cap deleted), or the
+Inspector's error, in the query string (shown escaped by the page)."""
 
 from __future__ import annotations
 
@@ -87,8 +87,10 @@ async def task_action(request: Request) -> Response:
         return form
     inspector = dashboard(request).inspector
     action, queue, task_id = (_field(form, n) for n in ("action", "queue", "id"))
-    if action == "delete" and _field(form, "confirmed") != "1":
-        return await _confirm_delete(request, form, inspector, queue, task_id)
+    if action in ("delete", "archive") and _field(form, "confirmed") != "1":
+        asked = await _confirm_task(request, form, inspector, action, queue, task_id)
+        if asked is not None:
+            return asked
 
     async def call() -> str:
         if action not in _TASK_ACTIONS:
@@ -108,23 +110,29 @@ async def task_action(request: Request) -> Response:
     return await _outcome(request, form, call)
 
 
-async def _confirm_delete(request: Request, form: FormData, inspector: Inspector, queue: str,
-                          task_id: str) -> Response:
-    """Deleting one task is for good: a page says which task (its type and state) first,
-    whose form posts again with ``confirmed=1``; from the task's own page, the result is then
-    shown on its queue's list (the task page would be gone)."""
+async def _confirm_task(request: Request, form: FormData, inspector: Inspector, action: str,
+                        queue: str, task_id: str) -> Response | None:
+    """Deleting one task, or archiving it into a full archive (which deletes the oldest
+    archived task), is for good: a page says which task (its type and state) and what goes
+    first, whose form posts again with ``confirmed=1``; None when an archive deletes nothing
+    (it goes ahead). From the task's own page, a delete's result shows on its queue's list."""
     try:
+        overflow = await inspector.archive_overflow(queue, 1) if action == "archive" else 0
+        if action == "archive" and not overflow:
+            return None
         task = await inspector.task_info(queue, task_id)
         limits = await inspector.archive_limits(queue)
+        archived = (await inspector.queue_info(queue)).archived if overflow else 0
     except (AsyncqError, ValueError, TypeError) as exc:
         return back(request, form, error=str(exc))
     following = back_to = safe_next(request, _field(form, "next"))
-    if urlsplit(following).path == f"{base_path(request)}/task":
+    if action == "delete" and urlsplit(following).path == f"{base_path(request)}/task":
         following = link(request, "/queue", q=queue, state=task.state.value)
     return render(request, "confirm.html", {
-        "nav": "", "action": "delete", "queue": queue, "state": "", "group": None,
-        "count": 1, "selected": [task.id], "task": task, "archived": 0, "overflow": 0,
-        "limits": limits, "next": following, "back_to": back_to, "post_to": "/action/task",
+        "nav": "", "action": action, "queue": queue, "state": "", "group": None,
+        "count": 1, "selected": [task.id], "task": task, "archived": archived,
+        "overflow": overflow, "limits": limits, "next": following, "back_to": back_to,
+        "post_to": "/action/task",
     })
 
 
