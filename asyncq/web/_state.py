@@ -52,6 +52,8 @@ class Dashboard:
         #: The last memory estimate of each queue, with when it was read (monotonic).
         self._memory: dict[str, tuple[float, int]] = {}
         self._cache_lock = asyncio.Lock()
+        #: Snapshots of queues read by name (a queue's page, a page of the overview).
+        self._named: dict[str, tuple[float, QueueInfo]] = {}
         self._charts: tuple[float, list[DailyStats], list[MinuteStats]] | None = None
 
     @property
@@ -77,26 +79,36 @@ class Dashboard:
 
     async def queue_infos(self, queues: list[str] | None = None, *, fresh: bool = False,
                           since: float | None = None) -> dict[str, QueueInfo]:
-        """Snapshots of ``queues`` (every queue when None), by name, read at most every
+        """Snapshots of ``queues`` (every queue when None), by name, each read at most every
         ``SNAPSHOT_TTL`` seconds for all callers together unless ``fresh``; ``since`` (a
         ``time.monotonic()`` value) refuses a snapshot read before then, so a caller that
-        heard of a change sees it. Named queues missing from a usable snapshot are read alone:
-        a page of a fleet's queues costs its queues, not the fleet's."""
+        heard of a change sees it. Named queues are read alone when no usable snapshot holds
+        them: a page of a fleet's queues costs its queues, not the fleet's."""
+
+        def usable(read_at: float) -> bool:
+            return (not fresh and time.monotonic() - read_at <= SNAPSHOT_TTL
+                    and (since is None or read_at >= since))
+
         async with self._cache_lock:
-            cached = self._cache
-            stale = (fresh or cached is None or time.monotonic() - cached[0] > SNAPSHOT_TTL
-                     or (since is not None and cached[0] < since))
-            if stale and queues is None:
-                cached = (time.monotonic(), await self._read_all(fresh))
-                self._cache = cached
-        if queues is None:
-            assert cached is not None
-            return cached[1]
-        infos = {} if stale or cached is None else cached[1]
-        missing = [q for q in queues if q not in infos]
-        if missing:  # a queue created since the last read, or no usable snapshot
-            infos = {**infos, **await self._read(missing, fresh)}
-        return {q: infos[q] for q in queues if q in infos}
+            if queues is None:
+                if self._cache is None or not usable(self._cache[0]):
+                    self._cache = (time.monotonic(), await self._read_all(fresh))
+                return self._cache[1]
+            got: dict[str, QueueInfo] = {}
+            every = self._cache[1] if self._cache and usable(self._cache[0]) else {}
+            for q in queues:
+                named = self._named.get(q)
+                if q in every:
+                    got[q] = every[q]
+                elif named is not None and usable(named[0]):
+                    got[q] = named[1]
+            missing = [q for q in queues if q not in got]
+            if missing:  # no usable snapshot holds them, or created since the last read
+                read_at = time.monotonic()
+                for q, info in (await self._read(missing, fresh)).items():
+                    self._named[q] = (read_at, info)
+                    got[q] = info
+        return {q: got[q] for q in queues if q in got}
 
     async def chart_stats(self, queues: list[str], days: int
                           ) -> tuple[list[DailyStats], list[MinuteStats]]:
