@@ -129,6 +129,9 @@ DEFAULT_REDIS_URL: Final = "redis://127.0.0.1:6379/0"
 WEB_HOST: Final = "127.0.0.1"
 """``asyncq web`` listens on loopback only unless told otherwise."""
 WEB_PORT: Final = 8080
+WEB_LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
+"""The ``Host`` names the dashboard always answers (besides ``allowed_hosts``): a browser
+sends them only for a page of this machine, never for a DNS-rebinding domain."""
 WEB_TITLE: Final = "asyncq"
 """The dashboard's header (``create_app(title=...)``, ``asyncq web --title``)."""
 WEB_AUTH_REALM: Final = "asyncq"

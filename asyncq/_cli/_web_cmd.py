@@ -1,7 +1,9 @@
 """``asyncq web``: serve the web dashboard with uvicorn, on loopback unless told otherwise.
 
 A host other than loopback without auth is refused (anyone who reaches the port could delete
-every task) unless ``--allow-public-without-auth`` says the operator means it. Redis unreachable
+every task) unless ``--allow-public-without-auth`` says the operator means it. Requests are
+answered only for the loopback names, the address listened on and each ``--allowed-host``
+(any other ``Host``, such as a DNS-rebinding domain's, gets a 400). Redis unreachable
 at start is said on stderr, not fatal: the dashboard answers 503 until Redis is back.
 """
 
@@ -36,6 +38,10 @@ def register(sub: Any) -> None:
     p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
                    help="accept actions posted from this origin (scheme://host[:port]) besides "
                         "the request's own host: behind a proxy that rewrites Host; repeatable")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                   help="answer requests for this Host name besides the loopback names and "
+                        "--host ('ops.example.com', '.example.com' for a domain and its "
+                        "subdomains, '*' for any); other names get a 400; repeatable")
     p.add_argument("--allow-public-without-auth", action="store_true",
                    help="listen on a non-loopback address without --basic-auth")
     p.set_defaults(func=cmd_web)
@@ -90,7 +96,8 @@ def cmd_web(args: argparse.Namespace) -> int:
     auth = basic_auth(*credentials) if credentials else None
     try:
         app = create_app(args.redis_url, read_only=args.read_only, auth=auth, title=args.title,
-                         allowed_origins=args.allowed_origin)
+                         allowed_origins=args.allowed_origin,
+                         allowed_hosts=[args.host, *args.allowed_host])
     except (ValueError, TypeError) as exc:
         raise CLIError(str(exc)) from None
     try:
@@ -105,6 +112,10 @@ def cmd_web(args: argparse.Namespace) -> int:
               f"Redis is back", file=sys.stderr, flush=True)
     print(f"asyncq web: http://{args.host}:{args.port}{args.root_path}/"
           f"{' (read-only)' if args.read_only else ''}", flush=True)
+    if not is_loopback(args.host) and not args.allowed_host:
+        print(f"asyncq web: only requests for {args.host} and the loopback names are answered; "
+              f"add --allowed-host NAME for each name browsers reach the dashboard by",
+              file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, root_path=args.root_path,
                 log_level="warning", timeout_graceful_shutdown=3)
     return 0

@@ -1,9 +1,10 @@
-"""The actions (POST only): run / archive / delete / cancel a task, the same for every task of
-a state or for the tasks ticked on a page (after a confirmation page, which says what an
-archive will delete from a full archive), pause / unpause a queue. Each is refused with 403 in
-read-only mode, from a foreign origin or without the CSRF token, goes through the Inspector,
-and redirects back with its outcome (with what the archive limits deleted), or the Inspector's
-error, in the query string (shown escaped by the page)."""
+"""The actions (POST only): run / archive / delete / cancel a task (a delete, or an archive
+the archive's limits would make delete its oldest task, after a confirmation page), the same for
+every task of a state or for the tasks ticked on a page (after a confirmation page, which says
+what an archive will delete from a full archive), pause / unpause a queue. Each is refused
+with 403 in read-only mode, from a foreign origin or without the CSRF token, goes through the
+Inspector, and redirects back with its outcome (with what the archive limits deleted), or the
+Inspector's error, in the query string (shown escaped by the page)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from .._errors import AsyncqError
 from .._inspector._inspector import Inspector
 from ._pages import STATES
-from ._render import base_path, dashboard, render
+from ._render import base_path, dashboard, link, render
 from ._security import CSRF_FIELD, csrf_ok, foreign_origin
 
 _TASK_ACTIONS = ("run", "archive", "delete", "cancel")
@@ -32,7 +33,8 @@ async def _checked_form(request: Request) -> FormData | Response:
     missing/wrong CSRF token."""
     if dashboard(request).settings.read_only:
         return PlainTextResponse("the dashboard is read-only", 403)
-    foreign = foreign_origin(request, dashboard(request).settings.allowed_origins)
+    settings = dashboard(request).settings
+    foreign = foreign_origin(request, settings.allowed_origins, settings.allowed_hosts)
     if foreign is not None:
         return PlainTextResponse(
             f"cross-origin request refused: it comes from {foreign}, not from this dashboard's "
@@ -85,6 +87,10 @@ async def task_action(request: Request) -> Response:
         return form
     inspector = dashboard(request).inspector
     action, queue, task_id = (_field(form, n) for n in ("action", "queue", "id"))
+    if action in ("delete", "archive") and _field(form, "confirmed") != "1":
+        asked = await _confirm_task(request, form, inspector, action, queue, task_id)
+        if asked is not None:
+            return asked
 
     async def call() -> str:
         if action not in _TASK_ACTIONS:
@@ -102,6 +108,32 @@ async def task_action(request: Request) -> Response:
         return f"task {task_id}: {action} done"
 
     return await _outcome(request, form, call)
+
+
+async def _confirm_task(request: Request, form: FormData, inspector: Inspector, action: str,
+                        queue: str, task_id: str) -> Response | None:
+    """Deleting one task, or archiving it into a full archive (which deletes the oldest
+    archived task), is for good: a page says which task (its type and state) and what goes
+    first, whose form posts again with ``confirmed=1``; None when an archive deletes nothing
+    (it goes ahead). From the task's own page, a delete's result shows on its queue's list."""
+    try:
+        overflow = await inspector.archive_overflow(queue, 1) if action == "archive" else 0
+        if action == "archive" and not overflow:
+            return None
+        task = await inspector.task_info(queue, task_id)
+        limits = await inspector.archive_limits(queue)
+        archived = (await inspector.queue_info(queue)).archived if overflow else 0
+    except (AsyncqError, ValueError, TypeError) as exc:
+        return back(request, form, error=str(exc))
+    following = back_to = safe_next(request, _field(form, "next"))
+    if action == "delete" and urlsplit(following).path == f"{base_path(request)}/task":
+        following = link(request, "/queue", q=queue, state=task.state.value)
+    return render(request, "confirm.html", {
+        "nav": "", "action": action, "queue": queue, "state": "", "group": None,
+        "count": 1, "selected": [task.id], "task": task, "archived": archived,
+        "overflow": overflow, "limits": limits, "next": following, "back_to": back_to,
+        "post_to": "/action/task",
+    })
 
 
 async def state_action(request: Request) -> Response:

@@ -3,7 +3,8 @@
 something changed, at most ``MAX_RATE`` a second per tab and at least every ``IDLE_REFRESH``
 seconds; ``/live`` answers the same document once, for browsers whose event stream fails
 (they poll it slowly). A task page (``task=<id>``) hears only its task's events and gets its
-state and progress bar instead of counts.
+state and progress bar instead of counts. An overview that lists a page of the queues
+(``qs=<queue>`` repeated) hears and gets only those.
 
 Counts come from the dashboard's shared snapshot cache, so Redis sees a bounded number of
 reads whatever the number of open tabs; the events themselves arrive on the one subscription
@@ -50,14 +51,18 @@ def counts(info: QueueInfo) -> dict[str, Any]:
 
 
 async def snapshot(dash: Dashboard, queue: str | None, active: bool, base: str,
-                   since: float | None = None, task: str | None = None) -> dict[str, Any]:
-    """The live document: counts per queue (read after ``since``, see
-    ``Dashboard.queue_infos``), and the rendered rows of the active list; for a task page,
-    the task's state and progress cell instead."""
+                   since: float | None = None, task: str | None = None,
+                   queues: list[str] | None = None) -> dict[str, Any]:
+    """The live document: counts per queue (of ``queues`` when given, of every queue when
+    ``queue`` is None, read after ``since``, see ``Dashboard.queue_infos``), and the rendered
+    rows of the active list; for a task page, the task's state and progress cell instead.
+    ``all`` says the counts cover every queue (the overview's throughput is their sum)."""
     if queue is not None and task is not None:
         return await task_snapshot(dash, queue, task)
-    infos = await dash.queue_infos(None if queue is None else [queue], since=since)
-    doc: dict[str, Any] = {"queues": {q: counts(i) for q, i in infos.items()}}
+    wanted = [queue] if queue is not None else queues
+    infos = await dash.queue_infos(wanted, since=since)
+    doc: dict[str, Any] = {"queues": {q: counts(i) for q, i in infos.items()},
+                           "all": wanted is None}
     if queue is not None and active:
         try:
             tasks = await dash.inspector.list_tasks(queue, "active", 1, ACTIVE_ROWS)
@@ -87,15 +92,17 @@ def to_json(doc: dict[str, Any]) -> bytes:
     return orjson.dumps(doc).replace(b"<", b"\\u003c")
 
 
-def _params(request: Request) -> tuple[str | None, bool, str | None]:
+def _params(request: Request) -> tuple[str | None, bool, str | None, list[str] | None]:
+    listed = [q for q in request.query_params.getlist("qs") if q]
     return (request.query_params.get("q") or None, request.query_params.get("active") == "1",
-            request.query_params.get("task") or None)
+            request.query_params.get("task") or None, listed or None)
 
 
 async def live(request: Request) -> Response:
-    queue, active, task = _params(request)
+    queue, active, task, listed = _params(request)
     try:
-        doc = await snapshot(dashboard(request), queue, active, base_path(request), task=task)
+        doc = await snapshot(dashboard(request), queue, active, base_path(request), task=task,
+                             queues=listed)
     except AsyncqError as exc:
         return JSONResponse({"error": str(exc)}, 503)
     return Response(to_json(doc), media_type="application/json",
@@ -103,11 +110,11 @@ async def live(request: Request) -> Response:
 
 
 async def events(request: Request) -> Response:
-    queue, active, task = _params(request)
+    queue, active, task, listed = _params(request)
     dash = dashboard(request)
-    queues = [queue] if queue else await dash.inspector.queues()
+    queues = [queue] if queue else listed or await dash.inspector.queues()
     return StreamingResponse(_stream(request, dash, queues, queue, active,
-                                     task if queue else None),
+                                     task if queue else None, listed),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
@@ -130,7 +137,8 @@ async def _no_events() -> AsyncIterator[AsyncIterator[object]]:
 
 
 async def _stream(request: Request, dash: Dashboard, queues: list[str], queue: str | None,
-                  active: bool, task: str | None = None) -> AsyncIterator[bytes]:
+                  active: bool, task: str | None = None,
+                  listed: list[str] | None = None) -> AsyncIterator[bytes]:
     base = base_path(request)
     changed = asyncio.Event()
     changed.set()  # the first document goes out at once
@@ -163,7 +171,8 @@ async def _stream(request: Request, dash: Dashboard, queues: list[str], queue: s
                     return
                 changed.clear()
                 try:
-                    doc = await snapshot(dash, queue, active, base, since=heard, task=task)
+                    doc = await snapshot(dash, queue, active, base, since=heard, task=task,
+                                         queues=listed)
                 except AsyncqError as exc:
                     doc = {"error": str(exc)}
                 yield b"data: " + to_json(doc) + b"\n\n"

@@ -7,13 +7,13 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from .._broker import DailyStats, MinuteStats, QueueInfo, TaskMatches
+from .._broker import QueueInfo, TaskMatches
 from .._errors import AsyncqError, BrokerError, QueueNotFoundError, TaskNotFoundError
-from .._inspector._inspector import Inspector
 from .._log import get_logger
 from .._model._info import STORED_STATES, TaskInfo, TaskState
 from .._validate import is_queue_pattern, match_queue_patterns
@@ -50,35 +50,61 @@ def _int(request: Request, name: str, default: int) -> int:
         return default
 
 
+#: Queues a page of the overview lists: a fleet of thousands stays a page to read.
+OVERVIEW_PAGE_SIZE = 50
+#: The columns the overview sorts by: name, pause flag, size per state, today's counters...
+SORT_COLUMNS = ("queue", "paused", *STATES, "processed", "failed", "error_rate", "latency",
+                "memory")
+
+
+def _sort_key(column: str) -> Callable[[QueueInfo], Any]:
+    if column == "queue":
+        return lambda i: i.queue
+    if column == "error_rate":
+        return lambda i: (i.failed / i.processed if i.processed else -1.0, i.failed)
+    if column == "memory":
+        return lambda i: i.memory_usage
+    return lambda i: getattr(i, column)
+
+
+def _listing(request: Request, infos: list[QueueInfo]) -> dict[str, Any]:
+    """The overview's list: the queues whose name contains ``search`` (case-insensitive),
+    sorted by ``sort`` (``order`` asc or desc; ties by name), page ``page`` of
+    ``OVERVIEW_PAGE_SIZE``."""
+    search = request.query_params.get("search", "").strip()
+    sort = request.query_params.get("sort", "queue")
+    if sort not in SORT_COLUMNS:
+        sort = "queue"
+    order = request.query_params.get("order", "asc" if sort == "queue" else "desc")
+    if order not in ("asc", "desc"):
+        order = "asc"
+    found = [i for i in infos if search.casefold() in i.queue.casefold()]
+    found.sort(key=lambda i: i.queue)
+    found.sort(key=_sort_key(sort), reverse=order == "desc")  # stable: ties stay by name
+    pages = max(1, math.ceil(len(found) / OVERVIEW_PAGE_SIZE))
+    page = min(_int(request, "page", 1), pages)
+    first = (page - 1) * OVERVIEW_PAGE_SIZE
+    return {"queues": found[first:first + OVERVIEW_PAGE_SIZE], "matching": len(found),
+            "search": search, "sort": sort, "order": order, "page": page, "pages": pages,
+            "first": first}
+
+
 async def overview(request: Request) -> Response:
     dash = dashboard(request)
-    inspector = dash.inspector
     infos = await dash.queue_infos(fresh=True)
-    histories = await asyncio.gather(*(_history(inspector, q) for q in infos))
-    days = [d for h in histories for d in h]
-    hours = await asyncio.gather(*(_last_hour(inspector, q) for q in infos))
+    days, minutes = await dash.chart_stats(list(infos), HISTORY_DAYS)
     totals = {name: sum(getattr(i, name) for i in infos.values())
               for name in ("size", "processed", "failed", "memory_usage", *STATES)}
+    listing = _listing(request, list(infos.values()))
+    shown = [i.queue for i in listing["queues"]]
     return render(request, "overview.html", {
-        "nav": "overview", "queues": list(infos.values()), "totals": totals,
+        "nav": "overview", "count": len(infos), "totals": totals, **listing,
         "states": STATES, "chart": _format.daily_chart(days),
-        "hour": _format.hour_chart([m for h in hours for m in h], datetime.now(UTC)),
-        "redis": await inspector.redis_info(), "live": {},
+        "hour": _format.hour_chart(minutes, datetime.now(UTC)),
+        "redis": await dash.inspector.redis_info(),
+        # live: the counts of the queues shown (every queue when they all are)
+        "live": {} if len(shown) == len(infos) else {"qs": shown} if shown else None,
     })
-
-
-async def _history(inspector: Inspector, queue: str) -> list[DailyStats]:
-    try:
-        return await inspector.history(queue, HISTORY_DAYS)
-    except QueueNotFoundError:
-        return []
-
-
-async def _last_hour(inspector: Inspector, queue: str) -> list[MinuteStats]:
-    try:
-        return await inspector.minute_stats(queue)
-    except QueueNotFoundError:
-        return []
 
 
 async def queue_page(request: Request) -> Response:
@@ -106,7 +132,8 @@ async def queue_page(request: Request) -> Response:
     tasks: list[TaskInfo] = []
     total = getattr(info, state)
     task_type = request.query_params.get("type", "").strip()
-    error = request.query_params.get("error", "").strip()
+    # not "error": that is the flash message of an action's result, shown in red
+    error = request.query_params.get("error_contains", "").strip()
     filtered = bool(task_type or error)
     matches: TaskMatches | None = None
     try:  # where a filtered list resumes its search (0: the first task)
@@ -160,6 +187,8 @@ async def task_page(request: Request) -> Response:
     task_id = request.query_params.get("id", "")
     try:
         task = await inspector.task_info(queue, task_id)
+    except BrokerError:
+        raise  # Redis unreachable is no missing task: the 503 page, which reloads itself
     except (AsyncqError, ValueError, TypeError) as exc:
         return render(request, "error.html", {"nav": "", "message": str(exc)}, 404)
     return render(request, "task.html", {

@@ -60,7 +60,8 @@ def render(request: Request, template: str, context: dict[str, Any],
         "link": lambda path, **params: link(request, path, **params),
         **context,
         "live": live is not None,
-        "live_query": urlencode({k: v for k, v in (live or {}).items() if v is not None}),
+        "live_query": urlencode({k: v for k, v in (live or {}).items() if v is not None},
+                                doseq=True),
     }
     html = ENV.get_template(template).render(page)
     return HTMLResponse(html, status_code, headers={"Cache-Control": "no-store"})

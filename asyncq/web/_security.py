@@ -1,5 +1,10 @@
-"""Who may see the dashboard (the auth hook, HTTP basic auth), the security headers every
-response carries, and the CSRF token that every state-changing request must echo.
+"""Who may see the dashboard (the allowed hosts, the auth hook, HTTP basic auth), the security
+headers every response carries, and the CSRF token that every state-changing request must echo.
+
+A request whose ``Host`` is not an allowed host is refused (400) before anything else: a page
+served by a DNS-rebinding domain (a name of the attacker's that they re-point at 127.0.0.1)
+reaches a loopback dashboard with its own name as ``Host``, so checking the name is what keeps
+an unauthenticated dashboard on loopback private. The loopback names are always allowed.
 
 CSRF uses the double-submit pattern: a random token in a ``SameSite=Strict``, HttpOnly cookie,
 repeated in a hidden field of every form; a POST whose field does not match its cookie is
@@ -16,6 +21,8 @@ from __future__ import annotations
 import base64
 import binascii
 import inspect
+import ipaddress
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Iterable
 from http.cookies import SimpleCookie
@@ -25,7 +32,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .._defaults import WEB_AUTH_REALM
+from .._defaults import WEB_AUTH_REALM, WEB_LOOPBACK_HOSTS
+from .._log import get_logger
 
 #: A callable that receives the request and says whether it may proceed (sync or async).
 AuthHook = Callable[[Request], bool | Awaitable[bool]]
@@ -80,19 +88,97 @@ def basic_auth(username: str, password: str, *, realm: str = WEB_AUTH_REALM) -> 
     return BasicAuth(username, password, realm)
 
 
-class SecurityMiddleware:
-    """Runs the auth hook before anything else, adds the security headers to every response,
-    and gives each browser its CSRF cookie (the token is in ``scope["state"]["csrf"]``)."""
+#: ``name[:port]`` of a Host header: a DNS name or IPv4 address, or a bracketed IPv6 one.
+_HOST_HEADER = re.compile(r"(?P<name>\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(?::(?P<port>[0-9]{1,5}))?")
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
 
-    def __init__(self, app: ASGIApp, auth: AuthHook | None) -> None:
+
+def host_name(netloc: str) -> str | None:
+    """The name of ``host[:port]`` lower-cased, without port, brackets or a final dot
+    (``[::1]:8080`` -> ``::1``), or None when it is not a host."""
+    match = _HOST_HEADER.fullmatch(netloc.strip().lower())
+    if match is None:
+        return None
+    name = match["name"]
+    if name.startswith("["):
+        try:
+            return str(ipaddress.IPv6Address(name[1:-1]))
+        except ValueError:
+            return None
+    return name.removesuffix(".") or None
+
+
+def host_allowed(netloc: str, allowed: frozenset[str]) -> bool:
+    """Whether ``host[:port]`` names an allowed host (any port): a name listed, a subdomain of
+    a listed ``.example.com``, or anything when ``*`` is listed."""
+    name = host_name(netloc)
+    if name is None:
+        return False
+    if "*" in allowed or name in allowed:
+        return True
+    return any(a.startswith(".") and (name == a[1:] or name.endswith(a)) for a in allowed)
+
+
+def check_hosts(hosts: Iterable[str]) -> frozenset[str]:
+    """``create_app(allowed_hosts=...)``: host names (``ops.example.com``), ``.example.com``
+    (that domain and its subdomains), IP addresses, or ``*`` (any Host: only behind something
+    that checks it); kept lower-cased, with the loopback names, which are always allowed."""
+    if isinstance(hosts, str):
+        raise TypeError("allowed_hosts must be a list of host names, not one str")
+    out = set(WEB_LOOPBACK_HOSTS)
+    for host in hosts:
+        if not isinstance(host, str):
+            raise TypeError(f"allowed_hosts: {host!r} is not a str")
+        given = host.strip().lower()
+        if given == "*":
+            out.add(given)
+            continue
+        subdomains = given.startswith(".")
+        bare = given[1:] if subdomains else given
+        try:
+            name = str(ipaddress.ip_address(bare.strip("[]")))
+        except ValueError:
+            name = bare.removesuffix(".")
+            if not _HOST_NAME.fullmatch(name):
+                name = ""
+        if not name or (subdomains and ":" in name):
+            raise ValueError(f"allowed_hosts: {host!r} is not a host name; give the name "
+                             "browsers use, without scheme or port: 'ops.example.com', "
+                             "'.example.com' (and its subdomains), '10.0.0.5' or '*'")
+        out.add(f".{name}" if subdomains else name)
+    return frozenset(out)
+
+
+def _host_refused(host: str) -> PlainTextResponse:
+    get_logger("web").warning("dashboard: request refused, its Host is not an allowed host",
+                              host=host)
+    return PlainTextResponse(
+        f"Bad Request: Host {host!r} is not an allowed host of this dashboard; if browsers "
+        f"reach it by that name, add it to create_app(allowed_hosts=[...]) or asyncq web "
+        f"--allowed-host", 400)
+
+
+class SecurityMiddleware:
+    """Refuses a request for a Host that is not allowed (400), then runs the auth hook before
+    anything else, adds the security headers to every response, and gives each browser its
+    CSRF cookie (the token is in ``scope["state"]["csrf"]``)."""
+
+    def __init__(self, app: ASGIApp, auth: AuthHook | None,
+                 allowed_hosts: frozenset[str] = frozenset(WEB_LOOPBACK_HOSTS)) -> None:
         self.app = app
         self.auth = auth
+        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http":  # the dashboard serves nothing else
             await self.app(scope, receive, send)
             return
         request = Request(scope)
+        # No Host at all is no browser's request (HTTP/1.1 requires it): nothing to rebind.
+        host = request.headers.get("host")
+        if host is not None and not host_allowed(host, self.allowed_hosts):
+            await _host_refused(host)(scope, receive, _with_headers(send, []))
+            return
         if self.auth is not None and not await _allowed(self.auth, request):
             headers = {}
             if isinstance(self.auth, BasicAuth):
@@ -167,11 +253,14 @@ def _host(scheme: str, netloc: str) -> str:
     return host if port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
 
 
-def foreign_origin(request: Request, allowed: frozenset[str]) -> str | None:
-    """The origin a POST came from when it is not this dashboard's host (nor in ``allowed``),
-    else None. Read from ``Origin``, else from ``Referer``; a request with neither (not a
-    browser's form) is left to the token check. Hosts are compared without the scheme, so a
-    dashboard behind a TLS-terminating proxy that forwards ``Host`` needs no setting."""
+def foreign_origin(request: Request, allowed: frozenset[str],
+                   allowed_hosts: frozenset[str] = frozenset(WEB_LOOPBACK_HOSTS)) -> str | None:
+    """The origin a POST came from when it is not this dashboard (nor in ``allowed``), else
+    None. Read from ``Origin``, else from ``Referer``; a request with neither (not a browser's
+    form) is left to the token check. The origin's host must be an allowed host, and on the
+    port the request came to: cookies ignore ports, so a page of another port of the same host
+    could have planted the token. Hosts are compared without the scheme, so a dashboard behind
+    a TLS-terminating proxy that forwards ``Host`` needs no setting."""
     origin = request.headers.get("origin")
     if origin is None:
         referer = request.headers.get("referer")
@@ -184,8 +273,9 @@ def foreign_origin(request: Request, allowed: frozenset[str]) -> str | None:
         return None
     parts = urlsplit(origin)
     own = request.headers.get("host", "")
-    if parts.scheme and parts.netloc and own and (
-            _host(parts.scheme, parts.netloc) == _host(request.url.scheme, own)):
+    if (parts.scheme and parts.netloc and own and host_allowed(parts.netloc, allowed_hosts)
+            and host_allowed(own, allowed_hosts)
+            and _host(parts.scheme, parts.netloc) == _host(request.url.scheme, own)):
         return None
     return origin
 

@@ -8,8 +8,10 @@ import asyncio
 import time
 from dataclasses import dataclass, replace
 
-from .._broker import Broker, QueueInfo, RedisLike
+from .._broker import Broker, DailyStats, MinuteStats, QueueInfo, RedisLike
 from .._client._client import Client
+from .._defaults import WEB_LOOPBACK_HOSTS
+from .._errors import QueueNotFoundError
 from .._inspector._inspector import Inspector
 
 #: Snapshots younger than this are served from the cache (seconds).
@@ -17,6 +19,10 @@ SNAPSHOT_TTL = 0.5
 #: The sampled memory estimate (three quarters of a snapshot's Redis work) is read again only
 #: after this many seconds, or when a page is rendered (seconds).
 MEMORY_TTL = 10.0
+#: The overview's charts cost two reads per queue (seconds at thousands of queues): a fleet of
+#: more queues than this has them read at most every ``CHART_TTL`` seconds.
+CHART_CACHE_FROM = 200
+CHART_TTL = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +34,8 @@ class Settings:
     #: Origins (``scheme://host[:port]``, lower-cased) whose POSTs are accepted besides the
     #: request's own host.
     allowed_origins: frozenset[str] = frozenset()
+    #: Host names (lower-cased, loopback ones included) whose requests are answered.
+    allowed_hosts: frozenset[str] = frozenset(WEB_LOOPBACK_HOSTS)
 
 
 class Dashboard:
@@ -41,9 +49,12 @@ class Dashboard:
         self._inspector: Inspector | None = None
         self._client: Client | None = None
         self._cache: tuple[float, dict[str, QueueInfo]] | None = None
-        self._memory: dict[str, int] = {}
-        self._memory_at = 0.0
+        #: The last memory estimate of each queue, with when it was read (monotonic).
+        self._memory: dict[str, tuple[float, int]] = {}
         self._cache_lock = asyncio.Lock()
+        #: Snapshots of queues read by name (a queue's page, a page of the overview).
+        self._named: dict[str, tuple[float, QueueInfo]] = {}
+        self._charts: tuple[float, list[DailyStats], list[MinuteStats]] | None = None
 
     @property
     def inspector(self) -> Inspector:
@@ -68,23 +79,65 @@ class Dashboard:
 
     async def queue_infos(self, queues: list[str] | None = None, *, fresh: bool = False,
                           since: float | None = None) -> dict[str, QueueInfo]:
-        """Snapshots of ``queues`` (every queue when None), by name, read at most every
+        """Snapshots of ``queues`` (every queue when None), by name, each read at most every
         ``SNAPSHOT_TTL`` seconds for all callers together unless ``fresh``; ``since`` (a
         ``time.monotonic()`` value) refuses a snapshot read before then, so a caller that
-        heard of a change sees it."""
+        heard of a change sees it. Named queues are read alone when no usable snapshot holds
+        them: a page of a fleet's queues costs its queues, not the fleet's."""
+
+        def usable(read_at: float) -> bool:
+            return (not fresh and time.monotonic() - read_at <= SNAPSHOT_TTL
+                    and (since is None or read_at >= since))
+
         async with self._cache_lock:
-            cached = self._cache
-            if (fresh or cached is None or time.monotonic() - cached[0] > SNAPSHOT_TTL
-                    or (since is not None and cached[0] < since)):
-                cached = (time.monotonic(), await self._read_all(fresh))
-                self._cache = cached
-        infos = cached[1]
-        if queues is None:
-            return infos
-        missing = [q for q in queues if q not in infos]
-        if missing:  # a queue created since the last read
-            infos = {**infos, **await self._read(missing)}
-        return {q: infos[q] for q in queues if q in infos}
+            if queues is None:
+                if self._cache is None or not usable(self._cache[0]):
+                    self._cache = (time.monotonic(), await self._read_all(fresh))
+                return self._cache[1]
+            got: dict[str, QueueInfo] = {}
+            every = self._cache[1] if self._cache and usable(self._cache[0]) else {}
+            for q in queues:
+                named = self._named.get(q)
+                if q in every:
+                    got[q] = every[q]
+                elif named is not None and usable(named[0]):
+                    got[q] = named[1]
+            missing = [q for q in queues if q not in got]
+            if missing:  # no usable snapshot holds them, or created since the last read
+                read_at = time.monotonic()
+                for q, info in (await self._read(missing, fresh)).items():
+                    self._named[q] = (read_at, info)
+                    got[q] = info
+        return {q: got[q] for q in queues if q in got}
+
+    async def chart_stats(self, queues: list[str], days: int
+                          ) -> tuple[list[DailyStats], list[MinuteStats]]:
+        """Every queue's counters of the last ``days`` days and its last hour's minutes, for
+        the overview's charts; reused for ``CHART_TTL`` seconds beyond ``CHART_CACHE_FROM``
+        queues."""
+        cached = self._charts
+        reuse = len(queues) > CHART_CACHE_FROM
+        if reuse and cached is not None and time.monotonic() - cached[0] <= CHART_TTL:
+            return cached[1], cached[2]
+        inspector = self.inspector
+
+        async def history(queue: str) -> list[DailyStats]:
+            try:
+                return await inspector.history(queue, days)
+            except QueueNotFoundError:  # deleted meanwhile
+                return []
+
+        async def last_hour(queue: str) -> list[MinuteStats]:
+            try:
+                return await inspector.minute_stats(queue)
+            except QueueNotFoundError:
+                return []
+
+        daily = [d for h in await asyncio.gather(*map(history, queues)) for d in h]
+        minutes = [m for h in await asyncio.gather(*map(last_hour, queues)) for m in h]
+        if reuse:
+            self._charts = (time.monotonic(), daily, minutes)
+        return daily, minutes
 
     async def _read_all(self, fresh: bool = False) -> dict[str, QueueInfo]:
         return await self._read(await self.inspector.queues(), fresh)
@@ -94,12 +147,11 @@ class Dashboard:
         costs a round trip or two, not 200. Memory estimates older than ``MEMORY_TTL`` (or
         any when ``fresh``) are read again; otherwise the last ones are reused."""
         now = time.monotonic()
-        memory = (fresh or now - self._memory_at > MEMORY_TTL
-                  or any(q not in self._memory for q in queues))
+        memory = fresh or any(now - self._memory.get(q, (-MEMORY_TTL - 1, 0))[0] > MEMORY_TTL
+                              for q in queues)
         infos = await self.inspector.queue_infos(queues, memory=memory)
         if memory:
-            self._memory.update((i.queue, i.memory_usage) for i in infos)
-            self._memory_at = now
+            self._memory.update((i.queue, (now, i.memory_usage)) for i in infos)
         else:
-            infos = [replace(i, memory_usage=self._memory[i.queue]) for i in infos]
+            infos = [replace(i, memory_usage=self._memory[i.queue][1]) for i in infos]
         return {info.queue: info for info in infos}

@@ -39,8 +39,12 @@ async def test_archive_run_and_delete_one_task(
         assert flash(refused)["error"] == [f"task {info.id!r}: the task is already pending"]
         shown = await http.get(refused.headers["location"])
         assert f"task {info.id!r}: the task is already pending" in html.unescape(shown.text)
+        asked = await post_action(http, page, "/action/task", action="delete",
+                                  queue=asyncq_queue, id=info.id)
+        assert asked.status_code == 200 and "It is removed for good" in asked.text
+        assert len(await asyncq_inspector.list_tasks(asyncq_queue, "pending")) == 1
         deleted = await post_action(http, page, "/action/task", action="delete",
-                                    queue=asyncq_queue, id=info.id)
+                                    queue=asyncq_queue, id=info.id, confirmed="1")
     assert "ok" in flash(deleted)
     assert await asyncq_inspector.list_tasks(asyncq_queue, "pending") == []
 

@@ -1,6 +1,7 @@
 """Archiving from the dashboard never deletes silently: the archive keeps at most
 ARCHIVE_MAX_SIZE tasks per queue, so archiving into a full archive deletes its oldest tasks;
-the confirmation page says how many will go, and the result how many went (bulk and single)."""
+the confirmation page says how many will go (bulk, and single when one goes), and the result
+how many went."""
 
 from __future__ import annotations
 
@@ -49,8 +50,17 @@ async def test_archiving_into_a_full_archive_says_what_the_cap_deletes(
         assert "deleted the 3 oldest archived task(s)" in html.unescape(shown.text)
 
         one = await asyncq_client.enqueue("t", None, queue=queue, process_in=3600)
+        # one task into the full archive: asked first, saying the oldest archived one goes
+        asked = await post_action(http, f"/task?q={queue}&id={one.id}", "/action/task",
+                                  action="archive", queue=queue, id=one.id)
+        assert asked.status_code == 200
+        assert f"archive task {one.id} (t, scheduled) of queue {queue}?" in html.unescape(
+            re.sub(r"<[^>]+>", "", asked.text))
+        assert "archiving it deletes the 1 oldest archived task(s)" in _overflow_text(
+            asked.text)
+        assert (await asyncq_inspector.task_info(queue, one.id)).state.value == "scheduled"
         single = await post_action(http, f"/task?q={queue}&id={one.id}", "/action/task",
-                                   action="archive", queue=queue, id=one.id)
+                                   action="archive", queue=queue, id=one.id, confirmed="1")
         assert flash(single)["ok"] == [
             f"task {one.id}: archive done; the archive limits deleted the 1 oldest archived "
             f"task(s)"]

@@ -5,44 +5,19 @@ Redis answers, as often as Redis goes away."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from anyio.from_thread import BlockingPortal
 
+from asyncq import Client
 from asyncq._testing.redis_server import RedisServer
-from tests.helpers.polling import answers, poll_until
 from tests.helpers.ports import free_port
-from tests.helpers.processes import ROOT
-from tests.web.web_helpers import shot
+from tests.web.web_helpers import shot, web_process
 
 expect = pytest.importorskip("playwright.sync_api").expect
-
-
-@contextmanager
-def web_process(redis_url: str, log: Path) -> Iterator[str]:
-    """``python -m asyncq web`` on a free loopback port; yields its base URL once it answers."""
-    port = free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "asyncq", "web", "--redis-url", redis_url,
-                                 "--port", str(port)], cwd=ROOT, stdout=out, stderr=out)
-    url = f"http://127.0.0.1:{port}"
-    def up() -> bool:
-        assert proc.poll() is None, f"asyncq web exited: {log.read_text()}"
-        return answers(lambda: httpx.get(f"{url}/static/app.css", timeout=1),
-                       (httpx.TransportError,))
-
-    try:
-        poll_until(up, timeout=30, message=lambda: f"asyncq web not up: {log.read_text()}")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 def _unreachable_page_then_back(page: Any, url: str, redis: RedisServer, name: str) -> None:
@@ -78,3 +53,27 @@ def test_the_dashboard_starts_without_redis_and_recovers(page: Any, tmp_path: Pa
     # the browser reports each 503 it loaded in its console; nothing else went wrong
     assert all("status of 503" in e for e in page.errors), page.errors
     assert not page.dialogs, page.dialogs
+
+
+def test_a_task_page_while_redis_is_down_is_a_503_that_comes_back(
+        page: Any, tmp_path: Path, portal: BlockingPortal) -> None:
+    redis = RedisServer(["--appendonly", "yes"], port=free_port())
+    try:
+        redis.start()
+
+        async def enqueue() -> str:
+            async with Client(redis.url) as client:
+                return (await client.enqueue("t", None, queue="mail", process_in=3600)).id
+        task_id = portal.call(enqueue)
+        with web_process(redis.url, tmp_path / "web.log") as url:
+            redis.stop()
+            answer = page.goto(f"{url}/task?q=mail&id={task_id}")
+            assert answer is not None and answer.status == 503  # not "task not found"
+            expect(page.locator("#unavailable")).to_have_text("Redis is unreachable")
+            shot(page, "task-redis-unreachable")
+            redis.start()
+            expect(page.locator("#task-state")).to_have_text("scheduled", timeout=20_000)
+            page.goto("about:blank")
+    finally:
+        redis.close()
+    assert all("status of 503" in e for e in page.errors), page.errors

@@ -47,3 +47,22 @@ def test_filter_then_archive_the_selected_tasks(page: Any, redis_calls: Callable
     states = redis_calls(lambda c, i: i.list_tasks(queue, "archived"))
     assert {t.id for t in states} == mail
     assert not page.dialogs and not page.errors, (page.dialogs, page.errors)
+
+
+def test_an_error_filter_is_a_filter_not_an_error_banner(
+        page: Any, redis_calls: Callable[..., Any], asyncq_redis_url: str,
+        asyncq_queue: str) -> None:
+    queue = asyncq_queue
+    redis_calls(lambda c, i: c.enqueue("mail.send", None, queue=queue, process_in=3600))
+    with serve(create_app(asyncq_redis_url)) as url:
+        page.goto(f"{url}/queue?q={queue}&state=scheduled")
+        page.fill('#filter input[aria-label="error contains"]', "SMTP timeout")
+        page.click('#filter button[type="submit"]')
+        expect(page.locator("#matches")).to_contain_text("0 matching task(s)")
+        expect(page.locator("#tasks tbody")).to_contain_text("no matching scheduled task")
+        expect(page.locator('#filter input[aria-label="error contains"]')).to_have_value(
+            "SMTP timeout")
+        expect(page.locator(".flash")).to_have_count(0)  # no red banner saying the filter
+        shot(page, "queue-error-filter")
+        page.goto("about:blank")
+    assert not page.dialogs and not page.errors, (page.dialogs, page.errors)

@@ -55,7 +55,7 @@ async def test_behind_a_proxy_links_carry_the_root_path(asyncq_redis_url: str) -
     app = create_app(asyncq_redis_url)
     transport = httpx.ASGITransport(app=app, root_path="/proxied")
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             page = await http.get("/proxied/workers")
     finally:
         await app.state.dashboard.close()

@@ -141,7 +141,7 @@ async def test_a_post_from_another_origin_is_refused_even_with_a_planted_cookie(
         http.cookies.set("asyncq_csrf", token)
         answers = [await http.post("/action/task", data=fields, headers=headers)
                    for headers in ({"Origin": "https://evil.example"},
-                                   {"Origin": "http://dash.test.evil.example"},
+                                   {"Origin": "http://localhost.evil.example"},
                                    {"Origin": "null"},
                                    {"Referer": "https://evil.example/prize"})]
         for refused in answers:
@@ -151,8 +151,8 @@ async def test_a_post_from_another_origin_is_refused_even_with_a_planted_cookie(
         assert (await asyncq_inspector.task_info(asyncq_queue, info.id)).state.value == (
             "scheduled")
         # the dashboard's own origin (default port or not), or no header at all, passes
-        for headers in ({"Origin": "http://dash.test"}, {"Origin": "HTTP://DASH.TEST:80"},
-                        {"Referer": "http://dash.test/queue?q=x"}, {}):
+        for headers in ({"Origin": "http://localhost"}, {"Origin": "HTTP://LOCALHOST:80"},
+                        {"Referer": "http://localhost/queue?q=x"}, {}):
             fields["action"] = "archive" if fields["action"] != "archive" else "run"
             done = await http.post("/action/task", data=fields, headers=headers)
             assert done.status_code == 303, (headers, done.text)
@@ -180,8 +180,8 @@ async def test_over_https_the_cookie_is_host_prefixed_and_a_plain_one_is_ignored
         asyncq_queue: str) -> None:
     info = await asyncq_client.enqueue("t", None, queue=asyncq_queue, process_in=3600)
     app = create_app(asyncq_redis_url)
-    async with web_http(app, base_url="https://dash.test") as http:
-        page = await http.get("/", headers={"Origin": "https://dash.test"})
+    async with web_http(app, base_url="https://localhost") as http:
+        page = await http.get("/", headers={"Origin": "https://localhost"})
         set_cookie = page.headers["set-cookie"]
         assert set_cookie.startswith("__Host-asyncq_csrf=")
         assert {"Path=/", "Secure", "HttpOnly", "SameSite=Strict"} <= {
@@ -203,7 +203,7 @@ async def test_over_https_the_cookie_is_host_prefixed_and_a_plain_one_is_ignored
     # mounted under a path, the prefixed cookie still says Path=/ (the prefix demands it)
     inner = create_app(asyncq_redis_url)
     async with web_http(Starlette(routes=[Mount("/admin", inner)]),
-                        base_url="https://dash.test") as http:
+                        base_url="https://localhost") as http:
         page = await http.get("/admin/")
     await inner.state.dashboard.close()
     assert "Path=/;" in page.headers["set-cookie"] + ";"

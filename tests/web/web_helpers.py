@@ -1,11 +1,13 @@
 """Helpers of the dashboard tests: an httpx client on the app in-process, its forms' CSRF
-token, the app under a real uvicorn server, screenshots (to .run/screenshots/, test
-artifacts). The fixtures are in conftest.py."""
+token, the app under a real uvicorn server, ``asyncq web`` as a process, screenshots (to
+.run/screenshots/, test artifacts). The fixtures are in conftest.py."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -16,8 +18,9 @@ import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
-from tests.helpers.polling import poll_until
+from tests.helpers.polling import answers, poll_until
 from tests.helpers.ports import free_port
+from tests.helpers.processes import ROOT
 
 XSS = "<script>alert(1)</script>"
 SHOTS = Path(__file__).resolve().parents[2] / ".run" / "screenshots"
@@ -26,7 +29,7 @@ WebFactory = Callable[..., Any]
 
 
 @asynccontextmanager
-async def web_http(app: Any, base_url: str = "http://dash.test") -> AsyncIterator[
+async def web_http(app: Any, base_url: str = "http://localhost") -> AsyncIterator[
         httpx.AsyncClient]:
     """An httpx client talking to ``app`` in-process; closes the app's connection after."""
     transport = httpx.ASGITransport(app=app)
@@ -77,6 +80,29 @@ def serve(app: ASGIApp) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+@contextmanager
+def web_process(redis_url: str, log: Path, *args: str) -> Iterator[str]:
+    """``python -m asyncq web`` (with ``args``) on a free loopback port; yields its base URL
+    once it answers."""
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "asyncq", "web", "--redis-url", redis_url,
+                                 "--port", str(port), *args], cwd=ROOT, stdout=out, stderr=out)
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        assert proc.poll() is None, f"asyncq web exited: {log.read_text()}"
+        return answers(lambda: httpx.get(f"{url}/static/app.css", timeout=1),
+                       (httpx.TransportError,))
+
+    try:
+        poll_until(up, timeout=30, message=lambda: f"asyncq web not up: {log.read_text()}")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(15)
 
 
 def shot(page: Any, name: str) -> None:

@@ -31,7 +31,7 @@
     var rows = document.getElementById("active-rows");
     if (rows && typeof doc.active_html === "string") { rows.innerHTML = doc.active_html; }
     task(doc);
-    throughput(total);
+    if (doc.all !== false) { throughput(total); }  // a page of the queues: not the total
     status(true);
   }
 

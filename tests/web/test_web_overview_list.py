@@ -1,0 +1,47 @@
+"""The overview's list of queues: sorted by any column (ties by name), searched by name,
+paged; odd query values fall back to the defaults; the live document of a page of queues
+holds those queues only."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from asyncq import Client, Inspector
+from tests.web.web_helpers import WebFactory
+
+pytestmark = pytest.mark.anyio
+
+
+def _listed(html: str) -> list[str]:
+    return re.findall(r'<tr data-queue="([^"]+)"', html)
+
+
+async def test_sort_search_and_page(web: WebFactory, asyncq_client: Client,
+                                    asyncq_inspector: Inspector, asyncq_fresh_redis: str) -> None:
+    for queue, pending in (("b-mail", 3), ("a-report", 1), ("c-mail", 2)):
+        for _ in range(pending):
+            await asyncq_client.enqueue("t", None, queue=queue)
+    await asyncq_inspector.pause("a-report")
+    async with web() as http:
+        async def listed(**params: str) -> list[str]:
+            page = await http.get("/", params=params)
+            assert page.status_code == 200
+            return _listed(page.text)
+
+        assert await listed() == ["a-report", "b-mail", "c-mail"]
+        assert await listed(sort="pending") == ["b-mail", "c-mail", "a-report"]
+        assert await listed(sort="pending", order="asc") == ["a-report", "c-mail", "b-mail"]
+        assert await listed(sort="paused") == ["a-report", "b-mail", "c-mail"]
+        assert await listed(sort="queue", order="desc") == ["c-mail", "b-mail", "a-report"]
+        assert await listed(search="MAIL") == ["b-mail", "c-mail"]
+        assert await listed(search="nothing") == []
+        # unknown column, order or page: the defaults, the last page
+        assert await listed(sort="__class__", order="up", page="x") == [
+            "a-report", "b-mail", "c-mail"]
+        assert await listed(page="99") == ["a-report", "b-mail", "c-mail"]
+        live = (await http.get("/live", params=[("qs", "b-mail"), ("qs", "c-mail")])).json()
+        every = (await http.get("/live")).json()
+    assert set(live["queues"]) == {"b-mail", "c-mail"} and live["all"] is False
+    assert set(every["queues"]) == {"a-report", "b-mail", "c-mail"} and every["all"] is True
