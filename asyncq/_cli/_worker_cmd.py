@@ -372,13 +372,16 @@ def run(args: argparse.Namespace) -> int:
     config_source = _imported(args.config, args.traceback) if args.config else None
     options = worker_options(args)
     if args.metrics_port is not None:
-        options["metrics"] = _serve_metrics(args.metrics_host, args.metrics_port)
+        _worker_metrics()  # (the prometheus extra is there, or say so now)
 
     async def main() -> None:
         made = await resolve_target(args.target, target, factory=args.factory)
         config = (await resolve_config(args.config, config_source)
                   if args.config else None)
-        if supervisor_metrics and not _measured(made, config):
+        measured = _measuring(made, config)
+        if args.metrics_port is not None:
+            _serve_metrics(args.metrics_host, args.metrics_port, measured)
+        if (args.metrics_port is not None or supervisor_metrics) and measured is None:
             options["metrics"] = _worker_metrics()()
         worker = build_worker(args, made, config, options)
         if isinstance(made, Worker):
@@ -423,13 +426,15 @@ def _worker_metrics() -> Any:
     return WorkerMetrics
 
 
-def _measured(made: Any, config: WorkerConfig | None) -> bool:
-    """Whether the target's Worker or --config already measures (keep its metrics then)."""
+def _measuring(made: Any, config: WorkerConfig | None) -> Any:
+    """The metrics the target's Worker or --config already has (None: it measures nothing).
+    Kept as they are: measuring again in the same registry would register every series
+    twice."""
     from .._worker import Worker
 
     if isinstance(made, Worker):
-        return made.config.metrics is not None
-    return config is not None and config.metrics is not None
+        return made.config.metrics
+    return config.metrics if config is not None else None
 
 
 def _serve_supervisor(worker: Worker, path: str) -> ProbeServer:
@@ -445,15 +450,17 @@ def _serve_supervisor(worker: Worker, path: str) -> ProbeServer:
     return ProbeServer(routes, path=path)
 
 
-def _serve_metrics(host: str, port: int) -> Any:
-    """This worker's metrics on http://host:port/metrics (prometheus_client's server)."""
-    metrics = _worker_metrics()
-    from prometheus_client import start_http_server
+def _serve_metrics(host: str, port: int, metrics: Any) -> None:
+    """This worker's metrics on http://host:port/metrics (prometheus_client's server): those
+    of ``metrics`` (the registry it registered in), or of the default registry when None."""
+    from prometheus_client import REGISTRY, start_http_server
+
+    registry = (getattr(metrics, "registry", None) or REGISTRY) if metrics is not None \
+        else REGISTRY
     try:
-        start_http_server(port, addr=host)
+        start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
         raise CLIError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
-    return metrics()
 
 
 def _check_supervisor_flags(args: argparse.Namespace) -> bool:
