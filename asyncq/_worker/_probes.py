@@ -40,9 +40,11 @@ class WorkerProbes:
             return json_answer(True, {"status": "starting"})
         blocked = round(self._watch.blocked_s, 3)
         if blocked >= self._stall_timeout:
+            self._watch.name_stall()  # (logged before the first "stalled" answer)
             return json_answer(False, {"status": "stalled", "blocked_s": blocked,
                                        "stall_timeout_s": self._stall_timeout})
-        return json_answer(True, {"status": "ok", "blocked_s": blocked})
+        return json_answer(True, {"status": "ok", "blocked_s": blocked,
+                                  "stall_timeout_s": self._stall_timeout})
 
     def ready(self) -> Answer:
         """200 while the worker fetches tasks and Redis answers through its loop."""

@@ -136,7 +136,8 @@ class Worker:
             warn_after=cfg.stall_warning, tick=min(LOOP_WATCH_TICK, cfg.stall_timeout / 4),
             running=lambda: running_tasks(running), name_task=task_of(running),
             on_lag=getattr(cfg.metrics, "loop_lagged", None),
-            on_stall=getattr(cfg.metrics, "loop_stalled", None), server_id=cfg.server_id)
+            on_stall=getattr(cfg.metrics, "loop_stalled", None), name_after=cfg.stall_timeout,
+            server_id=cfg.server_id)
         """Notices (logs, measures) an event loop that stops turning: see ``stall_warning``."""
         if (bind_loop := getattr(cfg.metrics, "bind_loop", None)) is not None:
             watch = self.loop_watch
