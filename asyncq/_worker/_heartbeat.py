@@ -29,6 +29,8 @@ from ._mux import RulesCache
 from ._queues import ServedQueues
 from ._running import Running, Stop
 
+#: Seconds the last step of shutdown (clearing the server state) may take.
+CLEAR_TIMEOUT = 2.0
 
 class Runs(Protocol):
     """What the heartbeat needs of the processor: the runs it reports and stops."""
@@ -183,12 +185,14 @@ class Heartbeat:
                                               orjson.dumps(self.server_info()), workers, ttl)
 
     async def clear(self) -> None:
-        """Remove the server state (last step of shutdown)."""
+        """Remove the server state (last step of shutdown): tried for CLEAR_TIMEOUT at most,
+        so an unreachable Redis does not hold up the shutdown (the state expires by itself)."""
         try:
-            await self._broker.clear_server_state(self._config.server_id)
-        except BrokerError as exc:
+            with anyio.fail_after(CLEAR_TIMEOUT):
+                await self._broker.clear_server_state(self._config.server_id)
+        except (BrokerError, TimeoutError) as exc:
             self._log.warning("clearing server state failed; it expires by itself",
-                              error=str(exc))
+                              error=str(exc) or "timed out")
 
     async def run(self) -> None:
         """Beat every ``heartbeat_interval`` (no backoff: leases must be renewed on time), with

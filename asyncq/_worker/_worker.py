@@ -412,8 +412,9 @@ class Worker:
         if self.processor.threads.procs is not None:
             await self.processor.threads.procs.close()
         if not await self.acker.drain(self.config.lease_duration + 1.0):
-            self._log.error("outcomes left unwritten at shutdown; the recoverer will retry "
-                            "those tasks", count=len(self.acker.pending))
+            self._log.error("outcomes left unwritten at shutdown (Redis did not take them); "
+                            "their leases expire and those tasks are recovered and run again",
+                            count=len(self.acker.pending), task_ids=sorted(self.acker.pending))
 
     async def __aenter__(self) -> Self:
         self._runner = await start_background(self.run(handle_signals=False), self._ready,
