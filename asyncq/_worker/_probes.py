@@ -18,8 +18,8 @@ from ._running import Running
 class WorkerProbes:
     """``live()`` and ``ready()``: a probe's answer for the worker, from any thread.
 
-    ``state()`` is the worker's own word: "starting", "ready", "stopped fetching" or
-    "stopping"; only "ready" can be ready, and then only if Redis answers a ping sent through
+    ``state()`` is the worker's own word: "starting", "waiting for redis", "ready", "stopped
+    fetching" or "stopping"; only "ready" can be ready, and then only if Redis answers a ping sent through
     the worker's event loop (so a blocked loop is not ready either)."""
 
     def __init__(self, watch: LoopWatch, broker: Broker, stall_timeout: float,

@@ -198,7 +198,7 @@ class Worker:
         if self._shutdown.is_set() or self._state == "closed":
             return "stopping"
         if not self._ready.is_set():
-            return "starting"
+            return "waiting for redis" if self.subscriber.outage.ongoing else "starting"
         if not self.processor.fetching:
             return "stopped fetching"
         return "ready"
