@@ -19,8 +19,8 @@ class WorkerProbes:
     """``live()`` and ``ready()``: a probe's answer for the worker, from any thread.
 
     ``state()`` is the worker's own word: "starting", "waiting for redis", "ready", "stopped
-    fetching" or "stopping"; only "ready" can be ready, and then only if Redis answers a ping sent through
-    the worker's event loop (so a blocked loop is not ready either)."""
+    fetching" or "stopping"; only "ready" can be ready, and then only if Redis answers a ping
+    sent through the worker's event loop (so a blocked loop is not ready either)."""
 
     def __init__(self, watch: LoopWatch, broker: Broker, stall_timeout: float,
                  state: Callable[[], str]) -> None:
