@@ -26,8 +26,9 @@ from ._leases import OUTCOME, Leases
 from ._outcomes import error_text, unstorable_outcome
 
 _BATCH = 500
-#: At shutdown, how long writes of outcomes may keep failing before the rest are given up
-#: (left to lease recovery): the shutdown stays bounded while Redis is unreachable.
+#: At shutdown, how long writes of outcomes may keep failing (or wait for a reply) without one
+#: written before the rest are given up (left to lease recovery): the shutdown stays bounded
+#: while Redis is unreachable or frozen.
 DRAIN_WHILE_FAILING = 3.0
 _DRAIN_CHECK = 0.1  # (how often a shutdown drain looks at the outage)
 _UNSTORABLE = object()
@@ -244,16 +245,20 @@ class Acker:
 
     async def drain(self, timeout: float, *, failing_for: float = DRAIN_WHILE_FAILING) -> bool:
         """Wait until every outcome is written or refused; False after ``timeout``, or once
-        writes have kept failing for ``failing_for`` seconds (Redis unreachable: waiting longer
-        would only hold up the shutdown; the leases of the outcomes left expire and their
-        tasks are recovered)."""
+        writes have failed or hung, with no outcome written, for ``failing_for`` seconds (Redis
+        unreachable or frozen: waiting longer would only hold up the shutdown; the leases of
+        the outcomes left expire and their tasks are recovered)."""
         deadline = anyio.current_time() + timeout
-        failing_since: float | None = None
+        stuck_since: float | None = None
+        written = self.written
         while not self._empty.is_set():
             now = anyio.current_time()
-            failing_since = (failing_since or now) if self.outage.ongoing else None
-            if now >= deadline or (failing_since is not None
-                                   and now - failing_since >= failing_for):
+            if self.written != written or not (self.outage.ongoing or self._inflight):
+                stuck_since, written = None, self.written
+            elif stuck_since is None:
+                stuck_since = now
+            if now >= deadline or (stuck_since is not None
+                                   and now - stuck_since >= failing_for):
                 return False
             with anyio.move_on_after(_DRAIN_CHECK):
                 await self._empty.wait()
