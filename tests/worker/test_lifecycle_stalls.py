@@ -44,14 +44,14 @@ async def test_a_stall_past_the_liveness_threshold_is_named_whatever_the_rate_li
     log = tmp_path / "worker.log"
     port = free_port()
     async with worker_process(asyncq_redis_url, asyncq_queue, log, "--concurrency", "1",
-                              "--stall-warning", "0.3", "--stall-timeout", "2",
+                              "--stall-warning", "0.3", "--stall-timeout", "3",
                               "--health-port", str(port), target=APP) as proc:
         # A first short stall of the type is warned about; the rate limit (one warning per
         # minute per task type) then holds back the warning of the next one.
         await asyncq_client.enqueue("lifecycle:block", {"s": 0.6}, queue=asyncq_queue)
         await wait_until(lambda: events(log, "event loop turned again"), timeout=30,
                          message="the first stall over")
-        long = await asyncq_client.enqueue("lifecycle:block", {"s": 6}, queue=asyncq_queue)
+        long = await asyncq_client.enqueue("lifecycle:block", {"s": 8}, queue=asyncq_queue)
 
         def stalled() -> bool:
             assert proc.returncode is None, log.read_text()
@@ -60,15 +60,17 @@ async def test_a_stall_past_the_liveness_threshold_is_named_whatever_the_rate_li
 
         await wait_until(stalled, timeout=30, message="/livez says stalled")
         # Named by the time /livez fails: the task, and the line it blocks at.
-        named = events(log, "liveness threshold reached")
+        # (Only the lines naming it: on a loaded machine the process may also miss the CPU for
+        # a moment.)
+        named = [e for e in events(log, "liveness threshold reached")
+                 if e.get("task_id") == long.id]
         assert len(named) == 1, log.read_text()
-        assert named[0]["task_id"] == long.id
         assert named[0]["task_type"] == "lifecycle:block"
         assert "lifecycle_handlers.py" in named[0]["where"]
         # The line saying it is over names it too.
-        over = await wait_until(lambda: events(log, "event loop turned again")[1:], timeout=30,
-                                message="the long stall over")
-        assert over[0]["task_id"] == long.id
+        await wait_until(lambda: [e for e in events(log, "event loop turned again")
+                                  if e.get("task_id") == long.id], timeout=30,
+                         message="the long stall over, named")
 
 
 async def test_a_timeout_caused_by_a_loop_stall_is_not_a_redis_error(
