@@ -22,6 +22,7 @@ from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
 from .._service._outage import Outage
+from .._service._stalls import overlapped_stall
 from ._acker import Acker
 from ._config import WorkerConfig
 from ._leases import OUTCOME, Leases
@@ -118,7 +119,7 @@ class Heartbeat:
                                                          lease_ms)
             except BrokerError as exc:
                 error = exc
-                if self._config.metrics is not None:
+                if self._config.metrics is not None and not overlapped_stall(exc):
                     self._config.metrics.lease_renewals_failed(len(ids))
                 continue
             for task_id, kept in zip(ids, flags, strict=True):
