@@ -23,13 +23,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from .._defaults import HEALTH_PROBE_TIMEOUT
+from .._defaults import HEALTH_PROBE_TIMEOUT, WORKER_STALL_TIMEOUT
 from .._log import get_logger
 from .._service._health import Answer, ProbeServer, Route, get_unix, json_answer
 from .._service._signals import signal_handlers
@@ -52,6 +53,10 @@ ENDPOINT_FLAGS = frozenset({"metrics_port", "metrics_host", "health_port", "heal
 #: Exit statuses of a worker process that ended because it was told to stop: done (0),
 #: interrupted before its handlers were installed (130, or killed by the signal itself).
 STOPPED = frozenset({0, 130, -signal.SIGTERM, -signal.SIGINT})
+#: Seconds a scrape waits for a worker process's metrics; one that did not answer the last
+#: scrape gets SCRAPE_RETRY_TIMEOUT, so a frozen process delays one scrape, not every one.
+SCRAPE_TIMEOUT = 3.0
+SCRAPE_RETRY_TIMEOUT = 0.5
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,15 @@ class Supervisor:
         self._stops = StopRequests(lambda: list(self._children.values()))
         self._failure: str | None = None
         self._log = get_logger("supervisor")
+        # Liveness of a process that does not answer (a GIL-holding call, SIGSTOP): it fails
+        # once the process has given no sign of life for its stall_timeout, as its own /livez
+        # would. Per slot: when it last answered /livez (or started), and its stall_timeout
+        # (said in its answers; until then the flag's, or the default).
+        self._alive_at: dict[int, float] = {}
+        self._stall_timeout: dict[int, float] = {}
+        self._default_stall_timeout = _flag_value(argv, "--stall-timeout",
+                                                  WORKER_STALL_TIMEOUT)
+        self._silent: set[str] = set()  # slots that did not answer the last scrape
 
     async def run(self) -> int:
         """Run until a stop signal (then wait for every worker process to stop; exit 0 if each
@@ -235,6 +249,7 @@ class Supervisor:
         delay, crashes = policy.first_delay, 0
         while not self._stops.event.is_set():
             proc = self._children[slot] = await spawn(self._argv, self._child_env(slot))
+            self._alive_at[slot] = time.monotonic()
             if self._stops.event.is_set():  # a stop came while it was being started
                 send(proc, signal.SIGTERM)
             began = loop.time()
@@ -297,16 +312,19 @@ class Supervisor:
                            port=servers[-1].port, paths=sorted(routes))
         return servers
 
-    def _ask(self, route: str, timeout: float) -> dict[str, tuple[str, int | None, bytes]]:
+    def _ask(self, route: str, timeout: float | Callable[[int], float]
+             ) -> dict[str, tuple[str, int | None, bytes]]:
         """GET ``route`` of every worker process at once: process index -> (what happened,
         HTTP status, body). "down": no process runs in that slot (it is being restarted);
-        "starting": it does not serve yet; "not answering": nothing within ``timeout``."""
+        "starting": it does not serve yet; "not answering": nothing within ``timeout`` (a
+        number, or a function of the slot)."""
         def ask(slot: int) -> tuple[str, int | None, bytes]:
             proc = self._children.get(slot)
             if proc is None or proc.returncode is not None:
                 return "down", None, b""
             try:
-                status, body = get_unix(self._socket(slot), route, timeout)
+                status, body = get_unix(self._socket(slot), route,
+                                        timeout(slot) if callable(timeout) else timeout)
             except (FileNotFoundError, ConnectionRefusedError):
                 return "starting", None, b""
             except OSError:
@@ -319,14 +337,30 @@ class Supervisor:
                                                         strict=True)}
 
     def live(self) -> Answer:
-        """503 when a worker process says it is stalled or does not answer in time (one that
+        """503 when a worker process says it is stalled, or has not answered for its
+        stall_timeout (a process that does not answer one probe in time may be in a long
+        call holding the GIL: its stall_timeout applies, as to a blocked loop). One that
         starts or is being restarted is the supervisor's to mind, not a reason to kill the
-        pod)."""
+        pod."""
         answers = self._ask("/livez", HEALTH_PROBE_TIMEOUT)
-        ok = all(status == 200 or (status is None and what in ("down", "starting"))
-                 for what, status, _ in answers.values())
-        return json_answer(ok, {"status": "ok" if ok else "stalled",
-                                "processes": _bodies(answers)})
+        bodies = _bodies(answers)
+        now = time.monotonic()
+        ok = True
+        for n, (what, status, _) in answers.items():
+            slot = int(n)
+            limit = self._stall_timeout.get(slot, self._default_stall_timeout)
+            if status is not None:
+                self._alive_at[slot] = now
+                said = bodies[n].get("stall_timeout_s") if isinstance(bodies[n], dict) else None
+                if isinstance(said, int | float):
+                    self._stall_timeout[slot] = float(said)
+                ok = ok and status == 200
+            elif what == "not answering":
+                silent = now - self._alive_at.get(slot, now)
+                bodies[n] = {"status": what, "silent_s": round(silent, 3),
+                             "stall_timeout_s": limit}
+                ok = ok and silent < limit
+        return json_answer(ok, {"status": "ok" if ok else "stalled", "processes": bodies})
 
     def ready(self) -> Answer:
         """200 when every worker process is ready."""
@@ -340,10 +374,23 @@ class Supervisor:
         from prometheus_client import CONTENT_TYPE_LATEST
 
         from ..metrics._worker_metrics import merge_processes
-        answers = self._ask("/metrics", 5.0)
+        silent = self._silent
+        answers = self._ask("/metrics", lambda slot: (SCRAPE_RETRY_TIMEOUT if str(slot) in silent
+                                                      else SCRAPE_TIMEOUT))
         texts = {n: body for n, (_, status, body) in answers.items() if status == 200}
         up = {n: n in texts for n in answers}
+        self._silent = {n for n, (what, _, _) in answers.items() if what == "not answering"}
         return 200, CONTENT_TYPE_LATEST, merge_processes(texts, up)
+
+
+def _flag_value(argv: list[str], flag: str, default: float) -> float:
+    """The value of ``flag=VALUE`` in a worker process's arguments, else ``default``."""
+    for arg in argv:
+        name, _, value = arg.partition("=")
+        if name == flag:
+            with contextlib.suppress(ValueError):
+                return float(value)
+    return default
 
 
 def _bodies(answers: Mapping[str, tuple[str, int | None, bytes]]) -> dict[str, Any]:

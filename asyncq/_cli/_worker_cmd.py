@@ -50,7 +50,6 @@ from ._common import (
     CLIError,
     add_log_args,
     add_redis_args,
-    check_redis,
     parse_queue_weights,
 )
 
@@ -101,6 +100,11 @@ def register(sub: Any) -> None:
                         "process's, each labelled process=1..N")
     p.add_argument("--metrics-host", default=METRICS_HOST,
                    help=f"address of the metrics endpoint (default {METRICS_HOST})")
+    p.add_argument("--wait-for-redis", choices=("auto", "yes", "no"), default="auto",
+                   help="at start, when Redis does not answer: yes waits for it (alive, not "
+                        "ready: /readyz fails until it answers), no exits with status 1; auto "
+                        "(the default) waits when --health-port is given (a Kubernetes pod "
+                        "started during an outage then waits instead of crash-looping)")
     p.add_argument("--processes", "-p", type=int, default=1, metavar="N",
                    help="run N worker processes under a supervisor that restarts one that "
                         "dies and passes SIGTERM/SIGINT on (default 1: no supervisor)")
@@ -355,6 +359,8 @@ def run(args: argparse.Namespace) -> int:
 
         if args.metrics_port is not None:
             _worker_metrics()  # (the prometheus extra is there, or say so now)
+        if args.wait_for_redis == "auto":  # (its worker processes have no --health-port)
+            args.wait_for_redis = "yes" if args.health_port is not None else "no"
         return asyncio.run(Supervisor(
             args.child_argv(args), args.processes, burst=bool(args.burst),
             health=(None if args.health_port is None
@@ -372,19 +378,37 @@ def run(args: argparse.Namespace) -> int:
     config_source = _imported(args.config, args.traceback) if args.config else None
     options = worker_options(args)
     if args.metrics_port is not None:
-        options["metrics"] = _serve_metrics(args.metrics_host, args.metrics_port)
+        _worker_metrics()  # (the prometheus extra is there, or say so now)
 
     async def main() -> None:
         made = await resolve_target(args.target, target, factory=args.factory)
         config = (await resolve_config(args.config, config_source)
                   if args.config else None)
-        if supervisor_metrics and not _measured(made, config):
+        measured = _measuring(made, config)
+        if args.metrics_port is not None:
+            _serve_metrics(args.metrics_host, args.metrics_port, measured)
+        if (args.metrics_port is not None or supervisor_metrics) and measured is None:
             options["metrics"] = _worker_metrics()()
         worker = build_worker(args, made, config, options)
-        if isinstance(made, Worker):
-            await _check_worker_redis(args.target, made)
-        else:
-            await check_redis(args.redis_url)
+        wait = (args.wait_for_redis == "yes"
+                or (args.wait_for_redis == "auto" and args.health_port is not None))
+        try:
+            if isinstance(made, Worker):
+                await _check_worker_redis(args.target, made)
+            else:
+                await _check_redis(args.redis_url)
+        except _Unreachable as exc:
+            if not wait:
+                if isinstance(made, Worker):
+                    await made.broker.close()
+                raise CLIError(str(exc)) from None
+            # The worker waits for Redis while subscribing (its outage logged once, its end
+            # once); its probes answer meanwhile: alive, not ready.
+            from .._log import get_logger
+
+            get_logger("worker").warning(
+                "Redis does not answer yet: waiting for it (not ready meanwhile)",
+                error=str(exc), hint="--wait-for-redis no exits instead")
         # A task beside the worker, not a task group: an error of worker.run (a failing
         # start-up) must reach main() as itself for its one-line message, not in a group.
         watchdog = asyncio.ensure_future(watch_supervisor(worker.stop))  # ends unless supervised
@@ -402,15 +426,32 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Unreachable(Exception):
+    """Redis does not answer at start-up (the message says where and why)."""
+
+
+async def _check_redis(url: str) -> None:
+    """Check that Redis answers at start-up: _Unreachable when it does not, CLIError when
+    the URL itself is wrong."""
+    from .._broker import check_reachable  # (redis-py: only when a command runs)
+    from .._errors import BrokerError
+
+    try:
+        await check_reachable(url)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc)) from None
+    except BrokerError as exc:
+        raise _Unreachable(str(exc)) from None
+
+
 async def _check_worker_redis(target: str, worker: Worker) -> None:
-    """Fail fast, as with --redis-url, when the Redis of a Worker target does not answer."""
+    """As ``_check_redis``, for the Redis of a Worker target."""
     from .._errors import BrokerError
 
     try:
         await worker.broker.ping()
     except BrokerError as exc:
-        await worker.broker.close()
-        raise CLIError(f"the Worker of {target}: {exc}") from None
+        raise _Unreachable(f"the Worker of {target}: {exc}") from None
 
 
 def _worker_metrics() -> Any:
@@ -423,13 +464,15 @@ def _worker_metrics() -> Any:
     return WorkerMetrics
 
 
-def _measured(made: Any, config: WorkerConfig | None) -> bool:
-    """Whether the target's Worker or --config already measures (keep its metrics then)."""
+def _measuring(made: Any, config: WorkerConfig | None) -> Any:
+    """The metrics the target's Worker or --config already has (None: it measures nothing).
+    Kept as they are: measuring again in the same registry would register every series
+    twice."""
     from .._worker import Worker
 
     if isinstance(made, Worker):
-        return made.config.metrics is not None
-    return config is not None and config.metrics is not None
+        return made.config.metrics
+    return config.metrics if config is not None else None
 
 
 def _serve_supervisor(worker: Worker, path: str) -> ProbeServer:
@@ -445,15 +488,17 @@ def _serve_supervisor(worker: Worker, path: str) -> ProbeServer:
     return ProbeServer(routes, path=path)
 
 
-def _serve_metrics(host: str, port: int) -> Any:
-    """This worker's metrics on http://host:port/metrics (prometheus_client's server)."""
-    metrics = _worker_metrics()
-    from prometheus_client import start_http_server
+def _serve_metrics(host: str, port: int, metrics: Any) -> None:
+    """This worker's metrics on http://host:port/metrics (prometheus_client's server): those
+    of ``metrics`` (the registry it registered in), or of the default registry when None."""
+    from prometheus_client import REGISTRY, start_http_server
+
+    registry = (getattr(metrics, "registry", None) or REGISTRY) if metrics is not None \
+        else REGISTRY
     try:
-        start_http_server(port, addr=host)
+        start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
         raise CLIError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
-    return metrics()
 
 
 def _check_supervisor_flags(args: argparse.Namespace) -> bool:

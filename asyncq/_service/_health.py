@@ -23,6 +23,7 @@ from typing import Any, cast
 import orjson
 
 from .._log import get_logger
+from ._stalls import note_stall
 
 #: A probe's answer: HTTP status, content type, body.
 Answer = tuple[int, str, bytes]
@@ -50,6 +51,10 @@ class LoopWatch:
     moment and where its code was (``running()`` gives the other running tasks): by the
     thread while the loop is still blocked, else by the callback when the loop turns again.
     ``on_lag(seconds)`` (a metric) is called on the loop each tick.
+
+    A stall reaching ``name_after`` (the liveness threshold: /livez fails from then on) is
+    logged once more, whatever the rate limit, with the blocking task and its line, before
+    any probe can see it (``name_stall``, which the probe calls too).
     """
 
     def __init__(self, *, warn_after: float, tick: float,
@@ -57,8 +62,10 @@ class LoopWatch:
                  name_task: Callable[[asyncio.Task[Any]], tuple[str, str] | None] | None = None,
                  on_lag: Callable[[float], None] | None = None,
                  on_stall: Callable[[], None] | None = None,
+                 name_after: float = 0.0,
                  **log_context: Any) -> None:
         self.warn_after = warn_after
+        self.name_after = name_after
         # (Checked at least twice per warn_after, at most 100 times a second.)
         self.tick = max(0.01, min(tick, warn_after / 2) if warn_after > 0 else tick)
         self._running = running
@@ -70,6 +77,8 @@ class LoopWatch:
         self._lock = threading.Lock()  # who logs the stall in progress: the thread or the loop
         self._log_lock = threading.Lock()  # the rate limit, kept by both
         self._warned = False  # the stall in progress was logged
+        self._named = -1.0  # the start (``_last``) of the stall last named at name_after
+        self._culprit: tuple[tuple[str, str] | None, str | None] = (None, None)
         self._last_warning: dict[tuple[str, ...], float] = {}
         self._suppressed: dict[tuple[str, ...], int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -92,7 +101,7 @@ class LoopWatch:
         self._stop.clear()
         self._last = time.monotonic()
         self._handle = self._loop.call_later(self.tick, self._turned, self._last + self.tick)
-        if self.warn_after > 0:
+        if self.warn_after > 0 or self.name_after > 0:
             self._thread = threading.Thread(target=self._watch, name="asyncq-loop-watch",
                                             daemon=True)
             self._thread.start()
@@ -110,18 +119,20 @@ class LoopWatch:
         lag = max(0.0, now - expected)
         blocked = now - self._last
         self._last = now
+        note_stall(self._loop, blocked, now)  # type: ignore[arg-type]
         if not self._stop.is_set():
             self._handle = self._loop.call_later(  # type: ignore[union-attr]
                 self.tick, self._turned, now + self.tick)
         if self._on_lag is not None:
             self._on_lag(lag)
-        if self.warn_after <= 0:
-            return
         with self._lock:
             warned, self._warned = self._warned, False
+            current, where = self._culprit
+            self._culprit = (None, None)
         if warned:
-            self._log.info("event loop turned again", blocked_s=round(blocked, 3))
-        elif lag >= self.warn_after:
+            self._log.info("event loop turned again", blocked_s=round(blocked, 3),
+                           **_culprit_fields(current, where))
+        elif 0 < self.warn_after <= lag:
             # A stall between two checks of the thread: logged now, with its full length.
             # (The loop's current task is gone by now: the running ones are named.)
             self._stalled(round(lag, 3), None, None)
@@ -131,14 +142,45 @@ class LoopWatch:
         while not self._stop.wait(self.tick):
             last = self._last
             blocked = time.monotonic() - last
-            if blocked < self.warn_after:
+            if 0 < self.name_after <= blocked:
+                self.name_stall()
+            if not 0 < self.warn_after <= blocked:
                 continue
             with self._lock:
                 if self._warned or self._last != last:  # logged, or it just ended
                     continue
                 self._warned = True
-            current = self._current()
-            self._stalled(round(blocked, 3), current, self._where())
+            current, where = self._current(), self._where()
+            with self._lock:
+                if self._last == last:
+                    self._culprit = (current, where)
+            self._stalled(round(blocked, 3), current, where)
+
+    def name_stall(self) -> None:
+        """Log the stall in progress, with the blocking task and its line, once it has lasted
+        ``name_after`` (once per stall, never rate-limited): the stall that gets the process
+        killed is named before the kill. Called by the watch thread and by the liveness probe
+        (from its thread) before it answers "stalled"."""
+        last = self._last
+        blocked = time.monotonic() - last
+        if self.name_after <= 0 or blocked < self.name_after:
+            return
+        with self._lock:
+            if self._named == last or self._last != last:  # named, or it just ended
+                return
+            self._named = last
+            self._warned = True  # (the loop says when it turns again)
+        current, where = self._current(), self._where()
+        with self._lock:
+            if self._last == last:
+                self._culprit = (current, where)
+        running = self._snapshot()
+        self._log.error(
+            "liveness threshold reached with the event loop still blocked: /livez fails "
+            "until it turns again, and the process may be restarted", blocked_s=round(blocked, 3),
+            liveness_threshold_s=self.name_after, running=len(running),
+            tasks=[f"{kind}:{task_id}" for kind, task_id in running[:STALL_LOG_TASKS]],
+            **_culprit_fields(current, where))
 
     def _current(self) -> tuple[str, str] | None:
         """The task the blocked loop is running, as (type, id), when it is a handler's."""
@@ -197,6 +239,16 @@ class LoopWatch:
             with contextlib.suppress(RuntimeError):
                 return list(self._running())
         return []
+
+
+def _culprit_fields(current: tuple[str, str] | None, where: str | None) -> dict[str, Any]:
+    """The log fields naming what blocked the loop, when known."""
+    fields: dict[str, Any] = {}
+    if current is not None:
+        fields["task_type"], fields["task_id"] = current
+    if where is not None:
+        fields["where"] = where
+    return fields
 
 
 class _Handler(BaseHTTPRequestHandler):

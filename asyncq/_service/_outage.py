@@ -7,7 +7,8 @@ warning ``redis calls failing`` (with the operation and the error); the first su
 failures logs one info ``redis calls recovered`` (with the number of failures and the
 duration).
 Failures in between are counted, not logged, so an outage of an hour is two log lines per loop,
-not thousands.
+not thousands. A timeout that a stall of the event loop caused is not a failure (see
+``_stalls``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from structlog.typing import FilteringBoundLogger
 
 from ._backoff import Backoff
+from ._stalls import overlapped_stall
 
 
 class Outage:
@@ -44,7 +46,14 @@ class Outage:
 
     def failed(self, exc: BaseException, *, exc_info: bool = False, **context: Any) -> float:
         """Count a failure (logging the first one, with the traceback if ``exc_info``); return
-        how long to wait before retrying."""
+        how long to wait before retrying.
+
+        A timeout caused by a stall of the event loop (see ``_stalls``) is not a failure of
+        Redis: it is retried at once, neither counted nor logged as one."""
+        if overlapped_stall(exc):
+            self._log.info("redis call timed out while the event loop was blocked: retried, "
+                           "not counted as a Redis failure", operation=self.operation)
+            return 0.0
         if self.on_failure is not None:
             self.on_failure(self.operation)
         self.failures += 1

@@ -5,7 +5,8 @@ the heartbeat keeps the task's lease alive. An outcome is never given up because
 every outcome script checks that the task is still leased to this worker, so an outcome written
 late — after an outage longer than the lease — is either still right (nobody took the task over:
 it is written, and the task does not run again) or refused (another worker recovered the task:
-it is dropped, and the task runs again). Only shutdown bounds the wait (see ``drain``).
+it is dropped, and the task runs again). Only shutdown bounds the wait (see ``drain``): by the
+lease duration, or by a few seconds of failed writes when Redis is unreachable.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from ._leases import OUTCOME, Leases
 from ._outcomes import error_text, unstorable_outcome
 
 _BATCH = 500
+#: At shutdown, how long writes of outcomes may keep failing (or wait for a reply) without one
+#: written before the rest are given up (left to lease recovery): the shutdown stays bounded
+#: while Redis is unreachable or frozen.
+DRAIN_WHILE_FAILING = 3.0
+_DRAIN_CHECK = 0.1  # (how often a shutdown drain looks at the outage)
 _UNSTORABLE = object()
 """A flush result: not even the replacement outcome could be written (the lease is dropped)."""
 
@@ -237,9 +243,23 @@ class Acker:
             if not ok:
                 await anyio.sleep(self._delay)
 
-    async def drain(self, timeout: float) -> bool:
-        """Wait until every outcome is written or refused; False on timeout."""
-        with anyio.move_on_after(timeout):
-            await self._empty.wait()
-            return True
-        return False
+    async def drain(self, timeout: float, *, failing_for: float = DRAIN_WHILE_FAILING) -> bool:
+        """Wait until every outcome is written or refused; False after ``timeout``, or once
+        writes have failed or hung, with no outcome written, for ``failing_for`` seconds (Redis
+        unreachable or frozen: waiting longer would only hold up the shutdown; the leases of
+        the outcomes left expire and their tasks are recovered)."""
+        deadline = anyio.current_time() + timeout
+        stuck_since: float | None = None
+        written = self.written
+        while not self._empty.is_set():
+            now = anyio.current_time()
+            if self.written != written or not (self.outage.ongoing or self._inflight):
+                stuck_since, written = None, self.written
+            elif stuck_since is None:
+                stuck_since = now
+            if now >= deadline or (stuck_since is not None
+                                   and now - stuck_since >= failing_for):
+                return False
+            with anyio.move_on_after(_DRAIN_CHECK):
+                await self._empty.wait()
+        return True

@@ -22,6 +22,7 @@ from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
 from .._service._outage import Outage
+from .._service._stalls import overlapped_stall
 from ._acker import Acker
 from ._config import WorkerConfig
 from ._leases import OUTCOME, Leases
@@ -29,6 +30,8 @@ from ._mux import RulesCache
 from ._queues import ServedQueues
 from ._running import Running, Stop
 
+#: Seconds the last step of shutdown (clearing the server state) may take.
+CLEAR_TIMEOUT = 2.0
 
 class Runs(Protocol):
     """What the heartbeat needs of the processor: the runs it reports and stops."""
@@ -116,7 +119,7 @@ class Heartbeat:
                                                          lease_ms)
             except BrokerError as exc:
                 error = exc
-                if self._config.metrics is not None:
+                if self._config.metrics is not None and not overlapped_stall(exc):
                     self._config.metrics.lease_renewals_failed(len(ids))
                 continue
             for task_id, kept in zip(ids, flags, strict=True):
@@ -183,12 +186,14 @@ class Heartbeat:
                                               orjson.dumps(self.server_info()), workers, ttl)
 
     async def clear(self) -> None:
-        """Remove the server state (last step of shutdown)."""
+        """Remove the server state (last step of shutdown): tried for CLEAR_TIMEOUT at most,
+        so an unreachable Redis does not hold up the shutdown (the state expires by itself)."""
         try:
-            await self._broker.clear_server_state(self._config.server_id)
-        except BrokerError as exc:
+            with anyio.fail_after(CLEAR_TIMEOUT):
+                await self._broker.clear_server_state(self._config.server_id)
+        except (BrokerError, TimeoutError) as exc:
             self._log.warning("clearing server state failed; it expires by itself",
-                              error=str(exc))
+                              error=str(exc) or "timed out")
 
     async def run(self) -> None:
         """Beat every ``heartbeat_interval`` (no backoff: leases must be renewed on time), with

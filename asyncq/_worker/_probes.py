@@ -18,9 +18,9 @@ from ._running import Running
 class WorkerProbes:
     """``live()`` and ``ready()``: a probe's answer for the worker, from any thread.
 
-    ``state()`` is the worker's own word: "starting", "ready", "stopped fetching" or
-    "stopping"; only "ready" can be ready, and then only if Redis answers a ping sent through
-    the worker's event loop (so a blocked loop is not ready either)."""
+    ``state()`` is the worker's own word: "starting", "waiting for redis", "ready", "stopped
+    fetching" or "stopping"; only "ready" can be ready, and then only if Redis answers a ping
+    sent through the worker's event loop (so a blocked loop is not ready either)."""
 
     def __init__(self, watch: LoopWatch, broker: Broker, stall_timeout: float,
                  state: Callable[[], str]) -> None:
@@ -40,9 +40,11 @@ class WorkerProbes:
             return json_answer(True, {"status": "starting"})
         blocked = round(self._watch.blocked_s, 3)
         if blocked >= self._stall_timeout:
+            self._watch.name_stall()  # (logged before the first "stalled" answer)
             return json_answer(False, {"status": "stalled", "blocked_s": blocked,
                                        "stall_timeout_s": self._stall_timeout})
-        return json_answer(True, {"status": "ok", "blocked_s": blocked})
+        return json_answer(True, {"status": "ok", "blocked_s": blocked,
+                                  "stall_timeout_s": self._stall_timeout})
 
     def ready(self) -> Answer:
         """200 while the worker fetches tasks and Redis answers through its loop."""

@@ -136,7 +136,8 @@ class Worker:
             warn_after=cfg.stall_warning, tick=min(LOOP_WATCH_TICK, cfg.stall_timeout / 4),
             running=lambda: running_tasks(running), name_task=task_of(running),
             on_lag=getattr(cfg.metrics, "loop_lagged", None),
-            on_stall=getattr(cfg.metrics, "loop_stalled", None), server_id=cfg.server_id)
+            on_stall=getattr(cfg.metrics, "loop_stalled", None), name_after=cfg.stall_timeout,
+            server_id=cfg.server_id)
         """Notices (logs, measures) an event loop that stops turning: see ``stall_warning``."""
         if (bind_loop := getattr(cfg.metrics, "bind_loop", None)) is not None:
             watch = self.loop_watch
@@ -197,7 +198,7 @@ class Worker:
         if self._shutdown.is_set() or self._state == "closed":
             return "stopping"
         if not self._ready.is_set():
-            return "starting"
+            return "waiting for redis" if self.subscriber.outage.ongoing else "starting"
         if not self.processor.fetching:
             return "stopped fetching"
         return "ready"
@@ -411,8 +412,9 @@ class Worker:
         if self.processor.threads.procs is not None:
             await self.processor.threads.procs.close()
         if not await self.acker.drain(self.config.lease_duration + 1.0):
-            self._log.error("outcomes left unwritten at shutdown; the recoverer will retry "
-                            "those tasks", count=len(self.acker.pending))
+            self._log.error("outcomes left unwritten at shutdown (Redis did not take them); "
+                            "their leases expire and those tasks are recovered and run again",
+                            count=len(self.acker.pending), task_ids=sorted(self.acker.pending))
 
     async def __aenter__(self) -> Self:
         self._runner = await start_background(self.run(handle_signals=False), self._ready,
