@@ -101,6 +101,14 @@ def register(sub: Any) -> None:
                         "process's, each labelled process=1..N")
     p.add_argument("--metrics-host", default=METRICS_HOST,
                    help=f"address of the metrics endpoint (default {METRICS_HOST})")
+    p.add_argument("--metrics-queue-label", choices=("pattern", "name"), default="pattern",
+                   help="the queue label of a queue a pattern serves (tenant:*): the pattern "
+                        "(default: one series for all its queues) or the queue's own name "
+                        "(one series per queue, unbounded)")
+    p.add_argument("--metrics-task-types", type=_task_types, default=None, metavar="N|all",
+                   help="label the first N task types a worker process runs by name and the "
+                        "others 'other' (default 30), or 'all' (one series per type, "
+                        "unbounded)")
     p.add_argument("--processes", "-p", type=int, default=1, metavar="N",
                    help="run N worker processes under a supervisor that restarts one that "
                         "dies and passes SIGTERM/SIGINT on (default 1: no supervisor)")
@@ -372,14 +380,15 @@ def run(args: argparse.Namespace) -> int:
     config_source = _imported(args.config, args.traceback) if args.config else None
     options = worker_options(args)
     if args.metrics_port is not None:
-        options["metrics"] = _serve_metrics(args.metrics_host, args.metrics_port)
+        options["metrics"] = _serve_metrics(args.metrics_host, args.metrics_port,
+                                            _metrics_options(args))
 
     async def main() -> None:
         made = await resolve_target(args.target, target, factory=args.factory)
         config = (await resolve_config(args.config, config_source)
                   if args.config else None)
         if supervisor_metrics and not _measured(made, config):
-            options["metrics"] = _worker_metrics()()
+            options["metrics"] = _worker_metrics()(**_metrics_options(args))
         worker = build_worker(args, made, config, options)
         if isinstance(made, Worker):
             await _check_worker_redis(args.target, made)
@@ -411,6 +420,28 @@ async def _check_worker_redis(target: str, worker: Worker) -> None:
     except BrokerError as exc:
         await worker.broker.close()
         raise CLIError(f"the Worker of {target}: {exc}") from None
+
+
+def _task_types(text: str) -> int | str:
+    """--metrics-task-types: a number of task types, or ``all``."""
+    if text == "all":
+        return text
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of task types or 'all', got {text!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more task types, got {number}")
+    return number
+
+
+def _metrics_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The WorkerMetrics arguments the --metrics-* flags give."""
+    options: dict[str, Any] = {"queues": args.metrics_queue_label}
+    if args.metrics_task_types is not None:
+        options["task_types"] = args.metrics_task_types
+    return options
 
 
 def _worker_metrics() -> Any:
@@ -445,7 +476,7 @@ def _serve_supervisor(worker: Worker, path: str) -> ProbeServer:
     return ProbeServer(routes, path=path)
 
 
-def _serve_metrics(host: str, port: int) -> Any:
+def _serve_metrics(host: str, port: int, options: dict[str, Any]) -> Any:
     """This worker's metrics on http://host:port/metrics (prometheus_client's server)."""
     metrics = _worker_metrics()
     from prometheus_client import start_http_server
@@ -453,7 +484,7 @@ def _serve_metrics(host: str, port: int) -> Any:
         start_http_server(port, addr=host)
     except OSError as exc:
         raise CLIError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
-    return metrics()
+    return metrics(**options)
 
 
 def _check_supervisor_flags(args: argparse.Namespace) -> bool:
