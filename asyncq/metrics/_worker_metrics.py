@@ -62,7 +62,7 @@ class WorkerMetrics:
         self.queue_label: QueueLabel = queues
         """How a queue served through a pattern is labelled: by the pattern or its name."""
         if not created_series:
-            prometheus_client.disable_created_metrics()
+            prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
         self._served: list[str] = []
         """The worker's configured queues (names and patterns), told by ``bind_queues``."""
         self._queue_labels: dict[str, str] = {}
@@ -247,7 +247,7 @@ def _type_labeller(task_types: object) -> Callable[[str], str]:
         return _same
     if task_types == "none":
         return _blank
-    if isinstance(task_types, bool) or isinstance(task_types, str):
+    if isinstance(task_types, (bool, str)):
         raise ValueError(f"task_types must be a number of task types to label, 'all', 'none' "
                          f"or a collection of task types, got {task_types!r}")
     if isinstance(task_types, int):
