@@ -206,6 +206,10 @@ def _stamp(text: str) -> float:
 async def operator_archives(prom: Prom, client: asyncq.Client, redis: RedisServer) -> None:
     """An operator archiving a queue's pending tasks is no failure: nothing fires."""
     await client.enqueue_many([asyncq.Task("alert:ok", i, queue=HELD) for i in range(5)])
+
+    async def pending() -> bool:  # (Prometheus has seen the archive empty: it sees it grow)
+        return bool(await prom.query(f'asyncq_tasks{{queue="{HELD}",state="pending"}} == 5'))
+    await wait_until(pending, timeout=30, message="the pending tasks scraped")
     async with asyncq.Inspector(redis.url) as inspector:
         assert await inspector.archive_all(HELD, "pending") == 5
 
