@@ -39,7 +39,6 @@ def runs(registry: CollectorRegistry) -> float:
 
 
 @pytest.mark.anyio
-@pytest.mark.slow  # (about a minute: the worker serves 1 000 queues)
 @pytest.mark.timeout(300)
 async def test_a_thousand_queues_by_fifty_types_stay_under_the_documented_size(
     asyncq_client: asyncq.Client, asyncq_queue: str, asyncq_worker: WorkerFactory,
