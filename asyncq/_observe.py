@@ -47,6 +47,7 @@ class RunObserver(Protocol):
     # And ``process_over_memory(queue, task_type)``: a handler child replaced after a task
     # because its resident memory passed max_memory_per_child.
     # And ``progress_written(queue, stored)``: a progress report written (or refused).
+    # And ``bind_queues(served)``: the configured queue names and patterns, once at start.
 
     def limit_deferred(self, queue: str, task_type: str) -> None:
         """A leased task was deferred, not run: a rate or concurrency limit refused it. (An

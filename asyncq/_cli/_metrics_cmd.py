@@ -21,6 +21,10 @@ def register(sub: Any) -> None:
                    help=f"address to listen on (default {METRICS_HOST}: this machine only)")
     p.add_argument("--port", type=int, default=METRICS_PORT,
                    help=f"port (default {METRICS_PORT})")
+    p.add_argument("--per-host", action="store_true",
+                   help="label the live workers' totals by host (asyncq_host_servers, "
+                        "asyncq_server_concurrency, asyncq_server_active_tasks); off by "
+                        "default: under Kubernetes each pod is a new host, so a new series")
     p.add_argument("--alert-rules", action="store_true",
                    help="print the Prometheus alert rules shipped with asyncq (for "
                         "rule_files: in prometheus.yml) and exit")
@@ -50,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise CLIError(f"asyncq metrics needs the prometheus extra: pip install "
                        f"'asyncq[prometheus]' ({exc})") from exc
-    app = queue_metrics_app(args.redis_url)
+    app = queue_metrics_app(args.redis_url, per_host=args.per_host)
     print(f"asyncq metrics on http://{args.host}:{args.port}/metrics", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", lifespan="on")
     return 0

@@ -105,6 +105,14 @@ def register(sub: Any) -> None:
                         "ready: /readyz fails until it answers), no exits with status 1; auto "
                         "(the default) waits when --health-port is given (a Kubernetes pod "
                         "started during an outage then waits instead of crash-looping)")
+    p.add_argument("--metrics-queue-label", choices=("pattern", "name"), default="pattern",
+                   help="the queue label of a queue a pattern serves (tenant:*): the pattern "
+                        "(default: one series for all its queues) or the queue's own name "
+                        "(one series per queue, unbounded)")
+    p.add_argument("--metrics-task-types", type=_task_types, default=None, metavar="N|all",
+                   help="label the first N task types a worker process runs by name and the "
+                        "others 'other' (default 30), or 'all' (one series per type, "
+                        "unbounded)")
     p.add_argument("--processes", "-p", type=int, default=1, metavar="N",
                    help="run N worker processes under a supervisor that restarts one that "
                         "dies and passes SIGTERM/SIGINT on (default 1: no supervisor)")
@@ -388,7 +396,7 @@ def run(args: argparse.Namespace) -> int:
         if args.metrics_port is not None:
             _serve_metrics(args.metrics_host, args.metrics_port, measured)
         if (args.metrics_port is not None or supervisor_metrics) and measured is None:
-            options["metrics"] = _worker_metrics()()
+            options["metrics"] = _worker_metrics()(**_metrics_options(args))
         worker = build_worker(args, made, config, options)
         wait = (args.wait_for_redis == "yes"
                 or (args.wait_for_redis == "auto" and args.health_port is not None))
@@ -452,6 +460,28 @@ async def _check_worker_redis(target: str, worker: Worker) -> None:
         await worker.broker.ping()
     except BrokerError as exc:
         raise _Unreachable(f"the Worker of {target}: {exc}") from None
+
+
+def _task_types(text: str) -> int | str:
+    """--metrics-task-types: a number of task types, or ``all``."""
+    if text == "all":
+        return text
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of task types or 'all', got {text!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more task types, got {number}")
+    return number
+
+
+def _metrics_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The WorkerMetrics arguments the --metrics-* flags give."""
+    options: dict[str, Any] = {"queues": args.metrics_queue_label}
+    if args.metrics_task_types is not None:
+        options["task_types"] = args.metrics_task_types
+    return options
 
 
 def _worker_metrics() -> Any:

@@ -256,6 +256,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.0"
 
+    def handle(self) -> None:
+        """One request; a client gone before its answer is written (a scrape or probe that
+        timed out) is no error worth a traceback on stderr."""
+        with contextlib.suppress(ConnectionError):
+            super().handle()
+
     def do_GET(self) -> None:
         route = cast(_Served, self.server).routes.get(self.path.split("?", 1)[0])
         if route is None:

@@ -107,6 +107,8 @@ class Worker:
             cfg.metrics.bind(concurrency=cfg.concurrency,
                              in_flight=lambda: len(processor.running),
                              prefetched=lambda: len(processor.buffer))
+            if (bind_queues := getattr(cfg.metrics, "bind_queues", None)) is not None:
+                bind_queues(list(cfg.queues))  # (labels a pattern's queues by the pattern)
             self.acker.outage.on_failure = cfg.metrics.redis_error
             self.heartbeat.outage.on_failure = cfg.metrics.redis_error
         self.recoverer = Recoverer(self.broker, cfg, self.clock,

@@ -35,8 +35,9 @@ class QueueExporter(Collector):
     ``collect()`` (called by the registry) reports what the last refresh read."""
 
     def __init__(self, inspector: Inspector, *, timeout: float = 10.0,
-                 max_age: float = 1.0) -> None:
+                 max_age: float = 1.0, per_host: bool = False) -> None:
         self._inspector = inspector
+        self._per_host = per_host
         self._timeout = timeout
         self._max_age = max_age
         self._queues: list[QueueInfo] = []
@@ -89,7 +90,7 @@ class QueueExporter(Collector):
         if not self._up:
             return
         yield from _queue_metrics(self._queues)
-        yield from _server_metrics(self._servers)
+        yield from _server_metrics(self._servers, self._per_host)
 
 
 def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
@@ -159,16 +160,26 @@ def _backlog(q: QueueInfo) -> int:
     return q.pending + q.active + q.scheduled + q.retry + q.aggregating
 
 
-def _server_metrics(servers: list[ServerInfo]) -> Iterator[Metric]:
-    """Live workers, summed per host: a worker's id (host:pid:random) changes with every
-    restart, so a label of it would start new series each time; the host does not."""
+def _server_metrics(servers: list[ServerInfo], per_host: bool) -> Iterator[Metric]:
+    """Live workers, their slots and running tasks: deployment totals, or with ``per_host``
+    summed per host. A worker's id (host:pid:random) changes with every restart and, under
+    Kubernetes, its host with every pod: either label would start new series each time, so
+    the host is opt-in (for machines that keep their name)."""
     live = GaugeMetricFamily("asyncq_servers", "Live worker processes")
     live.add_metric([], len(servers))
-    per_host = _gauge("asyncq_host_servers", "Live worker processes on a host", ["host"])
+    yield live
+    labels = ["host"] if per_host else []
+    where = " of a host" if per_host else ""
     concurrency = _gauge("asyncq_server_concurrency",
-                         "Most tasks the live workers of a host run at once", ["host"])
-    busy = _gauge("asyncq_server_active_tasks", "Tasks the live workers of a host are running",
-                  ["host"])
+                         f"Most tasks the live workers{where} run at once", labels)
+    busy = _gauge("asyncq_server_active_tasks", f"Tasks the live workers{where} are running",
+                  labels)
+    if not per_host:
+        concurrency.add_metric([], sum(s.concurrency for s in servers))
+        busy.add_metric([], sum(len(s.active_workers) for s in servers))
+        yield from (concurrency, busy)
+        return
+    per_host_live = _gauge("asyncq_host_servers", "Live worker processes on a host", ["host"])
     hosts: dict[str, list[int]] = {}
     for s in servers:
         totals = hosts.setdefault(s.host, [0, 0, 0])
@@ -176,10 +187,10 @@ def _server_metrics(servers: list[ServerInfo]) -> Iterator[Metric]:
         totals[1] += s.concurrency
         totals[2] += len(s.active_workers)
     for host, (n, slots, running) in sorted(hosts.items()):
-        per_host.add_metric([host], n)
+        per_host_live.add_metric([host], n)
         concurrency.add_metric([host], slots)
         busy.add_metric([host], running)
-    yield from (live, per_host, concurrency, busy)
+    yield from (per_host_live, concurrency, busy)
 
 
 class QueueMetricsApp:
@@ -187,9 +198,9 @@ class QueueMetricsApp:
     (mount it at ``/metrics``). Its Inspector is closed by the ASGI lifespan's shutdown, or
     by ``await app.aclose()`` where no lifespan runs (a mounted sub-app, tests)."""
 
-    def __init__(self, redis: Any, *, timeout: float = 10.0) -> None:
+    def __init__(self, redis: Any, *, timeout: float = 10.0, per_host: bool = False) -> None:
         self.inspector = Inspector(redis)
-        self.exporter = QueueExporter(self.inspector, timeout=timeout)
+        self.exporter = QueueExporter(self.inspector, timeout=timeout, per_host=per_host)
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self.exporter)
         self._render = make_asgi_app(registry)
@@ -216,7 +227,9 @@ class QueueMetricsApp:
                 return
 
 
-def queue_metrics_app(redis: Any, *, timeout: float = 10.0) -> QueueMetricsApp:
+def queue_metrics_app(redis: Any, *, timeout: float = 10.0,
+                      per_host: bool = False) -> QueueMetricsApp:
     """The queue metrics exporter as an ASGI app; ``redis``: what an Inspector takes (a URL,
-    a redis.asyncio client, a Broker). ``timeout`` bounds one scrape's reading of Redis."""
-    return QueueMetricsApp(redis, timeout=timeout)
+    a redis.asyncio client, a Broker). ``timeout`` bounds one scrape's reading of Redis;
+    ``per_host`` labels the live workers' totals by host (off: a pod's name is no label)."""
+    return QueueMetricsApp(redis, timeout=timeout, per_host=per_host)

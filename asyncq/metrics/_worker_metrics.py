@@ -1,14 +1,22 @@
 """Metrics from inside a worker: run time and queue wait histograms, outcomes, in-flight and
-prefetched gauges, Redis errors, failed lease renewals and limit deferrals."""
+prefetched gauges, Redis errors, failed lease renewals and limit deferrals.
+
+Their labels are bounded by default, so one worker's exposition stays small whatever the
+number of queues and task types it serves: a queue a pattern (``tenant:*``) serves is
+labelled by the pattern, task types past the first ``TASK_TYPES`` fold into ``other``, and no
+``_created`` series is written. Labels are decided once per (queue, type) and kept."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
+import prometheus_client
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
 from .._observe import RunOutcome
+from .._validate import is_queue_pattern, match_queue_patterns
 
 # -- counters present at 0 (H-METRICS, issue 28): an alert rule's rate() sees the first
 # increase only if the series existed before it, so these label sets are created up front.
@@ -16,6 +24,12 @@ from .._observe import RunOutcome
 REDIS_OPERATIONS = ("dequeue", "write outcomes", "renew leases")
 #: Every outcome a run can have, created at 0 for a (queue, type) when it is first seen.
 OUTCOMES: tuple[RunOutcome, ...] = get_args(RunOutcome)
+#: By default the first this many task types a worker process runs keep their name as the
+#: ``type`` label; later ones are labelled ``other``.
+TASK_TYPES = 30
+#: The label of the task types past the bound (or outside the names given).
+OTHER = "other"
+QueueLabel = Literal["pattern", "name"]
 
 RUN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
                60, 300, 900, 3600)
@@ -26,23 +40,37 @@ WAIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 
 class WorkerMetrics:
     """Prometheus metrics of one worker process, registered in ``registry`` (prometheus_client's
-    default unless given). ``task_types``: ``"all"`` labels each task type, ``"none"`` leaves
-    the type label empty, an iterable of names keeps those and labels the rest ``"other"`` —
-    so unbounded task types cannot blow up a Prometheus server."""
+    default unless given).
+
+    ``task_types``: a number N (default ``TASK_TYPES``) keeps the name of the first N task
+    types this process runs and labels later ones ``"other"``; a collection of names keeps
+    those and labels the rest ``"other"``; ``"all"`` labels each task type (unbounded);
+    ``"none"`` leaves the type label empty. ``queues``: ``"pattern"`` (default) labels a queue
+    that a pattern of the worker serves (``tenant:*``) by the pattern, ``"name"`` by its own
+    name (one series per matched queue). ``created_series=False`` (default) turns off
+    prometheus_client's ``_created`` samples, process-wide: they double no rule's use and add
+    a sample per counter and histogram."""
 
     def __init__(self, registry: CollectorRegistry | None = REGISTRY, *,
-                 task_types: Literal["all", "none"] | Iterable[str] = "all",
-                 namespace: str = "asyncq_worker") -> None:
-        if task_types == "all":
-            self._type: Callable[[str], str] = _same
-        elif task_types == "none":
-            self._type = _blank
-        elif isinstance(task_types, str):
-            raise ValueError(f"task_types must be 'all', 'none' or a collection of task "
-                             f"types, got {task_types!r}")
-        else:
-            allowed = frozenset(task_types)
-            self._type = lambda t: t if t in allowed else "other"
+                 task_types: Literal["all", "none"] | Iterable[str] | int = TASK_TYPES,
+                 queues: QueueLabel = "pattern", namespace: str = "asyncq_worker",
+                 created_series: bool = False) -> None:
+        self._type: Callable[[str], str] = _type_labeller(task_types)
+        if queues not in ("pattern", "name"):
+            raise ValueError(f"queues must be 'pattern' (label a queue a pattern serves by "
+                             f"the pattern) or 'name', got {queues!r}")
+        self.queue_label: QueueLabel = queues
+        """How a queue served through a pattern is labelled: by the pattern or its name."""
+        if not created_series:
+            prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+        self._served: list[str] = []
+        """The worker's configured queues (names and patterns), told by ``bind_queues``."""
+        self._queue_labels: dict[str, str] = {}
+        self._series: dict[tuple[str, str], _Series] = {}
+        """(queue, type) -> its labels and labelled children, decided once (the per-task
+        path is then one dict lookup)."""
+        self._by_labels: dict[tuple[str, str], _Series] = {}
+        self._lock = threading.Lock()
         self.registry = registry
         """Where the metrics are registered (None: nowhere)."""
         labels = ["queue", "type"]
@@ -98,7 +126,6 @@ class WorkerMetrics:
                                       "renewed", **kw)  # type: ignore[arg-type]
         for operation in REDIS_OPERATIONS:
             self.redis_errors.labels(operation)
-        self._seen: set[tuple[str, str]] = set()
 
     def bind(self, *, concurrency: int, in_flight: Callable[[], int],
              prefetched: Callable[[], int]) -> None:
@@ -118,29 +145,57 @@ class WorkerMetrics:
         """A loop turn longer than stall_warning (called from the watch thread)."""
         self.loop_stalls.inc()
 
-    def started(self, queue: str, task_type: str, wait_s: float | None) -> None:
-        kind = self._type(task_type)
-        self._first_seen(queue, kind)
-        if wait_s is not None:
-            self.queue_wait.labels(queue, kind).observe(max(wait_s, 0.0))
+    def bind_queues(self, served: Iterable[str]) -> None:
+        """The queues the worker was configured with, patterns included (called once as it
+        starts): what a queue's label is decided from."""
+        with self._lock:
+            self._served = list(served)
+            self._queue_labels.clear()
+            self._series.clear()
 
-    def _first_seen(self, queue: str, kind: str) -> None:
-        """Create a (queue, type)'s outcome and failure counters at 0 when it first runs."""
-        if (queue, kind) in self._seen:
-            return
-        self._seen.add((queue, kind))
-        self.failures.labels(queue, kind)
-        for outcome in OUTCOMES:
-            self.outcomes.labels(queue, kind, outcome)
+    def started(self, queue: str, task_type: str, wait_s: float | None) -> None:
+        series = self._series.get((queue, task_type)) or self._resolve(queue, task_type)
+        if wait_s is not None:
+            series.queue_wait.observe(max(wait_s, 0.0))
 
     def finished(self, queue: str, task_type: str, outcome: RunOutcome, failed: bool,
                  run_s: float) -> None:
-        kind = self._type(task_type)
-        self._first_seen(queue, kind)
-        self.run_time.labels(queue, kind).observe(run_s)
-        self.outcomes.labels(queue, kind, outcome).inc()
+        series = self._series.get((queue, task_type)) or self._resolve(queue, task_type)
+        series.run_time.observe(run_s)
+        series.outcomes[outcome].inc()
         if failed:
-            self.failures.labels(queue, kind).inc()
+            series.failures.inc()
+
+    def labels(self, queue: str, task_type: str) -> tuple[str, str]:
+        """The (queue, type) labels of a run of ``task_type`` from ``queue``."""
+        series = self._series.get((queue, task_type)) or self._resolve(queue, task_type)
+        return series.labels
+
+    def _resolve(self, queue: str, task_type: str) -> _Series:
+        """Decide a (queue, type)'s labels, once: its series are created then (the outcome
+        and failure counters at 0, so a rate() sees the first increase)."""
+        with self._lock:
+            found = self._series.get((queue, task_type))
+            if found is not None:
+                return found
+            labels = (self._queue_label(queue), self._type(task_type))
+            series = self._by_labels.get(labels)
+            if series is None:
+                series = self._by_labels[labels] = _Series(self, labels)
+            self._series[(queue, task_type)] = series
+            return series
+
+    def _queue_label(self, queue: str) -> str:
+        label = self._queue_labels.get(queue)
+        if label is None:
+            label = queue
+            if self.queue_label == "pattern" and any(map(is_queue_pattern, self._served)):
+                for pattern, names in match_queue_patterns(self._served, [queue]).items():
+                    if names:
+                        label = pattern
+                        break
+            self._queue_labels[queue] = label
+        return label
 
     def redis_error(self, operation: str) -> None:
         self.redis_errors.labels(operation).inc()
@@ -149,22 +204,78 @@ class WorkerMetrics:
         self.lease_failures.inc(count)
 
     def limit_deferred(self, queue: str, task_type: str) -> None:
-        self.limit_deferrals.labels(queue, self._type(task_type)).inc()
+        self.limit_deferrals.labels(*self.labels(queue, task_type)).inc()
 
     def thread_left_behind(self, queue: str, task_type: str) -> None:
-        kind = self._type(task_type)
-        self.threads_left_behind.labels(queue, kind).inc()
-        self.threads_still_running.labels(queue, kind).inc()
+        labels = self.labels(queue, task_type)
+        self.threads_left_behind.labels(*labels).inc()
+        self.threads_still_running.labels(*labels).inc()
 
     def thread_returned(self, queue: str, task_type: str) -> None:
         """A thread left behind returned: it no longer runs."""
-        self.threads_still_running.labels(queue, self._type(task_type)).dec()
+        self.threads_still_running.labels(*self.labels(queue, task_type)).dec()
 
     def progress_written(self, queue: str, stored: bool) -> None:
-        self.progress_writes.labels(queue, "stored" if stored else "refused").inc()
+        label = self._queue_labels.get(queue)
+        if label is None:
+            with self._lock:
+                label = self._queue_label(queue)
+        self.progress_writes.labels(label, "stored" if stored else "refused").inc()
 
     def process_over_memory(self, queue: str, task_type: str) -> None:
-        self.memory_recycles.labels(queue, self._type(task_type)).inc()
+        self.memory_recycles.labels(*self.labels(queue, task_type)).inc()
+
+
+class _Series:
+    """The labelled children one (queue, type) label pair updates per run."""
+
+    __slots__ = ("failures", "labels", "outcomes", "queue_wait", "run_time")
+
+    def __init__(self, metrics: WorkerMetrics, labels: tuple[str, str]) -> None:
+        self.labels = labels
+        self.run_time: Any = metrics.run_time.labels(*labels)
+        self.queue_wait: Any = metrics.queue_wait.labels(*labels)
+        self.failures: Any = metrics.failures.labels(*labels)
+        self.outcomes: dict[str, Any] = {o: metrics.outcomes.labels(*labels, o)
+                                         for o in OUTCOMES}
+
+
+def _type_labeller(task_types: object) -> Callable[[str], str]:
+    """What labels a task type, from WorkerMetrics's ``task_types`` (ValueError/TypeError
+    saying what is accepted)."""
+    if task_types == "all":
+        return _same
+    if task_types == "none":
+        return _blank
+    if isinstance(task_types, (bool, str)):
+        raise ValueError(f"task_types must be a number of task types to label, 'all', 'none' "
+                         f"or a collection of task types, got {task_types!r}")
+    if isinstance(task_types, int):
+        if task_types < 0:
+            raise ValueError(f"task_types must be 0 or more task types to label by name, got "
+                             f"{task_types}")
+        return _FirstTypes(task_types)
+    if not isinstance(task_types, Iterable):
+        raise TypeError(f"task_types must be a number, 'all', 'none' or a collection of task "
+                        f"types, got {type(task_types).__name__}")
+    allowed = frozenset(task_types)
+    return lambda t: t if t in allowed else OTHER
+
+
+class _FirstTypes:
+    """Labels the first ``bound`` task types seen by name, the later ones ``other``."""
+
+    def __init__(self, bound: int) -> None:
+        self._bound = bound
+        self._kept: set[str] = set()
+
+    def __call__(self, task_type: str) -> str:
+        if task_type in self._kept:
+            return task_type
+        if len(self._kept) < self._bound:
+            self._kept.add(task_type)
+            return task_type
+        return OTHER
 
 
 def _same(task_type: str) -> str:

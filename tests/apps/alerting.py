@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from asyncq import ServeMux, Task
 
@@ -24,3 +25,9 @@ async def fail(task: Task) -> None:
 async def block(task: Task) -> None:
     """Runs until its worker dies: the task stays active with a lease nobody renews."""
     await asyncio.Event().wait()
+
+
+@mux.handler("alert:stall")
+async def stall(task: Task) -> None:
+    """Blocks its worker's event loop for 15 s (a blocking call inside async def)."""
+    time.sleep(15)  # noqa: ASYNC251 (blocking the loop is the point)

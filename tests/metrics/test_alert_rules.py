@@ -16,13 +16,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import asyncq
 from asyncq.metrics import WorkerMetrics, queue_metrics_app
+from asyncq.metrics._worker_metrics import merge_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "asyncq" / "metrics" / "alerts.yml"
 RULE_TESTS = ROOT / "tests" / "metrics" / "alerts_test.yml"
 ALERTS = {"AsyncqExporterDown", "AsyncqRedisUnreachable", "AsyncqNoLiveWorkers",
           "AsyncqOldestPendingTooOld", "AsyncqBacklogGrowing", "AsyncqHighFailureRatio",
-          "AsyncqArchiveGrowing", "AsyncqExpiredLeases", "AsyncqWorkerRedisErrors"}
+          "AsyncqArchiveGrowing", "AsyncqExpiredLeases", "AsyncqWorkerRedisErrors",
+          "AsyncqWorkerTargetDown", "AsyncqWorkerProcessDown", "AsyncqWorkerLoopStalled"}
 
 
 def expressions(text: str) -> list[str]:
@@ -53,8 +55,9 @@ def test_the_command_prints_the_packaged_rules_without_the_prometheus_extra() ->
 async def test_every_metric_the_rules_query_is_exported_before_any_failure(
     asyncq_client: asyncq.Client, asyncq_queue: str, asyncq_redis_url: str,
 ) -> None:
-    # A fresh exporter and a fresh worker that has not failed a call: a rule querying a
-    # series that appears only later (a first Redis error) would need `or vector(0)`.
+    # A fresh exporter and a fresh worker (supervised: its processes' exposition merged) that
+    # has run one task and failed none: a rule querying a series that appears only later (a
+    # first Redis error, a first archived run) would need `or vector(0)`.
     await asyncq_client.enqueue("t", queue=asyncq_queue)
     app = queue_metrics_app(asyncq_redis_url)
     try:
@@ -64,8 +67,11 @@ async def test_every_metric_the_rules_query_is_exported_before_any_failure(
     finally:
         await app.aclose()
     registry = CollectorRegistry()
-    WorkerMetrics(registry)
-    names |= exported(generate_latest(registry).decode())
+    metrics = WorkerMetrics(registry)
+    metrics.bind(concurrency=1, in_flight=lambda: 0, prefetched=lambda: 0)
+    metrics.bind_loop(lambda: 0.0)
+    metrics.finished(asyncq_queue, "t", "succeeded", False, 0.01)
+    names |= exported(merge_processes({"1": generate_latest(registry)}, {"1": True}).decode())
 
     exprs = expressions(RULES.read_text())
     assert len(exprs) == len(ALERTS)

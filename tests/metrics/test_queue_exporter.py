@@ -54,12 +54,20 @@ async def test_a_scrape_reports_what_a_known_workload_left(
             await w.wait_drained(work)
             m = await scrape(app)
             assert m[("asyncq_servers", ())] >= 1
-            # Per host, not per worker id: a restarted worker continues the same series.
+            # Totals, neither per worker id nor per host: a restarted worker, or a new pod
+            # (a new host name), continues the same series.
+            assert m[("asyncq_server_concurrency", ())] >= 5
+            assert not any(k[0].startswith(("asyncq_server", "asyncq_host"))
+                           and ({"server", "host"} & dict(k[1]).keys()) for k in m)
+            # per host on request (machines that keep their name)
+            per_host = queue_metrics_app(asyncq_redis_url, per_host=True)
+            try:
+                by_host = await scrape(per_host)
+            finally:
+                await per_host.aclose()
             host = socket.gethostname()  # (what a worker reports as its host)
-            assert m[key("asyncq_host_servers", host=host)] >= 1
-            assert m[key("asyncq_server_concurrency", host=host)] >= 5
-            assert not any(k[0].startswith("asyncq_server") and dict(k[1]).get("server")
-                           for k in m)
+            assert by_host[key("asyncq_host_servers", host=host)] >= 1
+            assert by_host[key("asyncq_server_concurrency", host=host)] >= 5
     finally:
         await app.aclose()
     assert m[("asyncq_up", ())] == 1
