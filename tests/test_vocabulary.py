@@ -176,7 +176,8 @@ def test_the_dashboard_uses_the_word(concept: Concept) -> None:
 def test_metric_help_and_alerts_use_the_word() -> None:
     from asyncq.metrics._queue_exporter import _queue_metrics, _server_metrics
 
-    helps = " | ".join(m.documentation for m in [*_queue_metrics([]), *_server_metrics([])])
+    helps = " | ".join(m.documentation for m in [
+        *_queue_metrics([]), *_server_metrics([], False), *_server_metrics([], True)])
     assert "concurrency limit" in helps
     rules = (ROOT / "asyncq" / "metrics" / "alerts.yml").read_text(encoding="utf-8")
     for concept in VOCABULARY:
@@ -263,7 +264,7 @@ async def test_retired_dashboard_addresses_redirect(root: str) -> None:
     app = create_app("redis://127.0.0.1:1/0")  # a redirect reads nothing from Redis
     transport = httpx.ASGITransport(app=app, root_path=root)
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://dash") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             for old, new in (("/servers", "/workers"), ("/periodic", "/scheduler")):
                 got = await http.get(f"{root}{old}?x=1")
                 assert (got.status_code, got.headers["location"]) == (308, f"{root}{new}?x=1")

@@ -41,7 +41,7 @@ async def test_archive_run_and_delete_one_task(
         assert f"task {info.id!r}: the task is already pending" in html.unescape(shown.text)
         asked = await post_action(http, page, "/action/task", action="delete",
                                   queue=asyncq_queue, id=info.id)
-        assert asked.status_code == 200 and "It is removed for good" in asked.text
+        assert asked.status_code == 200 and "It is deleted for good" in asked.text
         assert len(await asyncq_inspector.list_tasks(asyncq_queue, "pending")) == 1
         deleted = await post_action(http, page, "/action/task", action="delete",
                                     queue=asyncq_queue, id=info.id, confirmed="1")

@@ -33,7 +33,7 @@ def test_deleting_one_task_asks_first(page: Any, redis_calls: Callable[..., Any]
         page.goto(f"{url}/queue?q={queue}&state=scheduled")
         page.click('#tasks button[data-action="delete"]')
         expect(page.locator(".confirm")).to_have_text(
-            f"delete task {info.id} (mail.send, scheduled) of queue {queue}? It is removed "
+            f"delete task {info.id} (mail.send, scheduled) of queue {queue}? It is deleted "
             "for good.")
         assert _state(redis_calls, queue, info.id) == "scheduled"
         page.click("#cancel")
