@@ -37,7 +37,16 @@ def _sample(action: argparse.Action) -> list[str]:
         return [flag]
     if action.choices:
         return [flag, str(list(action.choices)[-1])]
-    return [flag, "7"] if action.type in (int, float) else [flag, "x=7"]
+    if action.type in (int, float):
+        return [flag, "7"]
+    if callable(action.type):  # (a flag of its own type, e.g. N|all: a number if it takes one)
+        try:
+            action.type("7")
+        except Exception:
+            pass
+        else:
+            return [flag, "7"]
+    return [flag, "x=7"]
 
 
 def _parse(argv: list[str]) -> dict[str, Any]:
