@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
 from redis.asyncio import Redis
-from topology.cluster import LocalCluster
+from topology.cluster import three_masters
 
 from asyncq._broker import _keys as K
 from asyncq._broker import _scripts
@@ -76,10 +75,7 @@ async def test_every_script_loads_on_one_server(redis_client: Redis) -> None:
 @pytest.fixture(scope="module")
 def cluster_masters() -> Iterator[list[int]]:
     """The ports of the masters of a fresh 3-master cluster (as tests/deploy starts it)."""
-    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"a cluster needs {', '.join(missing)}")
-    with LocalCluster(masters=3) as cluster:
+    with three_masters() as cluster:
         yield cluster.master_ports()
 
 

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Self
+
+import pytest
 
 from asyncq._testing.redis_server import RedisServer
 from tests.helpers.polling import poll_until
 from tests.helpers.ports import free_ports
 
-__all__ = ["LocalCluster", "redis_cli"]
+__all__ = ["LocalCluster", "redis_cli", "three_masters"]
 
 _HOST = "127.0.0.1"
 _START_ATTEMPTS = 3
@@ -218,3 +221,14 @@ class LocalCluster:
 
     def __repr__(self) -> str:
         return f"<LocalCluster {self.url}>"
+
+
+@contextmanager
+def three_masters() -> Iterator[LocalCluster]:
+    """A fresh 3-master cluster for a fixture; the test is skipped, saying why, when
+    redis-server or redis-cli is missing."""
+    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"a cluster needs {', '.join(missing)}")
+    with LocalCluster(masters=3) as cluster:
+        yield cluster

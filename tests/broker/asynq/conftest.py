@@ -3,12 +3,11 @@ shared test Redis, and helpers reading asynq's records as Go would."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from topology.cluster import LocalCluster
+from topology.cluster import three_masters
 
 from asyncq import Client, FakeClock
 from asyncq._broker._asynq._broker import AsynqBroker
@@ -34,10 +33,7 @@ def aclient(abroker: AsynqBroker, clock: FakeClock) -> Client:
 @pytest.fixture(scope="module")
 def cluster_url() -> Iterator[str]:
     """A 3-master Redis Cluster for one test module's asynq-layout scripts."""
-    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"a cluster needs {', '.join(missing)}")
-    with LocalCluster(masters=3) as cluster:
+    with three_masters() as cluster:
         yield cluster.url
 
 

@@ -6,13 +6,12 @@ wake-up), across queues of every master."""
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from redis.crc import key_slot
-from topology.cluster import LocalCluster
+from topology.cluster import three_masters
 
 from asyncq import Client, ServeMux, Task, TaskState, Worker
 from asyncq._broker._asynq import _keys as K
@@ -22,10 +21,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture(scope="module")
 def cluster_url() -> Iterator[str]:
-    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"a cluster needs {', '.join(missing)}")
-    with LocalCluster(masters=3) as cluster:
+    with three_masters() as cluster:
         yield cluster.url
 
 

@@ -11,12 +11,11 @@ tests/broker/asynq/). What a layout lacks on purpose is skipped through its capa
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from topology.cluster import LocalCluster
+from topology.cluster import three_masters
 
 from asyncq import Client, FakeClock
 from asyncq._broker import Broker
@@ -43,10 +42,7 @@ def layout(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def conformance_cluster_url() -> Iterator[str]:
     """A 3-master Redis Cluster shared by the cluster runs of this pytest worker."""
-    missing = [tool for tool in ("redis-server", "redis-cli") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"a cluster needs {', '.join(missing)}")
-    with LocalCluster(masters=3) as cluster:
+    with three_masters() as cluster:
         yield cluster.url
 
 
