@@ -105,3 +105,13 @@ async def take(events: AsyncIterator[Any], n: int) -> list[TaskEvent]:
 
 def moves(events: list[TaskEvent]) -> list[tuple[str, str | None, str]]:
     return [(e.id, e.previous.value if e.previous else None, e.state.value) for e in events]
+
+
+@asynccontextmanager
+async def hearing(it: AsyncIterator[Any]) -> AsyncIterator[AsyncIterator[Any]]:
+    """A listener (hand-offs, signals) once it says it is subscribed; closed after."""
+    assert await asyncio.wait_for(anext(it), 5) is None  # subscribed
+    try:
+        yield it
+    finally:
+        await it.aclose()  # type: ignore[attr-defined]

@@ -7,9 +7,6 @@ brings a wake-up."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -19,18 +16,12 @@ from asyncq._broker import Outcome
 from asyncq._broker._asynq import _codec, _wake
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
+from tests.broker.broker_helpers import hearing
 
 OWNER = "srv-p"
 LEASE_MS = 30_000
 
 
-@asynccontextmanager
-async def hearing(it: AsyncIterator[Any]) -> AsyncIterator[AsyncIterator[Any]]:
-    assert await asyncio.wait_for(anext(it), 5) is None  # subscribed
-    try:
-        yield it
-    finally:
-        await it.aclose()  # type: ignore[attr-defined]
 
 
 async def fields(redis: Redis, queue: str, task_id: str) -> dict[str, bytes]:

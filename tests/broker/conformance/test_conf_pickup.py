@@ -6,14 +6,12 @@ requeue)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import pytest
 
 from asyncq import Client
 from asyncq._broker import Broker, Outcome, QueueWake
+from tests.broker.broker_helpers import hearing
 
 pytestmark = pytest.mark.anyio
 
@@ -23,13 +21,6 @@ OWNER = "srv-p"
 LEASE_MS = 30_000
 
 
-@asynccontextmanager
-async def hearing(it: AsyncIterator[Any]) -> AsyncIterator[AsyncIterator[Any]]:
-    assert await asyncio.wait_for(anext(it), 5) is None  # subscribed
-    try:
-        yield it
-    finally:
-        await it.aclose()  # type: ignore[attr-defined]
 
 
 async def test_a_hand_off_leases_the_task_as_a_dequeue_would(
