@@ -27,6 +27,9 @@ class Capability(enum.Enum):
     """``broker.workflows``: workflow state, steps and outboxes."""
     PROGRESS = "progress"
     """``broker.set_progress``: a running task's progress stored and published."""
+    EXPIRY = "expiry"
+    """Tasks stored with an expiry (``expires_in``/``expires_at``), archived unrun once it
+    passes; without it, such an enqueue is refused with a ValueError saying so."""
 
 
 #: What asyncq's own layout offers: everything.

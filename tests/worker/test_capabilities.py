@@ -61,6 +61,7 @@ async def test_a_worker_uses_only_what_its_broker_offers(
     else:
         assert Capability.WORKFLOWS not in broker.capabilities
         assert Capability.PROGRESS not in broker.capabilities
+        assert Capability.EXPIRY not in broker.capabilities
         assert rounds == []  # no advancer polling for workflows that cannot exist
         assert len(unstored) == 1  # said once, for 6 reports of 2 tasks
         assert unstored[0]["log_level"] == "warning"
