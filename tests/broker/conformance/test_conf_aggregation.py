@@ -15,6 +15,20 @@ pytestmark = pytest.mark.anyio
 ON_CLUSTER = True
 
 
+#: When a group's set is taken: (advance s, grace ms, max delay ms, max size, tasks taken).
+GRACE_CASES = [
+    # Tasks joined at t0, t0+10 s, t0+20 s; the check runs `advance` s after the last.
+    (0, 60_000, 0, 0, 0),  # fresh, no size limit: wait
+    (0, 60_000, 0, 10, 0),  # fresh, below max size: wait
+    (0, 60_000, 0, 2, 2),  # over max size: the 2 oldest go at once, grace or not
+    (59, 60_000, 0, 0, 0),  # newest 59 s old (< grace): wait
+    (60, 60_000, 0, 0, 3),  # newest exactly the grace period old: go
+    (61, 60_000, 0, 5, 3),  # past grace, under max size: the whole group
+    (40, 60_000, 0, 0, 0),  # oldest 60 s old, but max delay 0 means none: grace only
+    (40, 60_000, 60_000, 0, 3),  # oldest reached the max delay although newest is fresh
+    (30, 60_000, 60_000, 0, 0),  # oldest 50 s old: below max delay and grace
+]
+
 async def test_aggregation_check_takes_the_whole_group_at_max_size(
     broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str
 ) -> None:
@@ -36,20 +50,7 @@ async def test_aggregation_check_takes_the_oldest_when_over_max_size(
 
 
 @pytest.mark.parametrize(
-    ("advance", "grace_ms", "max_delay_ms", "max_size", "taken"),
-    [
-        # Tasks joined at t0, t0+10 s, t0+20 s; the check runs `advance` s after the last.
-        (0, 60_000, 0, 0, 0),  # fresh, no size limit: wait
-        (0, 60_000, 0, 10, 0),  # fresh, below max size: wait
-        (0, 60_000, 0, 2, 2),  # over max size: the 2 oldest go at once, grace or not
-        (59, 60_000, 0, 0, 0),  # newest 59 s old (< grace): wait
-        (60, 60_000, 0, 0, 3),  # newest exactly the grace period old: go
-        (61, 60_000, 0, 5, 3),  # past grace, under max size: the whole group
-        (40, 60_000, 0, 0, 0),  # oldest 60 s old, but max delay 0 means none: grace only
-        (40, 60_000, 60_000, 0, 3),  # oldest reached the max delay although newest is fresh
-        (30, 60_000, 60_000, 0, 0),  # oldest 50 s old: below max delay and grace
-    ],
-)
+    ("advance", "grace_ms", "max_delay_ms", "max_size", "taken"), GRACE_CASES)
 async def test_aggregation_check_grace_and_max_delay(
     broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str, advance: float,
     grace_ms: int, max_delay_ms: int, max_size: int, taken: int
