@@ -20,7 +20,9 @@ from .._errors import BrokerError
 from .._log import get_logger
 from .._model._events import TaskEvent, decode_event
 from . import _keys as K
+from ._lean_settings import LeanSettings
 from ._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
+from ._push import subscribe
 from ._redis_errors import broker_error
 from ._replies import text
 from ._runner import ScriptRunner
@@ -45,6 +47,24 @@ class Listeners:
     async def listen(self, channels: Sequence[str]) -> AsyncIterator[tuple[str, str] | None]:
         """Subscribe; yield None once subscribed, then (channel, message) pairs until an
         error."""
+        settings = self._runner.lean_settings
+        if settings is not None:  # a single node: on a push link of asyncq's own
+            try:
+                link = await subscribe(settings, "SUBSCRIBE", channels, self._reply_timeout,
+                                       self._idle)
+                try:
+                    yield None
+                    while True:
+                        item = await link.get()
+                        if isinstance(item, Exception):
+                            raise item
+                        if item[0] == b"message":
+                            yield item[1].decode(), item[2].decode()
+                finally:
+                    link.close()
+            except RedisError as exc:
+                raise broker_error(f"subscription failed: {exc}", exc) from exc
+            return
         pubsub = await self._runner.pubsub()
         try:
             try:
@@ -131,6 +151,11 @@ class Listeners:
         """The tasks handed off to ``owner`` in ``queues``, decoded (a malformed message is
         logged and skipped: the owner's next dequeue returns its task)."""
         channels = {K.queue_keys(q).handoff_channel(owner): q for q in queues}
+        settings = self._runner.lean_settings
+        if settings is not None:  # the pickup path, read directly from a push link
+            async for handoff in self._lean_handoffs(settings, channels):
+                yield handoff
+            return
         async for item in listen_shards(self._runner, list(channels), self._reply_timeout,
                                         self._idle):
             if not isinstance(item, tuple):
@@ -144,6 +169,35 @@ class Listeners:
                                   error=str(exc))
                 continue
             yield Handoff(queue, task, until)
+
+
+    async def _lean_handoffs(self, settings: LeanSettings,
+                             channels: dict[str, str]) -> AsyncIterator[Handoff | None]:
+        """``handoffs`` on a push link of asyncq's own (``_push``)."""
+        queues = {channel.encode(): queue for channel, queue in channels.items()}
+        try:
+            link = await subscribe(settings, "SSUBSCRIBE", list(channels),
+                                   self._reply_timeout, self._idle)
+            try:
+                yield None
+                while True:
+                    item = await link.get()
+                    if isinstance(item, Exception):
+                        raise item
+                    if item[0] != b"smessage":
+                        continue  # a pong
+                    queue = queues[item[1]]
+                    try:
+                        task, until = decode_handoff(item[2])
+                    except (ValueError, UnicodeDecodeError) as exc:
+                        self._log.warning("malformed hand-off message ignored", queue=queue,
+                                          error=str(exc))
+                        continue
+                    yield Handoff(queue, task, until)
+            finally:
+                link.close()
+        except RedisError as exc:
+            raise broker_error(f"hand-off subscription failed: {exc}", exc) from exc
 
 
 def _signal(channel: str, data: str, queues: Set[str]) -> WorkerSignal | None:

@@ -36,7 +36,7 @@ from . import _cluster
 from ._calls import ScriptCall
 from ._cluster import POOL_WAIT_S
 from ._lean import LeanPool
-from ._lean_settings import lean_settings
+from ._lean_settings import LeanSettings, lean_settings
 from ._redis_errors import broker_error, unreachable
 from ._resp import pack, raw_pipeline, supports_raw_pipeline
 from ._scripts import Script, load_scripts
@@ -74,6 +74,12 @@ class ScriptRunner:
         # own: no pool to wait for, so a burst queues on them instead of taking turns.
         settings = lean_settings(redis) if lean else None
         self._lean = LeanPool(settings) if settings is not None else None
+
+    @property
+    def lean_settings(self) -> LeanSettings | None:
+        """How the lean connections reach Redis (the subscriptions open theirs with it), or
+        None when there are none (a cluster, a caller's own client)."""
+        return self._lean.settings if self._lean is not None else None
 
     async def aclose(self) -> None:
         """Close the lean connections (the redis-py client is its owner's to close)."""

@@ -5,10 +5,13 @@ queue's slot: on a cluster only the master owning that slot carries them, and re
 cluster pub/sub keeps one connection per master it needs. Each of those connections is read
 by its own reader, so a quiet master never holds back the events of another.
 
-Those readers are tasks owned by the listening generator: each one's result is read as soon
-as it is done (a failure ends the listening with it), and the generator's ``finally`` cancels
-and awaits whichever are left. (An anyio task group cannot own them: a generator must not
-yield inside one.)
+On a single node whose client asyncq created, one connection of asyncq's own carries them
+instead (``_push``: no redis-py PubSub in the pickup path).
+
+On a cluster, those readers are tasks owned by the listening generator: each one's result is
+read as soon as it is done (a failure ends the listening with it), and the generator's
+``finally`` cancels and awaits whichever are left. (An anyio task group cannot own them: a
+generator must not yield inside one.)
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from .._errors import BrokerError
+from ._lean_settings import LeanSettings
+from ._push import subscribe
 from ._redis_errors import broker_error
 from ._replies import text
+from ._resp import pack
 from ._runner import ScriptRunner
 
 #: Waits until every message published on a channel before the call has been yielded;
@@ -40,6 +46,14 @@ async def listen_shards(runner: ScriptRunner, channels: Sequence[str],
     ``(channel, data)`` pairs until a connection fails (BrokerError). A connection quiet for
     ``idle`` seconds is pinged, and replaced when the ping is not answered within
     ``reply_timeout``."""
+    settings = runner.lean_settings
+    if settings is not None:
+        try:
+            async for item in _lean_shards(settings, channels, reply_timeout, idle):
+                yield item
+        except RedisError as exc:
+            raise broker_error(f"event subscription failed: {exc}", exc) from exc
+        return
     pubsub: Any = await runner.pubsub()
     readers: dict[asyncio.Task[dict[str, Any]], Any] = {}
     flushes: dict[str, asyncio.Future[None]] = {}
@@ -121,6 +135,44 @@ async def listen_shards(runner: ScriptRunner, channels: Sequence[str],
                 await task
         with contextlib.suppress(RedisError):
             await pubsub.aclose()
+
+
+async def _lean_shards(settings: LeanSettings, channels: Sequence[str], reply_timeout: float,
+                       idle: float | None) -> AsyncIterator[tuple[str, bytes] | Flush]:
+    """``listen_shards`` on a push link of asyncq's own (see ``_push``); redis-py errors."""
+    link = await subscribe(settings, "SSUBSCRIBE", channels, reply_timeout, idle)
+    flushes: dict[bytes, asyncio.Future[None]] = {}
+    tokens = itertools.count(1)
+
+    async def flush(channel: str) -> None:
+        """A PING sent now is answered after every message already published to the
+        connection's channels: the reader takes its pong after them."""
+        token = b"asyncq-flush-%d" % next(tokens)
+        fut = flushes[token] = asyncio.get_running_loop().create_future()
+        try:
+            link.send(pack(("PING", token)))
+            await asyncio.wait_for(asyncio.shield(fut), reply_timeout)
+        except (RedisError, TimeoutError) as exc:
+            raise broker_error(f"flushing the event subscription failed: {exc!r}",
+                               exc) from exc
+        finally:
+            flushes.pop(token, None)
+
+    try:
+        yield flush
+        while True:
+            item = await link.get()
+            if isinstance(item, Exception):  # an error reply (to a flush's PING)
+                raise item
+            kind = item[0]
+            if kind == b"smessage":
+                yield item[1].decode(), item[2]
+            elif kind == b"pong":
+                waiter = flushes.pop(item[1], None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(None)
+    finally:
+        link.close()
 
 
 async def _one_connection(conn: Any, channels: int, flushes: dict[str, asyncio.Future[None]],
