@@ -234,6 +234,7 @@ def main() -> None:
         refs: list[str | None] = ([] if args.no_tree else [None]) + args.ref
         for i, ref in enumerate(refs):
             where = tmp / f"src{i}"
+            where.mkdir()  # (tar extracts a ref into an existing directory)
             meta = copy_source(ref, where)
             sources[meta["ref"]] = (where, meta)
         samples: dict[str, list[dict[str, Any]]] = {}

@@ -80,7 +80,9 @@ class RedisBroker:
         self.listeners = Listeners(self.runner, ping_interval, self.reply_timeout)
         self.workflows = RedisWorkflowOps(self.runner, clock, self.listen)
         self.capabilities = ALL_CAPABILITIES
-        # Overlapping store() calls (a web app's concurrent requests) share round trips.
+        # Overlapping store() calls (a web app's concurrent requests) share round trips: on
+        # lean connections by themselves, else through a Coalescer.
+        self._lean = self.runner.lean
         self._stores: Coalescer[ScriptCall, Any] = Coalescer(self.runner.run_call,
                                                              self._run_stores, max_in_flight=2)
         # So do the progress writes of a worker's many running tasks.
@@ -111,7 +113,14 @@ class RedisBroker:
         await register(self.runner, queues)
 
     async def store(self, task: NewTask) -> EnqueueCode:
-        code = await self._stores.call(store_call(task, self.clock.now_ms()))
+        # (a message stamped by its producer needs no second read of the clock)
+        call = store_call(task, task.msg.enqueued_at_ms or self.clock.now_ms())
+        if self._lean:  # the lean connection writes overlapping calls together itself
+            code = await self.runner.run_lean(*call)
+        else:
+            code = await self._stores.call(call)
+        if code == 1:
+            return 1
         if must_register(code):
             await self.register_queues((task.msg.queue,))
         return enqueue_code(code)

@@ -128,9 +128,9 @@ class ScriptRunner:
 
     async def run(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run the script ``name`` once; returns its reply."""
-        script = self.scripts[name]
         if self._lean is not None:
-            return await self._run_lean(self._lean, script, keys, args)
+            return await self.run_lean(name, keys, args)
+        script = self.scripts[name]
         if self._raw:
             return await self._run_raw(script, keys, args)
 
@@ -147,10 +147,18 @@ class ScriptRunner:
         except RedisError as exc:
             raise await self._failed(name, exc) from exc
 
-    async def _run_lean(self, lean: LeanPool, script: Script, keys: Sequence[str],
-                        args: Sequence[Any]) -> Any:
-        """``run`` on a lean connection: the call packed by hand, written at once or, while
-        other calls' replies are due, with the other calls of this loop turn."""
+    @property
+    def lean(self) -> bool:
+        """Whether script calls go through lean connections (``run_lean``)."""
+        return self._lean is not None
+
+    async def run_lean(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """``run`` on a lean connection (only when ``lean``): the call packed by hand, written
+        at once or, while other calls' replies are due, with the other calls of this loop
+        turn. One coroutine: a store awaits it directly (the hot path of every enqueue)."""
+        lean = self._lean
+        assert lean is not None
+        script = self.scripts[name]
         command = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
         try:
             reply = await lean.submit(command)
