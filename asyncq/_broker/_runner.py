@@ -111,7 +111,9 @@ class ScriptRunner:
                 with contextlib.suppress(Exception):
                     await pool.disconnect(inuse_connections=False)
 
-    async def _failed(self, what: str, exc: RedisError) -> BrokerError:
+    async def failed(self, what: str, exc: RedisError) -> BrokerError:
+        """The BrokerError reporting ``exc`` (what failed, why, what to check), after the
+        bookkeeping a broken connection needs (``after_error``)."""
         await self.after_error(exc)
         if isinstance(exc, AuthenticationError):
             return broker_error(f"Redis at {self.where} refused the credentials (authentication "
@@ -134,9 +136,9 @@ class ScriptRunner:
 
     async def run(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run the script ``name`` once; returns its reply."""
-        script = self.scripts[name]
         if self._lean is not None:
-            return await self._run_lean(self._lean, script, keys, args)
+            return await self.run_lean(name, keys, args)
+        script = self.scripts[name]
         if self._raw:
             return await self._run_raw(script, keys, args)
 
@@ -151,22 +153,47 @@ class ScriptRunner:
             await self._ready()
             return await self._when_connection_free(call)
         except RedisError as exc:
-            raise await self._failed(name, exc) from exc
+            raise await self.failed(name, exc) from exc
 
-    async def _run_lean(self, lean: LeanPool, script: Script, keys: Sequence[str],
-                        args: Sequence[Any]) -> Any:
-        """``run`` on a lean connection: the call packed by hand, written at once or, while
-        other calls' replies are due, with the other calls of this loop turn."""
-        command = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
+    @property
+    def lean(self) -> bool:
+        """Whether script calls go through lean connections (``run_lean``)."""
+        return self._lean is not None
+
+    async def run_lean(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """``run`` on a lean connection (only when ``lean``): the call packed by hand, written
+        at once or, while other calls' replies are due, with the other calls of this loop
+        turn."""
         try:
-            reply = await lean.submit(command)
+            reply = await self.submit_lean(name, keys, args)
+        except RedisError as exc:
+            raise await self.failed(name, exc) from exc
+        if isinstance(reply, RedisError):
+            reply = await self.lean_error_reply(name, keys, args, reply)
+        return reply
+
+    def submit_lean(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """One script call sent on a lean connection (only when ``lean``): the future of its
+        reply, an error reply in its place (pass it to ``lean_error_reply``); a connection
+        failure raises the redis-py error (map it with ``failed``). For a caller that awaits
+        it itself (``RedisBroker.store``): no coroutine layer between it and the reply."""
+        lean = self._lean
+        assert lean is not None
+        return lean.submit(pack(("EVALSHA", self.scripts[name].sha, len(keys), *keys, *args)))
+
+    async def lean_error_reply(self, name: str, keys: Sequence[str], args: Sequence[Any],
+                               reply: RedisError) -> Any:
+        """The outcome of a lean call answered with an error: after NOSCRIPT (Redis lost its
+        script cache) the script is loaded and the call sent again; any other error raises
+        BrokerError (LOADING is a ConnectionError: it was raised, not replied)."""
+        try:
             if isinstance(reply, NoScriptError):
-                await self._load(script)
-                reply = await lean.submit(command)
-            if isinstance(reply, RedisError):  # an error reply (LOADING is a ConnectionError)
+                await self._load(self.scripts[name])
+                reply = await self.submit_lean(name, keys, args)
+            if isinstance(reply, RedisError):
                 raise reply
         except RedisError as exc:
-            raise await self._failed(script.name, exc) from exc
+            raise await self.failed(name, exc) from exc
         return reply
 
     async def _run_raw(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
@@ -182,7 +209,7 @@ class ScriptRunner:
             if isinstance(reply, ResponseError):
                 raise reply
         except RedisError as exc:
-            raise await self._failed(script.name, exc) from exc
+            raise await self.failed(script.name, exc) from exc
         return reply
 
     async def _when_connection_free(self, call: Callable[[], Awaitable[Any]]) -> Any:
@@ -252,7 +279,7 @@ class ScriptRunner:
                         out[i] = r
                 results.extend(out)
         except RedisError as exc:
-            raise await self._failed("pipeline", exc) from exc
+            raise await self.failed("pipeline", exc) from exc
         return results
 
     async def _load(self, script: Script) -> None:
@@ -290,7 +317,7 @@ class ScriptRunner:
             await self._ready()
             await _cluster.load_scripts(self.redis, list(self.scripts.values()))
         except RedisError as exc:
-            raise await self._failed("loading scripts", exc) from exc
+            raise await self.failed("loading scripts", exc) from exc
 
     # -- plain commands
 
@@ -301,7 +328,7 @@ class ScriptRunner:
             await self._ready()
             return await self._when_connection_free(lambda: self.redis.execute_command(*command))
         except RedisError as exc:
-            raise await self._failed(what, exc) from exc
+            raise await self.failed(what, exc) from exc
 
     async def commands(self, what: str, commands: Sequence[Sequence[Any]]) -> list[Any]:
         """Plain idempotent commands pipelined (not a transaction), each naming at most one
@@ -319,7 +346,7 @@ class ScriptRunner:
             await self._ready()
             return list(await self._when_connection_free(send))
         except RedisError as exc:
-            raise await self._failed(what, exc) from exc
+            raise await self.failed(what, exc) from exc
 
     async def infos(self) -> list[dict[str, Any]]:
         """INFO of the server, or of every master of a cluster (in name order)."""
@@ -327,7 +354,7 @@ class ScriptRunner:
             await self._ready()
             return await _cluster.server_infos(self.redis)
         except RedisError as exc:
-            raise await self._failed("INFO", exc) from exc
+            raise await self.failed("INFO", exc) from exc
 
     async def scan(self, cursor: int, match: str, count: int) -> tuple[int, list[bytes | str]]:
         """One SCAN step (over every master of a cluster, one after the other); the cursor
@@ -336,7 +363,7 @@ class ScriptRunner:
             await self._ready()
             return await _cluster.scan(self.redis, cursor, match, count)
         except RedisError as exc:
-            raise await self._failed("scanning keys", exc) from exc
+            raise await self.failed("scanning keys", exc) from exc
 
     async def pubsub(self) -> PubSub:
         """A new pub/sub connection (on a cluster, to the master of the first channel);
@@ -344,7 +371,7 @@ class ScriptRunner:
         try:
             return await _cluster.pubsub(self.redis)
         except RedisError as exc:
-            raise await self._failed("subscribing", exc) from exc
+            raise await self.failed("subscribing", exc) from exc
 
     def connection_broke(self) -> None:
         """A pub/sub connection broke: on a cluster, read the slots again before the next

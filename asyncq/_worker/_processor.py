@@ -166,6 +166,7 @@ class Processor:
         self.progress = ProgressReports(broker, config.server_id, clock, self._holds,
                                         observer=config.metrics)
         """The running tasks' progress reports (``Task.set_progress``), coalesced."""
+        self._report = self.progress.report  # (bound once, not per run)
 
     @property
     def processed(self) -> int:
@@ -366,8 +367,8 @@ class Processor:
                 return
             deadline, limit = limit_of(now, msg)
             task = task_for_handler(msg, raw.payload, raw.retried, deadline,
-                                    self._writer(queue, msg.id), self.state,
-                                    self.progress.report)
+                                    functools.partial(self._write_result, queue, msg.id),
+                                    self.state, self._report)
         except Exception as exc:  # DecodeError, or a time beyond what datetime can hold
             error = exc if isinstance(exc, DecodeError) else DecodeError(
                 f"stored task cannot be started: {error_text(exc)}")
@@ -404,13 +405,13 @@ class Processor:
         run = self.running.get(task.id or "")
         return run is not None and run.task is task and run.reason is None
 
-    def _writer(self, queue: str, task_id: str) -> Any:
-        async def write(data: bytes, encoding: str) -> int:
-            run = self.running.get(task_id)
-            if run is None or run.reason is not None:
-                raise RuntimeError("cannot write the result: the task is no longer running")
-            return await self._broker.write_result(queue, task_id, data, encoding)
-        return write
+    async def _write_result(self, queue: str, task_id: str, data: bytes, encoding: str) -> int:
+        """A running task's ``write_result`` (bound to it with ``functools.partial``: two
+        objects per run, where a closure made five)."""
+        run = self.running.get(task_id)
+        if run is None or run.reason is not None:
+            raise RuntimeError("cannot write the result: the task is no longer running")
+        return await self._broker.write_result(queue, task_id, data, encoding)
 
     # -- 4. outcome
 

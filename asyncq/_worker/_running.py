@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from .._broker import RawTask
@@ -71,7 +72,10 @@ class Running:
         self.timer: asyncio.TimerHandle | None = None
         self.grace_timer: asyncio.TimerHandle | None = None
         #: trace_id/span_id of its run when tracing is on, for the worker's lines about it
-        self.trace: dict[str, Any] = {}
+        self.trace: Mapping[str, Any] = _NO_TRACE
+
+
+_NO_TRACE: Mapping[str, Any] = MappingProxyType({})  # (shared: one dict fewer per run)
 
 
 # -- the time limit of a run

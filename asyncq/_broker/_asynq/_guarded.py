@@ -18,15 +18,11 @@ class GuardedRedisBroker(RedisBroker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.layout = LayoutGuard(self.runner, "asyncq")
+        self._layout = self.layout  # (checked by RedisBroker.store itself)
 
     async def register_queues(self, queues: Sequence[str]) -> None:
         await self.layout.check(queues)
         await super().register_queues(queues)
-
-    async def store(self, task: NewTask) -> EnqueueCode:
-        if task.msg.queue not in self.layout.checked:  # (every enqueue's but the first)
-            await self.layout.check((task.msg.queue,))
-        return await super().store(task)
 
     async def store_many(self, tasks: Sequence[NewTask]) -> list[EnqueueCode | Exception]:
         await self.layout.check([t.msg.queue for t in tasks])
