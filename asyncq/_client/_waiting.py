@@ -191,7 +191,7 @@ class Waiting:
         fut = self.hub.waiter(queue, task_id)
         generation = self.hub.generation
         try:
-            base = seen.info = await self._read(queue, task_id)
+            base = seen.info = await self._read_until_answered(queue, task_id)
             if base is not None and base.state in _FINAL:
                 return base, None
             if base is None:
@@ -267,6 +267,19 @@ class Waiting:
             last_failed_at=None if completed else event.at,
             completed_at=event.at if completed else None, next_process_at=None,
             result=event.result, result_encoding=event.result_encoding)
+
+    async def _read_until_answered(self, queue: str, task_id: str) -> TaskInfo | None:
+        """The task's stored state, read again with backoff while Redis cannot be reached (the
+        wait's timeout ends it, as it ends the subscription's own retries)."""
+        backoff = 0.05
+        while True:
+            try:
+                return await self._read(queue, task_id)
+            except BrokerError as exc:
+                if not exc.transient:
+                    raise
+                await anyio.sleep(backoff)
+                backoff = min(1.0, backoff * 2)
 
     async def _read_again(self, event: TaskEvent) -> TaskInfo | None:
         """The stored task a final event told of. A read failing on a broken connection (Redis

@@ -20,6 +20,7 @@ from asyncq import (
     SkipRetry,
     Task,
     TaskFailedError,
+    TaskInfo,
     TaskNotFoundError,
     TaskState,
     WaitTimeoutError,
@@ -167,3 +168,27 @@ async def test_an_outcome_missed_on_a_killed_connection_is_told_as_such(
 
 async def _gone(redis: Redis, key: str) -> bool:
     return not await redis.exists(key)
+
+
+
+async def test_a_wait_whose_first_read_meets_an_outage_waits_out_its_timeout_then_says_so(
+    own_server: RedisServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redis goes away after the wait listens but before it reads the task's state: the read
+    is retried like the subscription is, and the wait ends at its timeout saying Redis cannot
+    be reached (not at once, with the read's own error)."""
+    async with Client(own_server.url) as client:
+        info = await client.enqueue("echo", 1, queue="q")  # no worker runs it
+        waits = client._waits
+        read = waits._read
+
+        async def read_after_the_outage_began(queue: str, task_id: str) -> TaskInfo | None:
+            own_server.stop()  # (the fault, placed exactly between listening and reading)
+            monkeypatch.setattr(waits, "_read", read)
+            return await read(queue, task_id)
+
+        monkeypatch.setattr(waits, "_read", read_after_the_outage_began)
+        with pytest.raises(BrokerError, match=r"no outcome within 1\.5 s, and Redis cannot be "
+                                              "reached") as caught:
+            await client.result(info, timeout=1.5)
+    assert caught.value.transient
