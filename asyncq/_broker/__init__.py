@@ -5,7 +5,8 @@ values crossing the seam: ``_values``, ``_messages``, ``_limit_values``) <- ``_r
 (ScriptRunner, the one object talking to Redis, with ``_cluster``, ``_resp`` and ``_scripts``;
 ``_redis_errors`` maps every redis-py error to a BrokerError) <- ``_calls`` (the transitions'
 script calls) <- the operation groups ``_maintenance``, ``_inspect``, ``_schedules``,
-``_limit_ops`` and the listeners ``_listen`` <- ``_redis`` (RedisBroker composes them).
+``_limit_ops`` (with ``_records``, asyncq's encoding of the server and scheduler records) and
+the listeners ``_listen`` <- ``_redis`` (RedisBroker composes them).
 Nothing outside this package imports redis-py, and the layers above import this module only,
 never a private one of it: what they may use is exported here (``tests/test_architecture.py``
 checks both).
@@ -45,6 +46,7 @@ from ._protocol import (
     CANCEL_RUNNING,
     LEASE_KEPT,
     LEASE_LOST,
+    AggregationOps,
     Backlog,
     Broker,
     BulkOp,
@@ -53,11 +55,17 @@ from ._protocol import (
     EventFlush,
     FireCode,
     InspectOps,
+    MaintenanceOps,
     NewTask,
     Outcome,
     RawTask,
     RemoveMode,
+    RunningTaskRecord,
     ScheduleOps,
+    SchedulerEntryRecord,
+    SchedulerEventRecord,
+    ServerOps,
+    ServerRecord,
     TaskRecord,
     UniqueLock,
     is_broker,
@@ -85,6 +93,8 @@ __all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "
            "TaskRecord", "UniqueLock", "is_broker"]
 __all__ += ["CANCEL_ENDED", "CANCEL_MISSING", "CANCEL_REMOVED", "CANCEL_RUNNING"]
 __all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "QueuesAdded", "WorkerSignal"]
+__all__ += ["AggregationOps", "MaintenanceOps", "RunningTaskRecord", "SchedulerEntryRecord",
+            "SchedulerEventRecord", "ServerOps", "ServerRecord"]
 # What the layers above import from the broker (only ever through this module).
 __all__ += ["ARCHIVE_MAX_AGE_MS", "QUEUE_SPEC", "ArchiveLimits", "CancelResult", "Change",
             "ConnectionOptions", "DailyStats", "DropResult", "GroupInfo", "LimitClaim",

@@ -4,9 +4,9 @@ the codes its scripts return."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
 
 from .._errors import DecodeError
 from .._model._message import TaskMessage, read_message
@@ -86,6 +86,73 @@ class Outcome:
     result: bytes | None = None  # the handler's return value, encoded
     result_enc: str = "b"  # "b" bytes or "j" JSON: how `result` was encoded
     expires_at_ms: int = 0  # retry: the task's expiry as the worker applies it (0: its own)
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTaskRecord:
+    """A task a worker runs, as its heartbeat publishes it (``Broker.servers``); the Inspector
+    shows it as a ``WorkerInfo``."""
+
+    task_id: str
+    task_type: str
+    queue: str
+    started_ms: int  # when this run started (Unix ms)
+    deadline_ms: int = 0  # when its time limit ends it (Unix ms; 0: no time limit)
+    payload_size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerRecord:
+    """A worker process's state, as its heartbeat publishes it (``Broker.servers``) and
+    ``InspectOps.servers`` reads it back; the Inspector shows it as a ``ServerInfo``. Each
+    broker stores it in its own encoding (asyncq's JSON, or Go's protobuf ServerInfo)."""
+
+    server_id: str
+    host: str
+    pid: int
+    concurrency: int
+    queues: Mapping[str, int]  # queue name (or pattern) -> priority
+    strict_priority: bool
+    status: str  # "active", "stopped" (takes no new tasks) or "stopping" (shutting down)
+    started_ms: int  # when the worker started (Unix ms)
+    processed: int = 0
+    failed: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)  # the user's labels (JSON values)
+    #: with patterns among ``queues``: the queues each one serves now
+    matched: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the task options its handlers were registered with, by pattern (``max_retry``,
+    #: ``timeout_ms``, ``retention_ms`` as set there)
+    task_options: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    running: tuple[RunningTaskRecord, ...] = ()  # the tasks it runs now
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerEntryRecord:
+    """A periodic entry a scheduler publishes (``ScheduleOps.publish_entries``) and tools read
+    back (``ScheduleOps.entries``); shown as a ``SchedulerEntry``."""
+
+    id: str
+    spec: str
+    timezone: str  # the zone cron specs are read in ("" unknown)
+    task_type: str
+    encoding: Literal["b", "j", "n"]  # how the payload is stored: bytes, JSON, none
+    payload: bytes
+    options: Mapping[str, Any]  # enqueue options, JSON form (seconds, ISO 8601 times)
+    next_ms: int  # its next tick (Unix ms)
+    prev_ms: int | None  # the last tick enqueued (by any replica); None: none yet
+    scheduler_id: str = ""  # who published it (filled in when read back)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerEventRecord:
+    """One task a periodic entry enqueued (``ScheduleOps.record_event`` / ``events``); shown
+    as a ``SchedulerEvent``."""
+
+    entry_id: str
+    task_id: str
+    queue: str
+    enqueued_at_ms: int
+    tick_ms: int  # the schedule time it was enqueued for
 
 
 class Backlog(NamedTuple):
