@@ -51,6 +51,7 @@ from ._protocol import (
     Broker,
     BulkOp,
     Capability,
+    DeleteMode,
     EnqueueCode,
     EventFlush,
     FireCode,
@@ -59,15 +60,14 @@ from ._protocol import (
     NewTask,
     Outcome,
     RawTask,
-    RemoveMode,
     RunningTaskRecord,
     ScheduleOps,
     SchedulerEntryRecord,
     SchedulerEventRecord,
-    ServerOps,
-    ServerRecord,
     TaskRecord,
     UniqueLock,
+    WorkerOps,
+    WorkerRecord,
     is_broker,
 )
 from ._redis import RedisBroker
@@ -87,14 +87,33 @@ from ._wf_ops import (
     WorkflowState,
 )
 
-__all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Backlog", "Broker",
-           "BulkOp", "Capability", "EnqueueCode", "EventFlush", "FireCode", "InspectOps",
-           "NewTask", "Outcome", "RawTask", "RedisBroker", "RemoveMode", "ScheduleOps",
-           "TaskRecord", "UniqueLock", "is_broker"]
+__all__ = [
+    "ARCHIVE_MAX_SIZE",
+    "CANCEL_REQUESTED",
+    "LEASE_KEPT",
+    "LEASE_LOST",
+    "Backlog",
+    "Broker",
+    "BulkOp",
+    "Capability",
+    "DeleteMode",
+    "EnqueueCode",
+    "EventFlush",
+    "FireCode",
+    "InspectOps",
+    "NewTask",
+    "Outcome",
+    "RawTask",
+    "RedisBroker",
+    "ScheduleOps",
+    "TaskRecord",
+    "UniqueLock",
+    "is_broker",
+]
 __all__ += ["CANCEL_ENDED", "CANCEL_MISSING", "CANCEL_REMOVED", "CANCEL_RUNNING"]
 __all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "QueuesAdded", "WorkerSignal"]
 __all__ += ["AggregationOps", "MaintenanceOps", "RunningTaskRecord", "SchedulerEntryRecord",
-            "SchedulerEventRecord", "ServerOps", "ServerRecord"]
+            "SchedulerEventRecord", "WorkerOps", "WorkerRecord"]
 # What the layers above import from the broker (only ever through this module).
 __all__ += ["ARCHIVE_MAX_AGE_MS", "QUEUE_SPEC", "ArchiveLimits", "CancelResult", "Change",
             "ConnectionOptions", "DailyStats", "DropResult", "GroupInfo", "LimitClaim",

@@ -16,11 +16,11 @@ from .._clock import Clock, ms_to_datetime
 from . import _keys as K
 from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, ScriptCall, finish_call
 from ._inspect_values import QueueInfo
-from ._protocol import BulkOp, Outcome, RemoveMode, TaskRecord
+from ._protocol import BulkOp, DeleteMode, Outcome, TaskRecord
 from ._records import UNREADABLE, decode_server
 from ._replies import number, register, text
 from ._runner import ScriptRunner, reply_error
-from ._values import ServerRecord
+from ._values import WorkerRecord
 
 BATCH_SIZE = 1000
 FIND_BATCH = 1000  # entries a task search examines per script call
@@ -150,7 +150,7 @@ class RedisInspectOps:
                                      [qk.group_prefix])
         return sorted((text(flat[i]), number(flat[i + 1])) for i in range(0, len(flat), 2))
 
-    async def remove_queue(self, queue: str, mode: RemoveMode,
+    async def remove_queue(self, queue: str, mode: DeleteMode,
                            days: Sequence[str]) -> tuple[int, int, int]:
         qk = self.keys.queue_keys(queue)
         code, active, queued = await self.runner.run(
@@ -369,7 +369,7 @@ class RedisInspectOps:
 
     # -- servers
 
-    async def servers(self, now_ms: int) -> list[ServerRecord]:
+    async def servers(self, now_ms: int) -> list[WorkerRecord]:
         _, _, keys = await self.runner.commands("listing servers", [
             ("ZREMRANGEBYSCORE", K.SERVERS, "-inf", now_ms),
             ("ZREMRANGEBYSCORE", K.WORKERS, "-inf", now_ms),

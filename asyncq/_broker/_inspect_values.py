@@ -11,7 +11,7 @@ from .._clock import ms_to_datetime, stored_datetime
 from .._model._info import TaskInfo
 from .._model._rules import HandlerRules
 from .._validate import is_queue_pattern, queue_matcher
-from ._values import RunningTaskRecord, ServerRecord
+from ._values import RunningTaskRecord, WorkerRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +155,7 @@ def worker_info(run: RunningTaskRecord) -> WorkerInfo:
         payload_size=run.payload_size)
 
 
-def server_info(record: ServerRecord) -> ServerInfo:
+def server_info(record: WorkerRecord) -> ServerInfo:
     """What the Inspector shows of a live worker process: its running tasks by start."""
     active = sorted(map(worker_info, record.running), key=lambda w: (w.started, w.task_id))
     return ServerInfo(

@@ -1,6 +1,6 @@
 """The operation groups of the worker's background components (see the Broker protocol):
 ``maintenance`` (forwarding, recovery, repair, cleanup, samples, backlog), ``aggregation``
-(groups and their aggregation sets) and ``servers`` (a worker's published state), with the
+(groups and their aggregation sets) and ``workers`` (a worker's published state), with the
 reads and pause the broker keeps as its own methods."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ._calls import ARCHIVE_CAPS, finish_call
 from ._records import encode_running, encode_server
 from ._replies import quarantine_id, raw_tasks, text
 from ._runner import ScriptRunner
-from ._values import Backlog, Outcome, RawTask, ServerRecord
+from ._values import Backlog, Outcome, RawTask, WorkerRecord
 
 MINUTE_SAMPLES = 61
 """Samples a queue keeps for the last hour's charts: 61 give 60 one-minute differences."""
@@ -202,14 +202,14 @@ class RedisAggregationOps:
                                          [self.clock.now_ms(), qk.group_prefix]))
 
 
-class RedisServerOps:
-    """``ServerOps`` run with a ScriptRunner."""
+class RedisWorkerOps:
+    """``WorkerOps`` run with a ScriptRunner."""
 
     def __init__(self, runner: ScriptRunner, clock: Clock) -> None:
         self.runner = runner
         self.clock = clock
 
-    async def write(self, record: ServerRecord, ttl_ms: int) -> None:
+    async def write(self, record: WorkerRecord, ttl_ms: int) -> None:
         skey, wkey = K.server_key(record.server_id), K.workers_key(record.server_id)
         pairs: list[Any] = []
         for run in record.running:

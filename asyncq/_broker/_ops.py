@@ -1,6 +1,6 @@
 """The groups of Broker operations carried as attributes: ``inspect`` (InspectOps),
 ``schedules`` (ScheduleOps), ``limits`` (LimitOps), ``maintenance`` (MaintenanceOps),
-``aggregation`` (AggregationOps) and ``servers`` (ServerOps); ``workflows`` is in ``_wf_ops``."""
+``aggregation`` (AggregationOps) and ``workers`` (WorkerOps); ``workflows`` is in ``_wf_ops``."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from ._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
 from ._values import (
     Backlog,
     BulkOp,
+    DeleteMode,
     FireCode,
     NewTask,
     Outcome,
     RawTask,
-    RemoveMode,
     SchedulerEntryRecord,
     SchedulerEventRecord,
-    ServerRecord,
     TaskRecord,
+    WorkerRecord,
 )
 
 
@@ -62,7 +62,7 @@ class InspectOps(Protocol):
         """``(group, tasks waiting in it)`` for every group of ``queue``, sorted by name."""
         ...
 
-    async def remove_queue(self, queue: str, mode: RemoveMode,
+    async def remove_queue(self, queue: str, mode: DeleteMode,
                            days: Sequence[str]) -> tuple[int, int, int]:
         """Drop the keys of an emptied queue (``mode`` "check" changes nothing).
 
@@ -161,7 +161,7 @@ class InspectOps(Protocol):
         summed over the masters and ``cluster_masters`` set to their number."""
         ...
 
-    async def servers(self, now_ms: int) -> list[ServerRecord]:
+    async def servers(self, now_ms: int) -> list[WorkerRecord]:
         """Every live server with the tasks it runs (records it cannot read are skipped);
         entries that expired by ``now_ms`` are pruned."""
         ...
@@ -342,11 +342,11 @@ class AggregationOps(Protocol):
         ...
 
 
-class ServerOps(Protocol):
+class WorkerOps(Protocol):
     """A worker's published state (its heartbeat writes it, ``InspectOps.servers`` reads it
     back). Every method raises BrokerError when Redis fails."""
 
-    async def write(self, record: ServerRecord, ttl_ms: int) -> None:
+    async def write(self, record: WorkerRecord, ttl_ms: int) -> None:
         """Publish a worker's state and its running tasks (``record.running``) for
         ``ttl_ms``, replacing what it published before."""
         ...

@@ -6,7 +6,7 @@ carries groups of operations as attributes: ``inspect`` (``InspectOps``: what th
 reads and changes), ``schedules`` (``ScheduleOps``: what schedulers write and tools read),
 ``workflows``, ``limits`` (``LimitOps``: rate and concurrency limit state), ``maintenance``
 (``MaintenanceOps``: the worker's background work), ``aggregation`` (``AggregationOps``) and
-``servers`` (``ServerOps``: a worker's published state). The per-task calls (store, dequeue,
+``workers`` (``WorkerOps``: a worker's published state). The per-task calls (store, dequeue,
 finish, lease renewal, listening) stay methods of the Broker itself: no attribute hop on the
 hot path. What it hears (``listen_*``) comes typed and decoded (``_messages``), and its errors
 are BrokerErrors.
@@ -21,7 +21,7 @@ from .._errors import DecodeError
 from .._model._events import TaskEvent
 from .._model._message import TaskMessage
 from ._messages import Handoff, WorkerSignal
-from ._ops import AggregationOps, InspectOps, LimitOps, MaintenanceOps, ScheduleOps, ServerOps
+from ._ops import AggregationOps, InspectOps, LimitOps, MaintenanceOps, ScheduleOps, WorkerOps
 from ._values import (
     CANCEL_ENDED,
     CANCEL_MISSING,
@@ -33,19 +33,19 @@ from ._values import (
     Backlog,
     BulkOp,
     Capability,
+    DeleteMode,
     EnqueueCode,
     EventFlush,
     FireCode,
     NewTask,
     Outcome,
     RawTask,
-    RemoveMode,
     RunningTaskRecord,
     SchedulerEntryRecord,
     SchedulerEventRecord,
-    ServerRecord,
     TaskRecord,
     UniqueLock,
+    WorkerRecord,
 )
 from ._wf_ops import WorkflowOps
 
@@ -62,6 +62,7 @@ __all__ = [
     "Broker",
     "BulkOp",
     "Capability",
+    "DeleteMode",
     "EnqueueCode",
     "EventFlush",
     "FireCode",
@@ -71,15 +72,14 @@ __all__ = [
     "NewTask",
     "Outcome",
     "RawTask",
-    "RemoveMode",
     "RunningTaskRecord",
     "ScheduleOps",
     "SchedulerEntryRecord",
     "SchedulerEventRecord",
-    "ServerOps",
-    "ServerRecord",
     "TaskRecord",
     "UniqueLock",
+    "WorkerOps",
+    "WorkerRecord",
     "is_broker",
 ]
 
@@ -132,7 +132,7 @@ class Broker(Protocol):
         ...
 
     @property
-    def servers(self) -> ServerOps:
+    def workers(self) -> WorkerOps:
         """A worker's published state (its heartbeat)."""
         ...
 

@@ -24,13 +24,13 @@ from typing import Any
 
 import orjson
 
-from ._values import RunningTaskRecord, SchedulerEntryRecord, SchedulerEventRecord, ServerRecord
+from ._values import RunningTaskRecord, SchedulerEntryRecord, SchedulerEventRecord, WorkerRecord
 
 UNREADABLE = (ValueError, KeyError, TypeError, AttributeError)
 """What a decoder raises on a document it cannot read."""
 
 
-def encode_server(record: ServerRecord) -> bytes:
+def encode_server(record: WorkerRecord) -> bytes:
     return orjson.dumps({
         "server_id": record.server_id, "host": record.host, "pid": record.pid,
         "concurrency": record.concurrency, "queues": dict(record.queues),
@@ -60,7 +60,7 @@ def decode_running(raw: bytes) -> RunningTaskRecord:
 
 
 def decode_server(raw: bytes, workers: Mapping[bytes, bytes] | None = None,
-                  running: tuple[RunningTaskRecord, ...] | None = None) -> ServerRecord:
+                  running: tuple[RunningTaskRecord, ...] | None = None) -> WorkerRecord:
     """A server's document with its running tasks: ``running`` as given, else decoded from
     ``workers`` (a running-task document it cannot read is left out, not fatal)."""
     doc = orjson.loads(raw)
@@ -72,7 +72,7 @@ def decode_server(raw: bytes, workers: Mapping[bytes, bytes] | None = None,
             except UNREADABLE:
                 continue
         running = tuple(found)
-    return ServerRecord(
+    return WorkerRecord(
         server_id=str(doc["server_id"]), host=str(doc.get("host", "")),
         pid=int(doc.get("pid", 0)), concurrency=int(doc.get("concurrency", 0)),
         queues={str(k): int(v) for k, v in (doc.get("queues") or {}).items()},

@@ -1,7 +1,7 @@
 """RedisBroker: the Broker protocol over redis.asyncio, one Lua script per task transition.
 
 It composes one ScriptRunner (the only object that talks to Redis) with the operation groups
-built on it: ``maintenance``, ``aggregation`` and ``servers`` (``_maintenance``: the worker's
+built on it: ``maintenance``, ``aggregation`` and ``workers`` (``_maintenance``: the worker's
 background work), ``inspect`` (RedisInspectOps), ``schedules`` (RedisScheduleOps), ``limits``
 (RedisLimitOps) and ``Listeners`` (pub/sub, exposed as the ``listen*`` methods).
 """
@@ -33,7 +33,7 @@ from ._coalesce import Coalescer
 from ._inspect import RedisInspectOps
 from ._limit_ops import RedisLimitOps
 from ._listen import Listeners
-from ._maintenance import RedisAggregationOps, RedisMaintenanceOps, RedisServerOps
+from ._maintenance import RedisAggregationOps, RedisMaintenanceOps, RedisWorkerOps
 from ._messages import Handoff, WorkerSignal
 from ._protocol import EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from ._replies import enqueue_code, must_register, number, raw_tasks, register, text
@@ -74,7 +74,7 @@ class RedisBroker:
         self.runner = ScriptRunner(redis, lean=owns_client)
         self.maintenance = RedisMaintenanceOps(self.runner, clock)
         self.aggregation = RedisAggregationOps(self.runner, clock, self.maintenance)
-        self.servers = RedisServerOps(self.runner, clock)
+        self.workers = RedisWorkerOps(self.runner, clock)
         self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
         self.limits = RedisLimitOps(self.runner, clock)
@@ -260,7 +260,7 @@ class RedisBroker:
         await self.runner.commands("flagging event listeners", [
             ("SET", K.queue_keys(q).listening, "1", "PX", ttl_ms) for q in queues])
 
-    # -- reads and queue control (the groups: maintenance, aggregation, servers)
+    # -- reads and queue control (the groups: maintenance, aggregation, workers)
 
     async def read_tasks(self, queue: str,
                          task_ids: Sequence[str]

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from .._broker import CANCEL_REQUESTED, Broker, RunningTaskRecord, ServerRecord
+from .._broker import CANCEL_REQUESTED, Broker, RunningTaskRecord, WorkerRecord
 from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
@@ -149,10 +149,10 @@ class Heartbeat:
         expired = self._leases.expired(self._clock.now_ms())
         return sum(self._processor.lease_lost(task_id) for task_id in expired)
 
-    def server_record(self) -> ServerRecord:
+    def worker_record(self) -> WorkerRecord:
         """This worker's state and the tasks it runs, as the broker publishes them."""
         cfg = self._config
-        return ServerRecord(
+        return WorkerRecord(
             server_id=cfg.server_id, host=self._host, pid=self._pid,
             concurrency=cfg.concurrency, queues=dict(cfg.queues),
             strict_priority=cfg.strict_priority, status=self.status, started_ms=self.started_ms,
@@ -177,14 +177,14 @@ class Heartbeat:
 
     async def write_state(self) -> None:
         ttl = int(self._config.heartbeat_interval * 2000) + 1000
-        await self._broker.servers.write(self.server_record(), ttl)
+        await self._broker.workers.write(self.worker_record(), ttl)
 
     async def clear(self) -> None:
         """Remove the server state (last step of shutdown): tried for CLEAR_TIMEOUT at most,
         so an unreachable Redis does not hold up the shutdown (the state expires by itself)."""
         try:
             with anyio.fail_after(CLEAR_TIMEOUT):
-                await self._broker.servers.clear(self._config.server_id)
+                await self._broker.workers.clear(self._config.server_id)
         except (BrokerError, TimeoutError) as exc:
             self._log.warning("clearing server state failed; it expires by itself",
                               error=str(exc) or "timed out")

@@ -17,7 +17,7 @@ from broker_helpers import (
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
-from asyncq._broker import Outcome, RedisBroker, RunningTaskRecord, ServerRecord
+from asyncq._broker import Outcome, RedisBroker, RunningTaskRecord, WorkerRecord
 from asyncq._broker import _keys as K
 from asyncq._broker._records import decode_running, decode_server
 from tests.helpers.dataplane import (
@@ -178,33 +178,33 @@ async def test_write_and_clear_server_state(
     sid, other = f"host:1:{uuid.uuid4()}", f"host:2:{uuid.uuid4()}"
     skey, wkey = K.server_key(sid), K.workers_key(sid)
     try:
-        record = ServerRecord(sid, "h", 1, 4, {"q": 1}, False, "active", 5)
-        await broker.servers.write(record, 10_000)
+        record = WorkerRecord(sid, "h", 1, 4, {"q": 1}, False, "active", 5)
+        await broker.workers.write(record, 10_000)
         assert decode_server(await redis_client.get(skey) or b"") == record
         assert 8_000 < await redis_client.pttl(skey) <= 10_000
         assert await redis_client.zscore(K.SERVERS, skey) == clock.now_ms() + 10_000
         assert await redis_client.exists(wkey) == 0  # no workers: no hash
 
         t1, t2, t3 = (RunningTaskRecord(t, "t", "q", 1) for t in ("t1", "t2", "t3"))
-        await broker.servers.write(replace(record, running=(t1, t2)), 10_000)
+        await broker.workers.write(replace(record, running=(t1, t2)), 10_000)
         assert {k: decode_running(v) for k, v in (await redis_client.hgetall(wkey)).items()} == {
             b"t1": t1, b"t2": t2}
         assert 8_000 < await redis_client.pttl(wkey) <= 10_000
         assert await redis_client.zscore(K.WORKERS, wkey) == clock.now_ms() + 10_000
         # Each write replaces the running set: finished tasks disappear.
-        await broker.servers.write(replace(record, running=(t3,)), 10_000)
+        await broker.workers.write(replace(record, running=(t3,)), 10_000)
         assert list(await redis_client.hkeys(wkey)) == [b"t3"]
 
-        await broker.servers.write(replace(record, server_id=other, running=(t1,)), 10_000)
-        await broker.servers.clear(sid)
+        await broker.workers.write(replace(record, server_id=other, running=(t1,)), 10_000)
+        await broker.workers.clear(sid)
         assert await redis_client.exists(skey, wkey) == 0
         assert await redis_client.zscore(K.SERVERS, skey) is None
         assert await redis_client.zscore(K.WORKERS, wkey) is None
         assert await redis_client.exists(K.server_key(other), K.workers_key(other)) == 2
         assert await redis_client.zscore(K.SERVERS, K.server_key(other)) is not None
     finally:
-        await broker.servers.clear(sid)
-        await broker.servers.clear(other)
+        await broker.workers.clear(sid)
+        await broker.workers.clear(other)
 
 
 # ------------------------------------------------------------------ 100, 101: pub/sub, results

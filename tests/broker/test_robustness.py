@@ -221,7 +221,7 @@ async def test_a_handler_is_cancelled_when_its_lease_runs_out_even_if_redis_hang
 ) -> None:
     broker = FaultyBroker(redis_client)
     # A Redis that accepted the connection but never answers renewals and outcome writes.
-    hang = broker.fault("extend_leases", "servers.write", "finish", when="hang",
+    hang = broker.fault("extend_leases", "workers.write", "finish", when="hang",
                         active=False)
     started = asyncio.Event()
     hooked: list[BaseException] = []

@@ -30,7 +30,7 @@ from asyncq import (
     Worker,
     chain,
 )
-from asyncq._broker import Outcome, RedisBroker, RunningTaskRecord, ServerRecord
+from asyncq._broker import Outcome, RedisBroker, RunningTaskRecord, WorkerRecord
 from asyncq._broker import _keys as K
 from asyncq._broker._asynq._scripts import asynq_scripts
 from asyncq._broker._connection import connect, make_broker
@@ -194,10 +194,10 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
         await broker.maintenance.delete_expired_completed(q, 10)
         await broker.maintenance.record_minute(q)
         await broker.maintenance.repair_tasks(q, [later.id], 10)
-        await broker.servers.write(ServerRecord(
+        await broker.workers.write(WorkerRecord(
             "srv-1", "h", 1, 1, {q: 1}, False, "active", 0,
             running=(RunningTaskRecord("t1", "t", q, 0),)), 10_000)
-        await broker.servers.clear("srv-1")
+        await broker.workers.clear("srv-1")
         assert (await broker.maintenance.backlog(q, now + 1000)).pending > 0
         assert await broker.aggregation.check(q, "g1", "set1", 0, 0, 0, now + 60_000) == 1
         assert len(await broker.aggregation.read_set(q, "g1", "set1")) == 1

@@ -19,9 +19,9 @@ from asyncq._broker._connection import make_broker
 
 #: The calls a worker makes to lease, renew, finish, forward and publish its state (a call of
 #: an operation group is named ``group.method``).
-WORKER_CALLS = ("dequeue", "extend_leases", "finish", "maintenance.forward", "servers.write")
+WORKER_CALLS = ("dequeue", "extend_leases", "finish", "maintenance.forward", "workers.write")
 #: The operation groups whose calls are counted and can be armed like the broker's own.
-GROUPS = ("maintenance", "aggregation", "servers")
+GROUPS = ("maintenance", "aggregation", "workers")
 
 
 def injected_outage() -> BrokerError:

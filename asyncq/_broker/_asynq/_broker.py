@@ -161,10 +161,10 @@ class AsynqBroker:
         self.event_source = EventSource(self.runner, clock, ping_interval, reply_timeout or 5.0)
         self.layout = LayoutGuard(self.runner, "asynq")
         self._registered: set[str] = set()
-        self.servers = AsynqServers(self.runner, clock)  # server state, cancellation
+        self.workers = AsynqServers(self.runner, clock)  # server state, cancellation
         self.recovery = AsynqRecovery(self.runner, clock)  # recoverer, janitor, groups
         self._inspect = AsynqInspectOps(
-            self.runner, clock, servers=self.servers.read,
+            self.runner, clock, servers=self.workers.read,
             reads=TaskReads(self.runner, clock, self.event_source), forget=self._forget_queue)
         self.inspect: InspectOps = self._inspect
         self.maintenance = AsynqMaintenance(self.runner, clock, self.recovery, self._inspect)
@@ -236,10 +236,10 @@ class AsynqBroker:
                 for call, r in zip(calls, out, strict=True)]
 
     async def request_cancel(self, queue: str, task_id: str) -> int:
-        return await self.servers.request_cancel(queue, task_id)
+        return await self.workers.request_cancel(queue, task_id)
 
     async def publish_cancel(self, task_id: str) -> None:
-        await self.servers.publish_cancel(task_id)
+        await self.workers.publish_cancel(task_id)
 
     # -- running
 
@@ -325,7 +325,7 @@ class AsynqBroker:
     async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
         await self.event_source.set_listening(queues, ttl_ms)
 
-    # -- reads and queue control (the groups: maintenance, aggregation, servers)
+    # -- reads and queue control (the groups: maintenance, aggregation, workers)
 
     async def read_tasks(self, queue: str,
                          task_ids: Sequence[str]

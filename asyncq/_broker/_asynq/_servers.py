@@ -1,6 +1,6 @@
 """Server and worker state in Go asynq's layout, and cancellation on ``asynq:cancel``.
 
-An asyncq worker's heartbeat hands the broker its state as a ``ServerRecord`` (its running
+An asyncq worker's heartbeat hands the broker its state as a ``WorkerRecord`` (its running
 tasks among it). Here it becomes what Go's heartbeater writes (``rdb.go WriteServerState``):
 a protobuf ServerInfo at ``asynq:servers:{host:pid:sid}`` and a hash of protobuf WorkerInfo
 records at ``asynq:workers:{host:pid:sid}``, both expiring after the TTL, their keys in the
@@ -25,7 +25,7 @@ from ..._errors import DecodeError
 from .._records import UNREADABLE, decode_server, encode_server
 from .._replies import number, text
 from .._runner import ScriptRunner
-from .._values import RunningTaskRecord, ServerRecord
+from .._values import RunningTaskRecord, WorkerRecord
 from . import _codec
 from . import _keys as K
 from ._schema import ServerInfoPB, WorkerInfoPB
@@ -54,7 +54,7 @@ def _time_ms(pb: Any, name: str) -> int:
     return int(ts.seconds) * 1000 + int(ts.nanos) // 1_000_000
 
 
-def server_pb(record: ServerRecord, host: str, pid: int) -> bytes:
+def server_pb(record: WorkerRecord, host: str, pid: int) -> bytes:
     """The ServerInfo of an asyncq worker's state."""
     pb: Any = ServerInfoPB(
         host=host, pid=_int32(pid), server_id=record.server_id,
@@ -90,13 +90,13 @@ def running_record(info: bytes) -> RunningTaskRecord:
 
 
 def server_record(info: bytes, doc: bytes | None,
-                  running: tuple[RunningTaskRecord, ...]) -> ServerRecord:
+                  running: tuple[RunningTaskRecord, ...]) -> WorkerRecord:
     """A live server: an asyncq worker from its own document, else (a Go server) from its
     ServerInfo (no counts, extras or task options)."""
     if doc:
         return decode_server(doc, running=running)
     pb: Any = ServerInfoPB.FromString(info)
-    return ServerRecord(
+    return WorkerRecord(
         server_id=pb.server_id, host=pb.host, pid=pb.pid, concurrency=pb.concurrency,
         queues=dict(pb.queues), strict_priority=pb.strict_priority,
         status=_GO_STATUS.get(pb.status, pb.status), started_ms=_time_ms(pb, "start_time"),
@@ -117,7 +117,7 @@ class AsynqServers:
         return (K.server_key(host, pid, server_id), K.workers_key(host, pid, server_id),
                 K.server_doc_key(host, pid, server_id))
 
-    async def write(self, record: ServerRecord, ttl_ms: int) -> None:
+    async def write(self, record: WorkerRecord, ttl_ms: int) -> None:
         """As Go's WriteServerState: ZADD both registries (score: expiry, Unix s), then one
         script rewriting the server's keys with the TTL (whole seconds, rounded up)."""
         server_id = record.server_id
@@ -164,7 +164,7 @@ class AsynqServers:
         self._where.pop(server_id, None)
         self._payloads.clear()
 
-    async def read(self, now_ms: int) -> list[ServerRecord]:
+    async def read(self, now_ms: int) -> list[WorkerRecord]:
         """Every live server, Go's and asyncq's (what ``InspectOps.servers`` returns): the
         servers whose expiry in ``asynq:servers`` is not past, as Go's Inspector lists them."""
         now_s = now_ms // 1000
@@ -177,7 +177,7 @@ class AsynqServers:
             cmd for key in keys for cmd in (
                 ("GET", key), ("GET", K.server_doc_key_of(key)),
                 ("HGETALL", K.workers_key_of(key)))])
-        out: list[ServerRecord] = []
+        out: list[WorkerRecord] = []
         for i in range(0, len(replies), 3):
             info, doc, workers = replies[i:i + 3]
             if info is None:

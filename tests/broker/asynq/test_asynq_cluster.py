@@ -17,7 +17,7 @@ from asyncq._broker import (
     CANCEL_RUNNING,
     Outcome,
     RunningTaskRecord,
-    ServerRecord,
+    WorkerRecord,
 )
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._scripts import asynq_scripts
@@ -103,10 +103,10 @@ async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
     assert await cbroker.aggregation.reclaim_stale_sets(q) == 1
     assert await cbroker.aggregation.check(q, "g1", "s3", 0, 0, 0, now + 60_000) == 1
     assert await cbroker.aggregation.delete_set(q, "g1", "s3") == 1
-    await cbroker.servers.write(ServerRecord("srv-c", "h", 1, 0, {"q": 1}, False, "", 1, running=(
+    await cbroker.workers.write(WorkerRecord("srv-c", "h", 1, 0, {"q": 1}, False, "", 1, running=(
         RunningTaskRecord(again.id, "", q, 0),)), 10_000)
-    assert len(await cbroker.servers.read(now)) >= 1
-    await cbroker.servers.clear("srv-c")
+    assert len(await cbroker.workers.read(now)) >= 1
+    await cbroker.workers.clear("srv-c")
     await drive_schedules_and_limits(cbroker, q)
 
 
