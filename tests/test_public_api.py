@@ -40,8 +40,8 @@ PUBLIC = {
     "ChildProcessDied", "ProcessHandlerError", "ResultError", "LimitKeyError",
     # the broker seam: what a broker implements (beside Broker) and the values it exchanges
     "AggregationOps", "InspectOps", "LimitOps", "MaintenanceOps", "ScheduleOps", "WorkerOps",
-    "Capability", "NewTask", "UniqueLock", "EnqueueCode", "RawTask", "TaskRecord", "Outcome",
-    "Backlog", "WorkerRecord", "RunningTaskRecord", "SchedulerEntryRecord",
+    "Capability", "TaskMessage", "NewTask", "UniqueLock", "EnqueueCode", "RawTask",
+    "TaskRecord", "Outcome", "Backlog", "WorkerRecord", "RunningTaskRecord", "SchedulerEntryRecord",
     "SchedulerEventRecord", "FireCode", "BulkOp", "DeleteMode", "EventFlush", "Handoff",
     "WorkerSignal", "CancelRequest", "QueueWake", "QueuesAdded", "LimitSpec", "LimitClaim",
     "LimitHold",

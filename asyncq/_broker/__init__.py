@@ -71,6 +71,7 @@ from ._protocol import (
     is_broker,
 )
 from ._redis import RedisBroker
+from ._values import TaskMessage
 from ._wf_ops import (
     CancelResult,
     Change,
@@ -112,6 +113,7 @@ __all__ = [
 ]
 __all__ += ["CANCEL_ENDED", "CANCEL_MISSING", "CANCEL_REMOVED", "CANCEL_RUNNING"]
 __all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "QueuesAdded", "WorkerSignal"]
+__all__ += ["TaskMessage"]
 __all__ += ["AggregationOps", "MaintenanceOps", "RunningTaskRecord", "SchedulerEntryRecord",
             "SchedulerEventRecord", "WorkerOps", "WorkerRecord"]
 # What the layers above import from the broker (only ever through this module).

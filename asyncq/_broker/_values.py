@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from .._errors import DecodeError
-from .._model._message import TaskMessage, read_message
+from .._model._message import TaskMessage as TaskMessage
+from .._model._message import read_message
 
 # The stored forms the model builds and reads, re-exported here beside the broker's own values.
 from .._model._stored import EnqueueCode as EnqueueCode
