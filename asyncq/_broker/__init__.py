@@ -88,34 +88,15 @@ from ._wf_ops import (
     WorkflowState,
 )
 
-__all__ = [
-    "ARCHIVE_MAX_SIZE",
-    "CANCEL_REQUESTED",
-    "LEASE_KEPT",
-    "LEASE_LOST",
-    "Backlog",
-    "Broker",
-    "BulkOp",
-    "Capability",
-    "DeleteMode",
-    "EnqueueCode",
-    "EventFlush",
-    "FireCode",
-    "InspectOps",
-    "NewTask",
-    "Outcome",
-    "RawTask",
-    "RedisBroker",
-    "ScheduleOps",
-    "TaskRecord",
-    "UniqueLock",
-    "is_broker",
-]
+__all__ = ["ARCHIVE_MAX_SIZE", "CANCEL_REQUESTED", "LEASE_KEPT", "LEASE_LOST", "Backlog", "Broker",
+           "BulkOp", "Capability", "DeleteMode", "EnqueueCode", "EventFlush", "FireCode",
+           "InspectOps", "NewTask", "Outcome", "RawTask", "RedisBroker", "ScheduleOps",
+           "TaskRecord", "UniqueLock", "is_broker"]
 __all__ += ["CANCEL_ENDED", "CANCEL_MISSING", "CANCEL_REMOVED", "CANCEL_RUNNING"]
 __all__ += ["CancelRequest", "Handoff", "LimitOps", "QueueWake", "QueuesAdded", "WorkerSignal"]
-__all__ += ["TaskMessage"]
+# The rest of the seam: the groups of the worker's background work and the records it carries.
 __all__ += ["AggregationOps", "MaintenanceOps", "RunningTaskRecord", "SchedulerEntryRecord",
-            "SchedulerEventRecord", "WorkerOps", "WorkerRecord"]
+            "SchedulerEventRecord", "TaskMessage", "WorkerOps", "WorkerRecord"]
 # What the layers above import from the broker (only ever through this module).
 __all__ += ["ARCHIVE_MAX_AGE_MS", "QUEUE_SPEC", "ArchiveLimits", "CancelResult", "Change",
             "ConnectionOptions", "DailyStats", "DropResult", "GroupInfo", "LimitClaim",

@@ -61,18 +61,9 @@ class RedisScheduleOps:
         await self.runner.command("clearing scheduler entries", "ZREM", K.SCHEDULERS, key)
 
     async def entries(self) -> list[SchedulerEntryRecord]:
-        what = "listing scheduler entries"
-        now = self.clock.now_ms()
-        await self.runner.command(what, "ZREMRANGEBYSCORE", K.SCHEDULERS, "-inf", f"({now}")
-        keys = [text(k) for k in await self.runner.command(what, "ZRANGE", K.SCHEDULERS, 0, -1)]
-        if not keys:
-            return []
-        lists = await self.runner.commands(what, [("LRANGE", key, 0, -1) for key in keys])
-        gone = [key for key, items in zip(keys, lists, strict=True) if not items]
-        if gone:
-            await self.runner.command(what, "ZREM", K.SCHEDULERS, *gone)
         out = []
-        for doc in (doc for items in lists for doc in items):
+        lists = await live_entry_lists(self.runner, K.SCHEDULERS, self.clock.now_ms())
+        for doc in (doc for _, items in lists for doc in items):
             try:
                 out.append(decode_entry(doc))
             except UNREADABLE:
@@ -89,3 +80,20 @@ class RedisScheduleOps:
             except UNREADABLE:
                 continue
         return out
+
+
+async def live_entry_lists(runner: ScriptRunner, index: str,
+                           now: int) -> list[tuple[str, list[bytes]]]:
+    """``(entries key, its records)`` of every live scheduler in the ``index`` sorted set
+    (scored by expiry, in the layout's unit, ``now`` too): the expired ones and those whose
+    list is gone are pruned from it."""
+    what = "listing scheduler entries"
+    await runner.command(what, "ZREMRANGEBYSCORE", index, "-inf", f"({now}")
+    keys = [text(k) for k in await runner.command(what, "ZRANGE", index, 0, -1)]
+    if not keys:
+        return []
+    lists = await runner.commands(what, [("LRANGE", key, 0, -1) for key in keys])
+    gone = [key for key, items in zip(keys, lists, strict=True) if not items]
+    if gone:
+        await runner.command(what, "ZREM", index, *gone)
+    return [(key, list(items)) for key, items in zip(keys, lists, strict=True) if items]

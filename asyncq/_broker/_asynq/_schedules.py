@@ -36,8 +36,8 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped,u
 
 from ..._clock import Clock
 from .._calls import ScriptCall
-from .._replies import text
 from .._runner import ScriptRunner
+from .._schedules import live_entry_lists
 from .._values import FireCode, NewTask, SchedulerEntryRecord, SchedulerEventRecord
 from . import _keys as K
 from ._schema import SchedulerEnqueueEventPB, SchedulerEntryPB
@@ -99,18 +99,9 @@ class AsynqScheduleOps:
     async def entries(self) -> list[SchedulerEntryRecord]:
         """Entries of every live scheduler, Go's and asyncq's (undecodable records skipped, as
         Go skips them)."""
-        what = "listing scheduler entries"
-        now_s = self.clock.now_ms() // 1000
-        await self.runner.command(what, "ZREMRANGEBYSCORE", K.SCHEDULERS, "-inf", f"({now_s}")
-        keys = [text(k) for k in await self.runner.command(what, "ZRANGE", K.SCHEDULERS, 0, -1)]
-        if not keys:
-            return []
-        lists = await self.runner.commands(what, [("LRANGE", key, 0, -1) for key in keys])
-        gone = [key for key, items in zip(keys, lists, strict=True) if not items]
-        if gone:
-            await self.runner.command(what, "ZREM", K.SCHEDULERS, *gone)
         out: list[SchedulerEntryRecord] = []
-        for key, items in zip(keys, lists, strict=True):
+        lists = await live_entry_lists(self.runner, K.SCHEDULERS, self.clock.now_ms() // 1000)
+        for key, items in lists:
             sid = K.scheduler_id_of(key)
             out += [entry for raw in items if (entry := decode_entry(raw, sid)) is not None]
         return out
