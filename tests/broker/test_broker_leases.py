@@ -88,7 +88,7 @@ async def test_recover_retries_or_archives_an_expired_task(
     cutoff = clock.now_ms() - 30_000
     # (what the calls return: conformance/test_conf_transitions.py)
     await broker.maintenance.recover(Outcome("retry", asyncq_queue, a, retry_at_ms=clock.now_ms(),
-                                 error="lease expired"), cutoff)
+                                             error="lease expired"), cutoff)
     await broker.maintenance.recover(Outcome("archive", asyncq_queue, b, error="lease expired"),
                                      cutoff)
     qk = K.queue_keys(asyncq_queue)

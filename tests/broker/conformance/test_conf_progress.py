@@ -79,7 +79,7 @@ async def test_a_write_without_the_lease_is_refused_and_changes_nothing(
     # Its lease lapsed and the recoverer gave it to a retry: the old run may not write.
     clock.advance(LEASE_MS / 1000 + 1)
     assert await broker.maintenance.recover(Outcome("retry", q, task_id, retry_at_ms=clock.now_ms(),
-                                        error="lease expired"), clock.now_ms())
+                                                    error="lease expired"), clock.now_ms())
     assert not await broker.set_progress(q, task_id, OWNER, report(0.95, "too late"))
     async with Inspector(broker) as inspector:
         info = await inspector.task_info(q, task_id)

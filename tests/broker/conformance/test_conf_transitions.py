@@ -212,7 +212,7 @@ async def test_extend_lease_of_a_recovered_task_is_lost(
     [task_id] = await lease(broker, client, asyncq_queue)
     clock.advance(LEASE_MS / 1000 + 60)
     assert await broker.maintenance.recover(Outcome("retry", asyncq_queue, task_id, retry_at_ms=1,
-                                        error="x"), clock.now_ms()) is True
+                                                    error="x"), clock.now_ms()) is True
     assert await broker.extend_leases(asyncq_queue, [task_id], OWNER, LEASE_MS) == [False]
 
 
