@@ -1,12 +1,12 @@
 """The broker: every Redis interaction of asyncq, one Lua script per task state change.
 
 Layering inside: ``_protocol`` (the Broker protocol and its operation groups ``_ops``, with the
-values crossing the seam: ``_values``, ``_messages``, ``_limit_values``) <- ``_runner``
-(ScriptRunner, the one object talking to Redis, with ``_cluster``, ``_resp`` and ``_scripts``;
-``_redis_errors`` maps every redis-py error to a BrokerError) <- ``_calls`` (the transitions'
-script calls) <- the operation groups ``_maintenance``, ``_inspect``, ``_schedules``,
-``_limit_ops`` (with ``_records``, asyncq's encoding of the server and scheduler records) and
-the listeners ``_listen`` <- ``_redis`` (RedisBroker composes them).
+values crossing the seam, all in one leaf module, ``_values``, public as ``asyncq.<name>``)
+<- ``_runner`` (ScriptRunner, the one object talking to Redis, with ``_cluster``, ``_resp``
+and ``_scripts``; ``_redis_errors`` maps every redis-py error to a BrokerError) <- ``_calls``
+(the transitions' script calls) <- the operation groups ``_maintenance``, ``_inspect``,
+``_schedules``, ``_limit_ops`` (with ``_records``, asyncq's encoding of the worker and
+scheduler records) and the listeners ``_listen`` <- ``_redis`` (RedisBroker composes them).
 Nothing outside this package imports redis-py, and the layers above import this module only,
 never a private one of it: what they may use is exported here (``tests/test_architecture.py``
 checks both).

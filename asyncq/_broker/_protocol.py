@@ -8,7 +8,7 @@ reads and changes), ``schedules`` (``ScheduleOps``: what schedulers write and to
 (``MaintenanceOps``: the worker's background work), ``aggregation`` (``AggregationOps``) and
 ``workers`` (``WorkerOps``: a worker's published state). The per-task calls (store, dequeue,
 finish, lease renewal, listening) stay methods of the Broker itself: no attribute hop on the
-hot path. What it hears (``listen_*``) comes typed and decoded (``_messages``), and its errors
+hot path. What it hears (``listen_*``) comes typed and decoded (``_values``), and its errors
 are BrokerErrors.
 """
 
@@ -20,7 +20,6 @@ from typing import Protocol, TypeGuard, runtime_checkable
 from .._errors import DecodeError
 from .._model._events import TaskEvent
 from .._model._message import TaskMessage
-from ._messages import Handoff, WorkerSignal
 from ._ops import AggregationOps, InspectOps, LimitOps, MaintenanceOps, ScheduleOps, WorkerOps
 from ._values import (
     CANCEL_ENDED,
@@ -37,6 +36,7 @@ from ._values import (
     EnqueueCode,
     EventFlush,
     FireCode,
+    Handoff,
     NewTask,
     Outcome,
     RawTask,
@@ -46,6 +46,7 @@ from ._values import (
     TaskRecord,
     UniqueLock,
     WorkerRecord,
+    WorkerSignal,
 )
 from ._wf_ops import WorkflowOps
 
