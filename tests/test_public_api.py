@@ -38,6 +38,13 @@ PUBLIC = {
     # the error categories, and the errors a run can end with
     "RejectedError", "NotFoundError", "TaskError", "TimeLimitError", "TaskCancelledError",
     "ChildProcessDied", "ProcessHandlerError", "ResultError", "LimitKeyError",
+    # the broker seam: what a broker implements (beside Broker) and the values it exchanges
+    "AggregationOps", "InspectOps", "LimitOps", "MaintenanceOps", "ScheduleOps", "WorkerOps",
+    "Capability", "TaskMessage", "NewTask", "UniqueLock", "EnqueueCode", "RawTask",
+    "TaskRecord", "Outcome", "Backlog", "WorkerRecord", "RunningTaskRecord", "SchedulerEntryRecord",
+    "SchedulerEventRecord", "FireCode", "BulkOp", "DeleteMode", "EventFlush", "Handoff",
+    "WorkerSignal", "CancelRequest", "QueueWake", "QueuesAdded", "LimitSpec", "LimitClaim",
+    "LimitHold",
 }
 
 

@@ -16,9 +16,11 @@ from .._clock import Clock, ms_to_datetime
 from . import _keys as K
 from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, ScriptCall, finish_call
 from ._inspect_values import QueueInfo
-from ._protocol import BulkOp, Outcome, RemoveMode, TaskRecord
+from ._protocol import BulkOp, DeleteMode, Outcome, TaskRecord
+from ._records import UNREADABLE, decode_server
 from ._replies import number, register, text
 from ._runner import ScriptRunner, reply_error
+from ._values import WorkerRecord
 
 BATCH_SIZE = 1000
 FIND_BATCH = 1000  # entries a task search examines per script call
@@ -148,7 +150,7 @@ class RedisInspectOps:
                                      [qk.group_prefix])
         return sorted((text(flat[i]), number(flat[i + 1])) for i in range(0, len(flat), 2))
 
-    async def remove_queue(self, queue: str, mode: RemoveMode,
+    async def remove_queue(self, queue: str, mode: DeleteMode,
                            days: Sequence[str]) -> tuple[int, int, int]:
         qk = self.keys.queue_keys(queue)
         code, active, queued = await self.runner.run(
@@ -367,7 +369,7 @@ class RedisInspectOps:
 
     # -- servers
 
-    async def servers(self, now_ms: int) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    async def servers(self, now_ms: int) -> list[WorkerRecord]:
         _, _, keys = await self.runner.commands("listing servers", [
             ("ZREMRANGEBYSCORE", K.SERVERS, "-inf", now_ms),
             ("ZREMRANGEBYSCORE", K.WORKERS, "-inf", now_ms),
@@ -381,7 +383,13 @@ class RedisInspectOps:
         commands += [("HGETALL", K.workers_key(K.server_id_of(text(key)))) for key, _ in live]
         out = await self.runner.commands("reading workers", commands)
         workers = out[1:] if gone else out
-        return [(doc, w) for (_, doc), w in zip(live, workers, strict=True)]
+        records = []
+        for (_, doc), w in zip(live, workers, strict=True):
+            try:
+                records.append(decode_server(doc, w))
+            except UNREADABLE:
+                continue  # a state document it cannot read is skipped
+        return records
 
 
 def _whole(value: Any) -> int:

@@ -7,12 +7,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-import orjson
-
 from .._clock import ms_to_datetime, stored_datetime
 from .._model._info import TaskInfo
 from .._model._rules import HandlerRules
 from .._validate import is_queue_pattern, queue_matcher
+from ._values import RunningTaskRecord, WorkerRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,41 +146,25 @@ class ServerInfo:
     prefix): ``max_retry``, ``timeout_ms``, ``retention_ms`` as set there."""
 
 
-def _ms_or_none(value: Any) -> datetime | None:
-    return stored_datetime(int(value)) if value else None
-
-
-def worker_info(raw: bytes) -> WorkerInfo:
-    doc = orjson.loads(raw)
+def worker_info(run: RunningTaskRecord) -> WorkerInfo:
+    """What the Inspector shows of a running task."""
     return WorkerInfo(
-        task_id=str(doc.get("task_id", "")), task_type=str(doc.get("type", "")),
-        queue=str(doc.get("queue", "")), started=ms_to_datetime(int(doc.get("started_at", 0))),
-        deadline=_ms_or_none(doc.get("deadline")), payload_size=int(doc.get("payload_size", 0)),
-    )
+        task_id=run.task_id, task_type=run.task_type, queue=run.queue,
+        started=ms_to_datetime(run.started_ms),
+        deadline=stored_datetime(run.deadline_ms) if run.deadline_ms else None,
+        payload_size=run.payload_size)
 
 
-def server_info(raw: bytes, workers: Mapping[bytes, bytes]) -> ServerInfo:
-    doc = orjson.loads(raw)
-    active = []
-    for value in workers.values():
-        try:
-            active.append(worker_info(value))
-        except (orjson.JSONDecodeError, TypeError, ValueError, AttributeError):
-            continue  # a worker entry we cannot read is left out, not fatal
-    active.sort(key=lambda w: (w.started, w.task_id))
+def server_info(record: WorkerRecord) -> ServerInfo:
+    """What the Inspector shows of a live worker process: its running tasks by start."""
+    active = sorted(map(worker_info, record.running), key=lambda w: (w.started, w.task_id))
     return ServerInfo(
-        id=str(doc["server_id"]), host=str(doc.get("host", "")), pid=int(doc.get("pid", 0)),
-        concurrency=int(doc.get("concurrency", 0)),
-        queues={str(k): int(v) for k, v in (doc.get("queues") or {}).items()},
-        strict_priority=bool(doc.get("strict_priority", False)),
-        status=str(doc.get("status", "")),
-        started=ms_to_datetime(int(doc.get("started_at", 0))),
-        active_workers=tuple(active),
-        processed=int(doc.get("processed", 0)), failed=int(doc.get("failed", 0)),
-        extra=dict(doc.get("extra") or {}),
-        task_options={str(p): {str(k): int(v) for k, v in o.items()}
-                      for p, o in (doc.get("task_options") or {}).items()},
-    )
+        id=record.server_id, host=record.host, pid=record.pid, concurrency=record.concurrency,
+        queues=dict(record.queues), strict_priority=record.strict_priority,
+        status=record.status, started=ms_to_datetime(record.started_ms),
+        active_workers=tuple(active), processed=record.processed, failed=record.failed,
+        extra=dict(record.extra),
+        task_options={p: dict(o) for p, o in record.task_options.items()})
 
 
 class PublishedRules:

@@ -1,5 +1,7 @@
-"""The maintenance side of the broker: forwarding, recovery, repair, cleanup, server state,
-groups and pause — what the worker's background components call (see the Broker protocol)."""
+"""The operation groups of the worker's background components (see the Broker protocol):
+``maintenance`` (forwarding, recovery, repair, cleanup, samples, backlog), ``aggregation``
+(groups and their aggregation sets) and ``workers`` (a worker's published state), with the
+reads and pause the broker keeps as its own methods."""
 
 from __future__ import annotations
 
@@ -12,16 +14,18 @@ from .._errors import DecodeError
 from .._model._message import TaskMessage, read_message
 from . import _keys as K
 from ._calls import ARCHIVE_CAPS, finish_call
-from ._protocol import Backlog, Outcome, RawTask
+from ._records import encode_running, encode_server
 from ._replies import quarantine_id, raw_tasks, text
 from ._runner import ScriptRunner
+from ._values import Backlog, Outcome, RawTask, WorkerRecord
 
 MINUTE_SAMPLES = 61
 """Samples a queue keeps for the last hour's charts: 61 give 60 one-minute differences."""
 
 
-class MaintenanceOps:
-    """The Broker protocol's maintenance methods, run with a ScriptRunner."""
+class RedisMaintenanceOps:
+    """``MaintenanceOps`` run with a ScriptRunner (and the reads and pause ``RedisBroker``
+    offers as its own methods)."""
 
     def __init__(self, runner: ScriptRunner, clock: Clock) -> None:
         self.runner = runner
@@ -131,71 +135,11 @@ class MaintenanceOps:
                               qk.scheduled, qk.retry],
             [self.clock.now_ms() // 60_000, MINUTE_SAMPLES]))
 
-    async def write_server_state(self, server_id: str, info: bytes,
-                                 workers: dict[str, bytes], ttl_ms: int) -> None:
-        skey, wkey = K.server_key(server_id), K.workers_key(server_id)
-        pairs: list[Any] = []
-        for task_id, winfo in workers.items():
-            pairs += [task_id, winfo]
-        await self.runner.run("write_server_state", [skey, wkey], [ttl_ms, info, *pairs])
-        expiry = self.clock.now_ms() + ttl_ms
-        await self.runner.commands("writing server state", [
-            ("ZADD", K.SERVERS, expiry, skey), ("ZADD", K.WORKERS, expiry, wkey)])
-
-    async def clear_server_state(self, server_id: str) -> None:
-        skey, wkey = K.server_key(server_id), K.workers_key(server_id)
-        await self.runner.run("clear_server_state", [skey, wkey], [])
-        await self.runner.commands("clearing server state", [
-            ("ZREM", K.SERVERS, skey), ("ZREM", K.WORKERS, wkey)])
-
-    # -- groups
-
     async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
         qk = K.queue_keys(queue)
         pending, due, groups, paused = await self.runner.run(
             "backlog", [qk.pending, qk.scheduled, qk.retry, qk.groups, qk.paused], [horizon_ms])
         return Backlog(int(pending), int(due), int(groups), bool(paused))
-
-    async def list_groups(self, queue: str) -> list[str]:
-        members = await self.runner.command("listing groups", "SMEMBERS",
-                                            K.queue_keys(queue).groups)
-        return sorted(text(m) for m in members)
-
-    async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
-                                max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
-        qk = K.queue_keys(queue)
-        return int(await self.runner.run(
-            "aggregation_check",
-            [qk.group(group), qk.aggregation_set(group, set_id), qk.aggregation_sets, qk.groups],
-            [self.clock.now_ms(), grace_ms, max_delay_ms, max_size, set_deadline_ms, group,
-             qk.task_prefix, *ARCHIVE_CAPS]))
-
-    async def read_aggregation_set(self, queue: str, group: str, set_id: str) -> list[RawTask]:
-        qk = K.queue_keys(queue)
-        flat = await self.runner.run("read_aggregation_set", [qk.aggregation_set(group, set_id)],
-                                     [qk.task_prefix])
-        tasks, bad = raw_tasks(flat)
-        await self.quarantine(queue, bad)
-        return tasks
-
-    async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        qk = K.queue_keys(queue)
-        return int(await self.runner.run(
-            "delete_aggregation_set", [qk.aggregation_set(group, set_id), qk.aggregation_sets],
-            [qk.task_prefix]))
-
-    async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        qk = K.queue_keys(queue)
-        return int(await self.runner.run(
-            "return_aggregation_set",
-            [qk.aggregation_set(group, set_id), qk.group(group), qk.groups, qk.aggregation_sets],
-            [group]))
-
-    async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
-        qk = K.queue_keys(queue)
-        return int(await self.runner.run("reclaim_stale_aggregation_sets",
-                                         [qk.aggregation_sets, qk.groups],
-                                         [self.clock.now_ms(), qk.group_prefix]))
 
     async def pause(self, queue: str) -> bool:
         qk = K.queue_keys(queue)
@@ -204,3 +148,80 @@ class MaintenanceOps:
     async def unpause(self, queue: str) -> bool:
         qk = K.queue_keys(queue)
         return bool(await self.runner.run("unpause", [qk.paused], [K.WAKE_CHANNEL, queue]))
+
+
+class RedisAggregationOps:
+    """``AggregationOps`` run with a ScriptRunner (records with unreadable ids met in a set
+    are quarantined by ``maintenance``)."""
+
+    def __init__(self, runner: ScriptRunner, clock: Clock,
+                 maintenance: RedisMaintenanceOps) -> None:
+        self.runner = runner
+        self.clock = clock
+        self._maintenance = maintenance
+
+    async def list_groups(self, queue: str) -> list[str]:
+        members = await self.runner.command("listing groups", "SMEMBERS",
+                                            K.queue_keys(queue).groups)
+        return sorted(text(m) for m in members)
+
+    async def check(self, queue: str, group: str, set_id: str, grace_ms: int,
+                    max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self.runner.run(
+            "aggregation_check",
+            [qk.group(group), qk.aggregation_set(group, set_id), qk.aggregation_sets, qk.groups],
+            [self.clock.now_ms(), grace_ms, max_delay_ms, max_size, set_deadline_ms, group,
+             qk.task_prefix, *ARCHIVE_CAPS]))
+
+    async def read_set(self, queue: str, group: str, set_id: str) -> list[RawTask]:
+        qk = K.queue_keys(queue)
+        flat = await self.runner.run("read_aggregation_set", [qk.aggregation_set(group, set_id)],
+                                     [qk.task_prefix])
+        tasks, bad = raw_tasks(flat)
+        await self._maintenance.quarantine(queue, bad)
+        return tasks
+
+    async def delete_set(self, queue: str, group: str, set_id: str) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self.runner.run(
+            "delete_aggregation_set", [qk.aggregation_set(group, set_id), qk.aggregation_sets],
+            [qk.task_prefix]))
+
+    async def return_set(self, queue: str, group: str, set_id: str) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self.runner.run(
+            "return_aggregation_set",
+            [qk.aggregation_set(group, set_id), qk.group(group), qk.groups, qk.aggregation_sets],
+            [group]))
+
+    async def reclaim_stale_sets(self, queue: str) -> int:
+        qk = K.queue_keys(queue)
+        return int(await self.runner.run("reclaim_stale_aggregation_sets",
+                                         [qk.aggregation_sets, qk.groups],
+                                         [self.clock.now_ms(), qk.group_prefix]))
+
+
+class RedisWorkerOps:
+    """``WorkerOps`` run with a ScriptRunner."""
+
+    def __init__(self, runner: ScriptRunner, clock: Clock) -> None:
+        self.runner = runner
+        self.clock = clock
+
+    async def write(self, record: WorkerRecord, ttl_ms: int) -> None:
+        skey, wkey = K.server_key(record.server_id), K.workers_key(record.server_id)
+        pairs: list[Any] = []
+        for run in record.running:
+            pairs += [run.task_id, encode_running(run)]
+        await self.runner.run("write_server_state", [skey, wkey],
+                              [ttl_ms, encode_server(record), *pairs])
+        expiry = self.clock.now_ms() + ttl_ms
+        await self.runner.commands("writing server state", [
+            ("ZADD", K.SERVERS, expiry, skey), ("ZADD", K.WORKERS, expiry, wkey)])
+
+    async def clear(self, server_id: str) -> None:
+        skey, wkey = K.server_key(server_id), K.workers_key(server_id)
+        await self.runner.run("clear_server_state", [skey, wkey], [])
+        await self.runner.commands("clearing server state", [
+            ("ZREM", K.SERVERS, skey), ("ZREM", K.WORKERS, wkey)])

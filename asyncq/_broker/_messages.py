@@ -7,41 +7,9 @@ it in one hop (``listen_handoffs``); a client hears task events (``listen_events
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from ._values import RawTask
-
-
-class CancelRequest(NamedTuple):
-    """Cancel ``task_id`` if this worker runs it."""
-
-    task_id: str
-
-
-class QueueWake(NamedTuple):
-    """Work may be ready in ``queue``: now (``due_ms`` None), or at ``due_ms`` (Unix ms),
-    a task scheduled for later having become the queue's earliest."""
-
-    queue: str
-    due_ms: int | None = None
-
-
-class QueuesAdded(NamedTuple):
-    """``queues`` were just added to the queue registry (the first task of a new queue was
-    stored, or a worker registered the queues it serves): what a worker serving a pattern
-    (``tenant:*``) hears to serve a matching new queue at once."""
-
-    queues: tuple[str, ...]
-
-
-#: What ``Broker.listen_signals`` yields once subscribed.
-WorkerSignal = CancelRequest | QueueWake | QueuesAdded
-
-
-class Handoff(NamedTuple):
-    """A task handed off in one hop: already leased to the worker hearing it, until
-    ``lease_until_ms`` (Unix ms of the server's clock)."""
-
-    queue: str
-    task: RawTask
-    lease_until_ms: int
+# (defined in ``_values``, the seam's one value module)
+from ._values import CancelRequest as CancelRequest
+from ._values import Handoff as Handoff
+from ._values import QueuesAdded as QueuesAdded
+from ._values import QueueWake as QueueWake
+from ._values import WorkerSignal as WorkerSignal

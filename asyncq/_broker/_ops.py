@@ -1,14 +1,27 @@
 """The groups of Broker operations carried as attributes: ``inspect`` (InspectOps),
-``schedules`` (ScheduleOps) and ``limits`` (LimitOps)."""
+``schedules`` (ScheduleOps), ``limits`` (LimitOps), ``maintenance`` (MaintenanceOps),
+``aggregation`` (AggregationOps) and ``workers`` (WorkerOps); ``workflows`` is in ``_wf_ops``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ._inspect_values import QueueInfo
 from ._limit_values import LimitClaim, LimitHold, LimitSpec, LimitUse
-from ._values import BulkOp, FireCode, NewTask, Outcome, RemoveMode, TaskRecord
+from ._values import (
+    Backlog,
+    BulkOp,
+    DeleteMode,
+    FireCode,
+    NewTask,
+    Outcome,
+    RawTask,
+    SchedulerEntryRecord,
+    SchedulerEventRecord,
+    TaskRecord,
+    WorkerRecord,
+)
 
 
 class InspectOps(Protocol):
@@ -49,7 +62,7 @@ class InspectOps(Protocol):
         """``(group, tasks waiting in it)`` for every group of ``queue``, sorted by name."""
         ...
 
-    async def remove_queue(self, queue: str, mode: RemoveMode,
+    async def remove_queue(self, queue: str, mode: DeleteMode,
                            days: Sequence[str]) -> tuple[int, int, int]:
         """Drop the keys of an emptied queue (``mode`` "check" changes nothing).
 
@@ -148,9 +161,9 @@ class InspectOps(Protocol):
         summed over the masters and ``cluster_masters`` set to their number."""
         ...
 
-    async def servers(self, now_ms: int) -> list[tuple[bytes, dict[bytes, bytes]]]:
-        """``(state document, {task id: worker document})`` of every live server (JSON
-        bytes); entries that expired by ``now_ms`` are pruned."""
+    async def servers(self, now_ms: int) -> list[WorkerRecord]:
+        """Every live server with the tasks it runs (records it cannot read are skipped);
+        entries that expired by ``now_ms`` are pruned."""
         ...
 
 
@@ -167,29 +180,29 @@ class ScheduleOps(Protocol):
         older than ``prune_before_ms`` are dropped."""
         ...
 
-    async def record_event(self, entry_id: str, event: bytes, at_ms: int, max_events: int,
+    async def record_event(self, event: SchedulerEventRecord, max_events: int,
                            ttl_ms: int) -> None:
-        """Add ``event`` (JSON) to the entry's history at ``at_ms``, keeping the
-        ``max_events`` newest; the history expires ``ttl_ms`` after its last event."""
+        """Add ``event`` to its entry's history, keeping the ``max_events`` newest; the
+        history expires ``ttl_ms`` after its last event."""
         ...
 
-    async def publish_entries(self, scheduler_id: str, documents: Sequence[bytes],
+    async def publish_entries(self, scheduler_id: str, entries: Sequence[SchedulerEntryRecord],
                               ttl_ms: int, now_ms: int) -> None:
-        """Replace the scheduler's published entries (JSON documents) for ``ttl_ms``."""
+        """Replace the scheduler's published entries for ``ttl_ms``."""
         ...
 
     async def clear_entries(self, scheduler_id: str) -> None:
         """Remove the scheduler's published entries."""
         ...
 
-    async def entry_documents(self) -> list[bytes]:
-        """The entry documents (JSON) of every live scheduler, scheduler by scheduler;
-        schedulers whose entries expired are pruned from the index."""
+    async def entries(self) -> list[SchedulerEntryRecord]:
+        """The entries of every live scheduler, scheduler by scheduler (records it cannot
+        read are skipped); schedulers whose entries expired are pruned from the index."""
         ...
 
-    async def event_documents(self, entry_id: str, start: int, stop: int) -> list[bytes]:
-        """Events (JSON) of an entry's history from rank ``start`` to ``stop`` (inclusive),
-        newest first; empty for an unknown entry."""
+    async def events(self, entry_id: str, start: int, stop: int) -> list[SchedulerEventRecord]:
+        """Events of an entry's history from rank ``start`` to ``stop`` (inclusive), newest
+        first (records it cannot read are skipped); empty for an unknown entry."""
         ...
 
 
@@ -236,4 +249,108 @@ class LimitOps(Protocol):
     async def queue_caps(self, queues: Sequence[str]) -> list[LimitUse | None]:
         """The concurrency cap of each of ``queues`` with what it counts now; None for a
         queue without one."""
+        ...
+
+
+class MaintenanceOps(Protocol):
+    """What the worker's background components call to keep a queue healthy: forwarding due
+    tasks, recovering lost leases, repairing records, cleanup, samples and the backlog. Every
+    method raises BrokerError when Redis fails."""
+
+    async def forward(self, queue: str, source: Literal["scheduled", "retry"],
+                      limit: int) -> tuple[int, int]:
+        """Move up to ``limit`` due tasks of ``source`` to pending (or their group).
+
+        Returns ``(moved, next due)``: next due is the Unix ms of the earliest task left,
+        -1 when none is left; ids without a task record are dropped (counted as moved)."""
+        ...
+
+    async def list_lease_expired(self, queue: str, cutoff_ms: int,
+                                 limit: int) -> list[RawTask]:
+        """Up to ``limit`` active tasks whose lease ended by ``cutoff_ms`` (any owner)."""
+        ...
+
+    async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
+        """Retry or archive a task whose lease ended by ``lease_cutoff_ms`` (any owner);
+        False when its lease was renewed meanwhile (nothing written)."""
+        ...
+
+    async def reclaim_orphans(self, queue: str, limit: int) -> int:
+        """Give active tasks without a lease entry one ending now (examining at most ``limit``
+        active ids), so the recoverer takes them; returns how many leases were attached."""
+        ...
+
+    async def scan_task_keys(
+        self, cursor: int, count: int
+    ) -> tuple[int, list[tuple[str, str]]]:
+        """One SCAN step over the task keys of every queue: ``(next cursor, [(queue, task
+        id), ...])``; the cursor is 0 again once the whole keyspace was walked."""
+        ...
+
+    async def repair_tasks(self, queue: str, task_ids: Sequence[str],
+                           pending_search: int) -> list[str]:
+        """Put task records found in no list or sorted set back where their state says:
+        one action per id ('' nothing done, '?' undecided, else the state restored or
+        'archived:<reason>'; see repair_tasks.lua)."""
+        ...
+
+    async def delete_expired_completed(self, queue: str, limit: int) -> int:
+        """Delete up to ``limit`` completed tasks whose retention ended; returns how many."""
+        ...
+
+    async def record_minute(self, queue: str) -> bool:
+        """Sample the queue's counters and backlog for the last hour's charts, once per minute
+        whoever calls (True: this call wrote the minute's sample)."""
+        ...
+
+    async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
+        """What ``queue`` holds to run now or soon, read atomically: pending tasks, scheduled
+        and retry tasks due by ``horizon_ms`` (Unix ms), groups, and whether it is paused."""
+        ...
+
+
+class AggregationOps(Protocol):
+    """Groups of tasks waiting to be aggregated and the sets staged from them (what the
+    worker's aggregator calls). Every method raises BrokerError when Redis fails."""
+
+    async def list_groups(self, queue: str) -> list[str]:
+        """Names of the groups of ``queue`` holding tasks, sorted."""
+        ...
+
+    async def check(self, queue: str, group: str, set_id: str, grace_ms: int,
+                    max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
+        """Stage the group's tasks in the aggregation set ``set_id`` if the group is ready;
+        returns how many tasks were staged (0: not ready, nothing changed)."""
+        ...
+
+    async def read_set(self, queue: str, group: str, set_id: str) -> list[RawTask]:
+        """The tasks staged in an aggregation set."""
+        ...
+
+    async def delete_set(self, queue: str, group: str, set_id: str) -> int:
+        """Delete an aggregation set and its tasks; returns how many tasks were deleted."""
+        ...
+
+    async def return_set(self, queue: str, group: str, set_id: str) -> int:
+        """Give a staged set's tasks back to ``group`` now (its aggregation failed); returns
+        how many."""
+        ...
+
+    async def reclaim_stale_sets(self, queue: str) -> int:
+        """Return the tasks of aggregation sets whose deadline passed to their groups;
+        returns how many sets were reclaimed."""
+        ...
+
+
+class WorkerOps(Protocol):
+    """A worker's published state (its heartbeat writes it, ``InspectOps.servers`` reads it
+    back). Every method raises BrokerError when Redis fails."""
+
+    async def write(self, record: WorkerRecord, ttl_ms: int) -> None:
+        """Publish a worker's state and its running tasks (``record.running``) for
+        ``ttl_ms``, replacing what it published before."""
+        ...
+
+    async def clear(self, server_id: str) -> None:
+        """Remove a worker's published state."""
         ...

@@ -4,20 +4,23 @@ Client, Worker, Inspector and Scheduler depend on these protocols, never on redi
 ``RedisBroker``, so a cluster-aware or fault-injecting broker can stand in for it. A Broker
 carries groups of operations as attributes: ``inspect`` (``InspectOps``: what the Inspector
 reads and changes), ``schedules`` (``ScheduleOps``: what schedulers write and tools read),
-``workflows`` and ``limits`` (``LimitOps``: rate and concurrency limit state). What it hears
-(``listen_*``) comes typed and decoded (``_messages``), and its errors are BrokerErrors.
+``workflows``, ``limits`` (``LimitOps``: rate and concurrency limit state), ``maintenance``
+(``MaintenanceOps``: the worker's background work), ``aggregation`` (``AggregationOps``) and
+``workers`` (``WorkerOps``: a worker's published state). The per-task calls (store, dequeue,
+finish, lease renewal, listening) stay methods of the Broker itself: no attribute hop on the
+hot path. What it hears (``listen_*``) comes typed and decoded (``_values``), and its errors
+are BrokerErrors.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Sequence
-from typing import Literal, Protocol, TypeGuard, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
 
 from .._errors import DecodeError
 from .._model._events import TaskEvent
 from .._model._message import TaskMessage
-from ._messages import Handoff, WorkerSignal
-from ._ops import InspectOps, LimitOps, ScheduleOps
+from ._ops import AggregationOps, InspectOps, LimitOps, MaintenanceOps, ScheduleOps, WorkerOps
 from ._values import (
     CANCEL_ENDED,
     CANCEL_MISSING,
@@ -29,15 +32,21 @@ from ._values import (
     Backlog,
     BulkOp,
     Capability,
+    DeleteMode,
     EnqueueCode,
     EventFlush,
     FireCode,
+    Handoff,
     NewTask,
     Outcome,
     RawTask,
-    RemoveMode,
+    RunningTaskRecord,
+    SchedulerEntryRecord,
+    SchedulerEventRecord,
     TaskRecord,
     UniqueLock,
+    WorkerRecord,
+    WorkerSignal,
 )
 from ._wf_ops import WorkflowOps
 
@@ -49,22 +58,29 @@ __all__ = [
     "CANCEL_RUNNING",
     "LEASE_KEPT",
     "LEASE_LOST",
+    "AggregationOps",
     "Backlog",
     "Broker",
     "BulkOp",
     "Capability",
+    "DeleteMode",
     "EnqueueCode",
     "EventFlush",
     "FireCode",
     "InspectOps",
     "LimitOps",
+    "MaintenanceOps",
     "NewTask",
     "Outcome",
     "RawTask",
-    "RemoveMode",
+    "RunningTaskRecord",
     "ScheduleOps",
+    "SchedulerEntryRecord",
+    "SchedulerEventRecord",
     "TaskRecord",
     "UniqueLock",
+    "WorkerOps",
+    "WorkerRecord",
     "is_broker",
 ]
 
@@ -103,6 +119,22 @@ class Broker(Protocol):
     def limits(self) -> LimitOps:
         """Rate and concurrency limit state (what the worker's limit gate and ``Limiter``
         take and give back)."""
+        ...
+
+    @property
+    def maintenance(self) -> MaintenanceOps:
+        """What the worker's background components call: forwarding, recovery, repair,
+        cleanup, samples and the backlog."""
+        ...
+
+    @property
+    def aggregation(self) -> AggregationOps:
+        """Groups waiting to be aggregated and their staged sets (the worker's aggregator)."""
+        ...
+
+    @property
+    def workers(self) -> WorkerOps:
+        """A worker's published state (its heartbeat)."""
         ...
 
     async def ping(self) -> None:
@@ -226,104 +258,13 @@ class Broker(Protocol):
         ``ttl_ms`` (a listener renews it well before it lapses)."""
         ...
 
-    # -- maintenance
-
-    async def forward(self, queue: str, source: Literal["scheduled", "retry"],
-                      limit: int) -> tuple[int, int]:
-        """Move up to ``limit`` due tasks of ``source`` to pending (or their group).
-
-        Returns ``(moved, next due)``: next due is the Unix ms of the earliest task left,
-        -1 when none is left; ids without a task record are dropped (counted as moved)."""
-        ...
-
-    async def list_lease_expired(self, queue: str, cutoff_ms: int,
-                                 limit: int) -> list[RawTask]:
-        """Up to ``limit`` active tasks whose lease ended by ``cutoff_ms`` (any owner)."""
-        ...
-
-    async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
-        """Retry or archive a task whose lease ended by ``lease_cutoff_ms`` (any owner);
-        False when its lease was renewed meanwhile (nothing written)."""
-        ...
-
-    async def reclaim_orphans(self, queue: str, limit: int) -> int:
-        """Give active tasks without a lease entry one ending now (examining at most ``limit``
-        active ids), so the recoverer takes them; returns how many leases were attached."""
-        ...
-
-    async def scan_task_keys(
-        self, cursor: int, count: int
-    ) -> tuple[int, list[tuple[str, str]]]:
-        """One SCAN step over the task keys of every queue: ``(next cursor, [(queue, task
-        id), ...])``; the cursor is 0 again once the whole keyspace was walked."""
-        ...
-
-    async def repair_tasks(self, queue: str, task_ids: Sequence[str],
-                           pending_search: int) -> list[str]:
-        """Put task records found in no list or sorted set back where their state says:
-        one action per id ('' nothing done, '?' undecided, else the state restored or
-        'archived:<reason>'; see repair_tasks.lua)."""
-        ...
+    # -- reads and queue control
 
     async def read_tasks(self, queue: str,
                          task_ids: Sequence[str]
                          ) -> list[tuple[TaskMessage | DecodeError, bytes] | None]:
         """``(message, payload)`` of each task as stored (its message decoded, or the
         DecodeError saying why it cannot be), None where there is no such task."""
-        ...
-
-    async def delete_expired_completed(self, queue: str, limit: int) -> int:
-        """Delete up to ``limit`` completed tasks whose retention ended; returns how many."""
-        ...
-
-    async def record_minute(self, queue: str) -> bool:
-        """Sample the queue's counters and backlog for the last hour's charts, once per minute
-        whoever calls (True: this call wrote the minute's sample)."""
-        ...
-
-    async def write_server_state(self, server_id: str, info: bytes,
-                                 workers: dict[str, bytes], ttl_ms: int) -> None:
-        """Publish a server's state document and its running tasks (``{task id: JSON}``),
-        for ``ttl_ms``."""
-        ...
-
-    async def clear_server_state(self, server_id: str) -> None:
-        """Remove a server's published state."""
-        ...
-
-    async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
-        """What ``queue`` holds to run now or soon, read atomically: pending tasks, scheduled
-        and retry tasks due by ``horizon_ms`` (Unix ms), groups, and whether it is paused."""
-        ...
-
-    async def list_groups(self, queue: str) -> list[str]:
-        """Names of the groups of ``queue`` holding tasks, sorted."""
-        ...
-
-    async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
-                                max_delay_ms: int, max_size: int,
-                                set_deadline_ms: int) -> int:
-        """Stage the group's tasks in the aggregation set ``set_id`` if the group is ready;
-        returns how many tasks were staged (0: not ready, nothing changed)."""
-        ...
-
-    async def read_aggregation_set(self, queue: str, group: str,
-                                   set_id: str) -> list[RawTask]:
-        """The tasks staged in an aggregation set."""
-        ...
-
-    async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        """Delete an aggregation set and its tasks; returns how many tasks were deleted."""
-        ...
-
-    async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        """Give a staged set's tasks back to ``group`` now (its aggregation failed); returns
-        how many."""
-        ...
-
-    async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
-        """Return the tasks of aggregation sets whose deadline passed to their groups;
-        returns how many sets were reclaimed."""
         ...
 
     async def pause(self, queue: str) -> bool:

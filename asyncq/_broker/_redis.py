@@ -1,15 +1,15 @@
 """RedisBroker: the Broker protocol over redis.asyncio, one Lua script per task transition.
 
 It composes one ScriptRunner (the only object that talks to Redis) with the operation groups
-built on it: ``MaintenanceOps`` (the worker's background work, exposed as Broker methods),
-``inspect`` (RedisInspectOps), ``schedules`` (RedisScheduleOps), ``limits`` (RedisLimitOps) and
-``Listeners`` (pub/sub, exposed as the ``listen*`` methods).
+built on it: ``maintenance``, ``aggregation`` and ``workers`` (``_maintenance``: the worker's
+background work), ``inspect`` (RedisInspectOps), ``schedules`` (RedisScheduleOps), ``limits``
+(RedisLimitOps) and ``Listeners`` (pub/sub, exposed as the ``listen*`` methods).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from redis.asyncio import Redis, RedisCluster
 from redis.exceptions import RedisError
@@ -34,9 +34,9 @@ from ._coalesce import Coalescer
 from ._inspect import RedisInspectOps
 from ._limit_ops import RedisLimitOps
 from ._listen import Listeners
-from ._maintenance import MaintenanceOps
+from ._maintenance import RedisAggregationOps, RedisMaintenanceOps, RedisWorkerOps
 from ._messages import Handoff, WorkerSignal
-from ._protocol import Backlog, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
+from ._protocol import EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from ._replies import enqueue_code, must_register, number, raw_tasks, register, text
 from ._runner import ScriptRunner, reply_error
 from ._schedules import RedisScheduleOps
@@ -76,7 +76,9 @@ class RedisBroker:
         self._owns_client = owns_client
         self._also_close = also_close
         self.runner = ScriptRunner(redis, lean=owns_client)
-        self.maintenance = MaintenanceOps(self.runner, clock)
+        self.maintenance = RedisMaintenanceOps(self.runner, clock)
+        self.aggregation = RedisAggregationOps(self.runner, clock, self.maintenance)
+        self.workers = RedisWorkerOps(self.runner, clock)
         self.inspect = RedisInspectOps(self.runner, clock)
         self.schedules = RedisScheduleOps(self.runner, clock)
         self.limits = RedisLimitOps(self.runner, clock)
@@ -283,72 +285,15 @@ class RedisBroker:
         await self.runner.commands("flagging event listeners", [
             ("SET", K.queue_keys(q).listening, "1", "PX", ttl_ms) for q in queues])
 
-    # -- maintenance (see MaintenanceOps)
-
-    async def forward(self, queue: str, source: Literal["scheduled", "retry"],
-                      limit: int) -> tuple[int, int]:
-        return await self.maintenance.forward(queue, source, limit)
-
-    async def list_lease_expired(self, queue: str, cutoff_ms: int, limit: int) -> list[RawTask]:
-        return await self.maintenance.list_lease_expired(queue, cutoff_ms, limit)
-
-    async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
-        return await self.maintenance.recover(outcome, lease_cutoff_ms)
-
-    async def reclaim_orphans(self, queue: str, limit: int) -> int:
-        return await self.maintenance.reclaim_orphans(queue, limit)
-
-    async def scan_task_keys(self, cursor: int, count: int) -> tuple[int, list[tuple[str, str]]]:
-        return await self.maintenance.scan_task_keys(cursor, count)
-
-    async def repair_tasks(self, queue: str, task_ids: Sequence[str],
-                           pending_search: int) -> list[str]:
-        return await self.maintenance.repair_tasks(queue, task_ids, pending_search)
+    # -- reads and queue control (the groups: maintenance, aggregation, workers)
 
     async def read_tasks(self, queue: str,
                          task_ids: Sequence[str]
                          ) -> list[tuple[TaskMessage | DecodeError, bytes] | None]:
         return await self.maintenance.read_tasks(queue, task_ids)
 
-    async def delete_expired_completed(self, queue: str, limit: int) -> int:
-        return await self.maintenance.delete_expired_completed(queue, limit)
-
-    async def record_minute(self, queue: str) -> bool:
-        return await self.maintenance.record_minute(queue)
-
-    async def write_server_state(self, server_id: str, info: bytes,
-                                 workers: dict[str, bytes], ttl_ms: int) -> None:
-        await self.maintenance.write_server_state(server_id, info, workers, ttl_ms)
-
-    async def clear_server_state(self, server_id: str) -> None:
-        await self.maintenance.clear_server_state(server_id)
-
-    async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
-        return await self.maintenance.backlog(queue, horizon_ms)
-
-    async def list_groups(self, queue: str) -> list[str]:
-        return await self.maintenance.list_groups(queue)
-
-    async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
-                                max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
-        return await self.maintenance.aggregation_check(queue, group, set_id, grace_ms,
-                                                        max_delay_ms, max_size, set_deadline_ms)
-
-    async def read_aggregation_set(self, queue: str, group: str, set_id: str) -> list[RawTask]:
-        return await self.maintenance.read_aggregation_set(queue, group, set_id)
-
-    async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        return await self.maintenance.delete_aggregation_set(queue, group, set_id)
-
-    async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        return await self.maintenance.return_aggregation_set(queue, group, set_id)
-
-    async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
-        return await self.maintenance.reclaim_stale_aggregation_sets(queue)
-
     async def pause(self, queue: str) -> bool:
         return await self.maintenance.pause(queue)
 
     async def unpause(self, queue: str) -> bool:
         return await self.maintenance.unpause(queue)
-

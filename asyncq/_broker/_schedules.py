@@ -12,9 +12,16 @@ from collections.abc import Sequence
 from .._clock import Clock
 from . import _keys as K
 from ._calls import store_call
-from ._protocol import FireCode, NewTask
+from ._records import (
+    UNREADABLE,
+    decode_entry,
+    decode_event,
+    encode_entry,
+    encode_event,
+)
 from ._replies import enqueue_code, must_register, register, text
 from ._runner import ScriptRunner
+from ._values import FireCode, NewTask, SchedulerEntryRecord, SchedulerEventRecord
 
 
 class RedisScheduleOps:
@@ -35,15 +42,16 @@ class RedisScheduleOps:
             await register(self.runner, (task.msg.queue,))
         return 2 if int(code) == 2 else enqueue_code(code)
 
-    async def record_event(self, entry_id: str, event: bytes, at_ms: int, max_events: int,
+    async def record_event(self, event: SchedulerEventRecord, max_events: int,
                            ttl_ms: int) -> None:
-        await self.runner.run("scheduler_record", [K.scheduler_history_key(entry_id)],
-                              [at_ms, event, max_events, ttl_ms])
+        await self.runner.run("scheduler_record", [K.scheduler_history_key(event.entry_id)],
+                              [event.enqueued_at_ms, encode_event(event), max_events, ttl_ms])
 
-    async def publish_entries(self, scheduler_id: str, documents: Sequence[bytes],
+    async def publish_entries(self, scheduler_id: str, entries: Sequence[SchedulerEntryRecord],
                               ttl_ms: int, now_ms: int) -> None:
         key = K.scheduler_entries_key(scheduler_id)
-        await self.runner.run("scheduler_heartbeat", [key], [ttl_ms, *documents])
+        await self.runner.run("scheduler_heartbeat", [key],
+                              [ttl_ms, *(encode_entry(e) for e in entries)])
         await self.runner.command("publishing scheduler entries",
                                   "ZADD", K.SCHEDULERS, now_ms + ttl_ms, key)
 
@@ -52,19 +60,40 @@ class RedisScheduleOps:
         await self.runner.command("clearing scheduler entries", "DEL", key)
         await self.runner.command("clearing scheduler entries", "ZREM", K.SCHEDULERS, key)
 
-    async def entry_documents(self) -> list[bytes]:
-        what = "listing scheduler entries"
-        now = self.clock.now_ms()
-        await self.runner.command(what, "ZREMRANGEBYSCORE", K.SCHEDULERS, "-inf", f"({now}")
-        keys = [text(k) for k in await self.runner.command(what, "ZRANGE", K.SCHEDULERS, 0, -1)]
-        if not keys:
-            return []
-        lists = await self.runner.commands(what, [("LRANGE", key, 0, -1) for key in keys])
-        gone = [key for key, items in zip(keys, lists, strict=True) if not items]
-        if gone:
-            await self.runner.command(what, "ZREM", K.SCHEDULERS, *gone)
-        return [doc for items in lists for doc in items]
+    async def entries(self) -> list[SchedulerEntryRecord]:
+        out = []
+        lists = await live_entry_lists(self.runner, K.SCHEDULERS, self.clock.now_ms())
+        for doc in (doc for _, items in lists for doc in items):
+            try:
+                out.append(decode_entry(doc))
+            except UNREADABLE:
+                continue  # written by an incompatible version: not shown
+        return out
 
-    async def event_documents(self, entry_id: str, start: int, stop: int) -> list[bytes]:
-        return list(await self.runner.command("listing scheduler events", "ZREVRANGE",
-                                              K.scheduler_history_key(entry_id), start, stop))
+    async def events(self, entry_id: str, start: int, stop: int) -> list[SchedulerEventRecord]:
+        raw = await self.runner.command("listing scheduler events", "ZREVRANGE",
+                                        K.scheduler_history_key(entry_id), start, stop)
+        out = []
+        for doc in raw:
+            try:
+                out.append(decode_event(doc, entry_id))
+            except UNREADABLE:
+                continue
+        return out
+
+
+async def live_entry_lists(runner: ScriptRunner, index: str,
+                           now: int) -> list[tuple[str, list[bytes]]]:
+    """``(entries key, its records)`` of every live scheduler in the ``index`` sorted set
+    (scored by expiry, in the layout's unit, ``now`` too): the expired ones and those whose
+    list is gone are pruned from it."""
+    what = "listing scheduler entries"
+    await runner.command(what, "ZREMRANGEBYSCORE", index, "-inf", f"({now}")
+    keys = [text(k) for k in await runner.command(what, "ZRANGE", index, 0, -1)]
+    if not keys:
+        return []
+    lists = await runner.commands(what, [("LRANGE", key, 0, -1) for key in keys])
+    gone = [key for key, items in zip(keys, lists, strict=True) if not items]
+    if gone:
+        await runner.command(what, "ZREM", index, *gone)
+    return [(key, list(items)) for key, items in zip(keys, lists, strict=True) if items]

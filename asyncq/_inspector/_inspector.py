@@ -570,11 +570,8 @@ class Inspector:
     async def workers(self) -> list[ServerInfo]:
         """Live worker processes with the tasks they run, by host and pid."""
         out = []
-        for doc, workers in await self._ops.servers(self._clock.now_ms()):
-            try:
-                out.append(server_info(doc, workers))
-            except (ValueError, TypeError, KeyError, AttributeError):
-                continue  # a state document we cannot read is skipped
+        for record in await self._ops.servers(self._clock.now_ms()):
+            out.append(server_info(record))  # (the broker skips what it cannot read)
         out.sort(key=lambda s: (s.host, s.pid, s.id))
         return out
 

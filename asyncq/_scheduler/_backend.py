@@ -28,12 +28,12 @@ script reports an id conflict while the previous firing's task exists (TaskIDCon
 
 from __future__ import annotations
 
-from .._broker import Broker
+from .._broker import Broker, SchedulerEntryRecord, SchedulerEventRecord
 from .._clock import Clock
 from .._model._enqueue import prepare, store_error, stored_info
 from .._model._info import TaskInfo
 from ._entry import Entry
-from ._store import HISTORY_MAX_EVENTS, event_document
+from ._store import HISTORY_MAX_EVENTS
 
 _DAY_MS = 86_400_000
 CLAIM_RETENTION_MS = 7 * _DAY_MS  # claims of older ticks are pruned; older ticks never fire
@@ -65,12 +65,12 @@ class SchedulerBackend:
     async def record_event(self, entry: Entry, info: TaskInfo, tick_ms: int) -> None:
         now = self.clock.now_ms()
         await self.broker.schedules.record_event(
-            entry.id, event_document(entry.id, info.id, info.queue, now, tick_ms), now,
+            SchedulerEventRecord(entry.id, info.id, info.queue, now, tick_ms),
             HISTORY_MAX_EVENTS, HISTORY_TTL_MS)
 
-    async def write_entries(self, scheduler_id: str, documents: list[bytes],
+    async def write_entries(self, scheduler_id: str, entries: list[SchedulerEntryRecord],
                             ttl_ms: int) -> None:
-        await self.broker.schedules.publish_entries(scheduler_id, documents, ttl_ms,
+        await self.broker.schedules.publish_entries(scheduler_id, entries, ttl_ms,
                                                     self.clock.now_ms())
 
     async def clear_entries(self, scheduler_id: str) -> None:

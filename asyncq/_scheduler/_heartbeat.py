@@ -7,19 +7,21 @@ from collections.abc import Callable
 import anyio
 from structlog.typing import FilteringBoundLogger
 
+from .._broker import SchedulerEntryRecord
 from .._errors import AsyncqError
 from ._backend import SchedulerBackend
 
 
 class SchedulerHeartbeat:
-    """Every ``interval`` seconds (first at start) writes ``documents()`` for 2 x interval."""
+    """Every ``interval`` seconds (first at start) writes ``entries()`` for 2 x interval."""
 
     def __init__(self, backend: SchedulerBackend, scheduler_id: str, interval: float,
-                 documents: Callable[[], list[bytes]], log: FilteringBoundLogger) -> None:
+                 entries: Callable[[], list[SchedulerEntryRecord]],
+                 log: FilteringBoundLogger) -> None:
         self.backend = backend
         self.scheduler_id = scheduler_id
         self.interval = interval
-        self._documents = documents
+        self._entries = entries
         self._log = log
 
     @property
@@ -28,7 +30,7 @@ class SchedulerHeartbeat:
 
     async def beat(self) -> None:
         """Publish the entries once (raises BrokerError)."""
-        await self.backend.write_entries(self.scheduler_id, self._documents(), self.ttl_ms)
+        await self.backend.write_entries(self.scheduler_id, self._entries(), self.ttl_ms)
 
     async def run(self) -> None:
         while True:

@@ -17,7 +17,7 @@ from typing import Any, Self
 import anyio
 from anyio.abc import TaskStatus
 
-from .._broker import Broker, ConnectionOptions, RedisLike, open_broker
+from .._broker import Broker, ConnectionOptions, RedisLike, SchedulerEntryRecord, open_broker
 from .._clock import SYSTEM_CLOCK, Clock, datetime_to_ms
 from .._defaults import SCHEDULER_HEARTBEAT_INTERVAL
 from .._log import get_logger
@@ -29,7 +29,7 @@ from ._backend import CLAIM_RETENTION_MS, SchedulerBackend
 from ._entry import Entry, build_entry, validate_entry_id
 from ._heartbeat import SchedulerHeartbeat
 from ._spec import parse_timezone, timezone_name
-from ._store import SchedulerEntry, entry_document, entry_snapshot
+from ._store import SchedulerEntry, entry_record, entry_snapshot
 
 #: ``pre_enqueue(task, options)``: called before each firing; may be sync or async.
 PreEnqueueHook = Callable[[Task, dict[str, Any]], Any]
@@ -88,7 +88,7 @@ class Scheduler:
         self._entries: dict[str, Entry] = {}
         self._log = get_logger("scheduler", scheduler_id=self.id)
         self.heartbeat = SchedulerHeartbeat(self._backend, self.id, float(heartbeat_interval),
-                                            self._documents, self._log)
+                                            self._records, self._log)
         self._state = "new"
         self._stopping = False
         self._ready = asyncio.Event()
@@ -150,8 +150,8 @@ class Scheduler:
                        task_type=entry.task.type, timezone=timezone_name(entry.tz))
         return entry.id
 
-    def _documents(self) -> list[bytes]:
-        return [entry_document(e, self.id) for e in self._entries.values()]
+    def _records(self) -> list[SchedulerEntryRecord]:
+        return [entry_record(e, self.id) for e in self._entries.values()]
 
     # -- firing
 

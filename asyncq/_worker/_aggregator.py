@@ -50,13 +50,13 @@ class Aggregator:
     async def _aggregate_queue(self, queue: str) -> int:
         cfg = self._config
         made = 0
-        await self._broker.reclaim_stale_aggregation_sets(queue)
+        await self._broker.aggregation.reclaim_stale_sets(queue)
         now = self._clock.now_ms()
-        for group in await self._broker.list_groups(queue):
+        for group in await self._broker.aggregation.list_groups(queue):
             if self._resting.get((queue, group), 0) > now:
                 continue  # its aggregator failed lately: give it a grace period
             set_id = uuid.uuid4().hex
-            staged = await self._broker.aggregation_check(
+            staged = await self._broker.aggregation.check(
                 queue, group, set_id, int(cfg.group_grace_period * 1000),
                 int(cfg.group_max_delay * 1000), cfg.group_max_size,
                 self._clock.now_ms() + SET_TIMEOUT_MS)
@@ -65,7 +65,7 @@ class Aggregator:
         return made
 
     async def _combine(self, queue: str, group: str, set_id: str) -> bool:
-        raws = await self._broker.read_aggregation_set(queue, group, set_id)
+        raws = await self._broker.aggregation.read_set(queue, group, set_id)
         tasks = []
         for raw in raws:
             msg = raw.msg
@@ -87,7 +87,7 @@ class Aggregator:
         except Exception as exc:  # the user's aggregator, or a refused store
             # The tasks go back to their group at once (listed by groups(), tried again after
             # a grace period), not after the set's deadline.
-            await self._broker.return_aggregation_set(queue, group, set_id)
+            await self._broker.aggregation.return_set(queue, group, set_id)
             key = (queue, group)
             if key not in self._resting:
                 self._log.error("aggregation failed; the group's tasks stay in their group and "
@@ -96,7 +96,7 @@ class Aggregator:
                 self._config.group_grace_period * 1000)
             return False
         self._resting.pop((queue, group), None)
-        await self._broker.delete_aggregation_set(queue, group, set_id)
+        await self._broker.aggregation.delete_set(queue, group, set_id)
         return True
 
     async def run(self) -> None:

@@ -64,7 +64,7 @@ class BurstWatch:
         this worker checked idle again: an outcome written meanwhile is seen)."""
         horizon_ms = self._clock.now_ms() + round(self._config.burst_horizon * 1000)
         try:
-            backlogs = [await self._broker.backlog(queue, horizon_ms)
+            backlogs = [await self._broker.maintenance.backlog(queue, horizon_ms)
                         for queue in list(self._queues)]
         except Exception as exc:  # Redis unreachable: certainly not done
             self._log.debug("burst mode: cannot read the queues", error=str(exc))

@@ -47,7 +47,7 @@ class Forwarder:
         """Forward every due task of one source; the next due time there (-1: none)."""
         queue, source = where
         while True:
-            moved, due = await self._broker.forward(queue, source, _BATCH)
+            moved, due = await self._broker.maintenance.forward(queue, source, _BATCH)
             self.forwarded += moved
             if moved < _BATCH:
                 return due

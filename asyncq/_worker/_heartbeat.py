@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import anyio
-import orjson
 
-from .._broker import CANCEL_REQUESTED, Broker
+from .._broker import CANCEL_REQUESTED, Broker, RunningTaskRecord, WorkerRecord
 from .._clock import Clock
 from .._errors import BrokerError
 from .._log import get_logger
@@ -150,20 +149,24 @@ class Heartbeat:
         expired = self._leases.expired(self._clock.now_ms())
         return sum(self._processor.lease_lost(task_id) for task_id in expired)
 
-    def server_info(self) -> dict[str, Any]:
+    def worker_record(self) -> WorkerRecord:
+        """This worker's state and the tasks it runs, as the broker publishes them."""
         cfg = self._config
-        return {
-            "server_id": cfg.server_id, "host": self._host, "pid": self._pid,
-            "concurrency": cfg.concurrency, "queues": dict(cfg.queues),
-            "strict_priority": cfg.strict_priority, "status": self.status,
-            "started_at": self.started_ms, "active_workers": len(self._processor.running),
-            "processed": self._processor.processed, "failed": self._processor.failed,
-            **({"extra": dict(cfg.extra)} if cfg.extra else {}),
+        return WorkerRecord(
+            server_id=cfg.server_id, host=self._host, pid=self._pid,
+            concurrency=cfg.concurrency, queues=dict(cfg.queues),
+            strict_priority=cfg.strict_priority, status=self.status, started_ms=self.started_ms,
+            processed=self._processor.processed, failed=self._processor.failed,
+            extra=dict(cfg.extra),
             # With patterns in "queues": the queues each one serves now.
-            **({"matched": {p: list(q) for p, q in self._served.matched.items()}}
-               if self._served.dynamic else {}),
-            **({"task_options": options} if (options := self._task_options()) else {}),
-        }
+            matched=({p: tuple(q) for p, q in self._served.matched.items()}
+                     if self._served.dynamic else {}),
+            task_options=self._task_options(),
+            running=tuple(
+                RunningTaskRecord(task_id=run.id, task_type=run.msg.type, queue=run.queue,
+                                  started_ms=run.started_ms, deadline_ms=run.deadline_ms,
+                                  payload_size=len(run.task.payload))
+                for run in self._processor.running.values()))
 
     def _task_options(self) -> dict[str, dict[str, Any]]:
         """The task options handlers were registered with, by pattern, so the Inspector shows
@@ -173,24 +176,15 @@ class Heartbeat:
         return self._published
 
     async def write_state(self) -> None:
-        workers = {
-            run.id: orjson.dumps({
-                "task_id": run.id, "type": run.msg.type, "queue": run.queue,
-                "started_at": run.started_ms, "deadline": run.deadline_ms,
-                "payload_size": len(run.task.payload),
-            })
-            for run in self._processor.running.values()
-        }
         ttl = int(self._config.heartbeat_interval * 2000) + 1000
-        await self._broker.write_server_state(self._config.server_id,
-                                              orjson.dumps(self.server_info()), workers, ttl)
+        await self._broker.workers.write(self.worker_record(), ttl)
 
     async def clear(self) -> None:
         """Remove the server state (last step of shutdown): tried for CLEAR_TIMEOUT at most,
         so an unreachable Redis does not hold up the shutdown (the state expires by itself)."""
         try:
             with anyio.fail_after(CLEAR_TIMEOUT):
-                await self._broker.clear_server_state(self._config.server_id)
+                await self._broker.workers.clear(self._config.server_id)
         except (BrokerError, TimeoutError) as exc:
             self._log.warning("clearing server state failed; it expires by itself",
                               error=str(exc) or "timed out")

@@ -58,19 +58,20 @@ class Janitor:
     async def _record_minute(self, queue: str) -> int:
         """The queue's once-a-minute sample for the dashboard's last hour (a no-op script
         call unless this worker is the first to come by in this minute)."""
-        return int(await self._broker.record_minute(queue))
+        return int(await self._broker.maintenance.record_minute(queue))
 
     async def _delete_expired(self, queue: str) -> int:
         total = 0
         while True:
-            deleted = await self._broker.delete_expired_completed(queue, self._batch)
+            deleted = await self._broker.maintenance.delete_expired_completed(queue, self._batch)
             total += deleted
             if deleted < self._batch:
                 return total
 
     async def scan_tick(self) -> int:
         """One step of the orphan scan; returns how many orphans it repaired."""
-        cursor, found = await self._broker.scan_task_keys(self._cursor, self._scan_count)
+        cursor, found = await self._broker.maintenance.scan_task_keys(self._cursor,
+                                                                      self._scan_count)
         by_queue: dict[str, list[str]] = defaultdict(list)
         mine = set(self._queues)
         for queue, task_id in found:
@@ -78,7 +79,7 @@ class Janitor:
                 by_queue[queue].append(task_id)
         repaired = 0
         for queue, ids in by_queue.items():
-            actions = await self._broker.repair_tasks(queue, ids, PENDING_SEARCH)
+            actions = await self._broker.maintenance.repair_tasks(queue, ids, PENDING_SEARCH)
             for task_id, action in zip(ids, actions, strict=True):
                 if action and action != "?":
                     repaired += 1

@@ -54,19 +54,19 @@ class Recoverer:
 
     async def _recover_queue(self, queue: str) -> int:
         count = 0
-        attached = await self._broker.reclaim_orphans(queue, 1000)
+        attached = await self._broker.maintenance.reclaim_orphans(queue, 1000)
         if attached:
             self._log.warning("active tasks without a lease found; lease attached",
                               queue=queue, count=attached)
         cutoff = self._clock.now_ms() - int(self._config.recover_grace * 1000)
         while True:
-            expired = await self._broker.list_lease_expired(queue, cutoff, _BATCH)
+            expired = await self._broker.maintenance.list_lease_expired(queue, cutoff, _BATCH)
             progress = 0
             for raw in expired:
                 if raw.id in self._held:
                     continue
                 outcome = self._outcome(queue, raw)
-                if await self._broker.recover(outcome, cutoff):
+                if await self._broker.maintenance.recover(outcome, cutoff):
                     progress += 1
                     self.recovered += 1
                     if outcome.kind == "retry" and self._on_retry_scheduled is not None:

@@ -27,7 +27,7 @@ async def test_aggregation_check_on_empty_group(
 ) -> None:
     qk = K.queue_keys(asyncq_queue)
     await redis_client.sadd(qk.groups, "g")  # a stale group name
-    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 5,
+    assert await broker.aggregation.check(asyncq_queue, "g", "s1", 60_000, 0, 5,
                                           clock.now_ms() + 120_000) == 0
     assert await smembers(redis_client, qk.groups) == set()
     assert await redis_client.exists(qk.aggregation_sets, qk.group("g") + ":s1") == 0
@@ -40,7 +40,7 @@ async def test_aggregation_check_takes_the_whole_group_at_max_size(
     members = await add_group_tasks(client, clock, asyncq_queue, "g", 5)
     qk = K.queue_keys(asyncq_queue)
     deadline = clock.now_ms() + 120_000
-    await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 5, deadline)
+    await broker.aggregation.check(asyncq_queue, "g", "s1", 60_000, 0, 5, deadline)
     set_key = qk.group("g") + ":s1"
     assert await zmembers(redis_client, set_key) == members  # group scores are kept
     assert await redis_client.exists(qk.group("g")) == 0
@@ -55,7 +55,7 @@ async def test_aggregation_check_takes_the_oldest_when_over_max_size(
     members = await add_group_tasks(client, clock, asyncq_queue, "g", 5)
     ids = list(members)
     qk = K.queue_keys(asyncq_queue)
-    await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 3,
+    await broker.aggregation.check(asyncq_queue, "g", "s1", 60_000, 0, 3,
                                    clock.now_ms() + 120_000)
     assert list(await zmembers(redis_client, qk.group("g") + ":s1")) == ids[:3]
     assert list(await zmembers(redis_client, qk.group("g"))) == ids[3:]
@@ -72,7 +72,7 @@ async def test_aggregation_check_grace_and_max_delay(
     members = await add_group_tasks(client, clock, asyncq_queue, "g", 3, step=10)
     clock.advance(advance)
     qk = K.queue_keys(asyncq_queue)
-    await broker.aggregation_check(asyncq_queue, "g", "s1", grace_ms, max_delay_ms, max_size,
+    await broker.aggregation.check(asyncq_queue, "g", "s1", grace_ms, max_delay_ms, max_size,
                                    clock.now_ms() + 120_000)  # (its count: conformance/)
     assert list(await zmembers(redis_client, qk.group("g") + ":s1")) == list(members)[:taken]
     assert await redis_client.zcard(qk.group("g")) == 3 - taken
@@ -84,9 +84,9 @@ async def test_read_aggregation_set_skips_tasks_that_are_gone(
     asyncq_queue: str
 ) -> None:
     ids = list(await add_group_tasks(client, clock, asyncq_queue, "g", 3))
-    await broker.aggregation_check(asyncq_queue, "g", "s1", 0, 0, 0, clock.now_ms() + 1)
+    await broker.aggregation.check(asyncq_queue, "g", "s1", 0, 0, 0, clock.now_ms() + 1)
     await redis_client.delete(K.queue_keys(asyncq_queue).task(ids[1]))
-    raws = await broker.read_aggregation_set(asyncq_queue, "g", "s1")
+    raws = await broker.aggregation.read_set(asyncq_queue, "g", "s1")
     assert [r.id for r in raws] == [ids[0], ids[2]]
 
 
@@ -96,11 +96,11 @@ async def test_delete_aggregation_set(
 ) -> None:
     qk = K.queue_keys(asyncq_queue)
     first = list(await add_group_tasks(client, clock, asyncq_queue, "g", 2, unique=600))
-    await broker.aggregation_check(asyncq_queue, "g", "s1", 0, 0, 0, clock.now_ms() + 1)
+    await broker.aggregation.check(asyncq_queue, "g", "s1", 0, 0, 0, clock.now_ms() + 1)
     second = list(await add_group_tasks(client, clock, asyncq_queue, "g", 1))
-    await broker.aggregation_check(asyncq_queue, "g", "s2", 0, 0, 0, clock.now_ms() + 1)
+    await broker.aggregation.check(asyncq_queue, "g", "s2", 0, 0, 0, clock.now_ms() + 1)
 
-    await broker.delete_aggregation_set(asyncq_queue, "g", "s1")  # (counts: conformance/)
+    await broker.aggregation.delete_set(asyncq_queue, "g", "s1")  # (counts: conformance/)
     assert await redis_client.exists(qk.group("g") + ":s1") == 0
     for task_id in first:
         assert await task_hash(redis_client, asyncq_queue, task_id) == {}
@@ -117,17 +117,17 @@ async def test_reclaim_stale_aggregation_sets(
 ) -> None:
     qk = K.queue_keys(asyncq_queue)
     stale = await add_group_tasks(client, clock, asyncq_queue, "g:x", 2)  # ':' in the name
-    await broker.aggregation_check(asyncq_queue, "g:x", "s1", 0, 0, 0,
+    await broker.aggregation.check(asyncq_queue, "g:x", "s1", 0, 0, 0,
                                    clock.now_ms() + 60_000)
     fresh = await add_group_tasks(client, clock, asyncq_queue, "h", 1)
-    await broker.aggregation_check(asyncq_queue, "h", "s2", 0, 0, 0, clock.now_ms() + 600_000)
+    await broker.aggregation.check(asyncq_queue, "h", "s2", 0, 0, 0, clock.now_ms() + 600_000)
     assert await smembers(redis_client, qk.groups) == set()
 
     clock.advance(60)  # (the counts: conformance/test_conf_aggregation.py)
-    await broker.reclaim_stale_aggregation_sets(asyncq_queue)
+    await broker.aggregation.reclaim_stale_sets(asyncq_queue)
     assert await zmembers(redis_client, qk.group("g:x")) == stale
     assert await redis_client.exists(qk.group("g:x") + ":s1") == 0
     assert await smembers(redis_client, qk.groups) == {"g:x"}
     assert list(await zmembers(redis_client, qk.aggregation_sets)) == [qk.group("h") + ":s2"]
     assert await zmembers(redis_client, qk.group("h") + ":s2") == fresh
-    assert await broker.list_groups(asyncq_queue) == ["g:x"]
+    assert await broker.aggregation.list_groups(asyncq_queue) == ["g:x"]

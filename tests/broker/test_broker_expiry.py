@@ -165,7 +165,7 @@ async def test_forward_archives_a_due_task_that_expired_while_it_waited(
     on_time = await client.enqueue("t", queue=asyncq_queue, process_in=5, expires_in=60)
     assert late.state is TaskState.SCHEDULED
     clock.advance(10)
-    assert await broker.forward(asyncq_queue, "scheduled", 100) == (2, -1)
+    assert await broker.maintenance.forward(asyncq_queue, "scheduled", 100) == (2, -1)
     qk = K.queue_keys(asyncq_queue)
     assert late.expires_at is not None
     await assert_expired(redis_client, asyncq_queue, late.id, clock.now_ms(),
@@ -227,7 +227,7 @@ async def test_a_recovered_lease_whose_retry_comes_after_the_expiry_archives(
     now = clock.now_ms()
     outcome = Outcome("retry", asyncq_queue, info.id, retry_at_ms=now + 15_000,
                       error="LeaseExpiredError: task lease expired")
-    assert await broker.recover(outcome, now)
+    assert await broker.maintenance.recover(outcome, now)
     fields = await task_hash(redis_client, asyncq_queue, info.id)
     assert fields["state"] == b"archived" and fields["error"].startswith(b"expired: its retry")
 
@@ -241,9 +241,9 @@ async def test_a_group_flushed_after_a_members_expiry_archives_that_member(
     gone = await client.enqueue("t", b"b", queue=asyncq_queue, group="g", expires_in=5)
     kept2 = await client.enqueue("t", b"c", queue=asyncq_queue, group="g", expires_in=600)
     clock.advance(60)
-    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 30_000, 0, 0,
+    assert await broker.aggregation.check(asyncq_queue, "g", "s1", 30_000, 0, 0,
                                           clock.now_ms() + 120_000) == 2
-    assert {r.id for r in await broker.read_aggregation_set(asyncq_queue, "g", "s1")} == {
+    assert {r.id for r in await broker.aggregation.read_set(asyncq_queue, "g", "s1")} == {
         kept.id, kept2.id}
     assert gone.expires_at is not None
     await assert_expired(redis_client, asyncq_queue, gone.id, clock.now_ms(),
@@ -251,7 +251,7 @@ async def test_a_group_flushed_after_a_members_expiry_archives_that_member(
     # A group whose every member expired makes no set at all.
     alone = await client.enqueue("t", queue=asyncq_queue, group="h", expires_in=1)
     clock.advance(60)
-    assert await broker.aggregation_check(asyncq_queue, "h", "s2", 30_000, 0, 0,
+    assert await broker.aggregation.check(asyncq_queue, "h", "s2", 30_000, 0, 0,
                                           clock.now_ms() + 120_000) == 0
     assert (await task_hash(redis_client, asyncq_queue, alone.id))["state"] == b"archived"
     assert await redis_client.exists(qk.group("h"), qk.aggregation_set("h", "s2")) == 0

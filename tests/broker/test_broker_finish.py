@@ -203,7 +203,7 @@ async def test_delete_expired_completed(
         await finish1(broker, Outcome("complete", asyncq_queue, task_id, retention_ms=retention))
     qk = K.queue_keys(asyncq_queue)
     clock.advance(10)  # (the counts, batch by batch: conformance/test_conf_transitions.py)
-    await broker.delete_expired_completed(asyncq_queue, 100)
+    await broker.maintenance.delete_expired_completed(asyncq_queue, 100)
     assert list(await zmembers(redis_client, qk.completed)) == [ids[3]]
     for task_id in ids[:3]:
         assert await task_hash(redis_client, asyncq_queue, task_id) == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 from broker_helpers import (
@@ -16,8 +17,9 @@ from broker_helpers import (
 from redis.asyncio import Redis
 
 from asyncq import Client, FakeClock
-from asyncq._broker import Outcome, RedisBroker
+from asyncq._broker import Outcome, RedisBroker, RunningTaskRecord, WorkerRecord
 from asyncq._broker import _keys as K
+from asyncq._broker._records import decode_running, decode_server
 from tests.helpers.dataplane import (
     lmembers,
     next_event,
@@ -38,15 +40,15 @@ async def test_list_lease_expired_respects_the_cutoff(
     [a] = await lease(broker, client, asyncq_queue)
     clock.advance(10)
     [b] = await lease(broker, client, asyncq_queue)
-    assert await broker.list_lease_expired(asyncq_queue, t0 + LEASE_MS - 1, 100) == []
-    expired = await broker.list_lease_expired(asyncq_queue, t0 + LEASE_MS, 100)
+    assert await broker.maintenance.list_lease_expired(asyncq_queue, t0 + LEASE_MS - 1, 100) == []
+    expired = await broker.maintenance.list_lease_expired(asyncq_queue, t0 + LEASE_MS, 100)
     assert [r.id for r in expired] == [a]
     assert expired[0].payload == b"p0"
     assert expired[0].retried == 0
     assert expired[0].msg.id == a
-    both = await broker.list_lease_expired(asyncq_queue, t0 + LEASE_MS + 10_000, 100)
+    both = await broker.maintenance.list_lease_expired(asyncq_queue, t0 + LEASE_MS + 10_000, 100)
     assert [r.id for r in both] == [a, b]
-    assert [r.id for r in await broker.list_lease_expired(
+    assert [r.id for r in await broker.maintenance.list_lease_expired(
         asyncq_queue, t0 + LEASE_MS + 10_000, 1)] == [a]
 
 
@@ -56,7 +58,7 @@ async def test_list_lease_expired_repairs_entries_without_a_task(
     qk = K.queue_keys(asyncq_queue)
     await redis_client.zadd(qk.lease, {"ghost": clock.now_ms() - 1})
     await redis_client.lpush(qk.active, "ghost")
-    assert await broker.list_lease_expired(asyncq_queue, clock.now_ms(), 100) == []
+    assert await broker.maintenance.list_lease_expired(asyncq_queue, clock.now_ms(), 100) == []
     assert await redis_client.exists(qk.lease, qk.active) == 0
 
 
@@ -69,8 +71,8 @@ async def test_list_lease_expired_drops_stale_entries_of_tasks_no_longer_active(
     qk = K.queue_keys(asyncq_queue)
     pending = [await enqueue(client, asyncq_queue) for _ in range(3)]
     await redis_client.zadd(qk.lease, dict.fromkeys(pending, clock.now_ms() - 1))
-    assert await broker.list_lease_expired(asyncq_queue, clock.now_ms(), 2) == []
-    assert await broker.list_lease_expired(asyncq_queue, clock.now_ms(), 2) == []
+    assert await broker.maintenance.list_lease_expired(asyncq_queue, clock.now_ms(), 2) == []
+    assert await broker.maintenance.list_lease_expired(asyncq_queue, clock.now_ms(), 2) == []
     assert await redis_client.exists(qk.lease) == 0
     assert sorted(await lmembers(redis_client, qk.pending)) == sorted(pending)
     for task_id in pending:
@@ -85,9 +87,10 @@ async def test_recover_retries_or_archives_an_expired_task(
     clock.advance(LEASE_MS / 1000 + 60)
     cutoff = clock.now_ms() - 30_000
     # (what the calls return: conformance/test_conf_transitions.py)
-    await broker.recover(Outcome("retry", asyncq_queue, a, retry_at_ms=clock.now_ms(),
-                                 error="lease expired"), cutoff)
-    await broker.recover(Outcome("archive", asyncq_queue, b, error="lease expired"), cutoff)
+    await broker.maintenance.recover(Outcome("retry", asyncq_queue, a, retry_at_ms=clock.now_ms(),
+                                             error="lease expired"), cutoff)
+    await broker.maintenance.recover(Outcome("archive", asyncq_queue, b, error="lease expired"),
+                                     cutoff)
     qk = K.queue_keys(asyncq_queue)
     assert await zmembers(redis_client, qk.retry) == {a: clock.now_ms()}
     assert await zmembers(redis_client, qk.archived) == {b: clock.now_ms()}
@@ -108,7 +111,7 @@ async def test_recover_does_not_steal_a_renewed_lease(
     before = await task_hash(redis_client, asyncq_queue, task_id)
     for outcome in (Outcome("retry", asyncq_queue, task_id, retry_at_ms=1, error="x"),
                     Outcome("archive", asyncq_queue, task_id, error="x")):
-        await broker.recover(outcome, cutoff)
+        await broker.maintenance.recover(outcome, cutoff)
     assert await task_hash(redis_client, asyncq_queue, task_id) == before
     qk = K.queue_keys(asyncq_queue)
     assert await zmembers(redis_client, qk.lease) == {task_id: clock.now_ms() + LEASE_MS}
@@ -140,8 +143,8 @@ async def test_extend_lease_of_a_recovered_task_is_lost(
 ) -> None:
     [task_id] = await lease(broker, client, asyncq_queue)
     clock.advance(LEASE_MS / 1000 + 60)
-    await broker.recover(Outcome("retry", asyncq_queue, task_id, retry_at_ms=1, error="x"),
-                         clock.now_ms())
+    await broker.maintenance.recover(
+        Outcome("retry", asyncq_queue, task_id, retry_at_ms=1, error="x"), clock.now_ms())
     await broker.extend_leases(asyncq_queue, [task_id], OWNER, LEASE_MS)  # (lost: conformance/)
     assert await zmembers(redis_client, K.queue_keys(asyncq_queue).lease) == {}
 
@@ -155,15 +158,15 @@ async def test_reclaim_orphans_gives_active_tasks_without_lease_one(
     qk = K.queue_keys(asyncq_queue)
     await redis_client.zrem(qk.lease, orphan)
     clock.advance(1)
-    assert await broker.reclaim_orphans(asyncq_queue, 100) == 1
+    assert await broker.maintenance.reclaim_orphans(asyncq_queue, 100) == 1
     assert await zmembers(redis_client, qk.lease) == {
         orphan: clock.now_ms(), fine: t0 + LEASE_MS}
-    assert await broker.reclaim_orphans(asyncq_queue, 100) == 0
+    assert await broker.maintenance.reclaim_orphans(asyncq_queue, 100) == 0
     # The orphan is now visible to the recoverer and can be recovered.
-    expired = await broker.list_lease_expired(asyncq_queue, clock.now_ms(), 100)
+    expired = await broker.maintenance.list_lease_expired(asyncq_queue, clock.now_ms(), 100)
     assert [r.id for r in expired] == [orphan]
-    assert await broker.recover(Outcome("archive", asyncq_queue, orphan, error="orphan"),
-                                clock.now_ms()) is True
+    assert await broker.maintenance.recover(
+        Outcome("archive", asyncq_queue, orphan, error="orphan"), clock.now_ms()) is True
 
 
 # ------------------------------------------------------------------ 98, 99: server state
@@ -175,30 +178,33 @@ async def test_write_and_clear_server_state(
     sid, other = f"host:1:{uuid.uuid4()}", f"host:2:{uuid.uuid4()}"
     skey, wkey = K.server_key(sid), K.workers_key(sid)
     try:
-        await broker.write_server_state(sid, b'{"status":"active"}', {}, 10_000)
-        assert await redis_client.get(skey) == b'{"status":"active"}'
+        record = WorkerRecord(sid, "h", 1, 4, {"q": 1}, False, "active", 5)
+        await broker.workers.write(record, 10_000)
+        assert decode_server(await redis_client.get(skey) or b"") == record
         assert 8_000 < await redis_client.pttl(skey) <= 10_000
         assert await redis_client.zscore(K.SERVERS, skey) == clock.now_ms() + 10_000
         assert await redis_client.exists(wkey) == 0  # no workers: no hash
 
-        await broker.write_server_state(sid, b"{}", {"t1": b"w1", "t2": b"w2"}, 10_000)
-        assert await redis_client.hgetall(wkey) == {b"t1": b"w1", b"t2": b"w2"}
+        t1, t2, t3 = (RunningTaskRecord(t, "t", "q", 1) for t in ("t1", "t2", "t3"))
+        await broker.workers.write(replace(record, running=(t1, t2)), 10_000)
+        assert {k: decode_running(v) for k, v in (await redis_client.hgetall(wkey)).items()} == {
+            b"t1": t1, b"t2": t2}
         assert 8_000 < await redis_client.pttl(wkey) <= 10_000
         assert await redis_client.zscore(K.WORKERS, wkey) == clock.now_ms() + 10_000
         # Each write replaces the running set: finished tasks disappear.
-        await broker.write_server_state(sid, b"{}", {"t3": b"w3"}, 10_000)
-        assert await redis_client.hgetall(wkey) == {b"t3": b"w3"}
+        await broker.workers.write(replace(record, running=(t3,)), 10_000)
+        assert list(await redis_client.hkeys(wkey)) == [b"t3"]
 
-        await broker.write_server_state(other, b"{}", {"x": b"y"}, 10_000)
-        await broker.clear_server_state(sid)
+        await broker.workers.write(replace(record, server_id=other, running=(t1,)), 10_000)
+        await broker.workers.clear(sid)
         assert await redis_client.exists(skey, wkey) == 0
         assert await redis_client.zscore(K.SERVERS, skey) is None
         assert await redis_client.zscore(K.WORKERS, wkey) is None
         assert await redis_client.exists(K.server_key(other), K.workers_key(other)) == 2
         assert await redis_client.zscore(K.SERVERS, K.server_key(other)) is not None
     finally:
-        await broker.clear_server_state(sid)
-        await broker.clear_server_state(other)
+        await broker.workers.clear(sid)
+        await broker.workers.clear(other)
 
 
 # ------------------------------------------------------------------ 100, 101: pub/sub, results

@@ -36,7 +36,7 @@ async def test_a_task_through_its_whole_life(
                                      max_retry=3, headers={"h": "v"}, process_in=5))
     assert isinstance(info, TaskInfo)
     clock.advance(5)
-    assert (await broker.forward(asyncq_queue, "scheduled", 100))[0] == 1
+    assert (await broker.maintenance.forward(asyncq_queue, "scheduled", 100))[0] == 1
     [raw] = (await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS))[0]
     assert orjson.loads(raw.payload) == {"id": 1}
     assert raw.msg.headers == {"h": "v"}
@@ -44,7 +44,7 @@ async def test_a_task_through_its_whole_life(
     assert await finish1(broker, Outcome("retry", asyncq_queue, info.id,
                                          retry_at_ms=clock.now_ms() + 1000, error="e1"))
     clock.advance(1)
-    assert (await broker.forward(asyncq_queue, "retry", 100))[0] == 1
+    assert (await broker.maintenance.forward(asyncq_queue, "retry", 100))[0] == 1
     [raw] = (await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS))[0]
     assert raw.retried == 1
     assert await finish1(broker, Outcome("complete", asyncq_queue, info.id,
@@ -53,7 +53,7 @@ async def test_a_task_through_its_whole_life(
     assert (fields["state"], fields["result"], fields["retried"]) == (
         b"completed", b"final", b"1")
     clock.advance(60)
-    assert await broker.delete_expired_completed(asyncq_queue, 100) == 1
+    assert await broker.maintenance.delete_expired_completed(asyncq_queue, 100) == 1
     qk = K.queue_keys(asyncq_queue)
     remaining = {k.decode() async for k in redis_client.scan_iter(match=qk.base + "*")}
     day = K.day_string(clock.now_ms())

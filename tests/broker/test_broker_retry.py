@@ -63,7 +63,7 @@ async def test_retry(
     # It comes back with the retry count it has, and a second failure counts again (what the
     # calls return: conformance/test_conf_transitions.py).
     clock.advance(60)
-    await broker.forward(asyncq_queue, "retry", 100)
+    await broker.maintenance.forward(asyncq_queue, "retry", 100)
     await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
     await finish1(broker, Outcome("retry", asyncq_queue, task_id, retry_at_ms=clock.now_ms(),
                                   error="again"))
@@ -194,7 +194,7 @@ async def test_forward_due_scheduled_tasks(
     s60 = await enqueue(client, asyncq_queue, process_in=60)
 
     clock.advance(20)  # s20 is due exactly now: forwarded too
-    assert await broker.forward(asyncq_queue, "scheduled", 100) == (2, t0 + 60_000)
+    assert await broker.maintenance.forward(asyncq_queue, "scheduled", 100) == (2, t0 + 60_000)
     assert await zmembers(redis_client, qk.scheduled) == {s60: t0 + 60_000}
     # The existing task stays first in line; the earlier-due one runs before the later one.
     assert (await lmembers(redis_client, qk.pending))[::-1] == [pending, s10, s20]
@@ -203,7 +203,7 @@ async def test_forward_due_scheduled_tasks(
         assert fields["state"] == b"pending"
         assert fields["pending_since"] == str(clock.now_ms()).encode()
     assert (await task_hash(redis_client, asyncq_queue, s60))["state"] == b"scheduled"
-    assert await broker.forward(asyncq_queue, "scheduled", 100) == (0, t0 + 60_000)
+    assert await broker.maintenance.forward(asyncq_queue, "scheduled", 100) == (0, t0 + 60_000)
 
 
 async def test_forward_respects_the_limit(
@@ -213,10 +213,10 @@ async def test_forward_respects_the_limit(
     t0 = clock.now_ms()
     ids = [await enqueue(client, asyncq_queue, process_in=i + 1) for i in range(3)]
     clock.advance(10)
-    assert await broker.forward(asyncq_queue, "scheduled", 2) == (2, t0 + 3_000)
+    assert await broker.maintenance.forward(asyncq_queue, "scheduled", 2) == (2, t0 + 3_000)
     assert await zmembers(redis_client, K.queue_keys(asyncq_queue).scheduled) == {
         ids[2]: t0 + 3_000}
-    assert await broker.forward(asyncq_queue, "scheduled", 2) == (1, -1)
+    assert await broker.maintenance.forward(asyncq_queue, "scheduled", 2) == (1, -1)
 
 
 async def test_forward_sends_grouped_tasks_to_their_group(
@@ -228,7 +228,7 @@ async def test_forward_sends_grouped_tasks_to_their_group(
     qk = K.queue_keys(asyncq_queue)
     assert await smembers(redis_client, qk.groups) == set()
     clock.advance(15)  # (what forward returns: conformance/test_conf_transitions.py)
-    await broker.forward(asyncq_queue, "scheduled", 100)
+    await broker.maintenance.forward(asyncq_queue, "scheduled", 100)
     assert await zmembers(redis_client, qk.group("batch")) == {grouped: clock.now_ms()}
     assert await smembers(redis_client, qk.groups) == {"batch"}  # visible to the aggregator
     assert await lmembers(redis_client, qk.pending) == [plain]
@@ -240,7 +240,7 @@ async def test_forward_drops_ids_without_a_task_hash(
 ) -> None:
     qk = K.queue_keys(asyncq_queue)
     await redis_client.zadd(qk.scheduled, {"ghost": clock.now_ms() - 1})
-    assert await broker.forward(asyncq_queue, "scheduled", 100) == (1, -1)
+    assert await broker.maintenance.forward(asyncq_queue, "scheduled", 100) == (1, -1)
     assert await redis_client.exists(qk.scheduled, qk.pending) == 0
     assert await task_hash(redis_client, asyncq_queue, "ghost") == {}
 
@@ -254,7 +254,7 @@ async def test_forward_wakes_a_waiting_worker(
     try:
         assert await next_event(events) is None
         clock.advance(1)
-        assert (await broker.forward(asyncq_queue, "scheduled", 10))[0] == 1
+        assert (await broker.maintenance.forward(asyncq_queue, "scheduled", 10))[0] == 1
         assert await next_event(events) == (K.WAKE_CHANNEL, asyncq_queue)
     finally:
         await events.aclose()

@@ -41,7 +41,7 @@ async def test_a_dequeue_stamps_each_run_with_the_workers_clock(
     await finish1(broker, Outcome("retry", asyncq_queue, task_id,
                                   retry_at_ms=clock.now_ms() + 1000, error="x"))
     clock.advance(1)
-    await broker.forward(asyncq_queue, "retry", 10)
+    await broker.maintenance.forward(asyncq_queue, "retry", 10)
     second = clock.now_ms()
     await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
     assert await started_at(redis_client, asyncq_queue, task_id) == second > first

@@ -72,7 +72,7 @@ async def test_recoverer_quarantines_a_bad_id_whose_lease_expired(
     broker = make_broker(asyncq_redis_url)
     assert isinstance(broker, RedisBroker)
     try:
-        assert await broker.list_lease_expired(q, 10**13, 100) == []
+        assert await broker.maintenance.list_lease_expired(q, 10**13, 100) == []
     finally:
         await broker.close()
     await assert_quarantined(redis_client, q, key)

@@ -221,7 +221,7 @@ async def test_a_handler_is_cancelled_when_its_lease_runs_out_even_if_redis_hang
 ) -> None:
     broker = FaultyBroker(redis_client)
     # A Redis that accepted the connection but never answers renewals and outcome writes.
-    hang = broker.fault("extend_leases", "write_server_state", "finish", when="hang",
+    hang = broker.fault("extend_leases", "workers.write", "finish", when="hang",
                         active=False)
     started = asyncio.Event()
     hooked: list[BaseException] = []
@@ -326,20 +326,21 @@ async def test_orphaned_records_are_put_back_or_archived(
         await redis_client.hset(qk.task(task_id), mapping=fields)
     await redis_client.zrem(qk.group("g"), group)
     ids = [kept, group, *records, "o-missing"]
-    actions = await broker.repair_tasks(q, ids, 1000)
+    actions = await broker.maintenance.repair_tasks(q, ids, 1000)
     assert dict(zip(ids, actions, strict=True)) == {
         kept: "", group: "aggregating", "o-pending": "pending", "o-archived": "archived",
         "o-completed": "completed", "o-missing": "",
         "o-weird": "archived:orphaned task record with an unknown state dancing",
         "o-no-msg": "archived:DecodeError: task message is missing",
     }
-    assert await broker.repair_tasks(q, ids, 1000) == [""] * len(ids)  # now all in place
+    # now all in place
+    assert await broker.maintenance.repair_tasks(q, ids, 1000) == [""] * len(ids)
     counts = await queue_counts(redis_client, q)
     assert (counts["pending"], counts["archived"], counts["completed"]) == (2, 3, 1)
     # An undecided pending record (the list is longer than the search bound) is left alone.
     await redis_client.lrem(qk.pending, 0, "o-pending")
     await redis_client.lpush(qk.pending, *[f"filler-{i}" for i in range(5)])
-    assert await broker.repair_tasks(q, ["o-pending"], 3) == ["?"]
+    assert await broker.maintenance.repair_tasks(q, ["o-pending"], 3) == ["?"]
 
 
 async def test_the_janitor_scan_finds_orphans_of_its_queues_only(

@@ -30,7 +30,7 @@ from asyncq import (
     Worker,
     chain,
 )
-from asyncq._broker import Outcome, RedisBroker
+from asyncq._broker import Outcome, RedisBroker, RunningTaskRecord, WorkerRecord
 from asyncq._broker import _keys as K
 from asyncq._broker._asynq._scripts import asynq_scripts
 from asyncq._broker._connection import connect, make_broker
@@ -188,24 +188,26 @@ async def test_every_script_runs_in_one_slot(cluster: LocalCluster,
                                    OWNER) == [True, True]  # (done_batch)
         assert await broker.finish([Outcome("expire", q, ids[5], error="expired")],
                                    OWNER) == [True]
-        assert (await broker.forward(q, "retry", 100))[0] == 1
-        await broker.list_lease_expired(q, now + 10 * LEASE_MS, 10)
-        await broker.reclaim_orphans(q, 10)
-        await broker.delete_expired_completed(q, 10)
-        await broker.record_minute(q)
-        await broker.repair_tasks(q, [later.id], 10)
-        await broker.write_server_state("srv-1", b"{}", {"t1": b"{}"}, 10_000)
-        await broker.clear_server_state("srv-1")
-        assert (await broker.backlog(q, now + 1000)).pending > 0
-        assert await broker.aggregation_check(q, "g1", "set1", 0, 0, 0, now + 60_000) == 1
-        assert len(await broker.read_aggregation_set(q, "g1", "set1")) == 1
-        await broker.reclaim_stale_aggregation_sets(q)
+        assert (await broker.maintenance.forward(q, "retry", 100))[0] == 1
+        await broker.maintenance.list_lease_expired(q, now + 10 * LEASE_MS, 10)
+        await broker.maintenance.reclaim_orphans(q, 10)
+        await broker.maintenance.delete_expired_completed(q, 10)
+        await broker.maintenance.record_minute(q)
+        await broker.maintenance.repair_tasks(q, [later.id], 10)
+        await broker.workers.write(WorkerRecord(
+            "srv-1", "h", 1, 1, {q: 1}, False, "active", 0,
+            running=(RunningTaskRecord("t1", "t", q, 0),)), 10_000)
+        await broker.workers.clear("srv-1")
+        assert (await broker.maintenance.backlog(q, now + 1000)).pending > 0
+        assert await broker.aggregation.check(q, "g1", "set1", 0, 0, 0, now + 60_000) == 1
+        assert len(await broker.aggregation.read_set(q, "g1", "set1")) == 1
+        await broker.aggregation.reclaim_stale_sets(q)
         await client.enqueue("t", queue=q, group="g1")
-        assert await broker.aggregation_check(q, "g1", "set3", 0, 0, 0, now + 60_000) == 1
-        assert await broker.return_aggregation_set(q, "g1", "set3") >= 1
+        assert await broker.aggregation.check(q, "g1", "set3", 0, 0, 0, now + 60_000) == 1
+        assert await broker.aggregation.return_set(q, "g1", "set3") >= 1
         await client.enqueue("t", queue=q, group="g1")
-        await broker.aggregation_check(q, "g1", "set2", 0, 0, 0, now + 60_000)
-        await broker.delete_aggregation_set(q, "g1", "set2")
+        await broker.aggregation.check(q, "g1", "set2", 0, 0, 0, now + 60_000)
+        await broker.aggregation.delete_set(q, "g1", "set2")
         async with Limiter(client, ConcurrencyLimit(1, name="c"), queue=q).acquire("k{1}"):
             assert len(await inspector.limits(q)) == 1  # limit_acquire, _usage, _release
         await inspector.set_queue_concurrency(q, 3)  # limit_set (the queue's cap)
@@ -377,7 +379,7 @@ async def test_scan_and_info_cover_every_master(cluster: LocalCluster) -> None:
         found: set[tuple[str, str]] = set()
         cursor, steps = 0, 0
         while True:
-            cursor, keys = await broker.scan_task_keys(cursor, 100)
+            cursor, keys = await broker.maintenance.scan_task_keys(cursor, 100)
             found.update(keys)
             steps += 1
             if cursor == 0:

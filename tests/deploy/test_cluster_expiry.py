@@ -57,9 +57,9 @@ async def test_every_expiry_path_archives_in_the_queues_slot_on_every_master(
                 Outcome("expire", q, again.id, error="expired: now"),
             ], OWNER) == [True, True]
             clock.advance(6)
-            assert await broker.forward(q, "scheduled", 10) == (1, -1)
+            assert await broker.maintenance.forward(q, "scheduled", 10) == (1, -1)
             assert await broker.dequeue(q, 1, OWNER, LEASE_MS, 1000) == ([], 0)
-            assert await broker.aggregation_check(q, "g", "s", 0, 0, 0,
+            assert await broker.aggregation.check(q, "g", "s", 0, 0, 0,
                                                   clock.now_ms() + 60_000) == 0
             info = await inspector.queue_info(q)
             assert (info.archived, info.expired_total, info.pending) == (5, 5, 0)

@@ -78,7 +78,7 @@ async def test_the_janitor_drops_completion_marks_after_a_minute(
     marks = K.queue_keys(asyncq_queue).marks
     now = broker.workflows.clock.now_ms()
     await redis_client.zadd(marks, {"old": now - COMPLETION_MARK * 1000 - 1, "new": now})
-    await broker.delete_expired_completed(asyncq_queue, 100)
+    await broker.maintenance.delete_expired_completed(asyncq_queue, 100)
     assert await redis_client.zrange(marks, 0, -1) == [b"new"]
     # A mark read back is a completed task (of unknown type: only its id and time are kept).
     info = await asyncq_client.wait("new", queue=asyncq_queue, timeout=30)

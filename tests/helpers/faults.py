@@ -17,8 +17,11 @@ from asyncq import BrokerError
 from asyncq._broker import RedisBroker
 from asyncq._broker._connection import make_broker
 
-#: The calls a worker makes to lease, renew, finish, forward and publish its state.
-WORKER_CALLS = ("dequeue", "extend_leases", "finish", "forward", "write_server_state")
+#: The calls a worker makes to lease, renew, finish, forward and publish its state (a call of
+#: an operation group is named ``group.method``).
+WORKER_CALLS = ("dequeue", "extend_leases", "finish", "maintenance.forward", "workers.write")
+#: The operation groups whose calls are counted and can be armed like the broker's own.
+GROUPS = ("maintenance", "aggregation", "workers")
 
 
 def injected_outage() -> BrokerError:
@@ -89,6 +92,8 @@ class FaultyBroker:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.inner, name)
+        if name in GROUPS:
+            return _Group(self, name, attr)
         if not asyncio.iscoroutinefunction(attr):
             return attr
         return functools.partial(self._call, name, attr)
@@ -111,3 +116,17 @@ class FaultyBroker:
                 f.replies.append(reply)
                 raise f.error()
         return reply
+
+
+class _Group:
+    """An operation group of the inner broker whose calls go through ``broker._call`` as
+    ``group.method``."""
+
+    def __init__(self, broker: FaultyBroker, name: str, inner: Any) -> None:
+        self._broker, self._name, self._inner = broker, name, inner
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not asyncio.iscoroutinefunction(attr):
+            return attr
+        return functools.partial(self._broker._call, f"{self._name}.{name}", attr)

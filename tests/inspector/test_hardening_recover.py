@@ -21,6 +21,7 @@ from asyncq import (
     TaskState,
     TaskStateError,
 )
+from asyncq._broker import WorkerRecord
 from asyncq._broker._connection import make_broker
 from asyncq.testing import WorkerFactory, wait_until
 from tests.helpers.cli import Cli
@@ -40,9 +41,10 @@ async def strand(url: str, queue: str, client: Client, *, lease_ms: int = 600_00
         (raw,), _ = await broker.dequeue(queue, 1, GONE, lease_ms, 1000)
         assert raw.id == info.id
         if alive:
-            await broker.write_server_state(GONE, b"{}", {}, 600_000)
+            await broker.workers.write(
+                WorkerRecord(GONE, "h", 1, 1, {queue: 1}, False, "active", 0), 600_000)
         else:
-            await broker.clear_server_state(GONE)
+            await broker.workers.clear(GONE)
     finally:
         await broker.close()
     return info.id

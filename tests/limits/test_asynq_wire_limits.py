@@ -217,7 +217,7 @@ async def test_a_lapsed_lease_frees_its_slot(
     [live], _ = await broker.dequeue(q, 1, OWNER, 30_000, 1000)
     assert (await broker.limits.acquire(q, OWNER, [LimitClaim(live.id, [(spec, "")])]))[0] > 0
     clock.advance(1.2)  # the dead worker's lease (whole seconds) has ended
-    assert await broker.forward(q, "scheduled", 100) == (1, -1)
+    assert await broker.maintenance.forward(q, "scheduled", 100) == (1, -1)
     [again], _ = await broker.dequeue(q, 1, OWNER, 30_000, 1000)
     assert again.id == live.id
     assert await broker.limits.acquire(q, OWNER, [LimitClaim(again.id, [(spec, "")])]) == [0]

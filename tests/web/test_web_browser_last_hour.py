@@ -28,7 +28,7 @@ def test_the_overview_charts_the_last_hour(page: Any, portal: BlockingPortal,
                                                                   clock=clock) as inspector:
             for n in (3, 5, 2):
                 await client.enqueue_many([Task("t", i, queue=queue) for i in range(n)])
-                assert await inspector.broker.record_minute(queue)
+                assert await inspector.broker.maintenance.record_minute(queue)
                 clock.advance(60)
 
     portal.call(record_minutes)

@@ -35,7 +35,7 @@ async def test_minute_samples_make_the_last_hour(
     clock = FakeClock(start)
     await asyncq_client.enqueue("ok", None, queue=queue)  # the queue exists
     async with Inspector(asyncq_redis_url, clock=clock) as inspector:
-        record = inspector.broker.record_minute
+        record = inspector.broker.maintenance.record_minute
         mux = ServeMux()
         mux.handle("ok", _ok)
         mux.handle("fails", _fail)

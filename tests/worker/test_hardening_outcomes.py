@@ -95,7 +95,7 @@ async def test_a_retry_due_at_once_and_leased_again_while_its_outcome_is_written
     # Redis applies the outcome (as a write whose reply is not read yet), the retry is
     # forwarded, and this worker's next dequeue leases the task again.
     assert await broker.finish([waiting.outcome], processor._owner) == [True]
-    assert (await broker.forward(asyncq_queue, "retry", 10))[0] == 1
+    assert (await broker.maintenance.forward(asyncq_queue, "retry", 10))[0] == 1
     await processor.tick(10)
     await wait_until(lambda: runs == [0, 1], timeout=10, message="the retry ran")
     assert await acker.flush()  # the earlier run's outcome is not written over the new run

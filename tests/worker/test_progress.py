@@ -278,7 +278,7 @@ async def test_a_write_whose_lease_was_lost_is_refused(
         # The lease lapsed (as if the worker had been partitioned) and the recoverer retried
         # the task: the run still going here no longer owns it.
         now = int(time.time() * 1000)
-        assert await asyncq_client.broker.recover(
+        assert await asyncq_client.broker.maintenance.recover(
             Outcome("retry", q, info.id, retry_at_ms=now + 60_000, error="lease expired"),
             now + 600_000)
         writes = w.worker.processor.progress.writes

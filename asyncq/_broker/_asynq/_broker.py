@@ -14,7 +14,7 @@ using it anyway raises a BrokerError (refused) saying so.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from redis.asyncio import Redis, RedisCluster
 
@@ -29,11 +29,12 @@ from .._messages import Handoff, WorkerSignal
 from .._ops import InspectOps, LimitOps, ScheduleOps
 from .._replies import text
 from .._runner import ScriptRunner, reply_error
-from .._values import Backlog, Capability, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
+from .._values import Capability, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from .._wf_ops import WorkflowOps
 from . import _codec, _wake
 from . import _keys as K
 from ._events import EventSource
+from ._groups import AsynqAggregation, AsynqMaintenance
 from ._inspect import AsynqInspectOps
 from ._layout import LayoutGuard
 from ._limits import AsynqLimitOps
@@ -160,12 +161,14 @@ class AsynqBroker:
         self.event_source = EventSource(self.runner, clock, ping_interval, reply_timeout or 5.0)
         self.layout = LayoutGuard(self.runner, "asynq")
         self._registered: set[str] = set()
-        self.servers = AsynqServers(self.runner, clock)  # server state, cancellation
+        self.workers = AsynqServers(self.runner, clock)  # server state, cancellation
         self.recovery = AsynqRecovery(self.runner, clock)  # recoverer, janitor, groups
         self._inspect = AsynqInspectOps(
-            self.runner, clock, servers=self.servers.read,
+            self.runner, clock, servers=self.workers.read,
             reads=TaskReads(self.runner, clock, self.event_source), forget=self._forget_queue)
         self.inspect: InspectOps = self._inspect
+        self.maintenance = AsynqMaintenance(self.runner, clock, self.recovery, self._inspect)
+        self.aggregation = AsynqAggregation(self.recovery, self._inspect)
         self.schedules: ScheduleOps = AsynqScheduleOps(self.runner, clock, store_call,
                                                        self.register_queues)
         self.limits: LimitOps = AsynqLimitOps(self.runner, clock)
@@ -233,10 +236,10 @@ class AsynqBroker:
                 for call, r in zip(calls, out, strict=True)]
 
     async def request_cancel(self, queue: str, task_id: str) -> int:
-        return await self.servers.request_cancel(queue, task_id)
+        return await self.workers.request_cancel(queue, task_id)
 
     async def publish_cancel(self, task_id: str) -> None:
-        await self.servers.publish_cancel(task_id)
+        await self.workers.publish_cancel(task_id)
 
     # -- running
 
@@ -322,17 +325,7 @@ class AsynqBroker:
     async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
         await self.event_source.set_listening(queues, ttl_ms)
 
-    # -- maintenance
-
-    async def forward(self, queue: str, source: Literal["scheduled", "retry"],
-                      limit: int) -> tuple[int, int]:
-        qk = K.queue_keys(queue)
-        now = self.clock.now_ms()
-        moved, due = await self.runner.run(
-            "asynq_forward", [qk.state_key(source), qk.pending, qk.groups],
-            [now // 1000, qk.task_prefix, now * 1_000_000, qk.group_prefix, limit,
-             K.WAKE_CHANNEL, queue])
-        return int(moved), (-1 if int(due) < 0 else int(due) * 1000)
+    # -- reads and queue control (the groups: maintenance, aggregation, workers)
 
     async def read_tasks(self, queue: str,
                          task_ids: Sequence[str]
@@ -357,61 +350,3 @@ class AsynqBroker:
 
     async def unpause(self, queue: str) -> bool:
         return bool(await self.runner.command("unpausing", "DEL", K.queue_keys(queue).paused))
-
-    # -- not yet available with wire=asynq (phase 2)
-
-    async def list_lease_expired(self, queue: str, cutoff_ms: int,
-                                 limit: int) -> list[RawTask]:
-        return await self.recovery.list_lease_expired(queue, cutoff_ms, limit)
-
-    async def recover(self, outcome: Outcome, lease_cutoff_ms: int) -> bool:
-        return await self.recovery.recover(outcome, lease_cutoff_ms)
-
-    async def reclaim_orphans(self, queue: str, limit: int) -> int:
-        return await self.recovery.reclaim_orphans(queue, limit)
-
-    async def scan_task_keys(self, cursor: int,
-                             count: int) -> tuple[int, list[tuple[str, str]]]:
-        return await self.recovery.scan_task_keys(cursor, count)
-
-    async def repair_tasks(self, queue: str, task_ids: Sequence[str],
-                           pending_search: int) -> list[str]:
-        return await self.recovery.repair_tasks(queue, task_ids, pending_search)
-
-    async def delete_expired_completed(self, queue: str, limit: int) -> int:
-        return await self.recovery.delete_expired_completed(queue, limit)
-
-    async def record_minute(self, queue: str) -> bool:
-        return await self._inspect.record_minute(queue)
-
-    async def write_server_state(self, server_id: str, info: bytes,
-                                 workers: dict[str, bytes], ttl_ms: int) -> None:
-        await self.servers.write(server_id, info, workers, ttl_ms)
-
-    async def clear_server_state(self, server_id: str) -> None:
-        await self.servers.clear(server_id)
-
-    async def backlog(self, queue: str, horizon_ms: int) -> Backlog:
-        return await self._inspect.backlog(queue, horizon_ms)
-
-    async def list_groups(self, queue: str) -> list[str]:
-        return await self._inspect.list_groups(queue)
-
-    async def aggregation_check(self, queue: str, group: str, set_id: str, grace_ms: int,
-                                max_delay_ms: int, max_size: int, set_deadline_ms: int) -> int:
-        return await self.recovery.aggregation_check(queue, group, set_id, grace_ms,
-                                                     max_delay_ms, max_size,
-                                                     set_deadline_ms)
-
-    async def read_aggregation_set(self, queue: str, group: str,
-                                   set_id: str) -> list[RawTask]:
-        return await self.recovery.read_aggregation_set(queue, group, set_id)
-
-    async def delete_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        return await self.recovery.delete_aggregation_set(queue, group, set_id)
-
-    async def return_aggregation_set(self, queue: str, group: str, set_id: str) -> int:
-        return await self.recovery.return_aggregation_set(queue, group, set_id)
-
-    async def reclaim_stale_aggregation_sets(self, queue: str) -> int:
-        return await self.recovery.reclaim_stale_aggregation_sets(queue)

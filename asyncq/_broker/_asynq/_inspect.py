@@ -28,7 +28,7 @@ from .._inspect import RedisInspectOps
 from .._maintenance import MINUTE_SAMPLES
 from .._replies import number, text
 from .._runner import ScriptRunner
-from .._values import Backlog, BulkOp, Outcome, TaskRecord
+from .._values import Backlog, BulkOp, Outcome, TaskRecord, WorkerRecord
 from . import _codec
 from . import _keys as K
 from ._layout import mismatch_error
@@ -95,7 +95,7 @@ class AsynqInspectOps(RedisInspectOps):
     since_per_ms: ClassVar[int] = 1_000_000
 
     def __init__(self, runner: ScriptRunner, clock: Clock, *,
-                 servers: Callable[[int], Awaitable[list[tuple[bytes, dict[bytes, bytes]]]]],
+                 servers: Callable[[int], Awaitable[list[WorkerRecord]]],
                  reads: TaskReads,
                  forget: Callable[[str], None] = lambda queue: None,
                  batch_size: int = BATCH_SIZE) -> None:
@@ -288,7 +288,7 @@ class AsynqInspectOps(RedisInspectOps):
 
     # -- servers
 
-    async def servers(self, now_ms: int) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    async def servers(self, now_ms: int) -> list[WorkerRecord]:
         """Live servers as Go's Inspector lists them, Go's and asyncq's alike (read by the
         broker's server-state part, which also knows asyncq's own documents)."""
         return await self._servers(now_ms)

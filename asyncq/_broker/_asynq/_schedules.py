@@ -24,7 +24,6 @@ Records Go wrote are read without it (options parsed from Go's strings).
 from __future__ import annotations
 
 import ast
-import base64
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -37,9 +36,9 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped,u
 
 from ..._clock import Clock
 from .._calls import ScriptCall
-from .._replies import text
 from .._runner import ScriptRunner
-from .._values import FireCode, NewTask
+from .._schedules import live_entry_lists
+from .._values import FireCode, NewTask, SchedulerEntryRecord, SchedulerEventRecord
 from . import _keys as K
 from ._schema import SchedulerEnqueueEventPB, SchedulerEntryPB
 
@@ -75,53 +74,45 @@ class AsynqScheduleOps:
             [*call.args, entry_id, tick_ms, prune_before_ms]))
         return 2 if code == 2 else 1 if code == 1 else 0 if code == 0 else -1
 
-    async def record_event(self, entry_id: str, event: bytes, at_ms: int, max_events: int,
+    async def record_event(self, event: SchedulerEventRecord, max_events: int,
                            ttl_ms: int) -> None:
         """Go scores events in Unix s and keeps no TTL on a history (its scheduler deletes its
         entries' histories when it shuts down); asyncq's replicas share an entry, so its
         history stays, expiring ``ttl_ms`` after the last event (asyncq's scheduler_record)."""
-        await self.runner.run("scheduler_record", [K.scheduler_history_key(entry_id)],
-                              [at_ms // 1000, encode_event(event), max_events, ttl_ms])
+        await self.runner.run("scheduler_record", [K.scheduler_history_key(event.entry_id)],
+                              [event.enqueued_at_ms // 1000, encode_event(event), max_events,
+                               ttl_ms])
 
-    async def publish_entries(self, scheduler_id: str, documents: Sequence[bytes],
+    async def publish_entries(self, scheduler_id: str, entries: Sequence[SchedulerEntryRecord],
                               ttl_ms: int, now_ms: int) -> None:
         key = K.scheduler_entries_key(scheduler_id)
-        entries = [encode_entry(doc) for doc in documents]
+        records = [encode_entry(entry) for entry in entries]
         await self.runner.command("publishing scheduler entries", "ZADD", K.SCHEDULERS,
                                   (now_ms + ttl_ms) // 1000, key)
-        await self.runner.run("scheduler_heartbeat", [key], [ttl_ms, *entries])
+        await self.runner.run("scheduler_heartbeat", [key], [ttl_ms, *records])
 
     async def clear_entries(self, scheduler_id: str) -> None:
         key = K.scheduler_entries_key(scheduler_id)
         await self.runner.command("clearing scheduler entries", "ZREM", K.SCHEDULERS, key)
         await self.runner.command("clearing scheduler entries", "DEL", key)
 
-    async def entry_documents(self) -> list[bytes]:
-        """Entries of every live scheduler, Go's and asyncq's, as asyncq's JSON documents
-        (undecodable records skipped, as Go skips them)."""
-        what = "listing scheduler entries"
-        now_s = self.clock.now_ms() // 1000
-        await self.runner.command(what, "ZREMRANGEBYSCORE", K.SCHEDULERS, "-inf", f"({now_s}")
-        keys = [text(k) for k in await self.runner.command(what, "ZRANGE", K.SCHEDULERS, 0, -1)]
-        if not keys:
-            return []
-        lists = await self.runner.commands(what, [("LRANGE", key, 0, -1) for key in keys])
-        gone = [key for key, items in zip(keys, lists, strict=True) if not items]
-        if gone:
-            await self.runner.command(what, "ZREM", K.SCHEDULERS, *gone)
-        out: list[bytes] = []
-        for key, items in zip(keys, lists, strict=True):
+    async def entries(self) -> list[SchedulerEntryRecord]:
+        """Entries of every live scheduler, Go's and asyncq's (undecodable records skipped, as
+        Go skips them)."""
+        out: list[SchedulerEntryRecord] = []
+        lists = await live_entry_lists(self.runner, K.SCHEDULERS, self.clock.now_ms() // 1000)
+        for key, items in lists:
             sid = K.scheduler_id_of(key)
-            out += [doc for raw in items if (doc := entry_json(raw, sid)) is not None]
+            out += [entry for raw in items if (entry := decode_entry(raw, sid)) is not None]
         return out
 
-    async def event_documents(self, entry_id: str, start: int, stop: int) -> list[bytes]:
+    async def events(self, entry_id: str, start: int, stop: int) -> list[SchedulerEventRecord]:
         raw = await self.runner.command("listing scheduler events", "ZREVRANGE",
                                         K.scheduler_history_key(entry_id), start, stop)
-        return [doc for r in raw if (doc := event_json(r, entry_id)) is not None]
+        return [event for r in raw if (event := decode_event(r, entry_id)) is not None]
 
 
-# -- protobuf records <-> asyncq's JSON documents (see asyncq._scheduler._store)
+# -- the seam's records <-> Go's protobuf records
 
 
 def _varint(n: int) -> bytes:
@@ -175,36 +166,26 @@ def go_spec(spec: str, timezone: str) -> str:
     return f"CRON_TZ={timezone} {spec}"
 
 
-def encode_entry(document: bytes) -> bytes:
-    """asyncq's entry document (JSON) as Go's SchedulerEntry record, with asyncq's extras."""
-    doc = orjson.loads(document)
-    enc = doc.get("encoding", "b")
-    if enc == "j":
-        payload = orjson.dumps(doc["payload"])
-    elif enc == "b":
-        payload = base64.b64decode(doc.get("payload") or "")
-    else:
-        payload = b""
-    options = doc.get("options") or {}
-    tz = str(doc.get("timezone", "UTC"))
-    spec = str(doc["spec"])
-    pb = SchedulerEntryPB(id=str(doc["id"]), spec=go_spec(spec, tz), task_type=str(doc["type"]),
-                          task_payload=payload, enqueue_options=go_options(options))
-    _timestamp(pb.next_enqueue_time, int(doc["next"]))
-    prev = doc.get("prev")
-    if prev is None:
+def encode_entry(entry: SchedulerEntryRecord) -> bytes:
+    """An entry as Go's SchedulerEntry record, with asyncq's extras."""
+    payload = entry.payload if entry.encoding in ("j", "b") else b""
+    tz = entry.timezone
+    pb = SchedulerEntryPB(id=entry.id, spec=go_spec(entry.spec, tz), task_type=entry.task_type,
+                          task_payload=payload, enqueue_options=go_options(entry.options))
+    _timestamp(pb.next_enqueue_time, entry.next_ms)
+    if entry.prev_ms is None:
         pb.prev_enqueue_time.seconds = GO_ZERO_TIME_S
     else:
-        _timestamp(pb.prev_enqueue_time, int(prev))
-    extras: dict[str, Any] = {"timezone": tz, "encoding": enc, "options": options}
-    if pb.spec != spec:
-        extras["spec"] = spec
+        _timestamp(pb.prev_enqueue_time, entry.prev_ms)
+    extras: dict[str, Any] = {"timezone": tz, "encoding": entry.encoding,
+                              "options": entry.options}
+    if pb.spec != entry.spec:
+        extras["spec"] = entry.spec
     return _with_extras(pb, extras)
 
 
-def entry_json(raw: bytes, scheduler_id: str) -> bytes | None:
-    """A SchedulerEntry record (asyncq's or Go's) as asyncq's entry document; None when it is
-    not one."""
+def decode_entry(raw: bytes, scheduler_id: str) -> SchedulerEntryRecord | None:
+    """A SchedulerEntry record (asyncq's or Go's); None when it is not one."""
     try:
         pb = SchedulerEntryPB.FromString(raw)
     except DecodeError:
@@ -216,38 +197,33 @@ def entry_json(raw: bytes, scheduler_id: str) -> bytes | None:
         extras = {"timezone": found.group(1) if found else "", "encoding": "b",
                   "options": options_from_go(pb.enqueue_options)}
     enc = extras.get("encoding", "b")
-    doc_payload: Any = None
     if enc == "j":
         try:
             orjson.loads(payload)
-            doc_payload = orjson.Fragment(payload)
         except orjson.JSONDecodeError:
             enc = "b"
-    if enc == "b":
-        doc_payload = base64.b64encode(payload).decode()
+    if enc not in ("j", "b"):
+        enc, payload = "n", b""
     prev: int | None = None
     if pb.HasField("prev_enqueue_time") and pb.prev_enqueue_time.seconds > GO_ZERO_TIME_S:
         prev = _ms(pb.prev_enqueue_time)
-    return orjson.dumps({
-        "id": pb.id, "spec": extras.get("spec", pb.spec), "timezone": extras.get("timezone", ""),
-        "type": pb.task_type, "encoding": enc if enc in ("j", "b") else "n",
-        "payload": doc_payload, "options": extras.get("options") or {},
-        "next": _ms(pb.next_enqueue_time), "prev": prev, "scheduler_id": scheduler_id,
-    })
+    return SchedulerEntryRecord(
+        id=pb.id, spec=str(extras.get("spec", pb.spec)),
+        timezone=str(extras.get("timezone", "")), task_type=pb.task_type, encoding=enc,
+        payload=payload, options=dict(extras.get("options") or {}),
+        next_ms=_ms(pb.next_enqueue_time), prev_ms=prev, scheduler_id=scheduler_id)
 
 
-def encode_event(document: bytes) -> bytes:
-    """asyncq's event document (JSON) as Go's SchedulerEnqueueEvent record, the queue and
-    the tick in asyncq's extras."""
-    doc = orjson.loads(document)
-    pb = SchedulerEnqueueEventPB(task_id=str(doc["task_id"]))
-    _timestamp(pb.enqueue_time, int(doc["enqueued_at"]))
-    return _with_extras(pb, {"queue": doc.get("queue", ""), "tick": doc.get("tick")})
+def encode_event(event: SchedulerEventRecord) -> bytes:
+    """An event as Go's SchedulerEnqueueEvent record, the queue and the tick in asyncq's
+    extras."""
+    pb = SchedulerEnqueueEventPB(task_id=event.task_id)
+    _timestamp(pb.enqueue_time, event.enqueued_at_ms)
+    return _with_extras(pb, {"queue": event.queue, "tick": event.tick_ms})
 
 
-def event_json(raw: bytes, entry_id: str) -> bytes | None:
-    """A SchedulerEnqueueEvent record (asyncq's or Go's) as asyncq's event document; None when
-    it is not one."""
+def decode_event(raw: bytes, entry_id: str) -> SchedulerEventRecord | None:
+    """A SchedulerEnqueueEvent record (asyncq's or Go's); None when it is not one."""
     try:
         pb = SchedulerEnqueueEventPB.FromString(raw)
     except DecodeError:
@@ -255,9 +231,9 @@ def event_json(raw: bytes, entry_id: str) -> bytes | None:
     extras = _extras(pb) or {}
     at = _ms(pb.enqueue_time)
     tick = extras.get("tick")
-    return orjson.dumps({"entry_id": entry_id, "task_id": pb.task_id,
-                         "queue": str(extras.get("queue") or ""), "enqueued_at": at,
-                         "tick": tick if isinstance(tick, int) else at})
+    return SchedulerEventRecord(entry_id=entry_id, task_id=pb.task_id,
+                                queue=str(extras.get("queue") or ""), enqueued_at_ms=at,
+                                tick_ms=tick if isinstance(tick, int) else at)
 
 
 # -- enqueue options: asyncq's JSON form <-> Go's Option.String()

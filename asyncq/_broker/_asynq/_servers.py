@@ -1,13 +1,13 @@
 """Server and worker state in Go asynq's layout, and cancellation on ``asynq:cancel``.
 
-An asyncq worker's heartbeat hands the broker its state as JSON (``Heartbeat.server_info``) and
-one JSON document per running task. Here they become what Go's heartbeater writes
-(``rdb.go WriteServerState``): a protobuf ServerInfo at ``asynq:servers:{host:pid:sid}`` and a
-hash of protobuf WorkerInfo records at ``asynq:workers:{host:pid:sid}``, both expiring after
-the TTL, their keys in the ``asynq:servers`` / ``asynq:workers`` sorted sets scored by the
-expiry (Unix s), so Go's Inspector, the ``asynq`` CLI and asynqmon list asyncq workers and their
-running tasks. What the protobuf cannot carry (processed/failed counts, ``extra``, the
-registered task options, the ``stopping`` status) stays in asyncq's own document beside it,
+An asyncq worker's heartbeat hands the broker its state as a ``WorkerRecord`` (its running
+tasks among it). Here it becomes what Go's heartbeater writes (``rdb.go WriteServerState``):
+a protobuf ServerInfo at ``asynq:servers:{host:pid:sid}`` and a hash of protobuf WorkerInfo
+records at ``asynq:workers:{host:pid:sid}``, both expiring after the TTL, their keys in the
+``asynq:servers`` / ``asynq:workers`` sorted sets scored by the expiry (Unix s), so Go's
+Inspector, the ``asynq`` CLI and asynqmon list asyncq workers and their running tasks. What
+the protobuf cannot carry (processed/failed counts, ``extra``, the registered task options,
+the ``stopping`` status) stays in asyncq's own document beside it (its JSON, ``_records``),
 ``asynq:servers:{host:pid:sid}:asyncq``, a key Go never reads.
 """
 
@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-import orjson
 from google.protobuf.message import DecodeError as PBDecodeError  # type: ignore[import-untyped,unused-ignore]
 
 from ..._clock import Clock
 from ..._errors import DecodeError
+from .._records import UNREADABLE, decode_server, encode_server
 from .._replies import number, text
 from .._runner import ScriptRunner
+from .._values import RunningTaskRecord, WorkerRecord
 from . import _codec
 from . import _keys as K
 from ._schema import ServerInfoPB, WorkerInfoPB
@@ -34,11 +35,6 @@ from ._schema import ServerInfoPB, WorkerInfoPB
 STATUS = {"active": "active", "stopped": "stopped", "stopping": "closed"}
 _GO_STATUS = {go: ours for ours, go in STATUS.items()}
 _INT32_MAX = 2**31 - 1
-
-
-def _object(raw: bytes) -> dict[str, Any]:
-    doc = orjson.loads(raw)
-    return doc if isinstance(doc, dict) else {}
 
 
 def _int32(value: Any) -> int:
@@ -58,58 +54,53 @@ def _time_ms(pb: Any, name: str) -> int:
     return int(ts.seconds) * 1000 + int(ts.nanos) // 1_000_000
 
 
-def server_pb(doc: Mapping[str, Any], server_id: str, host: str, pid: int,
-              running: int) -> bytes:
-    """The ServerInfo of an asyncq worker's state document."""
+def server_pb(record: WorkerRecord, host: str, pid: int) -> bytes:
+    """The ServerInfo of an asyncq worker's state."""
     pb: Any = ServerInfoPB(
-        host=host, pid=_int32(pid), server_id=server_id,
-        concurrency=_int32(doc.get("concurrency", 0)),
-        strict_priority=bool(doc.get("strict_priority", False)),
-        status=STATUS.get(str(doc.get("status", "")), str(doc.get("status", ""))),
-        active_worker_count=_int32(running))
-    for queue, priority in (doc.get("queues") or {}).items():
-        pb.queues[str(queue)] = _int32(priority)
-    _set_time(pb.start_time, int(doc.get("started_at", 0)))
+        host=host, pid=_int32(pid), server_id=record.server_id,
+        concurrency=_int32(record.concurrency), strict_priority=record.strict_priority,
+        status=STATUS.get(record.status, record.status),
+        active_worker_count=_int32(len(record.running)))
+    for queue, priority in record.queues.items():
+        pb.queues[queue] = _int32(priority)
+    _set_time(pb.start_time, record.started_ms)
     data: bytes = pb.SerializeToString()
     return data
 
 
-def worker_pb(run: Mapping[str, Any], task_id: str, server_id: str, host: str, pid: int,
+def worker_pb(run: RunningTaskRecord, server_id: str, host: str, pid: int,
               payload: bytes) -> bytes:
     """The WorkerInfo of one running task (no deadline: a run without a time limit)."""
-    pb: Any = WorkerInfoPB(host=host, pid=_int32(pid), server_id=server_id, task_id=task_id,
-                           task_type=str(run.get("type", "")), task_payload=payload,
-                           queue=str(run.get("queue", "")))
-    _set_time(pb.start_time, int(run.get("started_at", 0)))
-    if int(run.get("deadline") or 0) > 0:
-        _set_time(pb.deadline, int(run["deadline"]))
+    pb: Any = WorkerInfoPB(host=host, pid=_int32(pid), server_id=server_id, task_id=run.task_id,
+                           task_type=run.task_type, task_payload=payload, queue=run.queue)
+    _set_time(pb.start_time, run.started_ms)
+    if run.deadline_ms > 0:
+        _set_time(pb.deadline, run.deadline_ms)
     data: bytes = pb.SerializeToString()
     return data
 
 
-def server_document(info: bytes, doc: bytes | None) -> bytes:
-    """asyncq's state document of a live server: its own (an asyncq worker's), else one made
-    from its ServerInfo (a Go server: no counts, extras or task options)."""
-    if doc:
-        return doc
-    pb: Any = ServerInfoPB.FromString(info)
-    return orjson.dumps({
-        "server_id": pb.server_id, "host": pb.host, "pid": pb.pid,
-        "concurrency": pb.concurrency, "queues": dict(pb.queues),
-        "strict_priority": pb.strict_priority,
-        "status": _GO_STATUS.get(pb.status, pb.status),
-        "started_at": _time_ms(pb, "start_time"), "active_workers": pb.active_worker_count,
-    })
-
-
-def worker_document(info: bytes) -> bytes:
-    """asyncq's document of one running task, from its WorkerInfo."""
+def running_record(info: bytes) -> RunningTaskRecord:
+    """A running task from its WorkerInfo."""
     pb: Any = WorkerInfoPB.FromString(info)
-    return orjson.dumps({
-        "task_id": pb.task_id, "type": pb.task_type, "queue": pb.queue,
-        "started_at": _time_ms(pb, "start_time"), "deadline": _time_ms(pb, "deadline"),
-        "payload_size": len(pb.task_payload),
-    })
+    return RunningTaskRecord(task_id=pb.task_id, task_type=pb.task_type, queue=pb.queue,
+                             started_ms=_time_ms(pb, "start_time"),
+                             deadline_ms=_time_ms(pb, "deadline"),
+                             payload_size=len(pb.task_payload))
+
+
+def server_record(info: bytes, doc: bytes | None,
+                  running: tuple[RunningTaskRecord, ...]) -> WorkerRecord:
+    """A live server: an asyncq worker from its own document, else (a Go server) from its
+    ServerInfo (no counts, extras or task options)."""
+    if doc:
+        return decode_server(doc, running=running)
+    pb: Any = ServerInfoPB.FromString(info)
+    return WorkerRecord(
+        server_id=pb.server_id, host=pb.host, pid=pb.pid, concurrency=pb.concurrency,
+        queues=dict(pb.queues), strict_priority=pb.strict_priority,
+        status=_GO_STATUS.get(pb.status, pb.status), started_ms=_time_ms(pb, "start_time"),
+        running=running)
 
 
 class AsynqServers:
@@ -126,36 +117,34 @@ class AsynqServers:
         return (K.server_key(host, pid, server_id), K.workers_key(host, pid, server_id),
                 K.server_doc_key(host, pid, server_id))
 
-    async def write(self, server_id: str, info: bytes, workers: Mapping[str, bytes],
-                    ttl_ms: int) -> None:
+    async def write(self, record: WorkerRecord, ttl_ms: int) -> None:
         """As Go's WriteServerState: ZADD both registries (score: expiry, Unix s), then one
         script rewriting the server's keys with the TTL (whole seconds, rounded up)."""
-        doc = _object(info)
-        host = str(doc.get("host") or socket.gethostname())
-        pid = int(doc.get("pid") or os.getpid())
+        server_id = record.server_id
+        host = record.host or socket.gethostname()
+        pid = record.pid or os.getpid()
         self._where[server_id] = (host, pid)
-        runs = {task_id: _object(raw) for task_id, raw in workers.items()}
-        payloads = await self._payloads_of(runs)
+        payloads = await self._payloads_of(record.running)
         args: list[Any] = []
-        for task_id, run in runs.items():
-            args += [task_id, worker_pb(run, task_id, server_id, host, pid,
-                                        payloads.get(task_id, b""))]
+        for run in record.running:
+            args += [run.task_id, worker_pb(run, server_id, host, pid,
+                                            payloads.get(run.task_id, b""))]
         ttl_s = max(1, -(-ttl_ms // 1000))
         expiry_s = self.clock.now_ms() // 1000 + ttl_s
         skey, wkey, dkey = self._keys(server_id)
         await self.runner.commands("writing server state", [
             ("ZADD", K.SERVERS, expiry_s, skey), ("ZADD", K.WORKERS, expiry_s, wkey)])
         await self.runner.run("asynq_write_server_state", [skey, wkey, dkey],
-                              [ttl_s, server_pb(doc, server_id, host, pid, len(runs)), info,
+                              [ttl_s, server_pb(record, host, pid), encode_server(record),
                                *args])
 
-    async def _payloads_of(self, runs: Mapping[str, Mapping[str, Any]]) -> dict[str, bytes]:
-        """The payload of each running task (WorkerInfo carries it, asyncq's document only its
+    async def _payloads_of(self, runs: Sequence[RunningTaskRecord]) -> dict[str, bytes]:
+        """The payload of each running task (WorkerInfo carries it, asyncq's record only its
         size), read from its task hash the first time it is seen, then remembered while it
         runs."""
-        self._payloads = {t: p for t, p in self._payloads.items() if t in runs}
-        new = [(task_id, str(run.get("queue", ""))) for task_id, run in runs.items()
-               if task_id not in self._payloads]
+        ids = {run.task_id for run in runs}
+        self._payloads = {t: p for t, p in self._payloads.items() if t in ids}
+        new = [(run.task_id, run.queue) for run in runs if run.task_id not in self._payloads]
         if new:
             replies = await self.runner.commands("reading running tasks", [
                 ("HGET", K.queue_keys(queue).task(task_id), K.F_MSG) for task_id, queue in new])
@@ -175,10 +164,9 @@ class AsynqServers:
         self._where.pop(server_id, None)
         self._payloads.clear()
 
-    async def read(self, now_ms: int) -> list[tuple[bytes, dict[bytes, bytes]]]:
-        """``(state document, {task id: worker document})`` of every live server, Go's and
-        asyncq's, in asyncq's JSON (what ``InspectOps.servers`` returns): the servers whose
-        expiry in ``asynq:servers`` is not past, as Go's Inspector lists them."""
+    async def read(self, now_ms: int) -> list[WorkerRecord]:
+        """Every live server, Go's and asyncq's (what ``InspectOps.servers`` returns): the
+        servers whose expiry in ``asynq:servers`` is not past, as Go's Inspector lists them."""
         now_s = now_ms // 1000
         *_, found = await self.runner.commands("listing servers", [
             ("ZREMRANGEBYSCORE", K.SERVERS, "-inf", now_s - 1),  # expired entries: pruned
@@ -189,15 +177,15 @@ class AsynqServers:
             cmd for key in keys for cmd in (
                 ("GET", key), ("GET", K.server_doc_key_of(key)),
                 ("HGETALL", K.workers_key_of(key)))])
-        out: list[tuple[bytes, dict[bytes, bytes]]] = []
+        out: list[WorkerRecord] = []
         for i in range(0, len(replies), 3):
             info, doc, workers = replies[i:i + 3]
             if info is None:
                 continue  # expired between the two reads
             try:
-                out.append((server_document(info, doc),
-                            {task_id: worker_document(w) for task_id, w in workers.items()}))
-            except (PBDecodeError, orjson.JSONDecodeError):  # not asynq's: skipped, as Go does
+                running = tuple(running_record(w) for w in workers.values())
+                out.append(server_record(info, doc, running))
+            except (PBDecodeError, *UNREADABLE):  # not asynq's: skipped, as Go does
                 continue
         return out
 

@@ -12,7 +12,13 @@ import pytest
 from redis.crc import key_slot
 
 from asyncq import Client, Task
-from asyncq._broker import CANCEL_REMOVED, CANCEL_RUNNING, Outcome
+from asyncq._broker import (
+    CANCEL_REMOVED,
+    CANCEL_RUNNING,
+    Outcome,
+    RunningTaskRecord,
+    WorkerRecord,
+)
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._scripts import asynq_scripts
 from asyncq._broker._runner import ScriptRunner
@@ -74,7 +80,7 @@ async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
     ], OWNER) == [True] * 5
     assert await cbroker.finish([Outcome("done", q, ids[5]), Outcome("done", q, ids[6])],
                                 OWNER) == [True, True]  # (asynq_done_batch)
-    assert (await cbroker.forward(q, "retry", 100))[0] == 1
+    assert (await cbroker.maintenance.forward(q, "retry", 100))[0] == 1
     assert await cbroker.pause(q) and await cbroker.unpause(q)
     # phase 2, the worker's runtime: cancellation, recovery, janitor, groups, server state
     [again], _ = await cbroker.dequeue(q, 1, OWNER, 30_000, 1000)
@@ -82,25 +88,25 @@ async def drive_every_asynq_script(cbroker: AsynqBroker) -> None:
     waiting = await client.enqueue("t", queue=q)  # (cancelled while waiting to run: removed)
     assert await cbroker.request_cancel(q, waiting.id) == CANCEL_REMOVED
     assert await cbroker.extend_leases(q, [again.id], OWNER, 30_000) == [2]
-    assert [t.id for t in await cbroker.list_lease_expired(q, now + 3_600_000, 10)] == [again.id]
+    expired = await cbroker.maintenance.list_lease_expired(q, now + 3_600_000, 10)
+    assert [t.id for t in expired] == [again.id]
     later = cbroker.clock.now_ms() + 3_600_000
-    assert await cbroker.recover(Outcome("retry", q, again.id, retry_at_ms=later, error="e"),
-                                 now) is False
-    assert await cbroker.reclaim_orphans(q, 10) == 0
-    assert await cbroker.delete_expired_completed(q, 10) == 0
-    assert await cbroker.list_groups(q) == ["g1"]
-    assert await cbroker.aggregation_check(q, "g1", "s1", 0, 0, 0, now + 60_000) == 1
-    assert len(await cbroker.read_aggregation_set(q, "g1", "s1")) == 1
-    assert await cbroker.return_aggregation_set(q, "g1", "s1") == 1
-    assert await cbroker.aggregation_check(q, "g1", "s2", 0, 0, 0, now - 1000) == 1
-    assert await cbroker.reclaim_stale_aggregation_sets(q) == 1
-    assert await cbroker.aggregation_check(q, "g1", "s3", 0, 0, 0, now + 60_000) == 1
-    assert await cbroker.delete_aggregation_set(q, "g1", "s3") == 1
-    info = b'{"host": "h", "pid": 1, "queues": {"q": 1}, "started_at": 1}'
-    await cbroker.write_server_state("srv-c", info, {again.id: f'{{"queue": "{q}"}}'.encode()},
-                                     10_000)
-    assert len(await cbroker.servers.read(now)) >= 1
-    await cbroker.clear_server_state("srv-c")
+    assert await cbroker.maintenance.recover(
+        Outcome("retry", q, again.id, retry_at_ms=later, error="e"), now) is False
+    assert await cbroker.maintenance.reclaim_orphans(q, 10) == 0
+    assert await cbroker.maintenance.delete_expired_completed(q, 10) == 0
+    assert await cbroker.aggregation.list_groups(q) == ["g1"]
+    assert await cbroker.aggregation.check(q, "g1", "s1", 0, 0, 0, now + 60_000) == 1
+    assert len(await cbroker.aggregation.read_set(q, "g1", "s1")) == 1
+    assert await cbroker.aggregation.return_set(q, "g1", "s1") == 1
+    assert await cbroker.aggregation.check(q, "g1", "s2", 0, 0, 0, now - 1000) == 1
+    assert await cbroker.aggregation.reclaim_stale_sets(q) == 1
+    assert await cbroker.aggregation.check(q, "g1", "s3", 0, 0, 0, now + 60_000) == 1
+    assert await cbroker.aggregation.delete_set(q, "g1", "s3") == 1
+    await cbroker.workers.write(WorkerRecord("srv-c", "h", 1, 0, {"q": 1}, False, "", 1, running=(
+        RunningTaskRecord(again.id, "", q, 0),)), 10_000)
+    assert len(await cbroker.workers.read(now)) >= 1
+    await cbroker.workers.clear("srv-c")
     await drive_schedules_and_limits(cbroker, q)
 
 

@@ -144,7 +144,7 @@ async def test_retry_rewrites_the_message_as_go(abroker: AsynqBroker, aclient: C
     assert await redis_client.get(qk.failed) == b"1"
     # the retry comes back with its count (conformance/test_conf_transitions.py)
     clock.advance(17)  # (the score is rounded up to the next second)
-    await abroker.forward(asyncq_queue, "retry", 100)
+    await abroker.maintenance.forward(asyncq_queue, "retry", 100)
     await abroker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, 1000)
     # not a failure: no count, retried unchanged
     await abroker.finish([Outcome("retry", asyncq_queue, tid, retry_at_ms=at,
@@ -209,10 +209,10 @@ async def test_forward_moves_due_tasks(abroker: AsynqBroker, aclient: Client,
     g = await aclient.enqueue("t", queue=asyncq_queue, process_in=timedelta(seconds=10),
                               group="g")
     c = await aclient.enqueue("t", queue=asyncq_queue, process_in=timedelta(seconds=100))
-    assert await abroker.forward(asyncq_queue, "scheduled", 100) == (
+    assert await abroker.maintenance.forward(asyncq_queue, "scheduled", 100) == (
         0, -(-(clock.now_ms() + 10_000) // 1000) * 1000)
     clock.advance(11)
-    moved, due = await abroker.forward(asyncq_queue, "scheduled", 100)
+    moved, due = await abroker.maintenance.forward(asyncq_queue, "scheduled", 100)
     assert (moved, due) == (2, -(-(clock.now_ms() + 89_000) // 1000) * 1000)
     qk = K.queue_keys(asyncq_queue)
     h = await hash_of(redis_client, asyncq_queue, a.id)

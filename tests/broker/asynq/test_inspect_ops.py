@@ -94,7 +94,7 @@ async def test_queue_info_reads_what_gos_inspector_reads(
     [again] = await abroker.inspect.queue_infos([q], clock.now_ms(), memory=False)
     assert again.memory_usage == 0 and again.pending == 2
     assert await abroker.inspect.groups(q) == [("ga", 1), ("gb", 2)]
-    assert await abroker.list_groups(q) == ["ga", "gb"]
+    assert await abroker.aggregation.list_groups(q) == ["ga", "gb"]
     assert await abroker.inspect.queue_names() == sorted(
         m.decode() for m in await redis_client.smembers(K.QUEUES))
     assert await abroker.inspect.queue_exists(q) and not await abroker.inspect.queue_exists("no")
@@ -279,7 +279,7 @@ async def test_remove_queue_and_register_it_again(abroker: AsynqBroker, aclient:
     q = asyncq_queue
     qk = K.queue_keys(q)
     info = await aclient.enqueue("t", queue=q)
-    await abroker.record_minute(q)
+    await abroker.maintenance.record_minute(q)
     day = K.day_string(clock.now_ms())
     await redis_client.set(qk.processed_day(day), 3)
     ops = abroker.inspect  # (what its calls return: conformance/test_conf_inspect.py)
@@ -340,11 +340,11 @@ async def test_servers_are_read_from_asynqs_protobuf_records(
     dead = K.server_key(host, 1, "uuid-dead")
     await redis_client.zadd(K.SERVERS, {dead: now // 1000 - 5})
     try:
-        docs = await abroker.inspect.servers(now)
-        assert len([d for d in docs if b"uuid-live" in d[0]]) == 1
+        records = await abroker.inspect.servers(now)
+        assert len([r for r in records if r.server_id == "uuid-live"]) == 1
         assert await redis_client.zscore(K.SERVERS, dead) is None  # pruned, as Go does
         from asyncq._broker import server_info
-        [srv] = [server_info(d, w) for d, w in docs if b"uuid-live" in d]
+        [srv] = [server_info(r) for r in records if r.server_id == "uuid-live"]
         assert (srv.id, srv.host, srv.pid, srv.concurrency, dict(srv.queues),
                 srv.strict_priority, srv.status) == (
             sid, host, pid, 10, {"default": 3, "low": 1}, True, "active")

@@ -49,12 +49,13 @@ async def test_a_go_run_is_listed_only_once_its_lease_ended_30s_ago(
     await go_leased(redis_client, asyncq_queue, "dead", now_s - 31)
     await go_leased(redis_client, asyncq_queue, "late", now_s - 10)  # heartbeat late: not dead
     await go_leased(redis_client, asyncq_queue, "live", now_s + 30)
-    listed = await abroker.list_lease_expired(asyncq_queue, cutoff(clock), 100)
+    listed = await abroker.maintenance.list_lease_expired(asyncq_queue, cutoff(clock), 100)
     assert [t.id for t in listed] == ["dead"]
     m = listed[0].msg
     assert (m.type, m.max_retry, listed[0].payload) == ("go:t", 25, b"go")
     # even a caller asking for every lease up to now is held to Go's allowance for Go runs
-    listed = await abroker.list_lease_expired(asyncq_queue, clock.now_ms() + 3_600_000, 100)
+    listed = await abroker.maintenance.list_lease_expired(asyncq_queue,
+                                                          clock.now_ms() + 3_600_000, 100)
     assert [t.id for t in listed] == ["dead"]
 
 
@@ -68,7 +69,7 @@ async def test_an_asyncq_run_is_listed_by_the_asyncq_cutoff(
     # renewed meanwhile: recovering it fails, nothing written
     await abroker.extend_leases(asyncq_queue, [task.id], OWNER, 30_000)
     lost = Outcome("retry", asyncq_queue, task.id, retry_at_ms=clock.now_ms(), error="e")
-    await abroker.recover(lost, cutoff(clock))
+    await abroker.maintenance.recover(lost, cutoff(clock))
     assert await redis_client.hget(K.queue_keys(asyncq_queue).task(task.id), "state") == b"active"
 
 
@@ -80,7 +81,7 @@ async def test_a_go_run_recovered_as_gos_recoverer_retries_it(
     retry_at = clock.now_ms() + 20_500
     outcome = Outcome("retry", asyncq_queue, "dead", retry_at_ms=retry_at,
                       error="LeaseExpiredError: task lease expired")
-    assert await abroker.recover(outcome, cutoff(clock)) is True
+    assert await abroker.maintenance.recover(outcome, cutoff(clock)) is True
     assert await redis_client.lrange(qk.active, 0, -1) == []
     assert await redis_client.zscore(qk.lease, "dead") is None
     assert await redis_client.zscore(qk.retry, "dead") == -(-retry_at // 1000)
@@ -91,7 +92,7 @@ async def test_a_go_run_recovered_as_gos_recoverer_retries_it(
     day = K.day_string(clock.now_ms())
     for key in (qk.processed, qk.failed, qk.processed_day(day), qk.failed_day(day)):
         assert await redis_client.get(key) == b"1"
-    assert await abroker.recover(outcome, cutoff(clock)) is False  # once only
+    assert await abroker.maintenance.recover(outcome, cutoff(clock)) is False  # once only
 
 
 async def test_a_go_run_out_of_retries_is_archived_and_a_late_one_is_not_taken(
@@ -100,16 +101,16 @@ async def test_a_go_run_out_of_retries_is_archived_and_a_late_one_is_not_taken(
     qk = K.queue_keys(asyncq_queue)
     await go_leased(redis_client, asyncq_queue, "spent", now_s - 60, retry=3, retried=3)
     await go_leased(redis_client, asyncq_queue, "late", now_s - 10)
-    assert await abroker.recover(Outcome("archive", asyncq_queue, "spent", error="gone"),
-                                 cutoff(clock)) is True
+    assert await abroker.maintenance.recover(
+        Outcome("archive", asyncq_queue, "spent", error="gone"), cutoff(clock)) is True
     assert await redis_client.zscore(qk.archived, "spent") == now_s
     m = await go_msg(redis_client, asyncq_queue, "spent")
     assert (m.retried, m.error_msg) == (3, "gone")
     late = Outcome("archive", asyncq_queue, "late", error="x")
-    assert await abroker.recover(late, clock.now_ms()) is False
+    assert await abroker.maintenance.recover(late, clock.now_ms()) is False
     assert await redis_client.hget(qk.task("late"), "state") == b"active"
     with pytest.raises(ValueError, match="retried or archived"):
-        await abroker.recover(Outcome("done", asyncq_queue, "late"), clock.now_ms())
+        await abroker.maintenance.recover(Outcome("done", asyncq_queue, "late"), clock.now_ms())
 
 
 async def test_stale_lease_entries_are_dropped(abroker: AsynqBroker, redis_client: Redis,
@@ -118,7 +119,7 @@ async def test_stale_lease_entries_are_dropped(abroker: AsynqBroker, redis_clien
     now_s = clock.now_ms() // 1000
     await redis_client.zadd(qk.lease, {"ghost": now_s - 60, "young-ghost": now_s - 5})
     await redis_client.lpush(qk.active, "ghost")
-    assert await abroker.list_lease_expired(asyncq_queue, cutoff(clock), 100) == []
+    assert await abroker.maintenance.list_lease_expired(asyncq_queue, cutoff(clock), 100) == []
     assert await redis_client.zrange(qk.lease, 0, -1) == [b"young-ghost"]
     assert await redis_client.llen(qk.active) == 0
 
@@ -133,7 +134,7 @@ async def test_listing_looks_past_runs_it_may_not_take(
     clock.advance(40)
     for i in range(5):
         await go_leased(redis_client, asyncq_queue, f"late{i}", start_s + 20)
-    listed = await abroker.list_lease_expired(asyncq_queue, cutoff(clock), 2)
+    listed = await abroker.maintenance.list_lease_expired(asyncq_queue, cutoff(clock), 2)
     assert len(listed) == 1 and not listed[0].id.startswith("late")
 
 
@@ -142,20 +143,20 @@ async def test_orphans_get_a_lease_recovered_by_gos_rule(
     qk = K.queue_keys(asyncq_queue)
     await go_leased(redis_client, asyncq_queue, "orphan", 0)
     await redis_client.zrem(qk.lease, "orphan")
-    assert await abroker.reclaim_orphans(asyncq_queue, 100) == 1
+    assert await abroker.maintenance.reclaim_orphans(asyncq_queue, 100) == 1
     assert await redis_client.zscore(qk.lease, "orphan") == clock.now_ms() // 1000
-    assert await abroker.reclaim_orphans(asyncq_queue, 100) == 0
+    assert await abroker.maintenance.reclaim_orphans(asyncq_queue, 100) == 0
     clock.advance(29)
-    assert await abroker.list_lease_expired(asyncq_queue, cutoff(clock), 100) == []
+    assert await abroker.maintenance.list_lease_expired(asyncq_queue, cutoff(clock), 100) == []
     clock.advance(1)
-    assert [t.id for t in await abroker.list_lease_expired(asyncq_queue, cutoff(clock), 100)
-            ] == ["orphan"]
+    expired = await abroker.maintenance.list_lease_expired(asyncq_queue, cutoff(clock), 100)
+    assert [t.id for t in expired] == ["orphan"]
 
 
 async def test_no_orphan_scan_in_this_layout(abroker: AsynqBroker, asyncq_queue: str) -> None:
     """asynq has no repair of task records found in no list: a whole pass, nothing done."""
-    assert await abroker.scan_task_keys(0, 100) == (0, [])
-    assert await abroker.repair_tasks(asyncq_queue, ["a", "b"], 10) == ["", ""]
+    assert await abroker.maintenance.scan_task_keys(0, 100) == (0, [])
+    assert await abroker.maintenance.repair_tasks(asyncq_queue, ["a", "b"], 10) == ["", ""]
 
 
 async def test_expired_completed_tasks_are_deleted_in_batches(
@@ -166,9 +167,9 @@ async def test_expired_completed_tasks_are_deleted_in_batches(
         await redis_client.hset(qk.task(f"c{i}"), mapping={"msg": b"", "state": "completed"})
     await redis_client.zadd(qk.completed, {"c0": now_s - 9, "c1": now_s - 1, "c2": now_s,
                                            "c3": now_s + 1, "c4": now_s + 100})
-    assert await abroker.delete_expired_completed(asyncq_queue, 2) == 2
-    assert await abroker.delete_expired_completed(asyncq_queue, 2) == 1
-    assert await abroker.delete_expired_completed(asyncq_queue, 2) == 0
+    assert await abroker.maintenance.delete_expired_completed(asyncq_queue, 2) == 2
+    assert await abroker.maintenance.delete_expired_completed(asyncq_queue, 2) == 1
+    assert await abroker.maintenance.delete_expired_completed(asyncq_queue, 2) == 0
     assert await redis_client.zrange(qk.completed, 0, -1) == [b"c3", b"c4"]
     assert [await redis_client.exists(qk.task(f"c{i}")) for i in range(5)] == [0, 0, 0, 1, 1]
 
@@ -181,9 +182,9 @@ async def test_a_kept_task_completed_by_asyncq_expires_with_its_retention(
     assert await abroker.finish([Outcome("complete", asyncq_queue, task.id,
                                          retention_ms=10_000)], OWNER) == [True]
     clock.advance(9)
-    assert await abroker.delete_expired_completed(asyncq_queue, 100) == 0
+    assert await abroker.maintenance.delete_expired_completed(asyncq_queue, 100) == 0
     clock.advance(1)
-    assert await abroker.delete_expired_completed(asyncq_queue, 100) == 1
+    assert await abroker.maintenance.delete_expired_completed(asyncq_queue, 100) == 1
     assert not await redis_client.exists(K.queue_keys(asyncq_queue).task(task.id))
 
 
@@ -209,22 +210,22 @@ async def test_a_group_is_staged_as_gos_aggregation_check_does(
     await go_grouped(redis_client, asyncq_queue, "g1", "grp", now_s - 50)
     await go_grouped(redis_client, asyncq_queue, "g2", "grp", now_s - 30)
     mine = await aclient.enqueue("t", b"mine", queue=asyncq_queue, group="grp")
-    assert await abroker.list_groups(asyncq_queue) == ["grp"]
+    assert await abroker.aggregation.list_groups(asyncq_queue) == ["grp"]
     deadline = clock.now_ms() + 120_000
     # newest task 0 s old, grace 60 s, no max delay/size: not ready
-    assert await abroker.aggregation_check(asyncq_queue, "grp", "s1", 60_000, 0, 0,
+    assert await abroker.aggregation.check(asyncq_queue, "grp", "s1", 60_000, 0, 0,
                                            deadline) == 0
     # oldest waited 50 s >= max delay 45.9 s (whole seconds, as Go passes them: 45)
-    assert await abroker.aggregation_check(asyncq_queue, "grp", "s1", 60_000, 45_900, 0,
+    assert await abroker.aggregation.check(asyncq_queue, "grp", "s1", 60_000, 45_900, 0,
                                            deadline) == 3
     set_key = qk.aggregation_set("grp", "s1")
     assert await redis_client.zscore(qk.aggregation_sets, set_key) == deadline // 1000
     assert await redis_client.smembers(qk.groups) == set()
-    tasks = await abroker.read_aggregation_set(asyncq_queue, "grp", "s1")
+    tasks = await abroker.aggregation.read_set(asyncq_queue, "grp", "s1")
     assert [t.id for t in tasks] == ["g1", "g2", mine.id]
     assert [t.payload for t in tasks] == [b"g1", b"g2", b"mine"]
     assert tasks[0].msg.group == "grp"
-    assert await abroker.delete_aggregation_set(asyncq_queue, "grp", "s1") == 3
+    assert await abroker.aggregation.delete_set(asyncq_queue, "grp", "s1") == 3
     assert not await redis_client.exists(set_key, qk.task("g1"), qk.task(mine.id))
     assert await redis_client.zscore(qk.aggregation_sets, set_key) is None
 
@@ -235,11 +236,11 @@ async def test_max_size_takes_the_oldest_and_a_failed_set_goes_back(
     now_s = clock.now_ms() // 1000
     for i in range(3):
         await go_grouped(redis_client, asyncq_queue, f"g{i}", "grp", now_s - 3 + i)
-    assert await abroker.aggregation_check(asyncq_queue, "grp", "s1", 60_000, 0, 2,
+    assert await abroker.aggregation.check(asyncq_queue, "grp", "s1", 60_000, 0, 2,
                                            clock.now_ms() + 120_000) == 2
     assert await redis_client.zrange(qk.aggregation_set("grp", "s1"), 0, -1) == [b"g0", b"g1"]
     assert await redis_client.smembers(qk.groups) == {b"grp"}  # g2 is still in the group
-    assert await abroker.return_aggregation_set(asyncq_queue, "grp", "s1") == 2
+    assert await abroker.aggregation.return_set(asyncq_queue, "grp", "s1") == 2
     assert await redis_client.zrange(qk.group("grp"), 0, -1, withscores=True) == [
         (b"g0", now_s - 3), (b"g1", now_s - 2), (b"g2", now_s - 1)]
 
@@ -250,11 +251,11 @@ async def test_a_stale_set_returns_to_its_group(abroker: AsynqBroker, redis_clie
     qk = K.queue_keys(asyncq_queue)
     now_s = clock.now_ms() // 1000
     await go_grouped(redis_client, asyncq_queue, "g0", "a:b", now_s - 100)
-    assert await abroker.aggregation_check(asyncq_queue, "a:b", "s1", 1000, 0, 0,
+    assert await abroker.aggregation.check(asyncq_queue, "a:b", "s1", 1000, 0, 0,
                                            clock.now_ms() + 120_000) == 1
-    assert await abroker.reclaim_stale_aggregation_sets(asyncq_queue) == 0
+    assert await abroker.aggregation.reclaim_stale_sets(asyncq_queue) == 0
     clock.advance(120)
-    assert await abroker.reclaim_stale_aggregation_sets(asyncq_queue) == 1
+    assert await abroker.aggregation.reclaim_stale_sets(asyncq_queue) == 1
     assert await redis_client.zrange(qk.group("a:b"), 0, -1) == [b"g0"]
     assert await redis_client.smembers(qk.groups) == {b"a:b"}
     assert not await redis_client.exists(qk.aggregation_set("a:b", "s1"))

@@ -14,11 +14,19 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 
 from asyncq import Client, FakeClock
-from asyncq._broker import CANCEL_MISSING, CANCEL_REMOVED, CANCEL_RUNNING, server_info
+from asyncq._broker import (
+    CANCEL_MISSING,
+    CANCEL_REMOVED,
+    CANCEL_RUNNING,
+    RunningTaskRecord,
+    WorkerRecord,
+    server_info,
+)
 from asyncq._broker._asynq import _codec
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._asynq._schema import ServerInfoPB, WorkerInfoPB
+from asyncq._broker._records import decode_server
 
 OWNER = "srv-r"
 HOST, PID = "box-1", 4242
@@ -32,9 +40,13 @@ def info_doc(clock: FakeClock, **extra: Any) -> dict[str, Any]:
             "failed": 2, **extra}
 
 
-def run_doc(task_id: str, queue: str, started: int, deadline: int = 0) -> bytes:
-    return orjson.dumps({"task_id": task_id, "type": "t", "queue": queue,
-                         "started_at": started, "deadline": deadline, "payload_size": 4})
+def running(task_id: str, queue: str, started: int, deadline: int = 0) -> RunningTaskRecord:
+    return RunningTaskRecord(task_id, "t", queue, started, deadline, payload_size=4)
+
+
+def state(doc: dict[str, Any], *runs: RunningTaskRecord) -> WorkerRecord:
+    """The record of a worker whose state document (asyncq's JSON) is ``doc``."""
+    return decode_server(orjson.dumps(doc), running=runs)
 
 
 async def go_servers(redis: Redis, now_s: int) -> list[Any]:
@@ -56,9 +68,8 @@ async def test_server_state_is_what_gos_heartbeater_writes(
     [raw], _ = await abroker.dequeue(asyncq_queue, 1, OWNER, 30_000, 1000)
     started = clock.now_ms()
     doc = info_doc(clock)
-    await abroker.write_server_state(
-        OWNER, orjson.dumps(doc), {task.id: run_doc(task.id, asyncq_queue, started,
-                                                    started + 60_500)}, 11_000)
+    await abroker.workers.write(
+        state(doc, running(task.id, asyncq_queue, started, started + 60_500)), 11_000)
     now_s = clock.now_ms() // 1000
     skey, wkey = K.server_key(HOST, PID, OWNER), K.workers_key(HOST, PID, OWNER)
     assert skey == f"asynq:servers:{{{HOST}:{PID}:{OWNER}}}"
@@ -90,15 +101,13 @@ async def test_status_and_an_unlimited_run_as_go_words_them(
     """A worker draining for shutdown is "closed" (a Go server shutting down); a run without
     a time limit has no deadline; a task whose record is gone shows no payload."""
     doc = info_doc(clock, status="stopping")
-    await abroker.write_server_state(OWNER, orjson.dumps(doc),
-                                     {"gone": run_doc("gone", asyncq_queue, 5)}, 10_000)
+    await abroker.workers.write(state(doc, running("gone", asyncq_queue, 5)), 10_000)
     now_s = clock.now_ms() // 1000
     [server] = await go_servers(redis_client, now_s)
     assert server.status == "closed"
     [worker] = await go_workers(redis_client, now_s)
     assert not worker.HasField("deadline") and worker.task_payload == b""
-    await abroker.write_server_state(OWNER, orjson.dumps(info_doc(clock, status="stopped")),
-                                     {}, 10_000)
+    await abroker.workers.write(state(info_doc(clock, status="stopped")), 10_000)
     [server] = await go_servers(redis_client, now_s)
     assert (server.status, server.active_worker_count) == ("stopped", 0)
     assert await go_workers(redis_client, now_s) == []
@@ -106,11 +115,11 @@ async def test_status_and_an_unlimited_run_as_go_words_them(
 
 async def test_an_expired_server_is_not_listed_and_clear_removes_it(
         abroker: AsynqBroker, redis_client: Redis, clock: FakeClock) -> None:
-    await abroker.write_server_state(OWNER, orjson.dumps(info_doc(clock)), {}, 10_000)
+    await abroker.workers.write(state(info_doc(clock)), 10_000)
     now_s = clock.now_ms() // 1000
     assert len(await go_servers(redis_client, now_s + 10)) == 1
     assert await go_servers(redis_client, now_s + 11) == []  # Go's listing: score >= now
-    await abroker.clear_server_state(OWNER)
+    await abroker.workers.clear(OWNER)
     for key in (K.server_key(HOST, PID, OWNER), K.workers_key(HOST, PID, OWNER),
                 K.server_doc_key(HOST, PID, OWNER)):
         assert not await redis_client.exists(key)
@@ -125,8 +134,7 @@ async def test_servers_read_back_as_asyncqs_documents(
     task = await aclient.enqueue("t", b"abcd", queue=asyncq_queue)
     await abroker.dequeue(asyncq_queue, 1, OWNER, 30_000, 1000)
     doc = info_doc(clock)
-    await abroker.write_server_state(
-        OWNER, orjson.dumps(doc), {task.id: run_doc(task.id, asyncq_queue, 1000, 0)}, 10_000)
+    await abroker.workers.write(state(doc, running(task.id, asyncq_queue, 1000, 0)), 10_000)
     go: Any = ServerInfoPB(host="gohost", pid=7, server_id="go-uuid", concurrency=10,
                            status="active", active_worker_count=1)
     go.queues["default"] = 1
@@ -139,8 +147,7 @@ async def test_servers_read_back_as_asyncqs_documents(
     await redis_client.hset(K.workers_key("gohost", 7, "go-uuid"), "g1", gw.SerializeToString())
     await redis_client.zadd(K.SERVERS, {go_key: clock.now_ms() // 1000 + 10})
     try:
-        found = {s.id: s for s in (server_info(d, w) for d, w in
-                                   await abroker.servers.read(clock.now_ms()))}
+        found = {s.id: s for s in map(server_info, await abroker.workers.read(clock.now_ms()))}
     finally:
         await redis_client.delete(go_key, K.workers_key("gohost", 7, "go-uuid"))
         await redis_client.zrem(K.SERVERS, go_key)

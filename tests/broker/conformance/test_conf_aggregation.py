@@ -34,9 +34,9 @@ async def test_aggregation_check_takes_the_whole_group_at_max_size(
 ) -> None:
     members = await add_group_tasks(client, clock, asyncq_queue, "g", 5)
     deadline = clock.now_ms() + 120_000
-    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 5,
+    assert await broker.aggregation.check(asyncq_queue, "g", "s1", 60_000, 0, 5,
                                           deadline) == 5
-    raws = await broker.read_aggregation_set(asyncq_queue, "g", "s1")
+    raws = await broker.aggregation.read_set(asyncq_queue, "g", "s1")
     assert [r.id for r in raws] == list(members)
     assert [r.payload for r in raws] == [f"g{i}".encode() for i in range(5)]
 
@@ -45,7 +45,7 @@ async def test_aggregation_check_takes_the_oldest_when_over_max_size(
     broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str
 ) -> None:
     await add_group_tasks(client, clock, asyncq_queue, "g", 5)
-    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 60_000, 0, 3,
+    assert await broker.aggregation.check(asyncq_queue, "g", "s1", 60_000, 0, 3,
                                           clock.now_ms() + 120_000) == 3
 
 
@@ -57,7 +57,7 @@ async def test_aggregation_check_grace_and_max_delay(
 ) -> None:
     await add_group_tasks(client, clock, asyncq_queue, "g", 3, step=10)
     clock.advance(advance)
-    got = await broker.aggregation_check(asyncq_queue, "g", "s1", grace_ms, max_delay_ms,
+    got = await broker.aggregation.check(asyncq_queue, "g", "s1", grace_ms, max_delay_ms,
                                          max_size, clock.now_ms() + 120_000)
     assert got == taken
 
@@ -66,25 +66,25 @@ async def test_delete_aggregation_set(
     broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str
 ) -> None:
     await add_group_tasks(client, clock, asyncq_queue, "g", 2, unique=600)
-    assert await broker.aggregation_check(asyncq_queue, "g", "s1", 0, 0, 0,
+    assert await broker.aggregation.check(asyncq_queue, "g", "s1", 0, 0, 0,
                                           clock.now_ms() + 1) == 2
     await add_group_tasks(client, clock, asyncq_queue, "g", 1)
-    assert await broker.aggregation_check(asyncq_queue, "g", "s2", 0, 0, 0,
+    assert await broker.aggregation.check(asyncq_queue, "g", "s2", 0, 0, 0,
                                           clock.now_ms() + 1) == 1
 
-    assert await broker.delete_aggregation_set(asyncq_queue, "g", "s1") == 2
+    assert await broker.aggregation.delete_set(asyncq_queue, "g", "s1") == 2
 
 
 async def test_reclaim_stale_aggregation_sets(
     broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str
 ) -> None:
     await add_group_tasks(client, clock, asyncq_queue, "g:x", 2)  # ':' in the name
-    assert await broker.aggregation_check(asyncq_queue, "g:x", "s1", 0, 0, 0,
+    assert await broker.aggregation.check(asyncq_queue, "g:x", "s1", 0, 0, 0,
                                           clock.now_ms() + 60_000) == 2
     await add_group_tasks(client, clock, asyncq_queue, "h", 1)
-    assert await broker.aggregation_check(asyncq_queue, "h", "s2", 0, 0, 0,
+    assert await broker.aggregation.check(asyncq_queue, "h", "s2", 0, 0, 0,
                                           clock.now_ms() + 600_000) == 1
 
-    assert await broker.reclaim_stale_aggregation_sets(asyncq_queue) == 0
+    assert await broker.aggregation.reclaim_stale_sets(asyncq_queue) == 0
     clock.advance(60)
-    assert await broker.reclaim_stale_aggregation_sets(asyncq_queue) == 1
+    assert await broker.aggregation.reclaim_stale_sets(asyncq_queue) == 1

@@ -52,7 +52,7 @@ async def test_every_transition_is_told_while_somebody_listens(
         assert (retry.state, retry.last_error, retry.retried) == (TaskState.RETRY, "boom", 1)
         assert (done.state, done.result_json(), done.result_kept) == (
             TaskState.COMPLETED, "r", True)
-        assert await broker.forward(q, "retry", 10) == (1, -1)
+        assert await broker.maintenance.forward(q, "retry", 10) == (1, -1)
         assert moves(await take(events, 1)) == [(unheard.id, "retry", "pending")]
         [raw], _ = await broker.dequeue(q, 1, OWNER, LEASE_MS, 1000)
         await take(events, 1)

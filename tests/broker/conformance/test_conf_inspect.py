@@ -44,8 +44,8 @@ async def drive_inspection(broker: Broker, client: Client, q: str) -> None:
     assert await ins.archive_all(q, "pending") == 2
     assert await ins.run_all(q, "archived") == 3
     assert await ins.delete_all(q, "pending") == 3
-    assert await broker.record_minute(q)
-    assert (await broker.backlog(q, 0)).groups == 1
+    assert await broker.maintenance.record_minute(q)
+    assert (await broker.maintenance.backlog(q, 0)).groups == 1
     assert await broker.inspect.recover_task(
         Outcome("retry", q, ids[0], retry_at_ms=0, error="gone"), OWNER, "")
     await ins.delete_all(q, "retry")
@@ -65,12 +65,12 @@ async def test_backlog_and_minute_samples(broker: Broker, client: Client,
     await client.enqueue("t", queue=q, process_in=timedelta(seconds=30))
     await client.enqueue("t", queue=q, process_in=timedelta(hours=1))
     await client.enqueue("t", queue=q, group="g")
-    b = await broker.backlog(q, clock.now_ms() + 60_000)
+    b = await broker.maintenance.backlog(q, clock.now_ms() + 60_000)
     assert (b.pending, b.due, b.groups, b.paused) == (1, 1, 1, False)
-    assert await broker.record_minute(q) is True
-    assert await broker.record_minute(q) is False  # one sample per minute
+    assert await broker.maintenance.record_minute(q) is True
+    assert await broker.maintenance.record_minute(q) is False  # one sample per minute
     clock.advance(60)
-    assert await broker.record_minute(q) is True
+    assert await broker.maintenance.record_minute(q) is True
     samples = await broker.inspect.minute_samples(q)
     minute = clock.now_ms() // 60_000
     assert samples == [(minute, 0, 0, 3), (minute - 1, 0, 0, 3)]
@@ -80,7 +80,7 @@ async def test_remove_queue_and_register_it_again(broker: Broker, client: Client
                                                   clock: FakeClock, asyncq_queue: str) -> None:
     q = asyncq_queue
     info = await client.enqueue("t", queue=q)
-    await broker.record_minute(q)
+    await broker.maintenance.record_minute(q)
     day = time.strftime("%Y-%m-%d", time.gmtime(clock.now_ms() // 1000))
     ops = broker.inspect
     assert await ops.remove_queue(q, "check", [day]) == (-2, 0, 1)

@@ -78,8 +78,8 @@ async def test_a_write_without_the_lease_is_refused_and_changes_nothing(
     assert not await broker.set_progress(q, task_id, "", report(0.9, "nobody's"))
     # Its lease lapsed and the recoverer gave it to a retry: the old run may not write.
     clock.advance(LEASE_MS / 1000 + 1)
-    assert await broker.recover(Outcome("retry", q, task_id, retry_at_ms=clock.now_ms(),
-                                        error="lease expired"), clock.now_ms())
+    assert await broker.maintenance.recover(Outcome("retry", q, task_id, retry_at_ms=clock.now_ms(),
+                                                    error="lease expired"), clock.now_ms())
     assert not await broker.set_progress(q, task_id, OWNER, report(0.95, "too late"))
     async with Inspector(broker) as inspector:
         info = await inspector.task_info(q, task_id)
@@ -98,7 +98,7 @@ async def test_a_new_run_hides_the_previous_runs_report_until_it_reports(
                                          error="boom"))
     async with Inspector(broker) as inspector:
         assert (await inspector.task_info(q, task_id)).progress == 0.6  # the failed run's
-        assert (await broker.forward(q, "retry", 10))[0] == 1
+        assert (await broker.maintenance.forward(q, "retry", 10))[0] == 1
         clock.advance(1)
         raws, _ = await broker.dequeue(q, 1, OTHER, LEASE_MS, WAITER_TTL_MS)
         assert [r.id for r in raws] == [task_id]

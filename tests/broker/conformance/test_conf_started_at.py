@@ -38,7 +38,7 @@ async def test_a_dequeue_stamps_each_run_with_the_workers_clock(
         [waiting] = await inspector.list_tasks(asyncq_queue, "retry")
         assert waiting.started_at == ms_to_datetime(first)
         clock.advance(2)  # (a layout may keep the due time in whole seconds, rounded up)
-        assert await broker.forward(asyncq_queue, "retry", 10) == (1, -1)
+        assert await broker.maintenance.forward(asyncq_queue, "retry", 10) == (1, -1)
         second = clock.now_ms()
         raws, _ = await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
         assert [r.id for r in raws] == [task_id]

@@ -145,11 +145,11 @@ async def test_delete_expired_completed(
     for task_id, retention in zip(ids, retentions, strict=True):
         assert await finish1(broker, Outcome("complete", asyncq_queue, task_id,
                                              retention_ms=retention))
-    assert await broker.delete_expired_completed(asyncq_queue, 100) == 0
+    assert await broker.maintenance.delete_expired_completed(asyncq_queue, 100) == 0
     clock.advance(10)  # expiry == now counts as expired
-    assert await broker.delete_expired_completed(asyncq_queue, 2) == 2
-    assert await broker.delete_expired_completed(asyncq_queue, 2) == 1
-    assert await broker.delete_expired_completed(asyncq_queue, 2) == 0
+    assert await broker.maintenance.delete_expired_completed(asyncq_queue, 2) == 2
+    assert await broker.maintenance.delete_expired_completed(asyncq_queue, 2) == 1
+    assert await broker.maintenance.delete_expired_completed(asyncq_queue, 2) == 0
 
 
 async def test_write_result(broker: Broker, client: Client, asyncq_queue: str) -> None:
@@ -170,13 +170,14 @@ async def test_recover_retries_or_archives_an_expired_task(
     a, b = await lease(broker, client, asyncq_queue, 2)
     clock.advance(LEASE_MS / 1000 + 60)
     cutoff = clock.now_ms() - 30_000
-    expired = await broker.list_lease_expired(asyncq_queue, cutoff, 100)
+    expired = await broker.maintenance.list_lease_expired(asyncq_queue, cutoff, 100)
     assert {r.id for r in expired} == {a, b}
     # Recovery works whoever owned the task.
-    assert await broker.recover(Outcome("retry", asyncq_queue, a, retry_at_ms=clock.now_ms(),
-                                        error="lease expired"), cutoff) is True
-    assert await broker.recover(Outcome("archive", asyncq_queue, b, error="lease expired"),
-                                cutoff) is True
+    assert await broker.maintenance.recover(
+        Outcome("retry", asyncq_queue, a, retry_at_ms=clock.now_ms(), error="lease expired"),
+        cutoff) is True
+    assert await broker.maintenance.recover(
+        Outcome("archive", asyncq_queue, b, error="lease expired"), cutoff) is True
 
 
 async def test_recover_does_not_steal_a_renewed_lease(
@@ -185,12 +186,12 @@ async def test_recover_does_not_steal_a_renewed_lease(
     [task_id] = await lease(broker, client, asyncq_queue)
     clock.advance(LEASE_MS / 1000 + 60)
     cutoff = clock.now_ms() - 30_000
-    [raw] = await broker.list_lease_expired(asyncq_queue, cutoff, 100)
+    [raw] = await broker.maintenance.list_lease_expired(asyncq_queue, cutoff, 100)
     # The worker renews its lease between the listing and the recovery.
     assert await broker.extend_leases(asyncq_queue, [raw.id], OWNER, LEASE_MS) == [True]
     for outcome in (Outcome("retry", asyncq_queue, task_id, retry_at_ms=1, error="x"),
                     Outcome("archive", asyncq_queue, task_id, error="x")):
-        assert await broker.recover(outcome, cutoff) is False
+        assert await broker.maintenance.recover(outcome, cutoff) is False
 
 
 async def test_extend_leases(broker: Broker, client: Client, clock: FakeClock,
@@ -210,16 +211,16 @@ async def test_extend_lease_of_a_recovered_task_is_lost(
 ) -> None:
     [task_id] = await lease(broker, client, asyncq_queue)
     clock.advance(LEASE_MS / 1000 + 60)
-    assert await broker.recover(Outcome("retry", asyncq_queue, task_id, retry_at_ms=1,
-                                        error="x"), clock.now_ms()) is True
+    assert await broker.maintenance.recover(Outcome("retry", asyncq_queue, task_id, retry_at_ms=1,
+                                                    error="x"), clock.now_ms()) is True
     assert await broker.extend_leases(asyncq_queue, [task_id], OWNER, LEASE_MS) == [False]
 
 
 async def test_list_groups(broker: Broker, client: Client, asyncq_queue: str) -> None:
-    assert await broker.list_groups(asyncq_queue) == []
+    assert await broker.aggregation.list_groups(asyncq_queue) == []
     for group in ("b", "a", "c", "a"):
         await client.enqueue("t", queue=asyncq_queue, group=group)
-    assert await broker.list_groups(asyncq_queue) == ["a", "b", "c"]
+    assert await broker.aggregation.list_groups(asyncq_queue) == ["a", "b", "c"]
 
 
 async def test_done(broker: Broker, client: Client, asyncq_queue: str) -> None:
@@ -238,7 +239,7 @@ async def test_retry(broker: Broker, client: Client, clock: FakeClock,
                                          retry_at_ms=now + 60_000, error="boom")) is True
     # It comes back with the retry count it has, and a second failure counts again.
     clock.advance(61)  # (a layout may keep the due time in whole seconds, rounded up)
-    assert await broker.forward(asyncq_queue, "retry", 100) == (1, -1)
+    assert await broker.maintenance.forward(asyncq_queue, "retry", 100) == (1, -1)
     raws, _ = await broker.dequeue(asyncq_queue, 1, OWNER, LEASE_MS, WAITER_TTL_MS)
     assert [(r.id, r.retried) for r in raws] == [(task_id, 1)]
     assert await finish1(broker, Outcome("retry", asyncq_queue, task_id,
@@ -264,7 +265,7 @@ async def test_finish_many_outcomes_in_one_call(broker: Broker, client: Client,
 
 
 async def test_forward_of_nothing_due(broker: Broker, asyncq_queue: str) -> None:
-    assert await broker.forward(asyncq_queue, "scheduled", 100) == (0, -1)
+    assert await broker.maintenance.forward(asyncq_queue, "scheduled", 100) == (0, -1)
 
 
 async def test_forward_sends_grouped_tasks_to_their_group(
@@ -273,8 +274,8 @@ async def test_forward_sends_grouped_tasks_to_their_group(
     await enqueue(client, asyncq_queue, process_in=10, group="batch")
     await enqueue(client, asyncq_queue, process_in=10)
     clock.advance(15)
-    assert await broker.forward(asyncq_queue, "scheduled", 100) == (2, -1)
-    assert await broker.list_groups(asyncq_queue) == ["batch"]
+    assert await broker.maintenance.forward(asyncq_queue, "scheduled", 100) == (2, -1)
+    assert await broker.aggregation.list_groups(asyncq_queue) == ["batch"]
 
 
 async def test_enqueue_many_mixes_shapes(client: Client, broker: Broker,
@@ -324,11 +325,11 @@ async def test_a_run_is_listed_by_the_cutoff(broker: Broker, client: Client, clo
     task = await client.enqueue("t", queue=asyncq_queue)
     await broker.dequeue(asyncq_queue, 1, OWNER, 30_000, 1000)
     clock.advance(34)  # its lease ended 4 s ago: not yet past the 5 s grace
-    assert await broker.list_lease_expired(asyncq_queue, cutoff(clock), 100) == []
+    assert await broker.maintenance.list_lease_expired(asyncq_queue, cutoff(clock), 100) == []
     clock.advance(2)
-    [raw] = await broker.list_lease_expired(asyncq_queue, cutoff(clock), 100)
+    [raw] = await broker.maintenance.list_lease_expired(asyncq_queue, cutoff(clock), 100)
     assert raw.id == task.id and raw.msg.id == task.id
     # renewed meanwhile: recovering it fails, nothing written
     assert await broker.extend_leases(asyncq_queue, [task.id], OWNER, 30_000) == [1]
     lost = Outcome("retry", asyncq_queue, task.id, retry_at_ms=clock.now_ms(), error="e")
-    assert await broker.recover(lost, cutoff(clock)) is False
+    assert await broker.maintenance.recover(lost, cutoff(clock)) is False

@@ -115,7 +115,7 @@ async def test_failed_aggregation_keeps_the_group_tasks(
         assert await task_hash(redis_client, asyncq_queue, task_id) != {}
     # After the set deadline the staged tasks return to their group.
     clock.advance(3 * 60)
-    await worker.broker.reclaim_stale_aggregation_sets(asyncq_queue)
+    await worker.broker.aggregation.reclaim_stale_sets(asyncq_queue)
     assert set(await zmembers(redis_client, K.queue_keys(asyncq_queue).group("g"))) == set(ids)
 
 

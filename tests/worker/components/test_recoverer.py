@@ -136,11 +136,11 @@ async def test_recoverer_leaves_a_lease_renewed_meanwhile(
     await Client(worker.broker, clock=clock).enqueue("t", queue=asyncq_queue)
     [task_id] = await lease_to_dead_worker(worker, asyncq_queue)
     clock.advance(10)
-    [raw] = await worker.broker.list_lease_expired(asyncq_queue, clock.now_ms(), 10)
+    [raw] = await worker.broker.maintenance.list_lease_expired(asyncq_queue, clock.now_ms(), 10)
     await worker.broker.extend_leases(asyncq_queue, [task_id], DEAD_OWNER, 30_000)
     outcome = Outcome("retry", asyncq_queue, task_id, retry_at_ms=clock.now_ms(),
                       error="x")
-    assert not await worker.broker.recover(outcome, clock.now_ms())
+    assert not await worker.broker.maintenance.recover(outcome, clock.now_ms())
     assert (await task_hash(redis_client, asyncq_queue, raw.id))["state"] == b"active"
 
 
