@@ -10,7 +10,7 @@ reads and changes), ``schedules`` (``ScheduleOps``: what schedulers write and to
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
 from typing import Literal, Protocol, TypeGuard, runtime_checkable
 
 from .._errors import DecodeError
@@ -169,6 +169,15 @@ class Broker(Protocol):
 
     async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
         """Withdraw ``owner``'s idle registrations (it stops fetching)."""
+        ...
+
+    def watch_pending(self, queue: str) -> AsyncGenerator[None] | None:
+        """For a layout where tasks may become pending without a wake-up (Go's enqueue in
+        asynq's layout): yield each time ``queue`` holds a pending task (at once if it holds one
+        now), taking nothing, on a connection of its own while iterated; the caller pulls the
+        next item only while idle. It ends when Redis cannot wait so (then the idle poll is all
+        there is), and raises BrokerError when its connection fails. None where every way a
+        task becomes pending already wakes idle workers (asyncq's own layout)."""
         ...
 
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:

@@ -1,0 +1,132 @@
+"""The broker's blocked wait on Go's pending list (``watch_pending``, what an idle worker uses
+to start a Go-enqueued task at once): it wakes as soon as a task is pending, takes nothing and
+leaves the list in its order, so a worker that dies between the wake-up and its dequeue loses
+nothing; asyncq's own layout needs no such wait."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import anyio
+import pytest
+from redis.asyncio import Redis, RedisCluster
+
+from asyncq._broker._asynq import _codec
+from asyncq._broker._asynq import _keys as K
+from asyncq._broker._asynq._broker import AsynqBroker
+from asyncq._broker._connection import make_broker
+from asyncq.testing import wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+async def go_enqueue(redis: Redis | RedisCluster, queue: str) -> str:
+    """What Go's Client.Enqueue writes: the hash (message, state, pending_since), the id
+    LPUSHed on pending (no wake-up of any kind)."""
+    task_id = str(uuid.uuid4())
+    qk = K.queue_keys(queue)
+    msg = _codec.encode(_codec.AsynqTask(type="t", payload=b"{}", id=task_id, queue=queue,
+                                         timeout=1800))
+    await redis.hset(qk.task(task_id), mapping={"msg": msg, "state": "pending",
+                                                "pending_since": time.time_ns()})
+    await redis.lpush(qk.pending, task_id)
+    return task_id
+
+
+async def blocked(redis: Redis) -> int:
+    """How many connections are blocked in a BLMOVE."""
+    lines = (await redis.execute_command("CLIENT", "LIST")).split(b"\n")
+    return sum(b"cmd=blmove" in line for line in lines)
+
+
+async def test_the_wait_wakes_when_go_pushes_and_takes_nothing(
+        abroker: AsynqBroker, redis_client: Redis, asyncq_queue: str) -> None:
+    q = asyncq_queue
+    pending = K.queue_keys(q).pending
+    waits = abroker.watch_pending(q)
+    woke = anyio.Event()
+
+    async def wait() -> None:
+        await waits.__anext__()
+        woke.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait)
+        await wait_until(lambda: blocked(redis_client), timeout=10)
+        assert not woke.is_set()
+        ids = [await go_enqueue(redis_client, q) for _ in range(3)]
+        with anyio.fail_after(10):
+            await woke.wait()
+    # The worker "dies" here, between its wake-up and its dequeue: nothing was taken, the
+    # order is Go's (the oldest at the right, next to be dequeued).
+    await waits.aclose()
+    assert await redis_client.lrange(pending, 0, -1) == [i.encode() for i in reversed(ids)]
+    raws, _ = await abroker.dequeue(q, 10, "w", 30_000, 1000)
+    assert [r.id for r in raws] == ids
+
+
+async def test_the_wait_wakes_at_once_when_tasks_are_pending(
+        abroker: AsynqBroker, redis_client: Redis, asyncq_queue: str) -> None:
+    q = asyncq_queue
+    first = await go_enqueue(redis_client, q)
+    waits = abroker.watch_pending(q)
+    try:
+        for _ in range(3):  # (each pull waits again: a caller pulls only while idle)
+            with anyio.fail_after(10):
+                await waits.__anext__()
+    finally:
+        await waits.aclose()
+    assert await redis_client.lrange(K.queue_keys(q).pending, 0, -1) == [first.encode()]
+
+
+async def test_closing_the_wait_closes_its_connection(
+        abroker: AsynqBroker, redis_client: Redis, asyncq_queue: str) -> None:
+    waits = abroker.watch_pending(asyncq_queue)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(waits.__anext__)
+        await wait_until(lambda: blocked(redis_client), timeout=10)
+        tg.cancel_scope.cancel()
+    await waits.aclose()
+
+    async def gone() -> bool:
+        return not await blocked(redis_client)
+
+    await wait_until(gone, timeout=10)
+
+
+async def test_asyncqs_own_layout_needs_no_wait(asyncq_redis_url: str,
+                                                anyio_backend: object) -> None:
+    broker = make_broker(asyncq_redis_url)
+    try:
+        assert broker.watch_pending("q") is None
+    finally:
+        await broker.close()
+
+
+async def test_the_wait_goes_to_the_master_of_the_queues_slot(cbroker: AsynqBroker,
+                                                              cluster_url: str) -> None:
+    queues = [f"c{i}-{uuid.uuid4().hex[:6]}" for i in range(6)]  # (spread over the masters)
+    # (a wait sent to another master would be refused: MOVED)
+    redis = RedisCluster.from_url("redis://" + cluster_url.split("://")[1].split(",")[0])
+    try:
+        for q in queues:
+            waits = cbroker.watch_pending(q)
+            try:
+                async with anyio.create_task_group() as tg:
+                    woke = anyio.Event()
+
+                    async def wait(w: object = waits, e: anyio.Event = woke) -> None:
+                        await w.__anext__()  # type: ignore[attr-defined]
+                        e.set()
+
+                    tg.start_soon(wait)
+                    await anyio.sleep(0.05)
+                    task_id = await go_enqueue(redis, q)
+                    with anyio.fail_after(10):
+                        await woke.wait()
+            finally:
+                await waits.aclose()
+            assert await redis.lrange(K.queue_keys(q).pending, 0, -1) == [task_id.encode()]
+    finally:
+        await redis.aclose()
