@@ -12,6 +12,7 @@ import anyio
 import pytest
 from redis.asyncio import Redis, RedisCluster
 
+from asyncq import ServeMux, Task, Worker
 from asyncq._broker._asynq import _codec
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
@@ -128,5 +129,31 @@ async def test_the_wait_goes_to_the_master_of_the_queues_slot(cbroker: AsynqBrok
             finally:
                 await waits.aclose()
             assert await redis.lrange(K.queue_keys(q).pending, 0, -1) == [task_id.encode()]
+    finally:
+        await redis.aclose()
+
+
+async def test_an_idle_worker_on_a_cluster_starts_go_tasks_at_once(cluster_url: str) -> None:
+    queues = [f"w{i}-{uuid.uuid4().hex[:6]}" for i in range(6)]  # (spread over the masters)
+    started: set[str] = set()
+    mux = ServeMux()
+
+    @mux.handler("t")
+    async def handle(task: Task) -> None:
+        started.add(task.id)
+
+    redis = RedisCluster.from_url("redis://" + cluster_url.split("://")[1].split(",")[0])
+
+    async def all_idle() -> bool:
+        return all([await redis.zcard(K.extra_keys(q).idle) for q in queues])
+
+    try:
+        # A poll every 5 minutes: only the waits can start the tasks within the timeout.
+        async with Worker(cluster_url + "?wire=asynq", mux, queues=dict.fromkeys(queues, 1),
+                          idle_poll_interval=300):
+            for q in queues:
+                await wait_until(all_idle, timeout=30)
+                task_id = await go_enqueue(redis, q)
+                await wait_until(lambda t=task_id: t in started, timeout=30)
     finally:
         await redis.aclose()
