@@ -104,8 +104,11 @@ class PendingWatch:
                         self._woken.add(queue)
                         self._wake.set()
                         await self._armed(queue)
-                self.unavailable = True  # the broker cannot wait so: it said why
-                self.watching = []
+                if not self.unavailable:
+                    self.unavailable = True
+                    self.watching = []
+                    self._log.warning("Redis cannot wait for pending tasks (no BLMOVE: Redis "
+                                      "< 6.2): tasks Go enqueues are picked up at the idle poll")
             except BrokerError as exc:
                 await anyio.sleep(self.outages.failed(queue, exc))
 

@@ -15,7 +15,7 @@ was, and the worker's next dequeue leases the task as usual. Nothing ever leaves
 on the list wakes). What others see of that no-op move: the list is "modified" (a WATCH on it
 fails; neither Go's asynq nor asyncq watches it), keyspace events ``lpop`` and ``lpush`` fire
 when enabled, and replicas and the AOF get one ``LMOVE`` per wake-up. On Redis < 6.2 (no
-BLMOVE) the wait ends at once, saying so, and such tasks wait for the worker's idle poll.
+BLMOVE) the wait ends at once (the worker says so) and such tasks wait for its idle poll.
 """
 
 from __future__ import annotations
@@ -113,8 +113,7 @@ async def pending_appears(runner: ScriptRunner, queue: str,
     now), taking nothing: a blocked ``BLMOVE pending pending LEFT LEFT`` on a connection of its
     own (to the queue's master on a cluster), opened at the first wait and closed when the
     iteration ends. Between two items nothing waits: a caller pulls the next one only while it
-    is idle. Ends when Redis lacks BLMOVE (< 6.2), logged; BrokerError when the connection
-    fails."""
+    is idle. Ends when Redis lacks BLMOVE (< 6.2); BrokerError when the connection fails."""
     key = K.queue_keys(queue).pending
     conn = await runner.own_connection(key)
     try:
@@ -124,10 +123,7 @@ async def pending_appears(runner: ScriptRunner, queue: str,
                 reply = await conn.read_response(timeout=PENDING_BLOCK_S + reply_timeout)
             except ResponseError as exc:
                 if "unknown command" in str(exc).lower():
-                    get_logger("listen").warning(
-                        "Redis has no BLMOVE (< 6.2): tasks Go enqueues wait for the idle "
-                        "poll", queue=queue)
-                    return
+                    return  # (Redis < 6.2, or BLMOVE renamed away)
                 runner.connection_broke()  # a cluster's slot moved: read the slots again
                 raise broker_error(f"waiting for pending tasks failed: {exc}", exc) from exc
             except (RedisError, TimeoutError) as exc:

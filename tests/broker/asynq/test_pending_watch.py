@@ -10,6 +10,7 @@ import uuid
 
 import anyio
 import pytest
+import structlog
 from redis.asyncio import Redis, RedisCluster
 
 from asyncq import ServeMux, Task, Worker
@@ -17,6 +18,8 @@ from asyncq._broker._asynq import _codec
 from asyncq._broker._asynq import _keys as K
 from asyncq._broker._asynq._broker import AsynqBroker
 from asyncq._broker._connection import make_broker
+from asyncq._testing.redis_server import RedisServer
+from asyncq._worker._pickup import MAX_WATCHED_QUEUES
 from asyncq.testing import wait_until
 
 pytestmark = pytest.mark.anyio
@@ -157,3 +160,48 @@ async def test_an_idle_worker_on_a_cluster_starts_go_tasks_at_once(cluster_url: 
                 await wait_until(lambda t=task_id: t in started, timeout=30)
     finally:
         await redis.aclose()
+
+
+async def test_without_blmove_the_worker_says_so_once_and_polls(anyio_backend: object) -> None:
+    """Redis < 6.2 has no BLMOVE (here: renamed away): one warning, and Go's tasks are taken
+    at the idle poll as before."""
+    queues = [f"o{i}-{uuid.uuid4().hex[:6]}" for i in range(3)]
+    started: set[str] = set()
+    mux = ServeMux()
+
+    @mux.handler("t")
+    async def handle(task: Task) -> None:
+        started.add(task.id)
+
+    with RedisServer(["--rename-command", "BLMOVE", ""]) as server:
+        redis = Redis.from_url(server.url)
+        try:
+            with structlog.testing.capture_logs() as logs:
+                async with Worker(server.url + "?wire=asynq", mux,
+                                  queues=dict.fromkeys(queues, 1), idle_poll_interval=0.2):
+                    ids = [await go_enqueue(redis, q) for q in queues]
+                    await wait_until(lambda: set(ids) <= started, timeout=30)
+        finally:
+            await redis.aclose()
+    said = [e for e in logs if "no BLMOVE" in e["event"]]
+    assert len(said) == 1 and said[0]["log_level"] == "warning"
+
+
+async def test_a_worker_waits_on_at_most_max_watched_queues(
+        asyncq_redis_url: str, redis_client: Redis) -> None:
+    queues = [f"m{i}-{uuid.uuid4().hex[:6]}" for i in range(MAX_WATCHED_QUEUES + 2)]
+    with structlog.testing.capture_logs() as logs:
+        async with Worker(asyncq_redis_url + "?wire=asynq", ServeMux(),
+                          queues=dict.fromkeys(queues, 1), idle_poll_interval=300):
+            async def all_idle() -> bool:  # (every wait is sent before the first dequeue)
+                return all([await redis_client.zcard(K.extra_keys(q).idle) for q in queues])
+
+            await wait_until(all_idle, timeout=30)
+            await wait_until(lambda: _blocked_is(redis_client, MAX_WATCHED_QUEUES), timeout=30)
+            assert await blocked(redis_client) == MAX_WATCHED_QUEUES
+    said = [e for e in logs if e["event"].startswith("too many queues")]
+    assert said and said[0]["watched"] == MAX_WATCHED_QUEUES and said[0]["polled"] == 2
+
+
+async def _blocked_is(redis: Redis, n: int) -> bool:
+    return await blocked(redis) == n
