@@ -111,6 +111,8 @@ class PendingWatch:
                                       "< 6.2): tasks Go enqueues are picked up at the idle poll")
             except BrokerError as exc:
                 await anyio.sleep(self.outages.failed(queue, exc))
+            except Exception as exc:  # a bug must not stop the worker: the idle poll remains
+                await anyio.sleep(self.outages.failed(queue, exc, exc_info=True))
 
     async def _armed(self, queue: str) -> None:
         """Until ``queue`` may wait again: the fetch loop drained every queue since its
