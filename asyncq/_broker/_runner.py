@@ -344,6 +344,7 @@ class ScriptRunner:
         """A new connection outside every pool (for a blocking command), to the master of
         ``key``'s slot on a cluster; BrokerError when a cluster's slots cannot be read."""
         try:
+            await self._ready()
             return await _cluster.own_connection(self.redis, key)
         except RedisError as exc:
             raise await self._failed("connecting for a blocked wait", exc) from exc
