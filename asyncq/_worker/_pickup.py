@@ -5,7 +5,7 @@ While the fetch loop is idle, each queue has one blocked wait (``Broker.watch_pe
 ends the moment the queue holds a pending task; the fetch loop then dequeues at once. After a
 wake-up a queue's wait is sent again only once a fetch round drained every queue, so a busy
 worker sends none. A queue whose wake-ups led twice in a row to a dequeue that leased nothing
-(paused, at its concurrency limit: its pending tasks cannot be taken) waits one
+(a paused queue, say: its pending tasks cannot be taken) waits one
 ``idle_poll_interval`` before it waits again, so it costs at most one wait and one dequeue per
 poll, never a busy loop; once one of its dequeues leases a task it waits at once again. (The
 first empty dequeue does not back off: another worker woken by the same task took it.)
