@@ -162,3 +162,35 @@ async def test_a_killed_wait_connection_comes_back(
         await wait_until(waiting_ids, timeout=30)  # (waiting again, on a new connection)
         task_id = await go_enqueue(redis_client, q, b"after")
         await wait_until(lambda: task_id in started, timeout=30)
+
+
+async def test_a_go_task_over_the_queues_concurrency_limit_costs_no_busy_loop(
+        asyncq_redis_url: str, redis_client: Redis, asyncq_queue: str) -> None:
+    q = asyncq_queue
+    url = asyncq_redis_url + "?wire=asynq"
+    release = anyio.Event()
+    ran: list[str] = []
+    mux = ServeMux()
+
+    @mux.handler("t")
+    async def handle(task: Task) -> None:
+        ran.append(task.id)
+        await release.wait()
+
+    async with Inspector(url) as inspector:
+        await inspector.set_queue_concurrency(q, 1)
+        async with Worker(url, mux, queues={q: 1}, idle_poll_interval=300):
+            # (a limited queue registers no idle worker: its waiters flag says it was fetched)
+            await wait_until(lambda: redis_client.exists(K.extra_keys(q).waiters), timeout=10)
+            ids = [await go_enqueue(redis_client, q, b"%d" % i) for i in range(3)]
+            await wait_until(lambda: ran, timeout=30)  # one runs, two wait for its slot
+            before = await redis_client.info("commandstats")
+            await anyio.sleep(2)  # (a window: what the worker sends in it)
+            after = await redis_client.info("commandstats")
+            sent = {c: after.get(c, {}).get("calls", 0) - before.get(c, {}).get("calls", 0)
+                    for c in ("cmdstat_blmove", "cmdstat_evalsha")}
+            assert sent["cmdstat_blmove"] <= 4, sent
+            assert sent["cmdstat_evalsha"] <= 40, sent
+            assert len(ran) == 1
+            release.set()
+            await wait_until(lambda: sorted(ran) == sorted(ids), timeout=30)
