@@ -181,7 +181,7 @@ async def test_a_go_task_over_the_queues_concurrency_limit_costs_no_busy_loop(
         await inspector.set_queue_concurrency(q, 1)
         async with Worker(url, mux, queues={q: 1}, idle_poll_interval=300):
             # (a limited queue registers no idle worker: its waiters flag says it was fetched)
-            await wait_until(lambda: redis_client.exists(K.extra_keys(q).waiters), timeout=10)
+            await wait_until(lambda: redis_client.exists(K.extra_keys(q).waiters), timeout=30)
             ids = [await go_enqueue(redis_client, q, b"%d" % i) for i in range(3)]
             await wait_until(lambda: ran, timeout=30)  # one runs, two wait for its slot
             before = await redis_client.info("commandstats")

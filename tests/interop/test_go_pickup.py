@@ -71,9 +71,10 @@ async def test_a_go_server_beside_a_waiting_asyncq_worker_is_unaffected(
                                    "-concurrency", "2", "-task-check-interval", "100ms"
                                    ) as server, \
                 Worker(asynq_url(interop_redis), recording_mux(ledger), queues={q: 1},
-                       idle_poll_interval=POLL):
+                       concurrency=1, idle_poll_interval=POLL):
             await wait_until(lambda: idle_workers(redis, q), timeout=30)
-            run = await asynq_go.produce(interop_redis, "-n", "40", "-type", "ok",
+            # 200 ms each, one at a time: the asyncq worker cannot take them all, so both run.
+            run = await asynq_go.produce(interop_redis, "-n", "40", "-type", "sleep:200",
                                          "-queue", q, "-rate", "40")
             assert not run.errors
 
