@@ -17,6 +17,7 @@ What needs care, and lives here:
 * loading the scripts: on every master (a master promoted by a failover, or a node that got
   slots by resharding, starts without them: NOSCRIPT is still handled by re-loading);
 * pub/sub: the cluster client must know the slots before it picks the node to subscribe on;
+* a blocking command (a wait on a list): a connection of its own, to the key's master;
 * ``SCAN``: one cursor per master, walked one master after the other;
 * ``INFO``: one document per master.
 """
@@ -166,6 +167,18 @@ async def pubsub(redis: Redis | RedisCluster) -> PubSub:
     if isinstance(redis, RedisCluster):
         await redis.initialize()
     return redis.pubsub()
+
+
+async def own_connection(redis: Redis | RedisCluster, key: str) -> Any:
+    """A new connection of its own (no pool's: a blocking command holds it) to the server, or
+    to the master serving ``key``'s slot on a cluster; its owner disconnects it."""
+    if isinstance(redis, RedisCluster):
+        await redis.initialize()
+        node = redis.get_node_from_key(key)
+        if node is None:
+            raise SlotNotCoveredError(f"no cluster node serves the slot of {key!r}")
+        return node.connection_class(**node.connection_kwargs)
+    return redis.connection_pool.make_connection()  # type: ignore[no-untyped-call]
 
 
 async def load_scripts(redis: Redis | RedisCluster, scripts: Sequence[Script]) -> None:

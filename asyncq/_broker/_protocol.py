@@ -14,7 +14,7 @@ are BrokerErrors.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence
 from typing import Protocol, TypeGuard, runtime_checkable
 
 from .._errors import DecodeError
@@ -201,6 +201,15 @@ class Broker(Protocol):
 
     async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
         """Withdraw ``owner``'s idle registrations (it stops fetching)."""
+        ...
+
+    def watch_pending(self, queue: str) -> AsyncGenerator[None] | None:
+        """For a layout where tasks may become pending without a wake-up (Go's enqueue in
+        asynq's layout): yield each time ``queue`` holds a pending task (at once if it holds one
+        now), taking nothing, on a connection of its own while iterated; the caller pulls the
+        next item only while idle. It ends when Redis cannot wait so (then the idle poll is all
+        there is), and raises BrokerError when its connection fails. None where every way a
+        task becomes pending already wakes idle workers (asyncq's own layout)."""
         ...
 
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:

@@ -281,6 +281,10 @@ class RedisBroker:
         await self.runner.commands("leaving the idle workers", [
             ("ZREM", K.queue_keys(q).idle, f"{lease_ms}:{owner}") for q in queues])
 
+    def watch_pending(self, queue: str) -> None:
+        """None: in this layout every enqueue, requeue and forward wakes idle workers."""
+        return None
+
     async def set_listening(self, queues: Sequence[str], ttl_ms: int) -> None:
         await self.runner.commands("flagging event listeners", [
             ("SET", K.queue_keys(q).listening, "1", "PX", ttl_ms) for q in queues])

@@ -373,6 +373,15 @@ class ScriptRunner:
         except RedisError as exc:
             raise await self.failed("subscribing", exc) from exc
 
+    async def own_connection(self, key: str) -> Any:
+        """A new connection outside every pool (for a blocking command), to the master of
+        ``key``'s slot on a cluster; BrokerError when a cluster's slots cannot be read."""
+        try:
+            await self._ready()
+            return await _cluster.own_connection(self.redis, key)
+        except RedisError as exc:
+            raise await self.failed("connecting for a blocked wait", exc) from exc
+
     def connection_broke(self) -> None:
         """A pub/sub connection broke: on a cluster, read the slots again before the next
         subscription (the master it was on may be gone)."""

@@ -4,7 +4,8 @@
    in priority order. No polling sleep: when a dequeue leaves slots unfilled, the dequeue
    script also sets the queue's waiters flag; the next enqueue (or forward, requeue, unpause)
    that sees the flag publishes on the wake channel, the subscriber sets ``wake``, and the
-   fetch loop dequeues again at once (``idle_poll_interval`` is a safety net). That dequeue
+   fetch loop dequeues again at once (``idle_poll_interval`` is a safety net; a task no
+   wake-up announces, one Go's client enqueued, ends a blocked wait: ``_pickup``). That dequeue
    also registers this worker as idle, so the next task to become pending may arrive already
    leased (one hop: ``handed_off``, decoded in ``_handoffs``).
 2. **Admit** (``_admit``): the limits gate claims the limits of leased tasks before they start:
@@ -51,6 +52,7 @@ from ._invoke import HandlerExit, invoke
 from ._leases import OUTCOME, PREFETCHED, RUNNING, Leases
 from ._mux import Handler, RulesCache
 from ._outcomes import Endings, error_text
+from ._pickup import PendingWatch
 from ._procpool import ProcessPool
 from ._progress import ProgressReports
 from ._queues import ServedQueues
@@ -147,6 +149,8 @@ class Processor:
         self.abandoned: set[asyncio.Task[Any]] = set()
         """Handler tasks that ignored cancellation: their runs are ended, they are not."""
         self.wake = asyncio.Event()
+        self.pending = PendingWatch(broker, self.wake, config.idle_poll_interval)
+        """The blocked waits for tasks no wake-up announces (Go's enqueue), armed when idle."""
         self._slot_free = asyncio.Event()
         self._all_done = asyncio.Event()
         self._forced = asyncio.Event()  # a second stop request: do not wait for handlers
@@ -216,6 +220,7 @@ class Processor:
                 continue
             self._backoff.reset()
             if drained and self.fetching:
+                self.pending.drained()
                 with anyio.move_on_after(self._config.idle_poll_interval):
                     await self.wake.wait()
 
@@ -280,6 +285,7 @@ class Processor:
                     and r.id not in arriving
                     and not leases.ran_already(r.id, r.pending_since, released)]
             leased = len(raws)
+            self.pending.dequeued(queue, leased)
             if leased:
                 self._order.took(queue)  # a pattern's next round starts after this queue
             if self.limits is not None and raws and (raws[0].capped or self.limits.limits):

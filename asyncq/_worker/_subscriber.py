@@ -1,5 +1,6 @@
-"""Subscriber: one pub/sub connection for cancellations and wake-ups, and the shard channels
-tasks are handed off on in one hop (one connection per master), reconnecting with backoff.
+"""Subscriber: one pub/sub connection for cancellations and wake-ups, the shard channels
+tasks are handed off on in one hop (one connection per master), and the blocked waits for
+tasks no wake-up announces (``_pickup``, Go's layout only), reconnecting with backoff.
 
 What it hears comes typed from the broker (``listen_signals``, ``listen_handoffs``); its two
 listeners run in one anyio task group, owned by ``run``. A worker serving a pattern
@@ -20,6 +21,7 @@ from .._broker import Broker, CancelRequest, Handoff, QueuesAdded, WorkerSignal
 from .._errors import BrokerError
 from .._log import get_logger
 from .._service._outage import Outage
+from ._pickup import PendingWatch
 from ._running import Stop
 
 
@@ -28,6 +30,7 @@ class Listener(Protocol):
     hand-off to start."""
 
     wake: asyncio.Event
+    pending: PendingWatch
 
     def cancel(self, task_id: str, reason: Stop) -> bool: ...
 
@@ -51,6 +54,7 @@ class Subscriber:
         self._queues = set(queues)
         """The same as a set, read by the broker at each wake-up (kept by ``queues_changed``)."""
         self._handoff_scope: anyio.CancelScope | None = None
+        self._pending_scope: anyio.CancelScope | None = None
         self._owner = owner
         self._log = get_logger("subscriber")
         self.outage = Outage(self._log, "subscribe", base=0.2, cap=5.0)
@@ -82,6 +86,7 @@ class Subscriber:
         async with anyio.create_task_group() as tg:
             handoffs = anyio.Event()
             tg.start_soon(self._run_handoffs, handoffs)
+            tg.start_soon(self._run_pending)
             await self._run_channels(task_status, handoffs)
 
     def queues_changed(self) -> None:
@@ -93,6 +98,16 @@ class Subscriber:
         self._queues.update(self._queue_list)
         if self._handoff_scope is not None:
             self._handoff_scope.cancel()
+        if self._pending_scope is not None:
+            self._pending_scope.cancel()
+
+    async def _run_pending(self) -> None:
+        """The blocked waits for tasks no wake-up announces (``_pickup``), on the current
+        queues (a new set after ``queues_changed``)."""
+        while True:
+            with anyio.CancelScope() as scope:
+                self._pending_scope = scope
+                await self._processor.pending.run(list(self._queue_list))
 
     async def _run_handoffs(self, subscribed: anyio.Event) -> None:
         """Start each task handed off to this worker; after a (re)subscription the fetch loop

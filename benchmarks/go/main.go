@@ -2,6 +2,7 @@
 //
 //	asynqbench driver --scenario S --url URL --n N ...   one scenario, prints "RESULT {json}"
 //	asynqbench worker --url URL --concurrency C          an asynq Server with the bench handlers
+//	asynqbench enqueue --url URL                         asynq.Client enqueues "<queue> <id>" lines
 //	asynqbench version                                   Go and module versions as JSON
 package main
 
@@ -14,7 +15,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: asynqbench driver|worker|version [flags]")
+		fmt.Fprintln(os.Stderr, "usage: asynqbench driver|worker|enqueue|version [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -23,6 +24,8 @@ func main() {
 		err = runDriver(os.Args[2:])
 	case "worker":
 		err = runWorker(os.Args[2:])
+	case "enqueue":
+		err = runEnqueue(os.Args[2:])
 	case "version":
 		err = printVersions()
 	default:

@@ -13,7 +13,7 @@ using it anyway raises a BrokerError (refused) saying so.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 from redis.asyncio import Redis, RedisCluster
@@ -281,6 +281,10 @@ class AsynqBroker:
     async def leave_idle(self, queues: Sequence[str], owner: str, lease_ms: int) -> None:
         await _wake.leave_idle(self.runner, queues, owner, lease_ms)
 
+    def watch_pending(self, queue: str) -> AsyncGenerator[None]:
+        """Go's enqueue wakes nobody: a blocked wait on the pending list (``_wake``)."""
+        return _wake.pending_appears(self.runner, queue, self.event_source.reply_timeout)
+
     async def finish(self, outcomes: Sequence[Outcome], owner: str) -> list[bool | Exception]:
         now = self.clock.now_ms()
         if len(outcomes) == 1:
@@ -349,4 +353,10 @@ class AsynqBroker:
                                               self.clock.now_ms() // 1000, "NX"))
 
     async def unpause(self, queue: str) -> bool:
-        return bool(await self.runner.command("unpausing", "DEL", K.queue_keys(queue).paused))
+        """As Go's Inspector, then a wake-up on asyncq's channel: idle asyncq workers take the
+        queue's tasks at once (after Go's own unpause, which wakes nobody, at their idle poll)."""
+        done = bool(await self.runner.command("unpausing", "DEL", K.queue_keys(queue).paused))
+        if done:
+            await self.runner.command("waking the queue's workers", "PUBLISH", K.WAKE_CHANNEL,
+                                      queue)
+        return done

@@ -7,22 +7,39 @@ then lease the next task to that worker and publish it on the worker's shard cha
 or, with no idle worker registered, publish the queue on ``asynq:asyncq:wake``. Keys and
 channels Go never reads; the task ends leased exactly as a dequeue leaves it.
 
-Go's enqueue wakes nobody: a task a Go client enqueued waits for the idle worker's next poll
-(``idle_poll_interval``, 2 s by default), or is taken at once by a worker that is busy anyway.
+Go's enqueue wakes nobody: it only LPUSHes the id onto ``asynq:{q}:pending``. For those tasks
+an idle worker keeps a blocked wait on that list (``pending_appears``): ``BLMOVE pending
+pending LEFT LEFT`` returns as soon as the list holds an id, having put the head back where it
+was, and the worker's next dequeue leases the task as usual. Nothing ever leaves ``pending``
+(a worker that dies between the wake-up and its dequeue loses nothing, and every worker blocked
+on the list wakes). What others see of that no-op move: the list is "modified" (a WATCH on it
+fails; neither Go's asynq nor asyncq watches it), keyspace events ``lpop`` and ``lpush`` fire
+when enabled, and replicas and the AOF get one ``LMOVE`` per wake-up. On Redis < 6.2 (no
+BLMOVE) the wait ends at once (the worker says so) and such tasks wait for its idle poll.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence, Set
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Sequence, Set
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
 
 from ..._errors import DecodeError
 from ..._log import get_logger
 from .._listen import Listeners
 from .._messages import CancelRequest, Handoff, QueuesAdded, QueueWake, WorkerSignal
+from .._redis_errors import broker_error
 from .._runner import ScriptRunner
 from .._shard_listen import listen_shards
 from . import _codec
 from . import _keys as K
+
+#: How long one blocked wait on a pending list lasts (s) before it is sent again: a quiet
+#: queue costs one BLMOVE per this many seconds, and a dead connection is noticed at the latest
+#: this long (plus the reply timeout) after it died.
+PENDING_BLOCK_S = 20
 
 #: Hand-offs younger than this (ms) are left to their message by the owner's dequeue.
 HANDOFF_GRACE_MS = 1000
@@ -88,3 +105,33 @@ async def signals(listeners: Listeners, queues: Collection[str], *,
             yield QueuesAdded(tuple(item[1].split("\n")))
         elif item[1] in wanted:
             yield QueueWake(item[1])
+
+
+async def pending_appears(runner: ScriptRunner, queue: str,
+                          reply_timeout: float) -> AsyncGenerator[None]:
+    """Yield each time Go's pending list of ``queue`` holds a task (at once if it holds one
+    now), taking nothing: a blocked ``BLMOVE pending pending LEFT LEFT`` on a connection of its
+    own (to the queue's master on a cluster), opened at the first wait and closed when the
+    iteration ends. Between two items nothing waits: a caller pulls the next one only while it
+    is idle. Ends when Redis lacks BLMOVE (< 6.2); BrokerError when the connection fails."""
+    key = K.queue_keys(queue).pending
+    conn = await runner.own_connection(key)
+    try:
+        while True:
+            try:
+                await conn.send_command("BLMOVE", key, key, "LEFT", "LEFT", PENDING_BLOCK_S)
+                reply = await conn.read_response(timeout=PENDING_BLOCK_S + reply_timeout)
+            except ResponseError as exc:
+                if "unknown command" in str(exc).lower():
+                    return  # (Redis < 6.2, or BLMOVE renamed away)
+                runner.connection_broke()  # a cluster's slot moved: read the slots again
+                raise broker_error(f"waiting for pending tasks failed: {exc}", exc) from exc
+            except (RedisError, TimeoutError) as exc:
+                if isinstance(exc, RedisConnectionError | TimeoutError):
+                    runner.connection_broke()
+                raise broker_error(f"waiting for pending tasks failed: {exc!r}", exc) from exc
+            if reply is not None:
+                yield
+    finally:
+        with contextlib.suppress(Exception):
+            await conn.disconnect()

@@ -34,8 +34,8 @@
 --   When fewer tasks than asked for are leased, the waiters flag is set (the next store, requeue
 --   or forward publishes a wake-up) and, with ARGV[7], the owner registers as idle, so the next
 --   task to become pending is leased to it directly. Each task leased here is published as the
---   event pending -> active when somebody listens. Go's dequeue does none of this: a task a Go
---   client enqueued wakes nobody, and waits for the worker's next poll.
+--   event pending -> active when somebody listens. Go's enqueue wakes nobody: an idle worker
+--   sees a Go client's task through its blocked wait on the pending list (_wake.py).
 -- @include _asynq_lib.lua
 local capped = redis.call('HEXISTS', KEYS[8], 'o:q:')
 local out = {0, capped}
