@@ -17,6 +17,7 @@ from typing import Literal
 from redis.exceptions import NoPermissionError
 
 from ..._errors import BrokerError
+from ..._validate import check_own_layout_queue
 from .._runner import ScriptRunner
 from ._keys import ASYNCQ_QUEUES, QUEUES
 
@@ -56,13 +57,18 @@ class LayoutGuard:
         self.checked.discard(queue)
 
     async def check(self, queues: Sequence[str]) -> None:
-        """Raise BrokerError (refused) if one of ``queues`` belongs to the other layout."""
+        """Raise BrokerError (refused) if one of ``queues`` belongs to the other layout;
+        ValueError, before anything is read, for a name asyncq's own layout refuses
+        (``check_own_layout_queue``: braces, whitespace, ``*``) when this is that layout."""
         checked = self.checked
         if len(queues) == 1 and queues[0] in checked:
             return
         new = [q for q in dict.fromkeys(queues) if q not in checked]
         if not new:
             return
+        if self._wire == "asyncq":
+            for queue in new:
+                check_own_layout_queue(queue)
         waits = {id(f): f for q in new if (f := self._pending.get(q)) is not None}
         mine = [q for q in new if q not in self._pending]
         if mine:

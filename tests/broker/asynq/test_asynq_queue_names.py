@@ -1,0 +1,89 @@
+"""Every queue name Go asynq accepts (issue 40, item 2): in Go's layout asyncq enqueues into,
+serves (``asyncq worker -q``), inspects and operates queues named with braces, spaces or a
+``*`` (served literally as ``\\*``), under Go's own keys; asyncq's own layout keeps refusing
+such names, saying why, before it writes anything."""
+
+from __future__ import annotations
+
+import pytest
+from redis.asyncio import Redis
+
+from asyncq import Client, Inspector
+from asyncq._broker._asynq import _keys as K
+from tests.helpers.cli import Cli
+
+pytestmark = pytest.mark.anyio
+
+ODD = ["we{ird} x", "star*q", "}lead", "a=b"]
+
+
+async def test_go_layout_serves_inspects_and_operates_every_name_go_accepts(
+        asyncq_redis_url: str, redis_client: Redis, cli: Cli) -> None:
+    url = asyncq_redis_url + "?wire=asynq"
+    async with Client(url) as client:
+        infos = {q: await client.enqueue("pids:nap", {"s": 0}, queue=q, retention=600)
+                 for q in ODD}
+        paused = await client.enqueue("pids:nap", {"s": 0}, queue="has space", retention=600)
+    for q, info in infos.items():  # Go's own keys: asynq:{<name>}:...
+        assert await redis_client.lrange(f"asynq:{{{q}}}:pending", 0, -1) == [info.id.encode()]
+    assert {m.decode() for m in await redis_client.smembers(K.QUEUES)} == {*ODD, "has space"}
+    async with Inspector(url) as inspector:
+        assert set(await inspector.queues()) == {*ODD, "has space"}
+        assert (await inspector.queue_info("we{ird} x")).pending == 1
+        await inspector.pause("has space")
+    # The literal form of a '*' is '\*'; a name holding '=' takes its weight after the last '='.
+    ran = await cli("worker", "tests.apps.pids:mux", "--redis-url", url, "--burst",
+                    "-q", "we{ird} x=1", "-q", "star\\*q=2", "-q", "}lead", "-q", "a=b=1",
+                    "-q", "has space=1")
+    assert ran.returncode == 0
+    async with Client(url) as client:
+        for q, info in infos.items():
+            assert "pid" in await client.result(info, queue=q, timeout=30)
+    async with Inspector(url) as inspector:
+        assert (await inspector.task_info("has space", paused.id)).state.value == "pending"
+        await inspector.unpause("has space")
+        assert (await inspector.queue_info("we{ird} x")).completed == 1
+    # The CLI's queue commands take the names as they are.
+    listed = (await cli("queue", "ls", "--redis-url", url)).stdout.decode()
+    assert "we{ird} x" in listed and "star*q" in listed
+    await cli("queue", "pause", "star*q", "--redis-url", url)
+    assert await redis_client.exists("asynq:{star*q}:paused") == 1
+
+
+@pytest.mark.parametrize("name", ["we{ird}", "has space", "star*q"])
+async def test_asyncqs_own_layout_refuses_them_before_writing(
+        asyncq_redis_url: str, redis_client: Redis, cli: Cli, name: str) -> None:
+    before = await redis_client.dbsize()
+    async with Client(asyncq_redis_url) as client:
+        with pytest.raises(ValueError, match="in asyncq's own layout.*wire=asynq"):
+            await client.enqueue("pids:nap", queue=name)
+    spec = name.replace("*", "\\*")
+    ran = await cli("worker", "tests.apps.pids:mux", "--redis-url", asyncq_redis_url,
+                    "--burst", "-q", f"{spec}=1", ok=False)
+    assert ran.returncode != 0
+    assert "in asyncq's own layout" in ran.stderr.decode()
+    assert await redis_client.dbsize() == before
+
+
+@pytest.mark.parametrize("producer_wire", ["asyncq", "asynq"])
+async def test_a_worker_on_a_queue_of_the_other_layout_refuses_at_start_writing_nothing(
+        asyncq_redis_url: str, redis_client: Redis, cli: Cli, asyncq_queue: str,
+        producer_wire: str) -> None:
+    """(issue 40, item 6) ``--burst`` included: exit non-zero, the task still pending, and
+    not one key written or changed."""
+    other = "asynq" if producer_wire == "asyncq" else "asyncq"
+    async with Client(f"{asyncq_redis_url}?wire={producer_wire}") as client:
+        info = await client.enqueue("pids:nap", {"s": 0}, queue=asyncq_queue)
+    before = {k: await redis_client.dump(k) for k in await redis_client.keys("*")}
+    for burst in (["--burst"], []):
+        ran = await cli("worker", "tests.apps.pids:mux", "--redis-url",
+                        f"{asyncq_redis_url}?wire={other}", "-q", f"{asyncq_queue}=1",
+                        "--health-port", "0", *burst, ok=None)
+        assert ran.returncode == 1, ran.stderr.decode()[-2000:]
+        err = ran.stderr.decode()
+        assert "asyncq: error: " in err and "nothing was written" in err, err[-2000:]
+        assert "Traceback" not in err and "worker ready" not in err, err[-2000:]
+    after = {k: await redis_client.dump(k) for k in await redis_client.keys("*")}
+    assert after == before
+    async with Inspector(f"{asyncq_redis_url}?wire={producer_wire}") as inspector:
+        assert (await inspector.task_info(asyncq_queue, info.id)).state.value == "pending"
