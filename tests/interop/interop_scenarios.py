@@ -542,3 +542,26 @@ async def pause(producer: Producer, consumer: Consumer, go: GoPrograms, url: str
         await go.inspect(url, "unpause", "-queue", high)
         ledger = await running.wait_ends(4)
     assert Counter(e["type"] for e in ledger.ends) == {"ok:low": 1, "ok:high": 3}
+
+
+#: Queue names Go accepts that asyncq's own layout refuses (issue 40, item 2).
+ODD_QUEUES = ("we{ird} x", "star*q")
+
+
+async def odd_queue_names(producer: Producer, consumer: Consumer, go: GoPrograms,
+                          url: str) -> None:
+    """Tasks in queues named with braces, a space or a '*' run once each, the consumer
+    serving them by name (an asyncq worker writes the '*' as '\\*'); Go's Inspector counts
+    them processed."""
+    enq = await producer.enqueue([TaskSpec("ok:odd", str(i).encode(), queue=q)
+                                  for q in ODD_QUEUES for i in range(3)])
+    assert all(e.kind is None for e in enq)
+    served = {q.replace("*", "\\*") if isinstance(consumer, AsyncqConsumer) else q: 1
+              for q in ODD_QUEUES}
+    async with consumer.run(Setup(served)) as running:
+        ledger = await running.wait_ends(len(enq))
+    assert Counter(e["queue"] for e in ledger.ends) == {q: 3 for q in ODD_QUEUES}
+    assert sorted(e["id"] for e in ledger.ends) == sorted(e.id for e in enq if e.id)
+    for q in ODD_QUEUES:
+        info = await go.inspect(url, "queue", "-queue", q)
+        assert (info["pending"], info["active"], info["processed"]) == (0, 0, 3)

@@ -5,12 +5,16 @@ such names, saying why, before it writes anything."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from redis.asyncio import Redis
 
 from asyncq import Client, Inspector
 from asyncq._broker._asynq import _keys as K
+from asyncq.web import create_app
 from tests.helpers.cli import Cli
+from tests.web.web_helpers import web_http
 
 pytestmark = pytest.mark.anyio
 
@@ -48,6 +52,12 @@ async def test_go_layout_serves_inspects_and_operates_every_name_go_accepts(
     assert "we{ird} x" in listed and "star*q" in listed
     await cli("queue", "pause", "star*q", "--redis-url", url)
     assert await redis_client.exists("asynq:{star*q}:paused") == 1
+    # The dashboard links them with their names URL-encoded, and shows them HTML-escaped.
+    async with web_http(create_app(url)) as http:
+        overview = (await http.get("/")).text
+        assert "/queue?q=we%7Bird%7D+x" in overview or "we%7Bird%7D" in overview
+        page = await http.get("/queue", params={"q": "we{ird} x", "state": "completed"})
+        assert page.status_code == 200 and infos["we{ird} x"].id in page.text
 
 
 @pytest.mark.parametrize("name", ["we{ird}", "has space", "star*q"])
@@ -55,7 +65,7 @@ async def test_asyncqs_own_layout_refuses_them_before_writing(
         asyncq_redis_url: str, redis_client: Redis, cli: Cli, name: str) -> None:
     before = await redis_client.dbsize()
     async with Client(asyncq_redis_url) as client:
-        with pytest.raises(ValueError, match="in asyncq's own layout.*wire=asynq"):
+        with pytest.raises(ValueError, match=r"in asyncq's own layout.*wire=asynq"):
             await client.enqueue("pids:nap", queue=name)
     spec = name.replace("*", "\\*")
     ran = await cli("worker", "tests.apps.pids:mux", "--redis-url", asyncq_redis_url,
@@ -87,3 +97,16 @@ async def test_a_worker_on_a_queue_of_the_other_layout_refuses_at_start_writing_
     assert after == before
     async with Inspector(f"{asyncq_redis_url}?wire={producer_wire}") as inspector:
         assert (await inspector.task_info(asyncq_queue, info.id)).state.value == "pending"
+
+
+async def test_on_cluster_a_name_hashes_up_to_its_first_closing_brace(cluster_url: str) -> None:
+    """As Go's keys do: ``we{ird}`` is served by its tag ``we{ird``; a name starting with
+    ``}`` leaves an empty tag, so its keys spread over slots and no script can run (Go's
+    neither)."""
+    async with Client(cluster_url + "?wire=asynq") as client:
+        info = await client.enqueue("t", b"x", queue="we{ird} x")
+        broker: Any = client.broker
+        tasks, _ = await broker.dequeue("we{ird} x", 5, "own", 30_000, 1000)
+        assert [t.id for t in tasks] == [info.id]
+        with pytest.raises(ValueError, match=r"empty hash tag.*nothing was written"):
+            await client.enqueue("t", b"x", queue="}lead")

@@ -9,9 +9,9 @@ import pytest
 
 import asyncq
 from asyncq import ServeMux, Worker, WorkerConfig
+from asyncq._broker._asynq._guarded import GuardedRedisBroker
 from asyncq._cli import build_parser
 from asyncq._cli._worker_cmd import worker_options
-from asyncq._broker._asynq._guarded import GuardedRedisBroker
 from asyncq._validate import (
     check_own_layout_queue,
     is_queue_pattern,
