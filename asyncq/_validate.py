@@ -256,14 +256,11 @@ def check_own_layout_queue(name: str) -> str:
     asynq's layout (``?wire=asynq``) takes every name Go takes."""
     if any(c in _OWN_LAYOUT_FORBIDDEN or c.isspace() for c in name):
         what = "'*'" if QUEUE_WILDCARD in name else "'{', '}' or whitespace"
-        why = ("a worker reads a name with '*' as a pattern of queue names "
-               "(queues={'tenant:*': 1} serves every queue whose name starts with 'tenant:')"
-               if QUEUE_WILDCARD in name else
-               "it is used as a Redis Cluster hash tag")
-        raise ValueError(
-            f"queue name {short(repr(name))} must not contain {what} in asyncq's own layout "
-            f"({why}); Go asynq's layout (?wire=asynq) takes any name Go takes, and serves "
-            f"a name holding '*' when it is written with '\\*'")
+        why = ("a worker reads it as a pattern: 'tenant:*'); Go asynq's layout "
+               "(?wire=asynq) takes it, served as '\\*'" if QUEUE_WILDCARD in name else
+               "it is its Redis Cluster hash tag); Go asynq's layout (?wire=asynq) takes it")
+        raise ValueError(f"queue name {short(repr(name))} must not contain {what} in "
+                         f"asyncq's own layout ({why}")
     return name
 
 

@@ -324,16 +324,16 @@ class Worker:
                 with contextlib.suppress(BrokerError):  # (else its first round does it)
                     await self.discovery.scan()
                     scanned = True
-            try:  # (Redis unreachable: the heartbeat does it)
+            refused = await self._check_layout()
+            if refused is not None:
+                tg.cancel_scope.cancel()
+                return refused
+            with contextlib.suppress(BrokerError):  # (else the heartbeat does it)
                 await self.broker.register_queues(self.served.exact)
                 # Published before the first task is leased, so no running task of
                 # this worker can look like one whose worker is gone.
                 self.heartbeat.started_ms = self.clock.now_ms()
                 await self.heartbeat.write_state()
-            except BrokerError as exc:
-                if exc.refused:  # (a queue of the other layout: checked before any write)
-                    tg.cancel_scope.cancel()
-                    return exc
             tg.start_soon(self.acker.run)
             tg.start_soon(self.heartbeat.run)
             tg.start_soon(self.forwarder.run)
@@ -361,6 +361,19 @@ class Worker:
                 with anyio.CancelScope(shield=True):
                     await self._drain()
                 tg.cancel_scope.cancel()
+        return None
+
+    async def _check_layout(self) -> BrokerError | None:
+        """The BrokerError refusing a configured queue that holds the other layout's data (the
+        broker's layout check, reads only), None when every queue may be served or Redis
+        cannot be reached yet (the registration is then retried by the heartbeat)."""
+        layout = getattr(self.broker, "layout", None)
+        if layout is None:
+            return None
+        try:
+            await layout.check(self.served.exact)
+        except BrokerError as exc:
+            return exc if exc.refused else None
         return None
 
     async def _enter_lifespan(self) -> AbstractAsyncContextManager[Any] | None:

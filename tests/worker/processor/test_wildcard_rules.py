@@ -173,9 +173,9 @@ def test_without_a_pattern_the_order_is_unchanged() -> None:
 # ---------------------------------------------------------------- the command line
 
 
-def _config(*flags: str) -> WorkerConfig:
+def _config(*flags: str, url: str = URL) -> WorkerConfig:
     args = build_parser().parse_args(["worker", "app:mux", *flags])
-    return Worker(URL, ServeMux(), **worker_options(args), server_id="s").config
+    return Worker(url, ServeMux(), **worker_options(args), server_id="s").config
 
 
 def test_the_worker_command_takes_a_pattern_and_the_scan_interval() -> None:
@@ -185,7 +185,9 @@ def test_the_worker_command_takes_a_pattern_and_the_scan_interval() -> None:
     assert _config("-q", "eu:*").queues == {"eu:*": 1}
     with pytest.raises(ValueError, match="reserved for workflows"):
         _config("-q", "wf:*=1")
-    assert _config("-q", "we{ird} x=1", "-q", "star\\*q=2").queues == {
+    assert _config("-q", "we{ird} x=1", "-q", "star\\*q=2", url=URL + "?wire=asynq").queues == {
         "we{ird} x": 1, "star\\*q": 2}
+    with pytest.raises(ValueError, match="in asyncq's own layout"):  # (refused by its broker)
+        _config("-q", "we{ird} x=1")
     with pytest.raises(ValueError, match="queue_scan_interval must be > 0"):
         _config("-q", "t:*", "--queue-scan-interval", "0")
