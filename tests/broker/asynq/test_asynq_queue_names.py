@@ -5,6 +5,7 @@ such names, saying why, before it writes anything."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from redis.asyncio import Redis
 
 from asyncq import Client, Inspector
 from asyncq._broker._asynq import _keys as K
+from asyncq._testing.redis_server import RedisServer
 from asyncq.web import create_app
 from tests.helpers.cli import Cli
 from tests.web.web_helpers import web_http
@@ -21,8 +23,19 @@ pytestmark = pytest.mark.anyio
 ODD = ["we{ird} x", "star*q", "}lead", "a=b"]
 
 
+@pytest.fixture
+async def own(own_server: RedisServer) -> AsyncIterator[tuple[str, Redis]]:
+    """A Redis of this test only (its URL, a client): the tests read global keys."""
+    redis = Redis.from_url(own_server.url)
+    try:
+        yield own_server.url, redis
+    finally:
+        await redis.aclose()
+
+
 async def test_go_layout_serves_inspects_and_operates_every_name_go_accepts(
-        asyncq_redis_url: str, redis_client: Redis, cli: Cli) -> None:
+        own: tuple[str, Redis], cli: Cli) -> None:
+    asyncq_redis_url, redis_client = own
     url = asyncq_redis_url + "?wire=asynq"
     async with Client(url) as client:
         infos = {q: await client.enqueue("pids:nap", {"s": 0}, queue=q, retention=600)
@@ -62,7 +75,8 @@ async def test_go_layout_serves_inspects_and_operates_every_name_go_accepts(
 
 @pytest.mark.parametrize("name", ["we{ird}", "has space", "star*q"])
 async def test_asyncqs_own_layout_refuses_them_before_writing(
-        asyncq_redis_url: str, redis_client: Redis, cli: Cli, name: str) -> None:
+        own: tuple[str, Redis], cli: Cli, name: str) -> None:
+    asyncq_redis_url, redis_client = own
     before = await redis_client.dbsize()
     async with Client(asyncq_redis_url) as client:
         with pytest.raises(ValueError, match=r"in asyncq's own layout.*wire=asynq"):
@@ -77,10 +91,10 @@ async def test_asyncqs_own_layout_refuses_them_before_writing(
 
 @pytest.mark.parametrize("producer_wire", ["asyncq", "asynq"])
 async def test_a_worker_on_a_queue_of_the_other_layout_refuses_at_start_writing_nothing(
-        asyncq_redis_url: str, redis_client: Redis, cli: Cli, asyncq_queue: str,
-        producer_wire: str) -> None:
+        own: tuple[str, Redis], cli: Cli, asyncq_queue: str, producer_wire: str) -> None:
     """(issue 40, item 6) ``--burst`` included: exit non-zero, the task still pending, and
     not one key written or changed."""
+    asyncq_redis_url, redis_client = own
     other = "asynq" if producer_wire == "asyncq" else "asyncq"
     async with Client(f"{asyncq_redis_url}?wire={producer_wire}") as client:
         info = await client.enqueue("pids:nap", {"s": 0}, queue=asyncq_queue)
