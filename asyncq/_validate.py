@@ -205,17 +205,24 @@ WORKFLOW_QUEUE_PREFIX = "wf:"
 """Reserved: a workflow is seen (its waits and task events) as the one task of queue
 ``wf:<id>``, so no queue name may start with it."""
 
-_FORBIDDEN_QUEUE_CHARS = frozenset("{}")
+_OWN_LAYOUT_FORBIDDEN = frozenset("{}*")
 
 QUEUE_WILDCARD = "*"
 """In the queues a worker serves, a name holding it is a pattern (``tenant:*``): ``*`` stands
-for any run of characters, ``:`` included, so no queue name may contain it."""
+for any run of characters, ``:`` included. ``\\*`` is a literal ``*`` (a queue of Go's layout
+named ``star*q`` is served as ``star\\*q``), ``\\\\`` a literal backslash."""
+
+QUEUE_ESCAPE = "\\"
 
 
 def validate_queue_name(name: object) -> str:
     """Return ``name`` if it is a usable queue name, else raise ValueError saying why. The
     names found good are remembered (a few hundred at most): an app names the same few
-    queues on every enqueue."""
+    queues on every enqueue.
+
+    These are the rules every layout shares, Go asynq's own (any non-blank text; ``{``, ``}``,
+    spaces and ``*`` included); asyncq's own layout adds its stricter ones when a broker
+    first uses the queue (``check_own_layout_queue``)."""
     if type(name) is str and name in _GOOD_QUEUE_NAMES:
         return name
     return remember_good(_GOOD_QUEUE_NAMES, _check_queue_name(name))
@@ -237,57 +244,101 @@ def remember_good(good: set[str], name: str) -> str:
 
 def _check_queue_name(name: object) -> str:
     """The rules of a queue name (``validate_queue_name`` without its memory)."""
-    name = _check_queue_text(name, "queue name")
-    if QUEUE_WILDCARD in name:
-        raise ValueError(
-            f"queue name {short(repr(name))} must not contain '*': a worker reads a name "
-            f"with '*' as a pattern of queue names (queues={{'tenant:*': 1}} serves every "
-            f"queue whose name starts with 'tenant:'), so a queue named with it could not be "
-            f"served on its own")
+    return _check_queue_text(name, "queue name")
+
+
+def check_own_layout_queue(name: str) -> str:
+    """``name`` if asyncq's own layout takes it, else ValueError saying why: no ``{``, ``}``,
+    whitespace or ``*``. Its names are asyncq's alone (no foreign producer makes them), so
+    it keeps the rules that make every name safe there: the name is the queue's Redis Cluster
+    hash tag (a name starting with ``}`` would spread the queue's keys over several slots),
+    and a ``*`` in a name would read as a pattern where a worker's queues are written. Go
+    asynq's layout (``?wire=asynq``) takes every name Go takes."""
+    if any(c in _OWN_LAYOUT_FORBIDDEN or c.isspace() for c in name):
+        what = "'*'" if QUEUE_WILDCARD in name else "'{', '}' or whitespace"
+        why = ("a worker reads it as a pattern: 'tenant:*'); Go asynq's layout "
+               "(?wire=asynq) takes it, served as '\\*'" if QUEUE_WILDCARD in name else
+               "it is its Redis Cluster hash tag); Go asynq's layout (?wire=asynq) takes it")
+        raise ValueError(f"queue name {short(repr(name))} must not contain {what} in "
+                         f"asyncq's own layout ({why}")
     return name
 
 
 def _check_queue_text(name: object, what: str) -> str:
     """The rules a queue name and a queue pattern share."""
     name = check_text(name, what, name_like=True)
-    if any(c in _FORBIDDEN_QUEUE_CHARS or c.isspace() for c in name):
-        raise ValueError(
-            f"{what} {short(repr(name))} must not contain '{{', '}}' or whitespace "
-            "(it is used as a Redis Cluster hash tag)"
-        )
     if name.startswith(WORKFLOW_QUEUE_PREFIX):
         raise ValueError(f"{what} {short(repr(name))} must not start with "
                          f"{WORKFLOW_QUEUE_PREFIX!r} (reserved for workflows)")
     return name
 
 
+def _split_served(spec: str) -> list[str]:
+    """``spec`` (a name in a worker's queues) cut at its unescaped ``*``, each part with its
+    escapes (``\\*``, ``\\\\``) read; one part when it is no pattern."""
+    if QUEUE_ESCAPE not in spec:
+        return spec.split(QUEUE_WILDCARD)
+    parts, cur, i = [], [], 0
+    while i < len(spec):
+        c = spec[i]
+        if c == QUEUE_ESCAPE and i + 1 < len(spec) and spec[i + 1] in (QUEUE_WILDCARD,
+                                                                       QUEUE_ESCAPE):
+            cur.append(spec[i + 1])
+            i += 2
+            continue
+        if c == QUEUE_WILDCARD:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    parts.append("".join(cur))
+    return parts
+
+
 def is_queue_pattern(name: str) -> bool:
-    """Whether ``name``, among the queues a worker serves, is a pattern (it holds ``*``)."""
-    return QUEUE_WILDCARD in name
+    """Whether ``name``, among the queues a worker serves, is a pattern (it holds a ``*`` not
+    escaped as ``\\*``)."""
+    return QUEUE_WILDCARD in name and len(_split_served(name)) > 1
+
+
+def served_queue_name(spec: str) -> str:
+    """The queue a worker's queues entry ``spec`` that is no pattern names: its escapes read
+    (``star\\*q`` -> ``star*q``)."""
+    return spec if QUEUE_ESCAPE not in spec else _split_served(spec)[0]
+
+
+def literal_queue_spec(name: str) -> str:
+    """How a worker's queues write queue ``name`` literally (``star*q`` -> ``star\\*q``)."""
+    return name.replace(QUEUE_ESCAPE, QUEUE_ESCAPE * 2).replace(QUEUE_WILDCARD,
+                                                                 QUEUE_ESCAPE + QUEUE_WILDCARD)
 
 
 def validate_served_queue(name: object) -> str:
-    """A name in a worker's ``queues``: a queue name, or a pattern (a queue name with ``*``
-    in it, each standing for any run of characters, ``:`` included). ValueError saying why."""
+    """A name in a worker's ``queues``: a queue name (``\\*`` for a ``*`` in it), or a
+    pattern (a queue name with ``*`` in it, each standing for any run of characters, ``:``
+    included). ValueError saying why."""
     if isinstance(name, str) and is_queue_pattern(name):
         return _check_queue_text(name, "queue pattern")
+    if isinstance(name, str):
+        validate_queue_name(served_queue_name(name))
+        return name
     return validate_queue_name(name)
 
 
 def queue_matcher(pattern: str) -> re.Pattern[str]:
     """The regular expression a whole queue name must match to be served by ``pattern``:
     each ``*`` any run of characters (none, or ``:`` among them), the rest literally."""
-    return re.compile(".*".join(re.escape(part) for part in pattern.split(QUEUE_WILDCARD)),
-                      re.DOTALL)
+    return re.compile(".*".join(re.escape(part) for part in _split_served(pattern)), re.DOTALL)
 
 
 def match_queue_patterns(served: Iterable[str], names: Iterable[str]) -> dict[str, list[str]]:
     """The queues among ``names`` each pattern of ``served`` (a worker's queues, in their
     order) serves, sorted: a name listed in ``served`` itself is served as such, not by a
     pattern; one that several patterns match, by the first of them. Names that are not usable
-    queue names (a hash tag would break) are served by none."""
+    queue names are served by none."""
     served = list(served)
-    exact = {q for q in served if not is_queue_pattern(q)}
+    exact = {served_queue_name(q) for q in served if not is_queue_pattern(q)}
     matchers = [(p, queue_matcher(p)) for p in served if is_queue_pattern(p)]
     out: dict[str, list[str]] = {p: [] for p, _ in matchers}
     if not matchers:

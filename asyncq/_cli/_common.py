@@ -100,12 +100,14 @@ def import_object(path: str) -> Any:
 
 
 def parse_queue_weights(values: list[str] | None) -> dict[str, int] | None:
-    """``["critical=6", "default"]`` -> ``{"critical": 6, "default": 1}``."""
+    """``["critical=6", "default"]`` -> ``{"critical": 6, "default": 1}``; the weight follows
+    the last ``=`` (a name holding ``=``, as Go's layout allows, is given its weight:
+    ``a=b=1``)."""
     if not values:
         return None
     queues: dict[str, int] = {}
     for value in values:
-        name, sep, weight = value.partition("=")
+        name, sep, weight = value.rpartition("=") if "=" in value else (value, "", "")
         try:
             queues[name] = int(weight) if sep else 1
         except ValueError:

@@ -146,7 +146,8 @@ def _add_setting_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--queue", "-q", action="append", metavar="NAME=WEIGHT",
                    help=f"queue to serve, repeatable: the queues field; a NAME with '*' is a "
                         f"pattern serving every matching queue, also those created later "
-                        f"(quote it: -q 'tenant:*=1') (default: "
+                        f"(quote it: -q 'tenant:*=1'); '\\*' is a literal '*' "
+                        f"(-q 'star\\*q=1' serves the queue star*q) (default: "
                         f"{' '.join(f'{q}={w}' for q, w in WORKER_QUEUES)})")
     g.add_argument("--strict-priority", "--strict", action="store_true", default=None,
                    help="always drain higher-priority queues first instead of weighting them")

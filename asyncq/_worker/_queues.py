@@ -11,17 +11,22 @@ hold, so they follow without being told; the subscriber and the fetch order are 
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from .._validate import is_queue_pattern, match_queue_patterns
+from .._validate import is_queue_pattern, match_queue_patterns, served_queue_name
 
 
 class ServedQueues:
-    """The configured names (``exact``), the patterns, and the queues each pattern serves."""
+    """The configured names (``exact``), the patterns, and the queues each pattern serves;
+    ``accept``: whether the broker's layout takes a name a pattern matched (a registry edited
+    by hand may hold names it refuses: served by no pattern)."""
 
-    def __init__(self, configured: Mapping[str, int]) -> None:
+    def __init__(self, configured: Mapping[str, int],
+                 accept: Callable[[str], bool] | None = None) -> None:
         self._configured = list(configured)
-        self.exact: list[str] = [q for q in configured if not is_queue_pattern(q)]
+        self._accept = accept
+        self.exact: list[str] = [served_queue_name(q) for q in configured
+                                 if not is_queue_pattern(q)]
         """The queue names configured as such (always served, registered by the worker)."""
         self.patterns: list[str] = [q for q in configured if is_queue_pattern(q)]
         self.matched: dict[str, list[str]] = {p: [] for p in self.patterns}
@@ -42,7 +47,8 @@ class ServedQueues:
     def add(self, queues: Iterable[str]) -> list[str]:
         """Serve those of ``queues`` a pattern matches and not served yet; returns them."""
         added: list[str] = []
-        fresh = {q for q in queues if q not in self.wanted and q not in self._unmatched}
+        fresh = {q for q in queues if q not in self.wanted and q not in self._unmatched
+                 and (self._accept is None or self._accept(q))}
         for pattern, found in match_queue_patterns(self._configured, fresh).items():
             for queue in found:
                 insort(self.matched[pattern], queue)

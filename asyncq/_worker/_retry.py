@@ -10,7 +10,7 @@ from functools import reduce
 
 from .._defaults import DEFAULT_RETRY_DELAY_MAX
 from .._model._task import Task
-from .._validate import is_queue_pattern, queue_matcher
+from .._validate import is_queue_pattern, queue_matcher, served_queue_name
 
 
 def default_retry_delay(retried: int, exc: BaseException, task: Task) -> float:
@@ -57,6 +57,10 @@ class QueueOrder:
         self._pool = [q for q, p in self._norm.items() for _ in range(p)]
         self._matched: Mapping[str, Sequence[str]] = matched or {}
         self._patterns = {q: queue_matcher(q) for q in queues if is_queue_pattern(q)}
+        names = {q: served_queue_name(q) for q in queues if q not in self._patterns}
+        if any(q != name for q, name in names.items()):  # (a literal '*' written '\\*')
+            self._sorted = [names.get(q, q) for q in self._sorted]
+            self._pool = [names.get(q, q) for q in self._pool]
         self._last: dict[str, str] = {}
         """For each pattern, the queue of it that last gave tasks: the next round of the
         pattern starts after it."""

@@ -81,7 +81,9 @@ class Worker:
         self.clock = clock or SYSTEM_CLOCK
         self.broker, self._owns_broker = open_broker(redis, broker, clock=self.clock,
                                                      connection=connection)
-        self.served = ServedQueues(cfg.queues)
+        for queue in ServedQueues(cfg.queues).exact:  # (asyncq's own layout refuses some names)
+            getattr(self.broker, "check_queue_name", str)(queue)
+        self.served = ServedQueues(cfg.queues, getattr(self.broker, "accepts_queue", None))
         """The queues served: the configured ones, and those their patterns match."""
         queues = self.served.names  # one list, grown in place as patterns match new queues
         self.leases = Leases()
@@ -302,19 +304,30 @@ class Worker:
                            abandoned=len(self.processor.abandoned))
 
     async def _serve(self, task_status: TaskStatus[None]) -> None:
-        """Every component in one task group, until stopped and drained."""
+        """Every component in one task group, until stopped and drained; a queue its broker
+        refuses (one of the other layout) ends the worker at start with that BrokerError,
+        nothing written."""
+        refused = await self._serve_group(task_status)
+        if refused is not None:
+            raise refused
+
+    async def _serve_group(self, task_status: TaskStatus[None]) -> BrokerError | None:
         async with anyio.create_task_group() as tg:
             # The subscriber is subscribed before the first dequeue, so no cancellation
             # or wake-up published after a task is leased can be missed. While Redis
             # cannot be reached this waits, but stop() still ends the worker.
             if not await self._subscribe(tg):
                 tg.cancel_scope.cancel()
-                return
+                return None
             scanned = False  # (subscribed first: a queue announced from now on is heard)
             if self.discovery is not None:
                 with contextlib.suppress(BrokerError):  # (else its first round does it)
                     await self.discovery.scan()
                     scanned = True
+            refused = await self._check_layout()
+            if refused is not None:
+                tg.cancel_scope.cancel()
+                return refused
             with contextlib.suppress(BrokerError):  # (else the heartbeat does it)
                 await self.broker.register_queues(self.served.exact)
                 # Published before the first task is leased, so no running task of
@@ -348,6 +361,20 @@ class Worker:
                 with anyio.CancelScope(shield=True):
                     await self._drain()
                 tg.cancel_scope.cancel()
+        return None
+
+    async def _check_layout(self) -> BrokerError | None:
+        """The BrokerError refusing a configured queue that holds the other layout's data (the
+        broker's layout check, reads only), None when every queue may be served or Redis
+        cannot be reached yet (the registration is then retried by the heartbeat)."""
+        layout = getattr(self.broker, "layout", None)
+        if layout is None:
+            return None
+        try:
+            await layout.check(self.served.exact)
+        except BrokerError as exc:
+            return exc if exc.refused else None
+        return None
 
     async def _enter_lifespan(self) -> AbstractAsyncContextManager[Any] | None:
         """Enter the lifespan (its value becomes every task's ``state``): the entered context

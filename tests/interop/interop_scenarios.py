@@ -9,6 +9,7 @@ asyncq client -> Go server. Every run is in a ledger (the Go server's, or
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -26,7 +27,15 @@ from asyncqpeer import wait_ends as asyncq_wait_ends
 from asyncqpeer import wait_starts as asyncq_wait_starts
 from goharness import GoPrograms, InspectorError, Ledger, gen_payload, sha256_hex, spec
 
-from asyncq import AsyncqError, Client, DuplicateTaskError, Task, TaskIDConflictError, Worker
+from asyncq import (
+    AsyncqError,
+    Client,
+    DuplicateTaskError,
+    Inspector,
+    Task,
+    TaskIDConflictError,
+    Worker,
+)
 from asyncq.testing import wait_until
 
 #: The Go client's defaults (asynq's): 25 retries, a 30-minute timeout when none is given.
@@ -143,6 +152,11 @@ class AsyncqProducer:
                 try:
                     info = await client.enqueue(s.type, s.payload, **_asyncq_options(s))
                 except (DuplicateTaskError, TaskIDConflictError) as exc:
+                    if isinstance(exc, DuplicateTaskError):
+                        # The error names the lock by the key a Go client uses (whoever
+                        # took it): asynq:{q}:unique:<type>:<md5 of the payload>.
+                        digest = hashlib.md5(s.payload, usedforsecurity=False).hexdigest()
+                        assert f"lock asynq:{{{s.queue}}}:unique:{s.type}:{digest}," in str(exc)
                     out.append(Enqueued(None, _kind(exc)))
                     continue
                 due = info.next_process_at
@@ -363,8 +377,16 @@ async def retried_then_archived(producer: Producer, consumer: Consumer, go: GoPr
         (0, "error"), (1, "error"), (2, "ok")]
     assert [(r["retried"], r["outcome"]) for r in runs["skip"]] == [(0, "skip")]
     assert (fail["retried"], fail["max_retry"]) == (2, 2)
-    assert "failed on purpose" in fail["last_err"] and fail["last_failed_at"] is not None
+    # The same failure reads the same on both sides: the handler's error text alone, as a Go
+    # handler's error reads (asyncq keeps the exception type in its own field).
+    assert fail["last_err"] == "fail: the handler failed on purpose"
+    assert fail["last_failed_at"] is not None
     assert "no retry on purpose" in skip["last_err"]
+    async with Inspector(asynq_url(url)) as inspector:
+        seen = (await inspector.task_info(queue, "fail")).last_error
+    assert seen == ("RuntimeError: fail: the handler failed on purpose"
+                    if isinstance(consumer, AsyncqConsumer)
+                    else "fail: the handler failed on purpose")
     with pytest.raises(InspectorError) as gone:
         await task_info(go, url, queue, "failn")
     assert gone.value.kind == "task_not_found"
@@ -520,3 +542,26 @@ async def pause(producer: Producer, consumer: Consumer, go: GoPrograms, url: str
         await go.inspect(url, "unpause", "-queue", high)
         ledger = await running.wait_ends(4)
     assert Counter(e["type"] for e in ledger.ends) == {"ok:low": 1, "ok:high": 3}
+
+
+#: Queue names Go accepts that asyncq's own layout refuses (issue 40, item 2).
+ODD_QUEUES = ("we{ird} x", "star*q")
+
+
+async def odd_queue_names(producer: Producer, consumer: Consumer, go: GoPrograms,
+                          url: str) -> None:
+    """Tasks in queues named with braces, a space or a '*' run once each, the consumer
+    serving them by name (an asyncq worker writes the '*' as '\\*'); Go's Inspector counts
+    them processed."""
+    enq = await producer.enqueue([TaskSpec("ok:odd", str(i).encode(), queue=q)
+                                  for q in ODD_QUEUES for i in range(3)])
+    assert all(e.kind is None for e in enq)
+    served = {q.replace("*", "\\*") if isinstance(consumer, AsyncqConsumer) else q: 1
+              for q in ODD_QUEUES}
+    async with consumer.run(Setup(served)) as running:
+        ledger = await running.wait_ends(len(enq))
+    assert Counter(e["queue"] for e in ledger.ends) == {q: 3 for q in ODD_QUEUES}
+    assert sorted(e["id"] for e in ledger.ends) == sorted(e.id for e in enq if e.id)
+    for q in ODD_QUEUES:
+        info = await go.inspect(url, "queue", "-queue", q)
+        assert (info["pending"], info["active"], info["processed"]) == (0, 0, 3)

@@ -214,3 +214,9 @@ async def test_go_inspector_sees_asyncq_scheduler(asynq_go_each: GoPrograms, int
     assert ids <= book.ended_ids()
     assert {(e["type"], e["payload_hex"], e["outcome"]) for e in book.ends} == {
         ("ok:cron", b"tick".hex(), "ok")}
+
+
+async def test_odd_queue_names(asynq_go: GoPrograms, interop_redis: str, workdir: Path) -> None:
+    await sc.odd_queue_names(asyncq_client(interop_redis),
+                             go_server(asynq_go, interop_redis, workdir), asynq_go,
+                             interop_redis)

@@ -87,3 +87,9 @@ async def test_pause(consumer: sc.Consumer, asynq_go: GoPrograms, interop_redis:
                      asyncq_queue: str) -> None:
     await sc.pause(sc.GoProducer(asynq_go, interop_redis), consumer, asynq_go, interop_redis,
                    asyncq_queue)
+
+
+async def test_odd_queue_names(consumer: sc.Consumer, asynq_go: GoPrograms,
+                               interop_redis: str) -> None:
+    await sc.odd_queue_names(sc.GoProducer(asynq_go, interop_redis), consumer, asynq_go,
+                             interop_redis)

@@ -200,7 +200,7 @@ def test_bad_options_fail_at_registration() -> None:
     with pytest.raises(TypeError, match="unknown enqueue option"):
         s.register("@daily", "report", max_retries=3)
     with pytest.raises(ValueError, match="queue name"):
-        s.register("@daily", "report", queue="a b")
+        s.register("@daily", "report", queue="wf:x")
     with pytest.raises(ValueError, match="unique_key needs a unique TTL"):
         s.register("@daily", "report", unique_key="k")
     with pytest.raises(ValueError, match="unknown time zone"):

@@ -115,10 +115,12 @@ def finish_call(o: Outcome, owner: str, now_ms: int) -> ScriptCall:
     if o.kind == "retry":
         return ScriptCall("asynq_retry", [task_key, qk.active, qk.lease, qk.retry, *counters],
                           [o.task_id, owner, _ceil_s(o.retry_at_ms), o.error, now_s,
-                           "1" if o.is_failure else "0", stats_expiry, o.traceback])
+                           "1" if o.is_failure else "0", stats_expiry, o.traceback,
+                           _codec.go_error(o.error)])
     return ScriptCall("asynq_archive", [task_key, qk.active, qk.lease, qk.archived, *counters],
                       [o.task_id, owner, o.error, now_s, now_s - ARCHIVE_MAX_AGE_S,
-                       ARCHIVE_MAX_SIZE, stats_expiry, qk.task_prefix, o.traceback])
+                       ARCHIVE_MAX_SIZE, stats_expiry, qk.task_prefix, o.traceback,
+                       _codec.go_error(o.error)])
 
 
 def done_batch_call(queue: str, outcomes: Sequence[Outcome], owner: str,

@@ -9,11 +9,13 @@ its options are all explicit then (Go's client applied its defaults).
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from google.protobuf.message import DecodeError as PBDecodeError  # type: ignore[import-untyped,unused-ignore]
 
 from ... import _defaults
+from ..._clock import MAX_TIME_MS
 from ..._errors import DecodeError
 from ..._model._message import NO_TIMEOUT, TaskMessage, read_message
 from .._values import RawTask
@@ -25,6 +27,9 @@ DEFAULT_TIMEOUT_S = _defaults.DEFAULT_TIMEOUT_MS // 1000  # asynq's defaultTimeo
 #: 30-minute default (processor.computeDeadline), so no limit is a century, well inside Go's
 #: time.Duration (an int64 of ns: about 292 years).
 UNLIMITED_TIMEOUT_S = 100 * 365 * 86_400
+#: The longest retention asyncq keeps a completed task for (Go has no bound): 1000 years, so
+#: completion time + retention stays a time Python's datetime holds.
+RETENTION_MAX_S = 1000 * 365 * 86_400
 
 
 class AsynqTask(NamedTuple):
@@ -45,6 +50,29 @@ class AsynqTask(NamedTuple):
     retention: int = 0
     completed_at: int = 0
     headers: dict[str, str] = {}
+
+
+_TYPE_PREFIX = re.compile(r"[A-Za-z_][\w.]*: ")
+
+
+def go_error(error: str) -> str:
+    """``error`` (asyncq's ``ExcType: message``) as a Go handler's error reads: the message
+    alone (``"probe fail"``), so Go-side alerts matching ``last_err`` see Go's text; the type
+    alone when the message is empty. asyncq keeps the whole text in its own field
+    (``F_ERROR``)."""
+    match = _TYPE_PREFIX.match(error)
+    return error[match.end():] if match else error
+
+
+def stored_error(go_text: str, full: bytes | None) -> str:
+    """The error to show for a task: asyncq's whole text (``F_ERROR``) while it is the one
+    ``error_msg`` holds (a Go server's later failure writes only ``error_msg``), else
+    ``error_msg``."""
+    if full:
+        text = full.decode("utf-8", "replace")
+        if go_error(text) == go_text or not go_text:
+            return text
+    return go_text
 
 
 def _ceil_s(ms: int) -> int:
@@ -106,10 +134,33 @@ def decode(data: bytes) -> AsynqTask:
         headers=dict(pb.headers))
 
 
+def check(task: AsynqTask) -> None:
+    """Raise DecodeError naming the field when a Go-written message holds a value asyncq
+    cannot honour as Go would (a negative count or duration, a time no datetime holds, an
+    empty type): the worker, forwarder and recoverer then archive that one task with the
+    reason instead of running it with the value clamped, or failing beside it."""
+    if not task.type:
+        bad = "its task type is empty (Go's client refuses such a task)"
+    elif task.retry < 0 or task.retried < 0:
+        bad = f"its retry count is negative (retry {task.retry}, retried {task.retried})"
+    elif task.timeout < 0:
+        bad = f"its timeout is negative ({task.timeout} s)"
+    elif not 0 <= task.deadline <= MAX_TIME_MS // 1000:
+        bad = (f"its deadline {task.deadline} (Unix s) is not a time between 1970 and "
+               f"9999")
+    elif not 0 <= task.retention <= RETENTION_MAX_S:
+        bad = f"its retention {task.retention} s is negative or over 1000 years"
+    else:
+        return
+    raise DecodeError(f"task message cannot be run: {bad}")
+
+
 def to_asyncq(task: AsynqTask) -> TaskMessage:
     """asyncq's message for a task Go enqueued: every option as Go stored it, run as a Go
     server runs it (timeout 0 and deadline 0 is Go's 30-minute default, UNLIMITED_TIMEOUT_S
-    no limit; retention 0 deletes the task on success)."""
+    no limit; retention 0 deletes the task on success). DecodeError (``check``) for values
+    that cannot be honoured."""
+    check(task)
     if task.timeout <= 0 and task.deadline <= 0:
         timeout_ms = DEFAULT_TIMEOUT_S * 1000
     elif task.timeout >= UNLIMITED_TIMEOUT_S:
@@ -140,6 +191,6 @@ def raw_task(task_id: str, msg: bytes, amsg: bytes | None, pending_since_ns: Any
         return RawTask(task_id, read_message(amsg), pb.payload, pb.retried, since)
     try:
         task = decode(msg)
+        return RawTask(task_id, to_asyncq(task), task.payload, task.retried, since)
     except DecodeError as exc:
         return RawTask(task_id, exc, b"", 0, since)
-    return RawTask(task_id, to_asyncq(task), task.payload, task.retried, since)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..._validate import check_own_layout_queue
 from .._redis import RedisBroker
 from .._values import EnqueueCode, NewTask, RawTask
 from ._layout import LayoutGuard
@@ -19,6 +20,18 @@ class GuardedRedisBroker(RedisBroker):
         super().__init__(*args, **kwargs)
         self.layout = LayoutGuard(self.runner, "asyncq")
         self._layout = self.layout  # (checked by RedisBroker.store itself)
+
+    #: ValueError for a queue name this layout refuses (a worker checks its queues at start).
+    check_queue_name = staticmethod(check_own_layout_queue)
+
+    @staticmethod
+    def accepts_queue(queue: str) -> bool:
+        """Whether this layout takes ``queue`` (a worker's pattern serves no other name)."""
+        try:
+            check_own_layout_queue(queue)
+        except ValueError:
+            return False
+        return True
 
     async def register_queues(self, queues: Sequence[str]) -> None:
         await self.layout.check(queues)

@@ -66,20 +66,26 @@ def _json_message(msg: bytes, amsg: bytes | None) -> bytes:
 
 def _record(row: Sequence[Any], queue: str = "") -> TaskRecord:
     """A row of the asynq_inspect scripts ({id, msg, state, result, score, asyncq_msg,
-    result_enc, started_at[, traceback]}) as asyncq's TaskRecord."""
-    task_id, msg, state, result, score, amsg, enc, started = row[:8]
+    result_enc, started_at, error[, traceback]}) as asyncq's TaskRecord (a message that
+    decodes but cannot be run, a hostile Go record, still shows its payload and error)."""
+    task_id, msg, state, result, score, amsg, enc, started, error = row[:9]
     try:
         task = _codec.decode(msg or b"")
-        json_msg = amsg if amsg else _codec.to_asyncq(task).encode()
     except DecodeError:
         task, json_msg = _codec.AsynqTask("", b"", text(task_id), queue), UNREADABLE
+    else:
+        try:
+            json_msg = amsg if amsg else _codec.to_asyncq(task).encode()
+        except DecodeError:
+            json_msg = UNREADABLE
     return TaskRecord(
         id=text(task_id), msg=json_msg, payload=task.payload, state=text(state or b""),
-        retried=task.retried, error=task.error_msg, failed_at_ms=task.last_failed_at * 1000,
+        retried=task.retried, error=_codec.stored_error(task.error_msg, error),
+        failed_at_ms=task.last_failed_at * 1000,
         completed_at_ms=task.completed_at * 1000, result=result or None,
         score=_score_ms(score), result_enc=text(enc or b"") or "b",
         started_at_ms=number(started), queue=queue,
-        traceback=text(row[8] or b"") if len(row) > 8 else "",
+        traceback=text(row[9] or b"") if len(row) > 9 else "",
     )
 
 
@@ -216,7 +222,8 @@ class AsynqInspectOps(RedisInspectOps):
              qk.processed_day(day), qk.failed_day(day), qk.processed, qk.failed],
             [outcome.task_id, outcome.kind, owner, cutoff, _ceil_s(outcome.retry_at_ms),
              outcome.error, now_s, now_s + STATS_TTL_S, now_s - ARCHIVE_MAX_AGE_S,
-             ARCHIVE_MAX_SIZE, qk.task_prefix, outcome.traceback]))
+             ARCHIVE_MAX_SIZE, qk.task_prefix, outcome.traceback,
+             _codec.go_error(outcome.error)]))
 
     async def run_task(self, queue: str, task_id: str) -> int:
         qk = K.queue_keys(queue)

@@ -41,6 +41,10 @@ F_LEASE_UNTIL = "lease_until"  # asyncq only: the lease score that worker last w
 F_STARTED_AT = "started_at"  # asyncq only: when its latest run started (Unix ms)
 F_RESULT_ENC = "result_enc"  # asyncq only: how ``result`` is encoded ("b" bytes, "j" JSON)
 F_TRACEBACK = "traceback"  # asyncq only: the last failure's traceback
+#: asyncq only: the last failure's whole text, ``ExcType: message`` (``error_msg`` in ``msg``
+#: holds the message alone, as a Go handler's error reads; a message too broken to carry
+#: ``error_msg`` has the reason only here)
+F_ERROR = "error"
 #: asyncq only: the ``started_at`` of the run a cancellation was requested for (the lease
 #: renewal of that run reports it; a later run of the task has another ``started_at``)
 F_CANCEL = "cancel"

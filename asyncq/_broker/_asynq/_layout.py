@@ -14,9 +14,11 @@ import asyncio
 from collections.abc import Sequence
 from typing import Literal
 
+from redis.asyncio import RedisCluster
 from redis.exceptions import NoPermissionError
 
 from ..._errors import BrokerError
+from ..._validate import check_own_layout_queue
 from .._runner import ScriptRunner
 from ._keys import ASYNCQ_QUEUES, QUEUES
 
@@ -37,6 +39,18 @@ def mismatch_error(queue: str, wire: Wire) -> BrokerError:
     return BrokerError(why + "; nothing was written", refused=True)
 
 
+def check_cluster_queue(queue: str) -> None:
+    """ValueError for a queue of Go's layout no script can run on Redis Cluster: its name
+    starts with ``}``, so its keys (``asynq:{}x}:...``) have an empty hash tag and land in
+    different slots (Go's scripts fail on it as well)."""
+    if queue.startswith("}"):
+        raise ValueError(
+            f"queue name {queue!r} starts with '}}': on Redis Cluster its keys "
+            f"(asynq:{{{queue}}}:...) would have an empty hash tag and land in different "
+            f"slots, so no script could run on it (Go asynq's neither); use another name, or "
+            f"a single Redis node; nothing was written")
+
+
 class LayoutGuard:
     """Checks each queue once per broker (a queue found fine is not read again). Callers that
     meet a queue while its check is under way wait for that check instead of sending their
@@ -45,6 +59,7 @@ class LayoutGuard:
     def __init__(self, runner: ScriptRunner, wire: Wire) -> None:
         self._runner = runner
         self._wire = wire
+        self._cluster = isinstance(runner.redis, RedisCluster)
         self._mine, self._other = (QUEUES, ASYNCQ_QUEUES) if wire == "asynq" else (
             ASYNCQ_QUEUES, QUEUES)
         self.checked: set[str] = set()
@@ -56,13 +71,21 @@ class LayoutGuard:
         self.checked.discard(queue)
 
     async def check(self, queues: Sequence[str]) -> None:
-        """Raise BrokerError (refused) if one of ``queues`` belongs to the other layout."""
+        """Raise BrokerError (refused) if one of ``queues`` belongs to the other layout;
+        ValueError, before anything is read, for a name asyncq's own layout refuses
+        (``check_own_layout_queue``: braces, whitespace, ``*``) when this is that layout."""
         checked = self.checked
         if len(queues) == 1 and queues[0] in checked:
             return
         new = [q for q in dict.fromkeys(queues) if q not in checked]
         if not new:
             return
+        if self._wire == "asyncq":
+            for queue in new:
+                check_own_layout_queue(queue)
+        elif self._cluster:
+            for queue in new:
+                check_cluster_queue(queue)
         waits = {id(f): f for q in new if (f := self._pending.get(q)) is not None}
         mine = [q for q in new if q not in self._pending]
         if mine:

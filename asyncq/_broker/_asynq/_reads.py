@@ -23,7 +23,7 @@ from . import _codec
 from . import _keys as K
 
 _FIELDS = (K.F_MSG, K.F_STATE, K.F_AMSG, K.F_RESULT, K.F_RESULT_ENC, K.F_STARTED_AT,
-           K.F_TRACEBACK)
+           K.F_TRACEBACK, K.F_ERROR)
 _PER_TASK = 5  # commands per task read: the hash fields, then three scores and the mark
 #: How long a completion mark answers (ms): a task that returned nothing, without a retention.
 MARK_KEEP_MS = round(_defaults.COMPLETION_MARK * 1000)
@@ -59,7 +59,7 @@ def _ms(score: Any) -> int:
 
 def _read(queue: str, task_id: str, replies: list[Any], now_ms: int) -> Read:
     fields, lease, scheduled, retry, mark = replies
-    msg, state_b, amsg, result, renc, started, traceback = fields
+    msg, state_b, amsg, result, renc, started, traceback, error = fields
     if msg is None:
         if mark is None or int(float(mark)) < now_ms - MARK_KEEP_MS:
             return Read(None, "")
@@ -69,14 +69,16 @@ def _read(queue: str, task_id: str, replies: list[Any], now_ms: int) -> Read:
     state = text(state_b) if state_b is not None else ""
     try:
         task = _codec.decode(msg)
+        json_msg = amsg or _codec.to_asyncq(task).encode()
     except DecodeError:
-        # (An empty message: the reader's decode raises the DecodeError saying so.)
-        return Read(TaskRecord(task_id, b"", b"", state, 0, "", 0, 0, None, None,
-                               queue=queue), "")
+        # (An empty message: the reader's decode raises the DecodeError saying so. The
+        # reason it was archived for, when it was, is in asyncq's own field.)
+        return Read(TaskRecord(task_id, b"", b"", state, 0, _codec.stored_error("", error), 0,
+                               0, None, None, queue=queue), "")
     score = {"active": lease, "scheduled": scheduled, "retry": retry}.get(state)
     return Read(TaskRecord(
-        id=task_id, msg=amsg or _codec.to_asyncq(task).encode(), payload=task.payload,
-        state=state, retried=task.retried, error=task.error_msg,
+        id=task_id, msg=json_msg, payload=task.payload,
+        state=state, retried=task.retried, error=_codec.stored_error(task.error_msg, error),
         failed_at_ms=task.last_failed_at * 1000, completed_at_ms=task.completed_at * 1000,
         result=result, score=None if score is None else _ms(score),
         result_enc="j" if renc == b"j" else "b",

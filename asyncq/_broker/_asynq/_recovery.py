@@ -80,7 +80,8 @@ class AsynqRecovery:
              qk.processed_day(day), qk.failed_day(day), qk.processed, qk.failed],
             [outcome.task_id, outcome.kind, mine, go, -(-outcome.retry_at_ms // 1000),
              outcome.error, now_s, "1" if outcome.is_failure else "0", now_s + STATS_TTL_S,
-             now_s - ARCHIVE_MAX_AGE_S, ARCHIVE_MAX_SIZE, qk.task_prefix, outcome.traceback]))
+             now_s - ARCHIVE_MAX_AGE_S, ARCHIVE_MAX_SIZE, qk.task_prefix, outcome.traceback,
+             _codec.go_error(outcome.error)]))
 
     async def reclaim_orphans(self, queue: str, limit: int) -> int:
         qk = K.queue_keys(queue)

@@ -87,8 +87,10 @@ async def test_a_go_run_recovered_as_gos_recoverer_retries_it(
     assert await redis_client.zscore(qk.retry, "dead") == -(-retry_at // 1000)
     assert await redis_client.hget(qk.task("dead"), "state") == b"retry"
     m = await go_msg(redis_client, asyncq_queue, "dead")
-    assert (m.retried, m.error_msg, m.last_failed_at) == (
-        3, "LeaseExpiredError: task lease expired", now_s)
+    assert (m.retried, m.error_msg, m.last_failed_at) == (3, "task lease expired", now_s)
+    # (Go's text in its message; asyncq's whole text, with the type, in its own field)
+    assert await redis_client.hget(qk.task("dead"), K.F_ERROR) == (
+        b"LeaseExpiredError: task lease expired")
     day = K.day_string(clock.now_ms())
     for key in (qk.processed, qk.failed, qk.processed_day(day), qk.failed_day(day)):
         assert await redis_client.get(key) == b"1"

@@ -137,7 +137,7 @@ def test_an_unknown_result_id_does_not_exist(shop: Shop) -> None:
 @pytest.mark.parametrize(("params", "says"), [
     ({"QUEUES": ["default"], "OPTIONS": {}}, r"needs OPTIONS\['URL'\]"),
     ({"OPTIONS": {"URL": "redis://localhost", "RETRIES": 3}}, r"unknown keys \['RETRIES'\]"),
-    ({"QUEUES": ["two words"], "OPTIONS": {"URL": "redis://localhost"}}, "whitespace"),
+    ({"QUEUES": ["wf:x"], "OPTIONS": {"URL": "redis://localhost"}}, "reserved for workflows"),
 ])
 def test_a_bad_backend_configuration_says_what_to_fix(params: dict[str, Any], says: str) -> None:
     from django.core.exceptions import ImproperlyConfigured

@@ -95,7 +95,7 @@ def test_the_backend_supports_priority_unless_its_bands_are_turned_off(shop: Sho
     ({"high": True}, r"whole number"),
     ({"high": 1.5}, r"whole number"),
     ({"high": 5, "up": 5}, r"two bands start at 5"),
-    ({"very high": 5}, r"whitespace"),
+    ({"hi\nGH": 5}, r"control characters"),
     ({"": 5}, r"non-empty"),
     (["high"], r"must map band names"),
 ])

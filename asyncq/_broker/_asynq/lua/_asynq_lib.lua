@@ -100,6 +100,17 @@ end
 -- TaskMessage field numbers
 local ASYNQ_RETRIED, ASYNQ_ERROR_MSG, ASYNQ_LAST_FAILED_AT, ASYNQ_COMPLETED_AT = 6, 7, 11, 13
 
+-- Write a failure into task hash `key` (message `msg`, edited with `set`): Go's error_msg is
+-- `go_err` (the message alone, as a Go handler's error reads), asyncq's own fields keep the
+-- whole text `err` (with the exception type; also the only place for the reason when `msg`
+-- cannot be parsed, so cannot carry one) and the traceback; `state` is the new state.
+local function asynq_write_failure(key, msg, set, state, err, go_err, traceback)
+  set[ASYNQ_ERROR_MSG] = go_err
+  redis.call('HSET', key, 'msg', asynq_pb_edit(msg, set), 'state', state, 'error', err,
+    'traceback', traceback)
+  redis.call('HDEL', key, 'owner', 'lease_until')
+end
+
 -- Count one more (or `n`): the daily counter (expiring at `expire_at`, Unix s, from its first
 -- count) and the total (back to 1 past int64's maximum, as Go does).
 local function asynq_count(day_key, total_key, expire_at, n)

@@ -18,6 +18,7 @@
 -- ARGV[7] daily counter expiry, Unix s
 -- ARGV[8] task key prefix    asynq:{q}:t:
 -- ARGV[9] traceback ('' none)
+-- ARGV[10] the error as Go reads it (error_msg: ARGV[3] without its exception type)
 -- Returns: 1 written, 0 the task is no longer held by owner's run (nothing written). When
 --   somebody listens, publishes active -> archived with the error (asyncq only).
 -- @include _asynq_lib.lua
@@ -39,9 +40,8 @@ for _, id in ipairs(extra) do
 end
 if redis.call('ZSCORE', KEYS[4], ARGV[1]) then
   local msg = redis.call('HGET', KEYS[1], 'msg') or ''
-  msg = asynq_pb_edit(msg, {[ASYNQ_ERROR_MSG] = ARGV[3], [ASYNQ_LAST_FAILED_AT] = tonumber(ARGV[4])})
-  redis.call('HSET', KEYS[1], 'msg', msg, 'state', 'archived', 'traceback', ARGV[9])
-  redis.call('HDEL', KEYS[1], 'owner', 'lease_until')
+  asynq_write_failure(KEYS[1], msg, {[ASYNQ_LAST_FAILED_AT] = tonumber(ARGV[4])}, 'archived',
+    ARGV[3], ARGV[10], ARGV[9])
   asynq_events(asynq_base(KEYS[2], 'active'))(ARGV[1], 'active', 'archived', {error = ARGV[3]})
 end
 asynq_count(KEYS[5], KEYS[7], ARGV[7])

@@ -20,7 +20,8 @@
 local function inspect_match(prefix, id, type_part, error_part)
   local msg = redis.call('HGET', prefix .. id, 'msg')
   if msg and inspect_contains(asynq_pb_string(msg, ASYNQ_TYPE), type_part)
-      and inspect_contains(asynq_pb_string(msg, ASYNQ_ERROR_MSG), error_part) then
+      and (inspect_contains(asynq_pb_string(msg, ASYNQ_ERROR_MSG), error_part)
+        or inspect_contains(redis.call('HGET', prefix .. id, 'error') or '', error_part)) then
     return msg
   end
   return nil

@@ -19,6 +19,7 @@
 -- ARGV[9] archive age cutoff, Unix s     ARGV[10] archive max size
 -- ARGV[11] task key prefix   asynq:{q}:t:
 -- ARGV[12] traceback ('' none)
+-- ARGV[13] the error as Go reads it (error_msg: ARGV[6] without its exception type)
 -- Returns: 1 written; 0 the task is not active, or no longer held by that owner, or its lease
 --   was renewed past the cutoff (nothing written).
 -- @include _asynq_inspect_lib.lua
@@ -37,16 +38,15 @@ end
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 local msg = redis.call('HGET', KEYS[1], 'msg') or ''
-local set = {[ASYNQ_ERROR_MSG] = ARGV[6], [ASYNQ_LAST_FAILED_AT] = tonumber(ARGV[7])}
+local set = {[ASYNQ_LAST_FAILED_AT] = tonumber(ARGV[7])}
 if ARGV[2] == 'retry' then
   set[ASYNQ_RETRIED] = asynq_pb_get(msg, ASYNQ_RETRIED) + 1
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 else
   redis.call('ZADD', KEYS[5], ARGV[7], ARGV[1])
 end
-redis.call('HSET', KEYS[1], 'msg', asynq_pb_edit(msg, set), 'state', ARGV[2] == 'retry'
-  and 'retry' or 'archived', 'traceback', ARGV[12])
-redis.call('HDEL', KEYS[1], 'owner', 'lease_until')
+asynq_write_failure(KEYS[1], msg, set, ARGV[2] == 'retry' and 'retry' or 'archived', ARGV[6],
+  ARGV[13], ARGV[12])
 if ARGV[2] ~= 'retry' then
   asynq_inspect_trim(KEYS[5], ARGV[11], ARGV[9], tonumber(ARGV[10]), 1000)
 end

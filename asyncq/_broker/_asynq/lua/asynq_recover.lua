@@ -24,6 +24,7 @@
 -- ARGV[11] archive max size (Go: 10000)
 -- ARGV[12] task key prefix   asynq:{q}:t:
 -- ARGV[13] traceback ('' none), kept in the field Go ignores
+-- ARGV[14] the error as Go reads it (error_msg: ARGV[6] without its exception type)
 -- Returns: 1 recovered, 0 not (no longer active, or its lease was renewed: nothing written).
 -- @include _asynq_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'lease_until', 'msg')
@@ -39,15 +40,13 @@ end
 asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 local now = tonumber(ARGV[7])
-local set = {[ASYNQ_ERROR_MSG] = ARGV[6], [ASYNQ_LAST_FAILED_AT] = now}
+local set = {[ASYNQ_LAST_FAILED_AT] = now}
 if ARGV[2] == 'retry' then
   redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
   if ARGV[8] == '1' then
     set[ASYNQ_RETRIED] = asynq_pb_get(v[4], ASYNQ_RETRIED) + 1
   end
-  redis.call('HSET', KEYS[1], 'msg', asynq_pb_edit(v[4], set), 'state', 'retry',
-    'traceback', ARGV[13])
-  redis.call('HDEL', KEYS[1], 'owner', 'lease_until')
+  asynq_write_failure(KEYS[1], v[4], set, 'retry', ARGV[6], ARGV[14], ARGV[13])
   if ARGV[8] == '1' then
     asynq_count(KEYS[6], KEYS[8], ARGV[9])
     asynq_count(KEYS[7], KEYS[9], ARGV[9])
@@ -66,9 +65,7 @@ for _, id in ipairs(extra) do
   redis.call('ZREM', KEYS[5], id)
 end
 if redis.call('ZSCORE', KEYS[5], ARGV[1]) then
-  redis.call('HSET', KEYS[1], 'msg', asynq_pb_edit(v[4], set), 'state', 'archived',
-    'traceback', ARGV[13])
-  redis.call('HDEL', KEYS[1], 'owner', 'lease_until')
+  asynq_write_failure(KEYS[1], v[4], set, 'archived', ARGV[6], ARGV[14], ARGV[13])
 end
 asynq_count(KEYS[6], KEYS[8], ARGV[9])
 asynq_count(KEYS[7], KEYS[9], ARGV[9])

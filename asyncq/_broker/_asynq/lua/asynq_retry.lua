@@ -15,6 +15,7 @@
 -- ARGV[6] '1' a failure (counted, retried + 1), '0' not one
 -- ARGV[7] daily counter expiry, Unix s
 -- ARGV[8] traceback ('' none), kept in the field Go ignores
+-- ARGV[9] the error as Go reads it (error_msg: ARGV[4] without its exception type)
 -- Returns: 1 written, 0 the task is no longer held by owner's run (nothing written). When
 --   somebody listens, publishes active -> retry with the error and the next run (asyncq only).
 -- @include _asynq_lib.lua
@@ -25,13 +26,11 @@ asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
 local msg = redis.call('HGET', KEYS[1], 'msg') or ''
-local set = {[ASYNQ_ERROR_MSG] = ARGV[4], [ASYNQ_LAST_FAILED_AT] = tonumber(ARGV[5])}
+local set = {[ASYNQ_LAST_FAILED_AT] = tonumber(ARGV[5])}
 if ARGV[6] == '1' then
   set[ASYNQ_RETRIED] = asynq_pb_get(msg, ASYNQ_RETRIED) + 1
 end
-redis.call('HSET', KEYS[1], 'msg', asynq_pb_edit(msg, set), 'state', 'retry',
-  'traceback', ARGV[8])
-redis.call('HDEL', KEYS[1], 'owner', 'lease_until')
+asynq_write_failure(KEYS[1], msg, set, 'retry', ARGV[4], ARGV[9], ARGV[8])
 asynq_events(asynq_base(KEYS[2], 'active'))(ARGV[1], 'active', 'retry',
   {error = ARGV[4], next = tonumber(ARGV[3]) * 1000})
 if ARGV[6] == '1' then
