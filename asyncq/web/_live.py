@@ -79,10 +79,12 @@ async def task_snapshot(dash: Dashboard, queue: str, task_id: str) -> dict[str, 
         info = await dash.inspector.task_info(queue, task_id)
     except (TaskNotFoundError, QueueNotFoundError):
         return {"queues": {}, "task_state": "deleted"}
-    doc: dict[str, Any] = {"queues": {}, "task_state": info.state.value}
+    doc: dict[str, Any] = {"queues": {}, "task_state": info.state.value,
+                           # (always: a run requeued since shows its old bar no longer)
+                           "progress_html": render_fragment("_progress_cell.html",
+                                                            {"task": info})}
     if info.progress is not None:
         doc["task_progress"] = info.progress
-        doc["progress_html"] = render_fragment("_progress_cell.html", {"task": info})
     return doc
 
 
