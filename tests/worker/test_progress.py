@@ -356,6 +356,32 @@ async def test_the_last_report_made_wins_over_an_earlier_one_from_a_thread(
     assert (stored.progress, stored.progress_message) == (0.9, "from the loop")
 
 
+async def test_a_message_with_a_lone_surrogate_is_refused_where_it_is_made(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    """The handler hears ValueError at its call (it was accepted, then dropped by the worker
+    with a traceback); its next, valid report is stored."""
+    q = asyncq_queue
+    mux = ServeMux()
+
+    @mux.handler("names", retention=60)
+    async def names(task: Task) -> str:
+        try:
+            await task.set_progress(0.5, "file \ud800.csv")
+        except ValueError as exc:
+            await task.set_progress(0.6, "file ?.csv")
+            return str(exc)
+        return "accepted"
+
+    async with asyncq_worker(mux, queues={q: 1}) as w:
+        info = await asyncq_client.enqueue("names", queue=q)
+        done = await asyncq_client.wait(info, timeout=30)
+        writes = w.worker.processor.progress.writes
+    assert "lone surrogate" in done.result_json()
+    assert writes == 1
+    assert (done.progress, done.progress_message) == (0.6, "file ?.csv")
+
+
 async def test_a_handler_process_reports_over_its_pipe(
     asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
 ) -> None:
