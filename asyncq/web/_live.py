@@ -57,6 +57,7 @@ async def snapshot(dash: Dashboard, queue: str | None, active: bool, base: str,
     ``queue`` is None, read after ``since``, see ``Dashboard.queue_infos``), and the rendered
     rows of the active list; for a task page, the task's state and progress cell instead.
     ``all`` says the counts cover every queue (the overview's throughput is their sum)."""
+    await dash.sample_minutes()  # (once a minute: the last hour of every queue, see there)
     if queue is not None and task is not None:
         return await task_snapshot(dash, queue, task)
     wanted = [queue] if queue is not None else queues

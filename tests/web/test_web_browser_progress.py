@@ -12,6 +12,7 @@ import pytest
 from anyio.from_thread import BlockingPortal
 
 from asyncq import Client, Inspector, ServeMux, Task, Worker
+from asyncq.testing import wait_until
 from asyncq.web import create_app
 from tests.web.web_helpers import serve, shot
 
@@ -104,9 +105,9 @@ def test_a_requeued_task_shows_no_progress_of_its_old_run(
         async with Client(asyncq_redis_url) as client, Inspector(asyncq_redis_url) as ins:
             ids = [(await client.enqueue("report:fail", queue=queue)).id for _ in range(2)]
             async with Worker(asyncq_redis_url, mux, queues={queue: 1}):
-                async with asyncio.timeout(30):
-                    while len(await ins.list_tasks(queue, "archived")) < 2:
-                        await asyncio.sleep(0.05)
+                async def both_archived() -> bool:
+                    return len(await ins.list_tasks(queue, "archived")) == 2
+                await wait_until(both_archived, timeout=30, message="both archived")
             return ids
 
     async def run_again(task_id: str) -> None:
