@@ -100,6 +100,8 @@ async def test_a_workers_janitor_records_the_queues_no_worker_serves(
                          message="a minute sample of the queue no worker serves")
     [sample] = await redis_client.lrange(key, 0, -1)
     assert sample.split(b":")[3] == b"3"  # its backlog
+    async with Inspector(asyncq_client.broker) as inspector:  # (other tests list the queues)
+        await inspector.delete_queue(unserved, force=True)
 
 
 async def test_a_janitor_round_samples_a_bounded_window_of_the_registered_queues(
@@ -125,6 +127,9 @@ async def test_a_janitor_round_samples_a_bounded_window_of_the_registered_queues
         seen.append(janitor._sampled - before)
     assert max(seen) <= 4
     assert await sampled() == set(names)
+    async with Inspector(asyncq_client.broker) as inspector:  # (other tests list the queues)
+        for q in names:
+            await inspector.delete_queue(q, force=True)
 
 
 async def test_the_dashboard_records_the_last_hour_while_no_worker_lives(

@@ -75,5 +75,8 @@ async def test_the_overview_reads_many_queues_in_a_few_round_trips(
         daily, _ = await dash.chart_stats(names, 7)
     finally:
         await dash.close()
+        async with Inspector(asyncq_redis_url) as inspector:  # (other tests list the queues)
+            for q in names:
+                await inspector.delete_queue(q, force=True)
     assert len(daily) == 7 * len(names)
     assert trips <= 6, trips  # (sampling, then each read in pipelines of up to 1 000)

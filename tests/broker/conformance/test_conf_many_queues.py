@@ -17,7 +17,7 @@ ON_CLUSTER = True
 
 async def test_many_queues_are_sampled_and_read_as_each_alone(
         broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str) -> None:
-    names = [f"{asyncq_queue}-{i}" for i in range(40)]
+    names = [f"{asyncq_queue}-{i}" for i in range(12)]
     await client.enqueue_many([Task("t", None, queue=q) for i, q in enumerate(names)
                                for _ in range(i % 3 + 1)])
     async with Inspector(broker, clock=clock) as inspector:
@@ -25,11 +25,13 @@ async def test_many_queues_are_sampled_and_read_as_each_alone(
         assert await inspector.record_minutes(names) == 0  # once a minute, whoever asks
         clock.advance(60)
         await client.enqueue_many([Task("t", None, queue=q) for q in names[:5]])
-        assert await inspector.record_minutes([*names, f"{asyncq_queue}-none"]) == 41
+        assert await inspector.record_minutes(names) == 12
         histories = await inspector.history_of(names, 3)
         minutes = await inspector.minute_stats_of(names)
         for q in names[:8]:
             assert histories[q] == await inspector.history(q, 3)
             assert minutes[q] == await inspector.minute_stats(q)
+        for q in names:  # (other tests list the queues)
+            await inspector.delete_queue(q, force=True)
     assert [m.backlog for m in minutes[names[0]]] == [2]  # 1 then 1 more
     assert [m.backlog for m in minutes[names[7]]] == [2]  # 7 % 3 + 1, none added
