@@ -35,3 +35,16 @@ async def test_many_queues_are_sampled_and_read_as_each_alone(
             await inspector.delete_queue(q, force=True)
     assert [m.backlog for m in minutes[names[0]]] == [2]  # 1 then 1 more
     assert [m.backlog for m in minutes[names[7]]] == [2]  # 7 % 3 + 1, none added
+
+
+async def test_a_queue_deleted_after_it_was_listed_gets_no_sample(
+        broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str) -> None:
+    """A sampler lists the queues, then samples them a while later (a worker's janitor goes
+    round them in windows): one deleted meanwhile is not given its minutes key back."""
+    await client.enqueue("t", None, queue=asyncq_queue)
+    async with Inspector(broker, clock=clock) as inspector:
+        listed = await inspector.queues()
+        await inspector.delete_queue(asyncq_queue, force=True)
+        assert await inspector.record_minutes(listed) >= 0
+        assert await inspector.minute_stats_of([asyncq_queue]) == {asyncq_queue: []}
+        assert not (await broker.inspect.minute_samples_of([asyncq_queue]))[0]
