@@ -8,6 +8,7 @@ is atomic, the whole operation is not (tasks enqueued meanwhile may or may not b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -16,6 +17,7 @@ from .._clock import Clock, ms_to_datetime
 from . import _keys as K
 from ._calls import ARCHIVE_MAX_AGE_MS, ARCHIVE_MAX_SIZE, ScriptCall, finish_call
 from ._inspect_values import QueueInfo
+from ._maintenance import MINUTE_SAMPLES
 from ._protocol import BulkOp, DeleteMode, Outcome, TaskRecord
 from ._records import UNREADABLE, decode_server
 from ._replies import number, register, text
@@ -26,10 +28,24 @@ BATCH_SIZE = 1000
 FIND_BATCH = 1000  # entries a task search examines per script call
 MEMORY_SAMPLE = 20  # task hashes sampled per list/zset for the memory estimate
 MEMORY_GROUP_SAMPLE = 5  # groups sampled for the memory estimate
+READ_CHUNK = 1000  # reads of many queues sent per pipeline
+
+
+def limits_named(raw: bytes | str | None) -> tuple[str, ...]:
+    """The task hash's field ``limited`` (the registry fields of the limits that deferred it,
+    joined by commas: ``q:``, ``c:NAME``, ``r:NAME``) as the limits' names."""
+    if not raw:
+        return ()
+    names = []
+    for field in re.split(r",(?=[cqr]:)", text(raw)):
+        kind, _, name = field.partition(":")
+        names.append("queue concurrency limit" if kind == "q" else
+                     f"rate limit {name}" if kind == "r" else f"concurrency limit {name}")
+    return tuple(names)
 
 
 def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "",
-            progress: bytes = b"") -> TaskRecord:
+            progress: bytes = b"", limited: bytes | str | None = None) -> TaskRecord:
     (msg, payload, state, retried, error, failed_at, completed_at, result, score, enc,
      started_at) = fields[:11]
     return TaskRecord(
@@ -39,13 +55,15 @@ def _record(task_id: bytes | str, fields: Sequence[Any], queue: str = "",
         score=None if score is None else number(score), result_enc=text(enc or b"") or "b",
         started_at_ms=number(started_at), queue=queue,
         traceback=text(fields[11] or b"") if len(fields) > 11 else "",
-        progress=progress or b"",
+        progress=progress or b"", limited_by=limits_named(limited),
     )
 
 
 def _task_record(task_id: str, row: Sequence[Any], queue: str) -> TaskRecord:
-    """A task read by ``inspect_task_info``: its fields, traceback and progress report."""
-    return _record(task_id, row[:12], queue, row[12] if len(row) > 12 else b"")
+    """A task read by ``inspect_task_info``: its fields, traceback, progress report and the
+    limits it waits for."""
+    return _record(task_id, row[:12], queue, row[12] if len(row) > 12 else b"",
+                   row[13] if len(row) > 13 else None)
 
 
 class RedisInspectOps:
@@ -80,7 +98,8 @@ class RedisInspectOps:
 
     def _row_record(self, row: Sequence[Any], queue: str) -> TaskRecord:
         """A row of ``inspect_list_tasks``/``inspect_find_tasks`` as a TaskRecord."""
-        return _record(row[0], row[1:12], queue, row[12] if len(row) > 12 else b"")
+        return _record(row[0], row[1:12], queue, row[12] if len(row) > 12 else b"",
+                       row[13] if len(row) > 13 else None)
 
     async def queue_names(self) -> list[str]:
         members = await self.runner.command("listing queues", "SMEMBERS", self.keys.QUEUES)
@@ -136,13 +155,28 @@ class RedisInspectOps:
         return calls
 
     async def daily_counts(self, queue: str, days: Sequence[str]) -> list[tuple[int, int]]:
+        return (await self.daily_counts_of([queue], days))[0]
+
+    async def daily_counts_of(self, queues: Sequence[str],
+                              days: Sequence[str]) -> list[list[tuple[int, int]]]:
         if not days:
-            return []
-        qk = self.keys.queue_keys(queue)
-        keys = [qk.processed_day(d) for d in days] + [qk.failed_day(d) for d in days]
-        values = await self.runner.command("reading history", "MGET", *keys)  # one slot
+            return [[] for _ in queues]
+        commands = []
+        for queue in queues:
+            qk = self.keys.queue_keys(queue)  # (one queue's keys: one slot, one MGET)
+            commands.append(("MGET", *[qk.processed_day(d) for d in days],
+                             *[qk.failed_day(d) for d in days]))
         n = len(days)
-        return [(number(values[i]), number(values[n + i])) for i in range(n)]
+        return [[(number(values[i]), number(values[n + i])) for i in range(n)]
+                for values in await self._pipelined("reading history", commands)]
+
+    async def _pipelined(self, what: str, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """Read-only commands, each on one queue's slot, in pipelines of ``READ_CHUNK`` (a
+        cluster's pipeline sends each command to the node of its slot)."""
+        replies: list[Any] = []
+        for start in range(0, len(commands), READ_CHUNK):
+            replies += await self.runner.commands(what, commands[start:start + READ_CHUNK])
+        return replies
 
     async def groups(self, queue: str) -> list[tuple[str, int]]:
         qk = self.keys.queue_keys(queue)
@@ -288,16 +322,39 @@ class RedisInspectOps:
         size, expired = number(size), number(expired)
         return expired + max(0, size - expired + max(0, adding) - max_size)
 
+    async def record_minutes(self, queues: Sequence[str]) -> int:
+        minute = self.clock.now_ms() // 60_000
+        replies = await self.runner.run_many([self._record_minute_call(q, minute)
+                                              for q in queues])
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply_error("recording a queue's minute", reply)
+        return sum(int(r) for r in replies)
+
+    def _record_minute_call(self, queue: str, minute: int) -> ScriptCall:
+        """The call sampling ``queue`` for ``minute`` (record_minute.lua)."""
+        qk = K.queue_keys(queue)
+        return ScriptCall("record_minute", [qk.minutes, qk.processed, qk.failed, qk.pending,
+                                            qk.active, qk.scheduled, qk.retry],
+                          [minute, MINUTE_SAMPLES])
+
     async def minute_samples(self, queue: str) -> list[tuple[int, int, int, int]]:
-        raw = await self.runner.command("reading minute samples", "LRANGE",
-                                        self.keys.queue_keys(queue).minutes, 0, -1)
-        samples = []
-        for item in raw:
-            parts = text(item).split(":")
-            if len(parts) == 4 and all(p.isdigit() for p in parts):
-                minute, processed, failed, backlog = (int(p) for p in parts)
-                samples.append((minute, processed, failed, backlog))
-        return samples
+        return (await self.minute_samples_of([queue]))[0]
+
+    async def minute_samples_of(self, queues: Sequence[str]
+                                ) -> list[list[tuple[int, int, int, int]]]:
+        raws = await self._pipelined("reading minute samples", [
+            ("LRANGE", self.keys.queue_keys(queue).minutes, 0, -1) for queue in queues])
+        out = []
+        for raw in raws:
+            samples = []
+            for item in raw:
+                parts = text(item).split(":")
+                if len(parts) == 4 and all(p.isdigit() for p in parts):
+                    minute, processed, failed, backlog = (int(p) for p in parts)
+                    samples.append((minute, processed, failed, backlog))
+            out.append(samples)
+        return out
 
     async def archive_limits(self, queue: str) -> tuple[int, int]:
         size, age = await self.runner.command(

@@ -132,6 +132,23 @@ class InspectOps(Protocol):
         the epoch, processed total, failed total, backlog)."""
         ...
 
+    async def daily_counts_of(self, queues: Sequence[str],
+                              days: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """``daily_counts`` of many queues, pipelined (one read per queue, sent to its
+        queue's node on a cluster), in the order given; a queue without counters reads 0."""
+        ...
+
+    async def minute_samples_of(self, queues: Sequence[str]
+                                ) -> list[list[tuple[int, int, int, int]]]:
+        """``minute_samples`` of many queues, pipelined, in the order given."""
+        ...
+
+    async def record_minutes(self, queues: Sequence[str]) -> int:
+        """``Broker.record_minute`` of many queues, pipelined: whichever process samples first
+        in a minute writes the queue's sample, the others nothing. Returns how many samples
+        this call wrote."""
+        ...
+
     async def archive_limits(self, queue: str) -> tuple[int, int]:
         """The queue's archive caps in force: most tasks kept, age limit in ms (its own, else
         the defaults)."""

@@ -121,7 +121,7 @@ def _columns(state: TaskState) -> tuple[list[str], Any]:
         return ["ORPHANED", "RUNNING", "LIMIT"], lambda t: [
             "yes" if t.is_orphaned else "no", fmt_run_length(t), fmt_limit(t)]
     if state is TaskState.SCHEDULED:
-        return ["PROCESS AT", "LIMIT"], lambda t: [fmt_time(t.next_process_at), fmt_limit(t)]
+        return ["PROCESS AT", "LIMIT"], lambda t: [fmt_next(t), fmt_limit(t)]
     if state is TaskState.RETRY:
         return ["NEXT RETRY", "RETRIED", "LIMIT", "LAST ERROR"], lambda t: [
             fmt_time(t.next_process_at), f"{t.retried}/{t.max_retry}", fmt_limit(t),
@@ -137,6 +137,16 @@ def _columns(state: TaskState) -> tuple[list[str], Any]:
     if state is TaskState.AGGREGATING:
         return ["GROUP", "LIMIT"], lambda t: [t.group or "-", fmt_limit(t)]
     return ["RETRIED", "LIMIT"], lambda t: [f"{t.retried}/{t.max_retry}", fmt_limit(t)]
+
+
+def fmt_next(t: TaskInfo) -> str:
+    """When a scheduled task runs: its time, or ``waiting for a slot (queue concurrency
+    limit)`` when a full concurrency limit holds it (it starts as soon as a slot frees)."""
+    if t.waiting_for_slot:
+        return f"waiting for a slot ({', '.join(t.limited_by)})"
+    if t.limited_by:  # a rate limit: its time is when its token is due
+        return f"{fmt_time(t.next_process_at)} ({', '.join(t.limited_by)})"
+    return fmt_time(t.next_process_at)
 
 
 def fmt_progress(t: TaskInfo) -> str:
@@ -219,14 +229,19 @@ def fmt_result(t: TaskInfo) -> str:
 
 def print_task(t: TaskInfo) -> None:
     print_fields([
-        ("id", t.id), ("queue", t.queue), ("type", t.type), ("state", t.state.value),
+        ("id", t.id), ("queue", t.queue), ("type", t.type),
+        ("state", f"{t.state.value}, waiting for a slot" if t.waiting_for_slot
+         else t.state.value),
+        *([("limited by", ", ".join(t.limited_by))] if t.limited_by else []),
         ("payload", fmt_payload(t, 200)),
         ("headers", ", ".join(f"{k}={v}" for k, v in sorted(t.headers.items())) or "-"),
         ("retried", f"{t.retried}/{t.max_retry}"),
         ("last error", t.last_error or "-"), ("last failed at", fmt_time(t.last_failed_at)),
         ("timeout", fmt_duration(t.timeout)), ("deadline", fmt_time(t.deadline)),
         ("expires at", fmt_time(t.expires_at)),
-        ("group", t.group or "-"), ("next process at", fmt_time(t.next_process_at)),
+        ("group", t.group or "-"), ("next process at",
+         f"as soon as a slot frees (at the latest {fmt_time(t.next_process_at)})"
+         if t.waiting_for_slot else fmt_time(t.next_process_at)),
         ("orphaned", "yes" if t.is_orphaned else "no"),
         ("retention", fmt_duration(t.retention)),
         ("enqueued at", fmt_time(t.enqueued_at)), ("started at", fmt_time(t.started_at)),

@@ -235,13 +235,21 @@ class Inspector:
     async def history(self, queue: str, days: int = 7) -> list[DailyStats]:
         """Processed/failed counts for today and the ``days - 1`` previous UTC days, newest
         first (counters are kept 90 days)."""
-        if not isinstance(days, int) or isinstance(days, bool) or days < 1:
-            raise ValueError(f"days must be an int >= 1, got {days!r}")
+        _check_days(days)
         await self._require_queue(queue)
-        now = self._clock.now_ms()
-        dates = utc_dates(now, days)
-        counts = await self._ops.daily_counts(queue, [d.isoformat() for d in dates])
-        return [DailyStats(queue, d, p, f) for d, (p, f) in zip(dates, counts, strict=True)]
+        return (await self.history_of([queue], days))[queue]
+
+    async def history_of(self, queues: Sequence[str], days: int = 7
+                         ) -> dict[str, list[DailyStats]]:
+        """``history`` of many queues in pipelined reads (one per queue, not one round trip
+        each: the dashboard's overview of thousands of queues); a queue that does not exist
+        reads as counts of 0."""
+        _check_days(days)
+        dates = utc_dates(self._clock.now_ms(), days)
+        every = await self._ops.daily_counts_of(list(queues), [d.isoformat() for d in dates])
+        return {queue: [DailyStats(queue, d, p, f)
+                        for d, (p, f) in zip(dates, counts, strict=True)]
+                for queue, counts in zip(queues, every, strict=True)}
 
     async def groups(self, queue: str) -> list[GroupInfo]:
         """The groups of a queue with the number of tasks waiting in each, by name."""
@@ -413,21 +421,26 @@ class Inspector:
 
     async def minute_stats(self, queue: str) -> list[MinuteStats]:
         """The queue's last hour, oldest first: tasks processed and failed per minute, and
-        its backlog, from the samples its workers record once a minute (in their janitor
-        round, so each minute is exact to within ``janitor_interval``). Empty until a
-        worker has served the queue for two minutes."""
+        its backlog, from the samples recorded once a minute by whichever asyncq process comes
+        first: any worker's janitor round (every registered queue, served or not, so each
+        minute is exact to within ``janitor_interval``) or a dashboard in use
+        (``record_minutes``). Empty until two minutes were sampled."""
         await self._require_queue(queue)
-        samples = await self._ops.minute_samples(queue)
-        out = []
-        for newer, older in itertools.pairwise(samples):
-            minutes = newer[0] - older[0]
-            processed, failed = newer[1] - older[1], newer[2] - older[2]
-            if minutes <= 0 or processed < 0 or failed < 0:
-                continue  # out of order, or the counters were reset (queue deleted)
-            out.append(MinuteStats(datetime.fromtimestamp(newer[0] * 60, UTC),
-                                   timedelta(minutes=minutes), processed, failed, newer[3]))
-        out.reverse()
-        return out
+        return _minute_stats(await self._ops.minute_samples(queue))
+
+    async def minute_stats_of(self, queues: Sequence[str]) -> dict[str, list[MinuteStats]]:
+        """``minute_stats`` of many queues in pipelined reads (one per queue); a queue that
+        does not exist has none."""
+        every = await self._ops.minute_samples_of(list(queues))
+        return {queue: _minute_stats(samples)
+                for queue, samples in zip(queues, every, strict=True)}
+
+    async def record_minutes(self, queues: Sequence[str] | None = None) -> int:
+        """Record this minute's sample of ``queues`` (None: every registered queue) for
+        ``minute_stats``, pipelined; a queue sampled this minute already (by any process) is
+        left as it is. Returns how many samples were written."""
+        names = await self.queues() if queues is None else list(queues)
+        return await self._ops.record_minutes(names) if names else 0
 
     async def archive_limits(self, queue: str) -> ArchiveLimits:
         """The caps of the queue's archive in force: its own (``set_archive_limits``), else
@@ -597,3 +610,22 @@ def _log_trim(queue: str, archived: int, trimmed: int) -> None:
     get_logger("inspector").warning(
         "archive over its cap: oldest archived tasks deleted", queue=queue,
         archived=archived, deleted=trimmed)
+
+
+def _check_days(days: object) -> None:
+    if not isinstance(days, int) or isinstance(days, bool) or days < 1:
+        raise ValueError(f"days must be an int >= 1, got {days!r}")
+
+
+def _minute_stats(samples: Sequence[tuple[int, int, int, int]]) -> list[MinuteStats]:
+    """Samples (newest first) as per-stretch stats, oldest first."""
+    out = []
+    for newer, older in itertools.pairwise(samples):
+        minutes = newer[0] - older[0]
+        processed, failed = newer[1] - older[1], newer[2] - older[2]
+        if minutes <= 0 or processed < 0 or failed < 0:
+            continue  # out of order, or the counters were reset (queue deleted)
+        out.append(MinuteStats(datetime.fromtimestamp(newer[0] * 60, UTC),
+                               timedelta(minutes=minutes), processed, failed, newer[3]))
+    out.reverse()
+    return out

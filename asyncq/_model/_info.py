@@ -119,6 +119,14 @@ class TaskInfo:
     #: When that report was written (the worker's clock; at most 100 ms after the handler
     #: made it).
     progress_at: datetime | None = None
+    #: The limits a scheduled task waits for, by name ("queue concurrency limit", "concurrency
+    #: limit NAME", "rate limit NAME"): a worker took it, a limit was full, and it was put
+    #: back. Empty for any other task.
+    limited_by: tuple[str, ...] = ()
+    #: Held back by a full concurrency limit (the queue's or its handler's, in
+    #: ``limited_by``): it starts as soon as a slot frees; ``next_process_at`` is only the
+    #: latest it is looked at again (when a slot holder's lease would end).
+    waiting_for_slot: bool = False
 
     def json(self) -> Any:
         """The payload decoded as JSON."""
@@ -144,7 +152,7 @@ def task_info(
     is_orphaned: bool = False, completed_at_ms: int = 0, result: bytes | None = None,
     result_encoding: str = "b", started_at_ms: int = 0,
     rules: HandlerRules | None = None, last_traceback: str = "",
-    progress: Progress | None = None,
+    progress: Progress | None = None, limited_by: tuple[str, ...] = (),
 ) -> TaskInfo:
     """Build a TaskInfo from a decoded message and the task hash's mutable fields; its
     ``max_retry``, ``timeout`` and ``retention`` are those that apply (``rules``: the
@@ -171,6 +179,8 @@ def task_info(
         result=result, encoding=msg.enc,
         result_encoding="j" if result_encoding == "j" else "b",
         **({} if progress is None else _progress_fields(progress)),
+        limited_by=limited_by,
+        waiting_for_slot=any(not n.startswith("rate limit") for n in limited_by),
     )
 
 

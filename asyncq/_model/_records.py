@@ -39,4 +39,5 @@ def record_info(rec: TaskRecord, now: int, rules: RulesLookup | None = None) -> 
         result_encoding=rec.result_enc, started_at_ms=rec.started_at_ms,
         last_traceback=rec.traceback, rules=None if rules is None else rules(msg.queue, msg.type),
         progress=decode_progress(rec.progress),
+        limited_by=rec.limited_by if state is TaskState.SCHEDULED else (),
     )

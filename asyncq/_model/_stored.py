@@ -50,3 +50,6 @@ class TaskRecord(NamedTuple):
     queue: str = ""  # the queue it was read from ("" when the reader did not say)
     traceback: str = ""  # the last failure's traceback (read with one task only)
     progress: bytes = b""  # its latest run's progress report, JSON (b"": none)
+    #: The limits a scheduled task waits for, by name ("queue concurrency limit", "concurrency
+    #: limit NAME", "rate limit NAME"): a limit deferred it (empty: none)
+    limited_by: tuple[str, ...] = ()

@@ -11,7 +11,7 @@ import orjson
 
 from .._clock import MAX_TIME_MS, MIN_TIME_MS, ms_to_datetime
 from .._defaults import DEFAULT_MAX_RETRY, DEFAULT_QUEUE
-from .._validate import check_text, remember_good
+from .._validate import check_text, remember_good, short
 from ._flow import Flow
 from ._message import TaskMessage
 from ._options import NO_OPTIONS, UNSET, ParsedOptions, TaskOptions, parse_options
@@ -50,11 +50,23 @@ def check_progress(value: object, message: object,
         if len(message) > PROGRESS_MESSAGE_MAX:
             raise ValueError(f"progress message is {len(message)} characters long; at most "
                              f"{PROGRESS_MESSAGE_MAX} are kept")
+        if not message.isascii():  # (stored as UTF-8: a lone surrogate cannot be)
+            try:
+                message.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(f"progress message {short(repr(message))} is not valid text: "
+                                 f"it holds a lone surrogate (left by undecodable bytes); "
+                                 f"make it encodable, e.g. text.encode('utf-8', 'replace')"
+                                 f".decode()") from None
     if data is None:
         return fraction, message, None
     try:
         raw = orjson.dumps(data)
     except TypeError as exc:
+        if "surrogates not allowed" in str(exc):
+            raise ValueError("progress data is not valid text: a str in it holds a lone "
+                             "surrogate (left by undecodable bytes); make it encodable, e.g. "
+                             "text.encode('utf-8', 'replace').decode()") from None
         raise TypeError(f"progress data must be JSON-serializable: {exc}") from exc
     if len(raw) > PROGRESS_DATA_MAX:
         raise ValueError(f"progress data is {len(raw)} bytes of JSON; at most "

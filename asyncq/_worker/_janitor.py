@@ -1,6 +1,12 @@
 """Janitor: deletes completed tasks whose retention has ended, records each queue's counters
 once a minute (the last hour the dashboard charts), and repairs orphaned task records.
 
+The minute samples cover every registered queue, not only the worker's own: a queue no worker
+serves is charted too. Each round samples the worker's queues and the next
+``MINUTE_SAMPLE_BATCH`` registered ones (a rotating window, pipelined), so a round's cost is
+bounded however many queues there are; ``record_minute`` writes at most one sample per queue a
+minute, whichever process (a worker, the dashboard) comes first.
+
 Orphans are task hashes in no list or sorted set of their state (an evicted or deleted list, a
 partial restore, a manual edit): nothing would ever run, recover or expire them. Finding them
 needs a walk over the keyspace, so the janitor takes one bounded ``SCAN`` step per round
@@ -13,12 +19,16 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from .._broker import Broker
 from .._log import get_logger
 from .._service._loops import run_periodically, try_each
 from .._service._outage import Outage
+
+MINUTE_SAMPLE_BATCH = 500
+"""Registered queues a janitor round samples besides its own (one pipelined call each): at the
+default interval (8 s), 3 750 queues a minute per worker."""
 
 PENDING_SEARCH = 1000
 """How far a pending list is searched for a pending task (a cost bound): in a longer queue, an
@@ -37,6 +47,8 @@ class Janitor:
         self._batch = batch
         self._scan_count = scan_count
         self._cursor = 0
+        self._registered: list[str] = []  # the registered queues, read once per cycle
+        self._sampled = 0  # how far this cycle's window went in ``_registered``
         self._log = get_logger("janitor")
         self.outage = Outage(self._log, "delete expired completed tasks")
         self.repaired = 0
@@ -50,6 +62,7 @@ class Janitor:
         steps: list[Callable[[], Awaitable[int]]] = [
             functools.partial(self._delete_expired, queue) for queue in queues]
         steps += [functools.partial(self._record_minute, queue) for queue in queues]
+        steps.append(functools.partial(self.sample_registered, set(queues)))
         if self._scan_count:
             steps.append(self.scan_tick)
         counts = await try_each(steps)
@@ -59,6 +72,18 @@ class Janitor:
         """The queue's once-a-minute sample for the dashboard's last hour (a no-op script
         call unless this worker is the first to come by in this minute)."""
         return int(await self._broker.maintenance.record_minute(queue))
+
+    async def sample_registered(self, own: Collection[str] = ()) -> int:
+        """The minute samples of the next ``MINUTE_SAMPLE_BATCH`` registered queues (``own``,
+        sampled anyway, left out); the list is read again once the window went round it.
+        Returns how many samples were written."""
+        if self._sampled >= len(self._registered):
+            self._registered = await self._broker.inspect.queue_names()
+            self._sampled = 0
+        window = self._registered[self._sampled:self._sampled + MINUTE_SAMPLE_BATCH]
+        self._sampled += len(window)
+        others = [q for q in window if q not in own]
+        return await self._broker.inspect.record_minutes(others) if others else 0
 
     async def _delete_expired(self, queue: str) -> int:
         total = 0

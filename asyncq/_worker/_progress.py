@@ -10,7 +10,8 @@ report replaces it) for the write in flight to end or for a timer. When the run 
 ``settle`` writes what is left and only then hands the outcome over (``then``): the outcome's
 script runs after the last progress script, so a waiter sees the final report before the
 result. A sync handler's thread reports through ``call_soon_threadsafe``, at most one callback
-waiting per task however often it reports.
+waiting per task however often it reports; reports are numbered as they are made, so one a
+thread made before a report on the loop never replaces it (the last report made wins).
 
 Each write is ``progress.lua``: it stores the report only while the task is active under this
 worker; refused, the run's next report raises LeaseExpiredError. A failed write (Redis down)
@@ -20,6 +21,7 @@ is logged, never raised to the handler: a progress report is advisory.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -47,7 +49,8 @@ Report = tuple[float, "str | None", "bytes | None"]
 class _Run:
     """The progress state of one running task that reported."""
 
-    __slots__ = ("id", "inflight", "latest", "lost", "queue", "started_at", "then", "timer")
+    __slots__ = ("id", "inflight", "latest", "lost", "made", "queue", "started_at", "then",
+                 "timer")
 
     def __init__(self, queue: str, task_id: str) -> None:
         self.queue = queue
@@ -58,6 +61,7 @@ class _Run:
         self.timer: asyncio.TimerHandle | None = None
         self.lost = False  # a write was refused: the task is not ours any more
         self.then: Callable[[], None] | None = None  # the outcome's submission, once settled
+        self.made = -1  # the order number of the newest report taken (see ProgressReports)
 
 
 def encode_report(report: Report, at: int) -> bytes:
@@ -93,7 +97,10 @@ class ProgressReports:
         self._loop_thread: int | None = None
         self.runs: dict[str, _Run] = {}
         """Tasks that reported, until their outcome was handed over (or their lease lost)."""
-        self._posted: dict[str, tuple[Task, float, str | None, bytes | None]] = {}
+        self._posted: dict[str, tuple[int, float, str | None, bytes | None]] = {}
+        # Every report is numbered as it is made, on any thread: a thread's report taken in on
+        # the loop after a later one made there is older, and dropped (the last made wins).
+        self._order = itertools.count()
         self._lock = threading.Lock()  # (guards _posted, written by threads)
         self._writes = TaskSet(self._write_failed)
         self._settled = asyncio.Event()
@@ -130,6 +137,7 @@ class ProgressReports:
             if run is None:
                 run = self.runs[task_id] = _Run(task.queue, task_id)
             run.latest = (value, message, data)
+            run.made = next(self._order)
             if not (run.inflight or run.timer is not None):
                 self._schedule(run)
             return
@@ -138,7 +146,7 @@ class ProgressReports:
             raise RuntimeError("cannot report progress: the worker's event loop is unknown")
         with self._lock:
             first = task_id not in self._posted
-            self._posted[task_id] = (task, value, message, data)
+            self._posted[task_id] = (next(self._order), value, message, data)
         if first:
             loop.call_soon_threadsafe(self._take_posted, task)
 
@@ -164,8 +172,9 @@ class ProgressReports:
         run = self.runs.get(task.id or "")
         if run is None:
             run = self.runs[task.id or ""] = _Run(task.queue, task.id or "")
-        if run.lost:
+        if run.lost or item[0] < run.made:  # (a later report was made on the loop since)
             return
+        run.made = item[0]
         run.latest = item[1:]
         if not (run.inflight or run.timer is not None):
             self._schedule(run)

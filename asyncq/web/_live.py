@@ -57,6 +57,7 @@ async def snapshot(dash: Dashboard, queue: str | None, active: bool, base: str,
     ``queue`` is None, read after ``since``, see ``Dashboard.queue_infos``), and the rendered
     rows of the active list; for a task page, the task's state and progress cell instead.
     ``all`` says the counts cover every queue (the overview's throughput is their sum)."""
+    await dash.sample_minutes()  # (once a minute: the last hour of every queue, see there)
     if queue is not None and task is not None:
         return await task_snapshot(dash, queue, task)
     wanted = [queue] if queue is not None else queues
@@ -79,10 +80,12 @@ async def task_snapshot(dash: Dashboard, queue: str, task_id: str) -> dict[str, 
         info = await dash.inspector.task_info(queue, task_id)
     except (TaskNotFoundError, QueueNotFoundError):
         return {"queues": {}, "task_state": "deleted"}
-    doc: dict[str, Any] = {"queues": {}, "task_state": info.state.value}
+    doc: dict[str, Any] = {"queues": {}, "task_state": info.state.value,
+                           # (always: a run requeued since shows its old bar no longer)
+                           "progress_html": render_fragment("_progress_cell.html",
+                                                            {"task": info})}
     if info.progress is not None:
         doc["task_progress"] = info.progress
-        doc["progress_html"] = render_fragment("_progress_cell.html", {"task": info})
     return doc
 
 

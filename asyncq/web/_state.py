@@ -11,8 +11,11 @@ from dataclasses import dataclass, replace
 from .._broker import Broker, DailyStats, MinuteStats, QueueInfo, RedisLike
 from .._client._client import Client
 from .._defaults import WEB_LOOPBACK_HOSTS
-from .._errors import QueueNotFoundError
+from .._errors import AsyncqError
 from .._inspector._inspector import Inspector
+from .._log import get_logger
+
+log = get_logger("web")
 
 #: Snapshots younger than this are served from the cache (seconds).
 SNAPSHOT_TTL = 0.5
@@ -55,6 +58,7 @@ class Dashboard:
         #: Snapshots of queues read by name (a queue's page, a page of the overview).
         self._named: dict[str, tuple[float, QueueInfo]] = {}
         self._charts: tuple[float, list[DailyStats], list[MinuteStats]] | None = None
+        self._sampled_minute = -1  # the last minute this process sampled every queue in
 
     @property
     def inspector(self) -> Inspector:
@@ -110,31 +114,35 @@ class Dashboard:
                     got[q] = info
         return {q: got[q] for q in queues if q in got}
 
+    async def sample_minutes(self) -> None:
+        """This minute's last-hour sample of every registered queue, at most once a minute per
+        dashboard process (``record_minute`` keeps one per queue a minute, whoever writes it):
+        while the dashboard is in use, its chart has the queues no worker serves and the
+        minutes when no worker lives. A failure (Redis down, a read-only Redis user) leaves
+        the samples to the workers; the page goes on."""
+        clock = getattr(self.inspector.broker, "clock", None)  # (the minute it samples in)
+        minute = (clock.now_ms() if clock is not None else int(time.time() * 1000)) // 60_000
+        if minute == self._sampled_minute:
+            return
+        self._sampled_minute = minute
+        try:
+            await self.inspector.record_minutes()
+        except AsyncqError as exc:
+            log.debug("dashboard minute samples not written", error=str(exc))
+
     async def chart_stats(self, queues: list[str], days: int
                           ) -> tuple[list[DailyStats], list[MinuteStats]]:
         """Every queue's counters of the last ``days`` days and its last hour's minutes, for
         the overview's charts; reused for ``CHART_TTL`` seconds beyond ``CHART_CACHE_FROM``
         queues."""
+        await self.sample_minutes()
         cached = self._charts
         reuse = len(queues) > CHART_CACHE_FROM
         if reuse and cached is not None and time.monotonic() - cached[0] <= CHART_TTL:
             return cached[1], cached[2]
-        inspector = self.inspector
-
-        async def history(queue: str) -> list[DailyStats]:
-            try:
-                return await inspector.history(queue, days)
-            except QueueNotFoundError:  # deleted meanwhile
-                return []
-
-        async def last_hour(queue: str) -> list[MinuteStats]:
-            try:
-                return await inspector.minute_stats(queue)
-            except QueueNotFoundError:
-                return []
-
-        daily = [d for h in await asyncio.gather(*map(history, queues)) for d in h]
-        minutes = [m for h in await asyncio.gather(*map(last_hour, queues)) for m in h]
+        inspector = self.inspector  # (pipelined: a read per queue, not round trips each)
+        daily = [d for h in (await inspector.history_of(queues, days)).values() for d in h]
+        minutes = [m for h in (await inspector.minute_stats_of(queues)).values() for m in h]
         if reuse:
             self._charts = (time.monotonic(), daily, minutes)
         return daily, minutes

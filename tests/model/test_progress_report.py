@@ -53,6 +53,22 @@ def test_the_message_and_data_are_bounded() -> None:
         check_progress(0.1, None, {1, 2})
 
 
+LONE = "page \ud800 of 3"  # (a lone surrogate: what undecodable bytes leave in a str)
+
+
+def test_a_message_with_a_lone_surrogate_is_refused_at_the_call() -> None:
+    """It cannot be stored as UTF-8: refused where the handler made it, saying how to fix it,
+    not accepted and then dropped by the worker."""
+    with pytest.raises(ValueError, match=r"progress message 'page \\ud800 of 3' is not "
+                                         r"valid text: it holds a lone surrogate"):
+        check_progress(0.5, LONE, None)
+    with pytest.raises(ValueError, match=r"progress data is not valid text: a str in it "
+                                         r"holds a lone surrogate"):
+        check_progress(0.5, None, {"file": LONE})
+    fixed = LONE.encode("utf-8", "replace").decode()  # the fix the error suggests
+    assert check_progress(0.5, fixed, None)[1] == "page ? of 3"
+
+
 @pytest.mark.anyio
 async def test_outside_a_running_handler_it_says_so() -> None:
     task = Task("report:build", {"month": 10})

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from anyio.from_thread import BlockingPortal
 
-from asyncq import Client, ServeMux, Task, Worker
+from asyncq import Client, Inspector, ServeMux, Task, Worker
+from asyncq.testing import wait_until
 from asyncq.web import create_app
 from tests.web.web_helpers import serve, shot
 
@@ -84,4 +85,49 @@ def test_the_progress_bar_moves_live(page: Any, portal: BlockingPortal, worker: 
         expect(bar).to_have_attribute("value", "1.0")
         expect(page.locator("#task-progress .progress-text")).to_have_text("100% · done")
         page.goto("about:blank")  # closes the event stream before the server stops
+    assert not page.dialogs and not page.errors, (page.dialogs, page.errors)
+
+
+def test_a_requeued_task_shows_no_progress_of_its_old_run(
+        page: Any, portal: BlockingPortal, asyncq_redis_url: str, asyncq_queue: str) -> None:
+    """Two tasks report 40 % and fail for good. One is run again through the API (as the CLI
+    does) while its page is open: the bar of the old run goes, live. The other is run again
+    with the dashboard's own button: its page shows no progress either."""
+    queue = asyncq_queue
+    mux = ServeMux()
+
+    @mux.handler("report:fail", max_retry=0)
+    async def fail(task: Task) -> None:
+        await task.set_progress(0.4, "old run")
+        raise RuntimeError("boom")
+
+    async def archived_pair() -> list[str]:
+        async with Client(asyncq_redis_url) as client, Inspector(asyncq_redis_url) as ins:
+            ids = [(await client.enqueue("report:fail", queue=queue)).id for _ in range(2)]
+            async with Worker(asyncq_redis_url, mux, queues={queue: 1}):
+                async def both_archived() -> bool:
+                    return len(await ins.list_tasks(queue, "archived")) == 2
+                await wait_until(both_archived, timeout=30, message="both archived")
+            return ids
+
+    async def run_again(task_id: str) -> None:
+        async with Inspector(asyncq_redis_url) as ins:
+            await ins.run_task(queue, task_id)
+
+    by_api, by_button = portal.call(archived_pair)
+    with serve(create_app(asyncq_redis_url)) as url:
+        page.goto(f"{url}/task?q={queue}&id={by_api}")
+        expect(page.locator("#task-progress .progress-text")).to_have_text("40% · old run")
+        page.wait_for_selector("#live-status.on")
+        portal.call(run_again, by_api)
+        expect(page.locator("#task-state")).to_have_text("pending")
+        expect(page.locator("#task-progress")).to_have_text("none reported")  # live
+
+        page.goto(f"{url}/task?q={queue}&id={by_button}")
+        expect(page.locator("#task-progress .progress-text")).to_have_text("40% · old run")
+        page.click('button[data-action="run"]')
+        expect(page.locator("#task-state")).to_have_text("pending")
+        expect(page.locator("#task-progress progress")).to_have_count(0)
+        shot(page, "progress-requeued")
+        page.goto("about:blank")
     assert not page.dialogs and not page.errors, (page.dialogs, page.errors)

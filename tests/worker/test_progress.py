@@ -7,6 +7,7 @@ whose lease was lost is refused; sync handlers (threads) and handler processes r
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from typing import Any
@@ -320,6 +321,65 @@ async def test_a_sync_handler_reports_from_its_thread(
     assert got[-1].state is S.COMPLETED and got[-2].progress_message == "row 50000"
     async with Inspector(asyncq_client.broker) as insp:
         assert (await insp.task_info(q, info.id)).progress == 1.0
+
+
+async def test_the_last_report_made_wins_over_an_earlier_one_from_a_thread(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    """A real thread reports first (``set_progress_sync``); the handler then reports on the
+    loop before the loop has taken the thread's report in: the later, loop's report is the one
+    stored and the last one heard."""
+    q = asyncq_queue
+    mux = ServeMux()
+
+    @mux.handler("mixed", retention=60)
+    async def mixed(task: Task) -> None:
+        posted = threading.Event()
+
+        def work() -> None:
+            task.set_progress_sync(0.3, "from the thread")
+            posted.set()
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        posted.wait(10)  # (blocks the loop: the thread's report is not taken in yet)
+        thread.join(10)
+        await task.set_progress(0.9, "from the loop")  # made later
+
+    async with asyncq_worker(mux, queues={q: 1}), asyncq_client.events(q) as events:
+        info = await asyncq_client.enqueue("mixed", queue=q)
+        got = await events_of(events, info.id, timeout=30)
+    heard = [(e.progress, e.progress_message) for e in got if e.progress is not None]
+    assert heard[-1] == (0.9, "from the loop"), heard
+    async with Inspector(asyncq_client.broker) as insp:
+        stored = await insp.task_info(q, info.id)
+    assert (stored.progress, stored.progress_message) == (0.9, "from the loop")
+
+
+async def test_a_message_with_a_lone_surrogate_is_refused_where_it_is_made(
+    asyncq_client: Client, asyncq_worker: WorkerFactory, asyncq_queue: str,
+) -> None:
+    """The handler hears ValueError at its call (it was accepted, then dropped by the worker
+    with a traceback); its next, valid report is stored."""
+    q = asyncq_queue
+    mux = ServeMux()
+
+    @mux.handler("names", retention=60)
+    async def names(task: Task) -> str:
+        try:
+            await task.set_progress(0.5, "file \ud800.csv")
+        except ValueError as exc:
+            await task.set_progress(0.6, "file ?.csv")
+            return str(exc)
+        return "accepted"
+
+    async with asyncq_worker(mux, queues={q: 1}) as w:
+        info = await asyncq_client.enqueue("names", queue=q)
+        done = await asyncq_client.wait(info, timeout=30)
+        writes = w.worker.processor.progress.writes
+    assert "lone surrogate" in done.result_json()
+    assert writes == 1
+    assert (done.progress, done.progress_message) == (0.6, "file ?.csv")
 
 
 async def test_a_handler_process_reports_over_its_pipe(

@@ -24,7 +24,7 @@ from ... import _defaults
 from ..._clock import Clock
 from ..._errors import BrokerError, DecodeError
 from .._calls import STATS_TTL_MS, ScriptCall
-from .._inspect import RedisInspectOps
+from .._inspect import RedisInspectOps, limits_named
 from .._maintenance import MINUTE_SAMPLES
 from .._replies import number, text
 from .._runner import ScriptRunner
@@ -66,8 +66,8 @@ def _json_message(msg: bytes, amsg: bytes | None) -> bytes:
 
 def _record(row: Sequence[Any], queue: str = "") -> TaskRecord:
     """A row of the asynq_inspect scripts ({id, msg, state, result, score, asyncq_msg,
-    result_enc, started_at, error[, traceback]}) as asyncq's TaskRecord (a message that
-    decodes but cannot be run, a hostile Go record, still shows its payload and error)."""
+    result_enc, started_at, error, limited[, traceback]}) as asyncq's TaskRecord (a message
+    that decodes but cannot be run, a hostile Go record, still shows its payload and error)."""
     task_id, msg, state, result, score, amsg, enc, started, error = row[:9]
     try:
         task = _codec.decode(msg or b"")
@@ -85,7 +85,8 @@ def _record(row: Sequence[Any], queue: str = "") -> TaskRecord:
         completed_at_ms=task.completed_at * 1000, result=result or None,
         score=_score_ms(score), result_enc=text(enc or b"") or "b",
         started_at_ms=number(started), queue=queue,
-        traceback=text(row[9] or b"") if len(row) > 9 else "",
+        traceback=text(row[10] or b"") if len(row) > 10 else "",
+        limited_by=limits_named(row[9]) if len(row) > 9 else (),
     )
 
 
@@ -313,6 +314,13 @@ class AsynqInspectOps(RedisInspectOps):
         members = await self.runner.command("listing groups", "SMEMBERS",
                                             K.queue_keys(queue).groups)
         return sorted(text(m) for m in members)
+
+    def _record_minute_call(self, queue: str, minute: int) -> ScriptCall:
+        qk = K.queue_keys(queue)
+        return ScriptCall(
+            "asynq_inspect_record_minute",
+            [qk.minutes, qk.processed, qk.failed, qk.pending, qk.active, qk.scheduled, qk.retry],
+            [minute, MINUTE_SAMPLES])
 
     async def record_minute(self, queue: str) -> bool:
         qk = K.queue_keys(queue)

@@ -14,7 +14,8 @@
 -- ARGV[7] queue name
 -- Returns: {ids taken from the source, tasks made pending}. Call again while ids == batch size.
 -- Tasks join the end of the line in source order (lowest score runs first). Ids without a task
--- hash, or whose hash is in another state, are dropped from the source.
+-- hash, or whose hash is in another state, are dropped from the source. A task made pending
+-- loses its previous run's progress report (the run asked for has reported nothing yet).
 -- @include _wake_lib.lua
 -- @include _inspect_lib.lua
 local ids = inspect_take(KEYS[1], false, tonumber(ARGV[2]))
@@ -25,7 +26,7 @@ for _, id in ipairs(ids) do
   if redis.call('HGET', key, 'state') == ARGV[1] then
     redis.call('LPUSH', KEYS[2], id)
     redis.call('HSET', key, 'state', 'pending', 'pending_since', ARGV[5])
-    redis.call('HDEL', key, 'completed_at')
+    redis.call('HDEL', key, 'completed_at', 'progress', 'progress_run')
     emit(id, ARGV[1], 'pending')
     moved = moved + 1
   end

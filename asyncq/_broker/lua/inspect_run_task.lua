@@ -13,7 +13,8 @@
 -- ARGV[5] queue name
 -- Returns: 1 now pending; 0 no such task; -1 the task is active; -2 it is already pending;
 --   -3 it is a workflow step waiting for the steps before it (its workflow releases it).
--- The task joins the end of the line (LPUSH: workers pop from the tail).
+-- The task joins the end of the line (LPUSH: workers pop from the tail). Its previous run's
+-- progress report is dropped: the run asked for has reported nothing yet.
 -- @include _wake_lib.lua
 -- @include _inspect_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'group')
@@ -33,7 +34,7 @@ local c = inspect_task_containers()
 inspect_detach(c, v[1], ARGV[1], v[2])
 redis.call('LPUSH', KEYS[2], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'pending', 'pending_since', ARGV[3])
-redis.call('HDEL', KEYS[1], 'completed_at')
+redis.call('HDEL', KEYS[1], 'completed_at', 'progress', 'progress_run')
 asyncq_event(KEYS[1], ARGV[1], v[1], 'pending')
 asyncq_wake(KEYS[9], ARGV[4], ARGV[5])
 return 1

@@ -160,3 +160,33 @@ async def test_go_asynqs_layout_says_progress_is_not_available_yet(broker: Broke
                                           "wire=asynq") as caught:
         await broker.set_progress("default", "t1", OWNER, report(0.5))
     assert caught.value.refused and not caught.value.transient
+
+
+@pytest.mark.parametrize("how", ["run_task", "run_all"])
+@pytest.mark.parametrize("ended", ["archived", "retry", "completed"])
+async def test_an_operators_requeue_hides_the_previous_runs_report(
+    broker: Broker, client: Client, clock: FakeClock, asyncq_queue: str, how: str, ended: str,
+) -> None:
+    """Run again by an operator (CLI, API, dashboard), the task waits for a new run: the old
+    run's report is not shown as if it were the new run's, in the task or in its list row."""
+    requires(broker, Capability.PROGRESS)
+    q = asyncq_queue
+    [task_id] = await lease(broker, client, q)
+    assert await broker.set_progress(q, task_id, OWNER, report(0.6, "old run"))
+    outcome = {"archived": Outcome("archive", q, task_id, error="boom"),
+               "retry": Outcome("retry", q, task_id, retry_at_ms=clock.now_ms() + 60_000,
+                                error="boom"),
+               "completed": Outcome("complete", q, task_id, retention_ms=60_000,
+                                    result=b"r")}[ended]
+    assert await finish1(broker, outcome)
+    async with Inspector(broker) as inspector:
+        assert (await inspector.task_info(q, task_id)).progress == 0.6  # the ended run's
+        if how == "run_task":
+            await inspector.run_task(q, task_id)
+        else:
+            assert await inspector.run_all(q, ended) == 1
+        info = await inspector.task_info(q, task_id)
+        [listed] = await inspector.list_tasks(q, "pending")
+    assert info.state is TaskState.PENDING
+    assert (info.progress, info.progress_message, info.progress_at) == (None, None, None)
+    assert listed.progress is None

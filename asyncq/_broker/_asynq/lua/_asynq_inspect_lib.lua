@@ -8,17 +8,18 @@
 local ASYNQ_TYPE, ASYNQ_PAYLOAD, ASYNQ_GROUP_KEY = 1, 2, 14
 
 -- One task as the inspector reads it, or nil when it has no hash (a stale id):
---   {id, msg, state, result, score, asyncq_msg, result_enc, started_at, error}
+--   {id, msg, state, result, score, asyncq_msg, result_enc, started_at, error, limited}
 -- (msg the protobuf TaskMessage; result false when none; score as given; error asyncq's whole
--- text of the last failure, '' none).
+-- text of the last failure, '' none; limited the limits a scheduled task waits for, '' none:
+-- see limit_acquire).
 local function asynq_inspect_row(prefix, id, score)
   local v = redis.call('HMGET', prefix .. id, 'msg', 'state', 'result', 'asyncq_msg',
-    'result_enc', 'started_at', 'error')
+    'result_enc', 'started_at', 'error', 'limited')
   if not v[1] then
     return nil
   end
   return {id, v[1], v[2] or '', v[3] or false, score or false, v[4] or '', v[5] or '',
-          v[6] or '0', v[7] or ''}
+          v[6] or '0', v[7] or '', v[2] == 'scheduled' and v[8] or ''}
 end
 
 -- The group of an aggregating task: its hash's `group` field (written by AddToGroup and the

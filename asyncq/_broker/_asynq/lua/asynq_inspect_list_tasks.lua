@@ -7,7 +7,7 @@
 -- ARGV[4] task key prefix    asynq:{q}:t:
 -- ARGV[5] '1' when the source is the active list (each row carries its lease score)
 -- Returns: one row per id that has a task hash, in range order:
---   {id, msg, state, result, score, asyncq_msg, result_enc, started_at} (see
+--   {id, msg, state, result, score, asyncq_msg, result_enc, started_at, limited} (see
 --   _asynq_inspect_lib.lua), score the zset score or the active task's lease (Unix s; false
 --   when there is none).
 -- @include _asynq_inspect_lib.lua

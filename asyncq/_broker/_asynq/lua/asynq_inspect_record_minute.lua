@@ -7,5 +7,7 @@
 -- KEYS[6] scheduled zset     KEYS[7] retry zset
 -- ARGV[1] the current minute (Unix ms // 60000)
 -- ARGV[2] most samples kept
--- Returns: 1 recorded, 0 this minute already has its sample.
+-- Returns: 1 recorded; 0 this minute already has its sample, or the queue has nothing to
+--   chart (no sample yet, no task, no counters: e.g. deleted since it was listed; no key is
+--   created).
 -- @include asyncq:_record_minute_body.lua

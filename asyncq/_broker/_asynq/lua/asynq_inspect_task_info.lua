@@ -5,7 +5,8 @@
 -- ARGV[1] task id
 -- ARGV[2] task key prefix    asynq:{q}:t:
 -- Returns: false if there is no such task, else
---   {id, msg, state, result, score, asyncq_msg, result_enc, started_at, error, traceback}, score
+--   {id, msg, state, result, score, asyncq_msg, result_enc, started_at, error, limited,
+--   traceback}, score
 --   the lease expiry of an active task, the run-at time of a scheduled or retry task (Unix s;
 --   false when there is none or the task is in another state).
 -- @include _asynq_inspect_lib.lua
