@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             code: int = args.func(args)
         except (CLIError, AsyncqError, ValueError) as exc:
-            print(printable(f"asyncq: error: {exc}"), file=sys.stderr)
+            _fatal(args, exc)
             return 1
         except KeyboardInterrupt:
             return 130
@@ -105,6 +105,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _pipe_closed()
     return code
+
+
+def _fatal(args: argparse.Namespace, exc: Exception) -> None:
+    """Say why the command stops, on stderr: one ``asyncq: error:`` line, or, under
+    ``--log-format json``, one JSON line like the command's other log lines (a log pipeline
+    parsing JSON gets the reason a pod exited, not a line it cannot read)."""
+    if getattr(args, "log_format", None) != "json":
+        print(printable(f"asyncq: error: {exc}"), file=sys.stderr)
+        return
+    from datetime import UTC, datetime
+
+    import orjson
+
+    at = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    line = {"component": "cli", "event": str(exc), "level": "error", "timestamp": at}
+    sys.stderr.write(orjson.dumps(line).decode() + "\n")
 
 
 def _pipe_closed() -> int:
