@@ -11,7 +11,8 @@
 -- ARGV[4] wake channel
 -- ARGV[5] queue name
 -- Returns: 1 requeued; 0 the task is no longer active under this owner (no change).
--- No counters change and `retried` is kept: the task did not fail.
+-- No counters change and `retried` is kept: the task did not fail. The interrupted run's
+-- progress report is dropped: the next run starts without one.
 -- @include _wake_lib.lua
 local v = redis.call('HMGET', KEYS[1], 'state', 'owner')
 if not asyncq_owned(v[1], v[2], ARGV[2]) then
@@ -19,7 +20,7 @@ if not asyncq_owned(v[1], v[2], ARGV[2]) then
 end
 asyncq_leave_active(KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('HDEL', KEYS[1], 'owner')
+redis.call('HDEL', KEYS[1], 'owner', 'progress', 'progress_run')  -- (the interrupted run's report)
 redis.call('RPUSH', KEYS[4], ARGV[1])
 redis.call('HSET', KEYS[1], 'state', 'pending', 'pending_since', ARGV[3])
 asyncq_event(KEYS[1], ARGV[1], 'active', 'pending')

@@ -190,3 +190,21 @@ async def test_an_operators_requeue_hides_the_previous_runs_report(
     assert info.state is TaskState.PENDING
     assert (info.progress, info.progress_message, info.progress_at) == (None, None, None)
     assert listed.progress is None
+
+
+async def test_a_run_given_back_by_its_worker_drops_its_report(
+    broker: Broker, client: Client, asyncq_queue: str,
+) -> None:
+    """A worker that stops hands its running task back (requeue): the task waits for a new run
+    and shows no report of the interrupted one."""
+    requires(broker, Capability.PROGRESS)
+    q = asyncq_queue
+    [task_id] = await lease(broker, client, q)
+    assert await broker.set_progress(q, task_id, OWNER, report(0.4, "interrupted"))
+    assert await broker.finish([Outcome("requeue", q, task_id)], OWNER) == [True]
+    async with Inspector(broker) as inspector:
+        info = await inspector.task_info(q, task_id)
+        [listed] = await inspector.list_tasks(q, "pending")
+    assert info.state is TaskState.PENDING
+    assert (info.progress, info.progress_message, info.progress_at) == (None, None, None)
+    assert listed.progress is None
