@@ -32,8 +32,36 @@ WORKFLOWS = f"{PREFIX}:workflows"  # ZSET workflow id -> created at, Unix ms
 DAY_MS = 86_400_000  # one UTC day: the period of the daily counters
 
 
+class DerivedQueueKeys:
+    """The keys derived from a queue's key names, alike in both layouts: a task's hash, a day's
+    counters, a group's waiting tasks and its aggregation sets."""
+
+    __slots__ = ()
+    task_prefix: str
+    group_prefix: str
+    processed: str
+    failed: str
+
+    def task(self, task_id: str) -> str:
+        return self.task_prefix + task_id
+
+    def processed_day(self, day: str) -> str:
+        return f"{self.processed}:{day}"
+
+    def failed_day(self, day: str) -> str:
+        return f"{self.failed}:{day}"
+
+    def group(self, group: str) -> str:
+        """ZSET of the tasks of ``group`` waiting to be aggregated."""
+        return self.group_prefix + group
+
+    def aggregation_set(self, group: str, set_id: str) -> str:
+        """ZSET of the tasks of one aggregation set of ``group`` (staged for one handler call)."""
+        return f"{self.group_prefix}{group}:{set_id}"
+
+
 @dataclass(frozen=True, slots=True)
-class QueueKeys:
+class QueueKeys(DerivedQueueKeys):
     """Key names of one queue; all share the hash tag ``{queue}``."""
 
     queue: str
@@ -74,26 +102,9 @@ class QueueKeys:
     wf_wake: str  # pub/sub channel: the outbox got a record while an advancer waited for one
     wf_lock: str  # STRING: the advancer draining the outbox now (its server id), with a TTL
 
-    def task(self, task_id: str) -> str:
-        return self.task_prefix + task_id
-
     def cancel(self, task_id: str) -> str:
         """STRING marking that a cancellation of ``task_id``'s current run was requested."""
         return self.cancel_prefix + task_id
-
-    def processed_day(self, day: str) -> str:
-        return f"{self.processed}:{day}"
-
-    def failed_day(self, day: str) -> str:
-        return f"{self.failed}:{day}"
-
-    def group(self, group: str) -> str:
-        """ZSET of the tasks of ``group`` waiting to be aggregated."""
-        return self.group_prefix + group
-
-    def aggregation_set(self, group: str, set_id: str) -> str:
-        """ZSET of the tasks of one aggregation set of ``group`` (staged for one handler call)."""
-        return f"{self.group_prefix}{group}:{set_id}"
 
     def dequeued(self, owner: str) -> str:
         """HASH remembering ``owner``'s last dequeue request and the tasks it leased."""

@@ -31,14 +31,15 @@ from ._calls import (
     store_call,
 )
 from ._coalesce import Coalescer
+from ._connected import ConnectedBroker
 from ._inspect import RedisInspectOps
 from ._limit_ops import RedisLimitOps
 from ._listen import Listeners
 from ._maintenance import RedisAggregationOps, RedisMaintenanceOps, RedisWorkerOps
 from ._messages import Handoff, WorkerSignal
 from ._protocol import EnqueueCode, EventFlush, NewTask, Outcome, RawTask
-from ._replies import enqueue_code, must_register, number, raw_tasks, register, text
-from ._runner import ScriptRunner, reply_error
+from ._replies import enqueue_code, must_register, number, raw_tasks, register
+from ._runner import reply_error
 from ._schedules import RedisScheduleOps
 from ._values import ALL_CAPABILITIES
 from ._workflows import RedisWorkflowOps
@@ -54,7 +55,7 @@ _BATCH_CHUNK = 8  # enqueue_batch calls per round trip
 #: its message, normally heard within a millisecond, is given the first chance.
 HANDOFF_GRACE_MS = 1000
 
-class RedisBroker:
+class RedisBroker(ConnectedBroker):
     """The Redis implementation of the Broker protocol.
 
     ``redis`` (a single node, a Sentinel-managed master or a ``RedisCluster``) must be created
@@ -67,15 +68,12 @@ class RedisBroker:
                  clock: Clock = SYSTEM_CLOCK, ping_interval: float = 15.0,
                  reply_timeout: float | None = 5.0,
                  also_close: Callable[[], Awaitable[None]] | None = None) -> None:
-        self.redis = redis
+        super().__init__(redis, owns_client=owns_client, also_close=also_close)
         self.clock = clock
         self.ping_interval = ping_interval
         """``listen`` pings a pub/sub connection that heard nothing for this long (0: never)."""
         self.reply_timeout = reply_timeout or 5.0
         """How long ``listen`` waits for the answer to such a ping before reconnecting."""
-        self._owns_client = owns_client
-        self._also_close = also_close
-        self.runner = ScriptRunner(redis, lean=owns_client)
         self.maintenance = RedisMaintenanceOps(self.runner, clock)
         self.aggregation = RedisAggregationOps(self.runner, clock, self.maintenance)
         self.workers = RedisWorkerOps(self.runner, clock)
@@ -98,23 +96,9 @@ class RedisBroker:
         self._progress: Coalescer[ScriptCall, Any] = Coalescer(
             self.runner.run_call, self._run_stores, max_in_flight=2)
 
-    async def ping(self) -> None:
-        await self.runner.command("ping", "PING")
-
-    async def close(self) -> None:
+    async def _close_own(self) -> None:
         await self._stores.aclose()
         await self._progress.aclose()
-        try:
-            await self.runner.aclose()
-            if self._owns_client:
-                await self.redis.aclose()
-        finally:
-            if self._also_close is not None:
-                await self._also_close()
-
-    async def load_scripts(self) -> None:
-        """Load every script into Redis so pipelines never meet NOSCRIPT on a fresh server."""
-        await self.runner.load_scripts()
 
     # -- producing
 
@@ -243,11 +227,6 @@ class RedisBroker:
             [self.clock.now_ms() + lease_ms, owner, qk.task_prefix, qk.cancel_prefix, *task_ids],
         )
         return [int(f) for f in flags]
-
-    async def lock_holders(self, locks: Sequence[str]) -> list[str | None]:
-        replies = await self.runner.commands("reading uniqueness locks",
-                                             [("GET", lock) for lock in locks])
-        return [None if r is None else text(r) for r in replies]
 
     async def write_result(self, queue: str, task_id: str, data: bytes,
                            encoding: str = "b") -> int:

@@ -24,11 +24,12 @@ from ..._errors import BrokerError, DecodeError
 from ..._model._events import TaskEvent
 from ..._model._message import TaskMessage
 from .._calls import EVENT_RESULT_MAX, ScriptCall, finish_calls, finish_results
+from .._connected import ConnectedBroker
 from .._listen import Listeners
 from .._messages import Handoff, WorkerSignal
 from .._ops import InspectOps, LimitOps, ScheduleOps
 from .._replies import text
-from .._runner import ScriptRunner, reply_error
+from .._runner import reply_error
 from .._values import Capability, EnqueueCode, EventFlush, NewTask, Outcome, RawTask
 from .._wf_ops import WorkflowOps
 from . import _codec, _wake
@@ -143,7 +144,7 @@ def _code(value: Any) -> EnqueueCode:
     return 1 if code == 1 else 0 if code == 0 else -1
 
 
-class AsynqBroker:
+class AsynqBroker(ConnectedBroker):
     """The Broker protocol over Go asynq's layout; built like RedisBroker (``redis`` created
     with ``decode_responses=False``; ``owns_client``: ``close()`` closes it)."""
 
@@ -153,11 +154,8 @@ class AsynqBroker:
                  clock: Clock = SYSTEM_CLOCK, ping_interval: float = 15.0,
                  reply_timeout: float | None = 5.0,
                  also_close: Callable[[], Awaitable[None]] | None = None) -> None:
-        self.redis = redis
+        super().__init__(redis, owns_client=owns_client, also_close=also_close)
         self.clock = clock
-        self._owns_client = owns_client
-        self._also_close = also_close
-        self.runner = ScriptRunner(redis, lean=owns_client)
         self.runner.scripts = {**self.runner.scripts, **asynq_scripts()}
         self.listeners = Listeners(self.runner, ping_interval, reply_timeout or 5.0)
         self.event_source = EventSource(self.runner, clock, ping_interval, reply_timeout or 5.0)
@@ -191,21 +189,6 @@ class AsynqBroker:
         self.layout.forget(queue)
         self._registered.discard(queue)
 
-    async def ping(self) -> None:
-        await self.runner.command("ping", "PING")
-
-    async def close(self) -> None:
-        try:
-            await self.runner.aclose()
-            if self._owns_client:
-                await self.redis.aclose()
-        finally:
-            if self._also_close is not None:
-                await self._also_close()
-
-    async def load_scripts(self) -> None:
-        """Load every script into Redis so pipelines never meet NOSCRIPT on a fresh server."""
-        await self.runner.load_scripts()
 
     # -- producing
 
@@ -304,11 +287,6 @@ class AsynqBroker:
             "asynq_extend_lease", [qk.lease],
             [(self.clock.now_ms() + lease_ms) // 1000, owner, qk.task_prefix, *task_ids])
         return [int(f) for f in flags]
-
-    async def lock_holders(self, locks: Sequence[str]) -> list[str | None]:
-        replies = await self.runner.commands("reading uniqueness locks",
-                                             [("GET", lock) for lock in locks])
-        return [None if r is None else text(r) for r in replies]
 
     async def write_result(self, queue: str, task_id: str, data: bytes,
                            encoding: str = "b") -> int:

@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .._keys import DerivedQueueKeys
 from .._keys import day_string as day_string  # the daily counters' UTC date: Go's format too
 from .._keys import limit_keyset as limit_keyset  # layout-free suffixes: the broker's own
 from .._keys import limit_state as limit_state
@@ -53,7 +54,7 @@ STATES = ("active", "pending", "scheduled", "retry", "archived", "completed", "a
 
 
 @dataclass(frozen=True, slots=True)
-class AsynqQueueKeys:
+class AsynqQueueKeys(DerivedQueueKeys):
     """Key names of one queue in asynq's layout; all share the hash tag ``{queue}``."""
 
     queue: str
@@ -73,22 +74,6 @@ class AsynqQueueKeys:
     failed: str
     groups: str
     aggregation_sets: str
-
-    def task(self, task_id: str) -> str:
-        return self.task_prefix + task_id
-
-    def processed_day(self, day: str) -> str:
-        return f"{self.processed}:{day}"
-
-    def failed_day(self, day: str) -> str:
-        return f"{self.failed}:{day}"
-
-    def group(self, group: str) -> str:
-        """ZSET of the tasks of ``group`` waiting to be aggregated (id -> added at, Unix s)."""
-        return self.group_prefix + group
-
-    def aggregation_set(self, group: str, set_id: str) -> str:
-        return f"{self.group_prefix}{group}:{set_id}"
 
     def unique(self, task_type: str, digest: str) -> str:
         """asynq's uniqueness lock: ``unique:<type>:<md5 hex of the payload>`` (digest '' when
