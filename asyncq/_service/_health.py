@@ -75,6 +75,7 @@ class LoopWatch:
         self._log = get_logger("loop", **log_context)
         self._last = time.monotonic()
         self._lock = threading.Lock()  # who logs the stall in progress: the thread or the loop
+        self._naming = threading.Lock()  # held while a stall at name_after is being logged
         self._log_lock = threading.Lock()  # the rate limit, kept by both
         self._warned = False  # the stall in progress was logged
         self._named = -1.0  # the start (``_last``) of the stall last named at name_after
@@ -161,6 +162,10 @@ class LoopWatch:
         ``name_after`` (once per stall, never rate-limited): the stall that gets the process
         killed is named before the kill. Called by the watch thread and by the liveness probe
         (from its thread) before it answers "stalled"."""
+        with self._naming:  # (a second caller returns once the first one's line is written)
+            self._name_stall()
+
+    def _name_stall(self) -> None:
         last = self._last
         blocked = time.monotonic() - last
         if self.name_after <= 0 or blocked < self.name_after:

@@ -38,8 +38,9 @@ class WorkerProbes:
         """503 once the loop has not turned for stall_timeout."""
         if self.loop is None:
             return json_answer(True, {"status": "starting"})
-        blocked = round(self._watch.blocked_s, 3)
-        if blocked >= self._stall_timeout:
+        blocked_s = self._watch.blocked_s
+        blocked = round(blocked_s, 3)
+        if blocked_s >= self._stall_timeout:  # (unrounded: as name_stall measures it)
             self._watch.name_stall()  # (logged before the first "stalled" answer)
             return json_answer(False, {"status": "stalled", "blocked_s": blocked,
                                        "stall_timeout_s": self._stall_timeout})
