@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import orjson
 import psutil
 import pytest
 from anyio.abc import Process
@@ -161,10 +162,12 @@ def test_a_target_that_keeps_crashing_makes_the_supervisor_give_up(tmp_path: Pat
         cwd=ROOT, text=True, capture_output=True, timeout=150, check=False,
         env={**os.environ, POLICY_ENV: FAST_RESTARTS})
     assert result.returncode == 1, result.stderr
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("asyncq: error: worker process ")
-    assert "crashed 3 times in a row" in last and "exited with status 1" in last
-    assert "stopped all worker processes" in last
+    last = orjson.loads(result.stderr.strip().splitlines()[-1])  # (--log-format json)
+    assert last["level"] == "error"
+    said = last["event"]
+    assert said.startswith("worker process ")
+    assert "crashed 3 times in a row" in said and "exited with status 1" in said
+    assert "stopped all worker processes" in said
 
 
 def test_each_worker_process_gets_the_flags_of_the_supervisor_but_its_own() -> None:
