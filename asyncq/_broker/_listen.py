@@ -161,15 +161,19 @@ class Listeners:
             if not isinstance(item, tuple):
                 yield None
                 continue
-            queue = channels[item[0]]
-            try:
-                task, until = decode_handoff(item[1])
-            except (ValueError, UnicodeDecodeError) as exc:
-                self._log.warning("malformed hand-off message ignored", queue=queue,
-                                  error=str(exc))
-                continue
-            yield Handoff(queue, task, until)
+            handoff = self._handoff(channels[item[0]], item[1])
+            if handoff is not None:
+                yield handoff
 
+
+    def _handoff(self, queue: str, data: bytes) -> Handoff | None:
+        """The hand-off a message carries; None (logged) when it is malformed."""
+        try:
+            task, until = decode_handoff(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._log.warning("malformed hand-off message ignored", queue=queue, error=str(exc))
+            return None
+        return Handoff(queue, task, until)
 
     async def _lean_handoffs(self, settings: LeanSettings,
                              channels: dict[str, str]) -> AsyncIterator[Handoff | None]:
@@ -186,14 +190,9 @@ class Listeners:
                         raise item
                     if item[0] != b"smessage":
                         continue  # a pong
-                    queue = queues[item[1]]
-                    try:
-                        task, until = decode_handoff(item[2])
-                    except (ValueError, UnicodeDecodeError) as exc:
-                        self._log.warning("malformed hand-off message ignored", queue=queue,
-                                          error=str(exc))
-                        continue
-                    yield Handoff(queue, task, until)
+                    handoff = self._handoff(queues[item[1]], item[2])
+                    if handoff is not None:
+                        yield handoff
             finally:
                 link.close()
         except RedisError as exc:
